@@ -1,0 +1,4 @@
+//! ask_user: question cards through a question port.
+//!
+//! This crate is not built yet: its issue in the tracker says what it will hold.
+//! It exists so the workspace has its final shape; it exports nothing.

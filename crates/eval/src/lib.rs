@@ -1,0 +1,4 @@
+//! Persistent Python and JavaScript kernels for the eval tool.
+//!
+//! This crate is not built yet: its issue in the tracker says what it will hold.
+//! It exists so the workspace has its final shape; it exports nothing.

@@ -1,0 +1,35 @@
+//! agent-tools: the facade that composes the tool families into one registry.
+//!
+//! It owns what only a harness needs: the object-safe [`Tool`] trait, [`Tier`], the
+//! [`RegistryBuilder`] that registers a family only when its resource is attached,
+//! [`Surface`]s filtered by tier, the reference harness file tools, and the
+//! `agent-tools` host binary (feature `host`).
+//!
+//! ```
+//! use agent_tools::{RegistryBuilder, Surface, Tier};
+//!
+//! let registry = RegistryBuilder::new().with_reference_file_tools().build();
+//! let plan = Surface::plan(&registry);
+//! assert_eq!(plan.names(), ["read"]);
+//! assert!(plan.specs().iter().all(|s| s.tier == Tier::Read));
+//! ```
+
+mod config;
+mod error;
+pub mod files;
+mod registry;
+mod surface;
+mod tool;
+mod validate;
+
+#[cfg(feature = "host")]
+pub mod host;
+
+pub use crate::{
+    config::{CONFIG_FILE_NAME, Config, McpConfig, OutputConfig},
+    error::{Error, Result, Unavailable},
+    registry::{Family, Registry, RegistryBuilder, RunResource},
+    surface::{DEFAULT_MAX_OUTPUT_CHARS, RunInfo, Surface, SurfaceKind},
+    tool::{CallContext, DynTool, Image, SurfaceInfo, Tier, Tool, ToolResult, ToolSpec, parse_args, schema_for},
+    validate::validate_args,
+};

@@ -1,0 +1,5 @@
+//! The `agent-tools` host binary: `mcp`, `call` and `status`.
+
+fn main() -> std::process::ExitCode {
+    agent_tools::host::main()
+}

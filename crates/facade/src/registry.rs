@@ -1,0 +1,134 @@
+//! The registry: tools registered only when the resource behind them is attached.
+//!
+//! Built by a pure function of what is attached (`RegistryBuilder`), frozen and
+//! sorted by name once built, so every surface's tool list is byte-stable.
+
+use std::{collections::BTreeMap, sync::Arc};
+
+use async_trait::async_trait;
+
+use crate::{
+    files,
+    surface::{Surface, SurfaceKind},
+    tool::DynTool,
+};
+
+/// Something bound to a run that must be released when the run ends
+/// (a language server, a debug adapter, a kernel, a worker).
+#[async_trait]
+pub trait RunResource: Send + Sync {
+    /// Stops every process the resource started; bounded in time.
+    async fn shutdown(&self);
+}
+
+/// One tool family as the registry knows it: its name and the tools it registered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Family {
+    pub name: String,
+    pub tools: Vec<String>,
+}
+
+/// Collects tools from attached resources; `build` freezes them.
+#[derive(Default)]
+pub struct RegistryBuilder {
+    tools: BTreeMap<String, DynTool>,
+    families: BTreeMap<String, Vec<String>>,
+    file_tool_roles: Vec<String>,
+    resources: Vec<Arc<dyn RunResource>>,
+}
+
+impl RegistryBuilder {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Registers one tool of `family`. A later tool with the same name replaces an earlier one,
+    /// so a harness can bring its own `read` or `write`.
+    pub fn with_tool(mut self, family: &str, tool: DynTool) -> Self {
+        let name = tool.spec().name.clone();
+        for tools in self.families.values_mut() {
+            tools.retain(|t| t != &name);
+        }
+        self.families.entry(family.to_string()).or_default().push(name.clone());
+        self.tools.insert(name, tool);
+        self
+    }
+
+    /// Registers a tool in the role of a harness file tool (`write`, `edit`, `apply_patch`):
+    /// the tools that diagnostics on write will wrap.
+    pub fn with_file_tool(mut self, tool: DynTool) -> Self {
+        let name = tool.spec().name.clone();
+        if !self.file_tool_roles.contains(&name) {
+            self.file_tool_roles.push(name);
+        }
+        self.with_tool("files", tool)
+    }
+
+    /// The reference file tools: `read`, `write`, `edit`, `apply_patch`, confined to the run's root.
+    pub fn with_reference_file_tools(self) -> Self {
+        files::reference_tools().into_iter().fold(self, |b, t| b.with_file_tool(t))
+    }
+
+    /// Keeps `resource` alive for the run and shuts it down when the run ends.
+    pub fn with_resource(mut self, resource: Arc<dyn RunResource>) -> Self {
+        self.resources.push(resource);
+        self
+    }
+
+    /// Replaces each registered file tool by `wrap(tool)`: how wrappers such as diagnostics on
+    /// write are layered, tower-style, over whatever file tools the harness brought.
+    pub fn wrap_file_tools(mut self, wrap: impl Fn(DynTool) -> DynTool) -> Self {
+        for name in &self.file_tool_roles {
+            if let Some(tool) = self.tools.remove(name) {
+                self.tools.insert(name.clone(), wrap(tool));
+            }
+        }
+        self
+    }
+
+    pub fn build(self) -> Registry {
+        Registry {
+            tools: self.tools.into_values().collect(),
+            families: self
+                .families
+                .into_iter()
+                .map(|(name, mut tools)| {
+                    tools.sort();
+                    Family { name, tools }
+                })
+                .collect(),
+            resources: self.resources,
+        }
+    }
+}
+
+/// Every tool of one run, sorted by name.
+pub struct Registry {
+    tools: Vec<DynTool>,
+    families: Vec<Family>,
+    resources: Vec<Arc<dyn RunResource>>,
+}
+
+impl Registry {
+    /// All tools, sorted by name.
+    pub fn tools(&self) -> &[DynTool] {
+        &self.tools
+    }
+
+    /// The attached families, sorted by name.
+    pub fn families(&self) -> &[Family] {
+        &self.families
+    }
+
+    /// The frozen view for one ceiling.
+    pub fn surface(&self, kind: SurfaceKind) -> Surface {
+        Surface::new(kind, &self.tools)
+    }
+
+    /// Ends every run-bound resource; after this no process started for the run remains.
+    pub async fn shutdown(&self) {
+        for resource in &self.resources {
+            resource.shutdown().await;
+        }
+    }
+}

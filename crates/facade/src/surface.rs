@@ -1,0 +1,189 @@
+//! Surfaces: frozen, sorted views of the registry for one tier ceiling, and dispatch by name.
+
+use std::{path::PathBuf, str::FromStr, sync::Arc};
+
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::{
+    tool::{CallContext, DynTool, SurfaceInfo, Tier, ToolResult, ToolSpec},
+    validate::validate_args,
+};
+
+/// Default cap on the model-facing text of one result.
+pub const DEFAULT_MAX_OUTPUT_CHARS: usize = 40_000;
+
+/// Which view of the registry a caller gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SurfaceKind {
+    /// The main agent: everything up to `exec`.
+    Build,
+    /// Plan mode and read-only subagents: `read` tools only.
+    Plan,
+}
+
+impl SurfaceKind {
+    pub fn ceiling(self) -> Tier {
+        match self {
+            SurfaceKind::Build => Tier::Exec,
+            SurfaceKind::Plan => Tier::Read,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SurfaceKind::Build => "build",
+            SurfaceKind::Plan => "plan",
+        }
+    }
+}
+
+impl FromStr for SurfaceKind {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "build" => Ok(SurfaceKind::Build),
+            "plan" | "read-only" => Ok(SurfaceKind::Plan),
+            other => Err(format!("unknown surface `{other}`; use `build` or `plan`")),
+        }
+    }
+}
+
+/// What a run contributes to every call: ids, root and the run-wide cancellation.
+#[derive(Debug, Clone)]
+pub struct RunInfo {
+    pub run_id: String,
+    pub conversation_id: String,
+    pub root: PathBuf,
+    pub cancel: CancellationToken,
+}
+
+impl RunInfo {
+    /// A fresh run rooted at `root` (made absolute and canonical when it exists).
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        let root = root.into();
+        let root = std::fs::canonicalize(&root).unwrap_or(root);
+        let run_id = format!("run_{}", uuid::Uuid::new_v4().simple());
+        RunInfo { conversation_id: run_id.clone(), run_id, root, cancel: CancellationToken::new() }
+    }
+}
+
+/// A frozen, sorted view of the registry for one ceiling.
+///
+/// A tool above the ceiling is absent from `specs()`, not merely refused.
+#[derive(Clone)]
+pub struct Surface {
+    info: SurfaceInfo,
+    visible: Arc<[DynTool]>,
+    hidden: Arc<[(String, Tier)]>,
+    max_output_chars: usize,
+}
+
+impl Surface {
+    pub(crate) fn new(kind: SurfaceKind, tools: &[DynTool]) -> Self {
+        let ceiling = kind.ceiling();
+        let mut visible: Vec<DynTool> = Vec::new();
+        let mut hidden = Vec::new();
+        for tool in tools {
+            let spec = tool.spec();
+            if spec.tier <= ceiling {
+                visible.push(tool.clone());
+            } else {
+                hidden.push((spec.name.clone(), spec.tier));
+            }
+        }
+        visible.sort_by(|a, b| a.spec().name.cmp(&b.spec().name));
+        Surface {
+            info: SurfaceInfo { kind: kind.as_str().to_string(), ceiling },
+            visible: visible.into(),
+            hidden: hidden.into(),
+            max_output_chars: DEFAULT_MAX_OUTPUT_CHARS,
+        }
+    }
+
+    /// Everything up to `exec`.
+    pub fn build(registry: &crate::Registry) -> Self {
+        registry.surface(SurfaceKind::Build)
+    }
+
+    /// Read tools only: plan mode and read-only subagents.
+    pub fn plan(registry: &crate::Registry) -> Self {
+        registry.surface(SurfaceKind::Plan)
+    }
+
+    pub fn with_max_output_chars(mut self, max: usize) -> Self {
+        self.max_output_chars = max;
+        self
+    }
+
+    pub fn info(&self) -> &SurfaceInfo {
+        &self.info
+    }
+
+    /// The specs the model sees, sorted by name.
+    pub fn specs(&self) -> Vec<&ToolSpec> {
+        self.visible.iter().map(|t| t.spec()).collect()
+    }
+
+    pub fn names(&self) -> Vec<&str> {
+        self.visible.iter().map(|t| t.spec().name.as_str()).collect()
+    }
+
+    pub fn get(&self, name: &str) -> Option<&DynTool> {
+        self.visible.iter().find(|t| t.spec().name == name)
+    }
+
+    /// The context a call on this surface gets.
+    pub fn context(&self, run: &RunInfo, parent_call_id: Option<String>) -> CallContext {
+        CallContext {
+            run_id: run.run_id.clone(),
+            conversation_id: run.conversation_id.clone(),
+            root: run.root.clone(),
+            surface: self.info.clone(),
+            cancel: run.cancel.child_token(),
+            parent_call_id,
+            call_id: format!("call_{}", uuid::Uuid::new_v4().simple()),
+        }
+    }
+
+    /// Why `name` cannot be called here, or `None` if it can.
+    pub fn refusal(&self, name: &str) -> Option<String> {
+        if self.get(name).is_some() {
+            return None;
+        }
+        if let Some((_, tier)) = self.hidden.iter().find(|(n, _)| n == name) {
+            return Some(format!(
+                "`{name}` is a {tier}-tier tool; this surface ({}) is limited to {}-tier tools. \
+                 Available here: {}",
+                self.info.kind,
+                self.info.ceiling,
+                self.names().join(", ")
+            ));
+        }
+        Some(format!(
+            "unknown tool `{name}`; the tools on this surface ({}) are: {}",
+            self.info.kind,
+            self.names().join(", ")
+        ))
+    }
+
+    /// Dispatches by name: refuses hidden and unknown tools, validates the arguments
+    /// against the schema (the tool is not called when they are wrong), runs the tool,
+    /// and caps its text.
+    pub async fn call(&self, ctx: &CallContext, name: &str, args: Value) -> ToolResult {
+        if let Some(refusal) = self.refusal(name) {
+            return ToolResult::error(refusal);
+        }
+        let Some(tool) = self.get(name) else {
+            return ToolResult::error(format!("unknown tool `{name}`"));
+        };
+        let args = if args.is_null() { Value::Object(Default::default()) } else { args };
+        if let Err(message) = validate_args(&tool.spec().input_schema, &args) {
+            return ToolResult::error(format!("{name}: {message}"));
+        }
+        let mut result = tool.call(ctx, args).await;
+        result.truncate_text(self.max_output_chars);
+        result
+    }
+}

@@ -1,0 +1,210 @@
+//! The tool contract: `Tool`, `Tier`, `ToolSpec`, `ToolResult` and `CallContext`.
+
+use std::{
+    fmt,
+    path::{Path, PathBuf},
+    sync::Arc,
+};
+
+use async_trait::async_trait;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize, de::DeserializeOwned};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+/// What a tool may do, and so which surfaces see it.
+///
+/// The order matters: a surface with ceiling `Write` shows `Read` and `Write` tools.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Tier {
+    /// No side effects.
+    Read,
+    /// Changes files.
+    Write,
+    /// Starts or controls a process.
+    Exec,
+}
+
+impl Tier {
+    /// The lowercase name used in messages and schemas.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Tier::Read => "read",
+            Tier::Write => "write",
+            Tier::Exec => "exec",
+        }
+    }
+}
+
+impl fmt::Display for Tier {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What the model sees of a tool: name, description, tier and argument schema.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    pub tier: Tier,
+    /// JSON Schema of the arguments, generated from the argument type.
+    pub input_schema: Value,
+}
+
+impl ToolSpec {
+    /// A spec whose schema is generated from `Args` with schemars.
+    pub fn new<Args: JsonSchema>(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        tier: Tier,
+    ) -> Self {
+        ToolSpec {
+            name: name.into(),
+            description: description.into(),
+            tier,
+            input_schema: schema_for::<Args>(),
+        }
+    }
+}
+
+/// The JSON Schema of `T`, as an MCP client expects it (an object schema, no `$schema` noise).
+pub fn schema_for<T: JsonSchema>() -> Value {
+    let settings = schemars::generate::SchemaSettings::draft2020_12();
+    let schema = settings.into_generator().into_root_schema_for::<T>();
+    let mut value = schema.to_value();
+    if let Value::Object(map) = &mut value {
+        map.remove("$schema");
+        map.remove("title");
+    }
+    value
+}
+
+/// An image for the transcript, such as a plot from a kernel.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Image {
+    /// For example `image/png`.
+    pub mime_type: String,
+    #[serde(skip)]
+    pub data: Vec<u8>,
+}
+
+/// What a tool call returns to the model.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ToolResult {
+    /// Model-facing text.
+    pub text: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<Image>,
+    /// Structured result, for clients and `tool()` bridges that want data instead of prose.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub structured: Option<Value>,
+    pub is_error: bool,
+    /// Files the call changed, absolute. Wrappers (diagnostics on write) read this; the model does not.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub changed_files: Vec<PathBuf>,
+}
+
+impl ToolResult {
+    /// A successful result with text only.
+    pub fn text(text: impl Into<String>) -> Self {
+        ToolResult { text: text.into(), ..Default::default() }
+    }
+
+    /// A failed call: the text says what failed and what would work.
+    pub fn error(text: impl Into<String>) -> Self {
+        ToolResult { text: text.into(), is_error: true, ..Default::default() }
+    }
+
+    pub fn with_structured(mut self, value: Value) -> Self {
+        self.structured = Some(value);
+        self
+    }
+
+    pub fn with_image(mut self, image: Image) -> Self {
+        self.images.push(image);
+        self
+    }
+
+    pub fn with_changed_file(mut self, path: PathBuf) -> Self {
+        self.changed_files.push(path);
+        self
+    }
+
+    /// Cuts the text to at most `max_chars` characters, saying how much was cut.
+    ///
+    /// Never silent: the note names both sizes so the model knows to narrow its request.
+    pub fn truncate_text(&mut self, max_chars: usize) {
+        let total = self.text.chars().count();
+        if total <= max_chars {
+            return;
+        }
+        let cut_at = self.text.char_indices().nth(max_chars).map_or(self.text.len(), |(i, _)| i);
+        self.text.truncate(cut_at);
+        self.text.push_str(&format!(
+            "\n[output truncated: showed {max_chars} of {total} characters, {} cut; \
+             narrow the request (a line range, a smaller path) to see the rest]",
+            total - max_chars
+        ));
+    }
+}
+
+impl From<crate::Unavailable> for ToolResult {
+    fn from(unavailable: crate::Unavailable) -> Self {
+        let structured = serde_json::to_value(&unavailable).ok();
+        ToolResult { text: unavailable.to_string(), is_error: true, structured, ..Default::default() }
+    }
+}
+
+/// Which surface a call came through.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SurfaceInfo {
+    /// For example `build` or `plan`.
+    pub kind: String,
+    pub ceiling: Tier,
+}
+
+/// Everything a tool may know about the call it serves.
+#[derive(Debug, Clone)]
+pub struct CallContext {
+    pub run_id: String,
+    pub conversation_id: String,
+    /// The run's root: every path a tool touches is confined to it.
+    pub root: PathBuf,
+    pub surface: SurfaceInfo,
+    /// Cancelled when the call is abandoned or the run ends.
+    pub cancel: CancellationToken,
+    /// Set for nested calls (for example from an `eval` cell's `tool()` bridge).
+    pub parent_call_id: Option<String>,
+    /// This call's own id.
+    pub call_id: String,
+}
+
+impl CallContext {
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+}
+
+/// A tool of the registry. Object-safe: the registry holds `Arc<dyn Tool>`.
+///
+/// The surface validates arguments against `spec().input_schema` before `call` runs,
+/// so `call` can deserialise with [`parse_args`] and expect success.
+#[async_trait]
+pub trait Tool: Send + Sync {
+    fn spec(&self) -> &ToolSpec;
+
+    async fn call(&self, ctx: &CallContext, args: Value) -> ToolResult;
+}
+
+/// Shared handle to a tool.
+pub type DynTool = Arc<dyn Tool>;
+
+/// Deserialises validated arguments; on failure, an error result naming the argument.
+pub fn parse_args<T: DeserializeOwned>(tool: &str, args: Value) -> Result<T, ToolResult> {
+    serde_json::from_value(args)
+        .map_err(|err| ToolResult::error(format!("{tool}: invalid arguments: {err}")))
+}

@@ -1,0 +1,224 @@
+//! Validation of call arguments against a tool's JSON Schema, before the tool runs.
+//!
+//! Covers the subset schemars emits: `type`, `properties`, `required`,
+//! `additionalProperties`, `items`, `enum`, `const`, `anyOf`/`oneOf`/`allOf`,
+//! `$ref` into `$defs`, and numeric `minimum`/`maximum`.
+
+use serde_json::{Map, Value};
+
+/// Checks `args` against `schema`; the error names the argument and says what would work.
+pub fn validate_args(schema: &Value, args: &Value) -> Result<(), String> {
+    let mut checker = Checker { root: schema, depth: 0 };
+    checker.check(schema, args, "")
+}
+
+struct Checker<'a> {
+    root: &'a Value,
+    depth: usize,
+}
+
+fn describe(value: &Value) -> String {
+    match value {
+        Value::Null => "null".into(),
+        Value::Bool(b) => format!("boolean {b}"),
+        Value::Number(n) => format!("number {n}"),
+        Value::String(s) => {
+            let short: String = s.chars().take(40).collect();
+            if short.len() < s.len() { format!("string \"{short}…\"") } else { format!("string \"{s}\"") }
+        }
+        Value::Array(_) => "an array".into(),
+        Value::Object(_) => "an object".into(),
+    }
+}
+
+fn type_matches(ty: &str, value: &Value) -> bool {
+    match ty {
+        "null" => value.is_null(),
+        "boolean" => value.is_boolean(),
+        "string" => value.is_string(),
+        "array" => value.is_array(),
+        "object" => value.is_object(),
+        "number" => value.is_number(),
+        "integer" => value.as_i64().is_some() || value.as_u64().is_some(),
+        _ => true,
+    }
+}
+
+fn field_name(path: &str) -> String {
+    if path.is_empty() { "arguments".into() } else { format!("argument `{path}`") }
+}
+
+fn join(path: &str, key: &str) -> String {
+    if path.is_empty() { key.to_string() } else { format!("{path}.{key}") }
+}
+
+impl Checker<'_> {
+    fn check(&mut self, schema: &Value, value: &Value, path: &str) -> Result<(), String> {
+        self.depth += 1;
+        if self.depth > 64 {
+            self.depth -= 1;
+            return Ok(());
+        }
+        let result = self.check_inner(schema, value, path);
+        self.depth -= 1;
+        result
+    }
+
+    fn check_inner(&mut self, schema: &Value, value: &Value, path: &str) -> Result<(), String> {
+        let Some(obj) = schema.as_object() else {
+            return Ok(()); // `true` schema or unknown shape: accept.
+        };
+        if let Some(Value::String(reference)) = obj.get("$ref") {
+            let root = self.root;
+            let target = reference
+                .strip_prefix("#/")
+                .and_then(|p| p.split('/').try_fold(root, |node, key| node.get(key)));
+            if let Some(target) = target {
+                self.check(target, value, path)?;
+            }
+        }
+        if let Some(Value::Array(all)) = obj.get("allOf") {
+            for sub in all {
+                self.check(sub, value, path)?;
+            }
+        }
+        for key in ["anyOf", "oneOf"] {
+            if let Some(Value::Array(branches)) = obj.get(key) {
+                let mut first_error = None;
+                let mut matched = false;
+                for sub in branches {
+                    match self.check(sub, value, path) {
+                        Ok(()) => {
+                            matched = true;
+                            break;
+                        }
+                        Err(e) => {
+                            first_error.get_or_insert(e);
+                        }
+                    }
+                }
+                if !matched {
+                    let allowed: Vec<String> = branches.iter().filter_map(allowed_value).collect();
+                    if !allowed.is_empty() && allowed.len() == branches.len() {
+                        return Err(format!(
+                            "{}: {} is not allowed; use one of {}",
+                            field_name(path),
+                            describe(value),
+                            allowed.join(", ")
+                        ));
+                    }
+                    return Err(first_error.unwrap_or_else(|| {
+                        format!("{}: {} matches no allowed form", field_name(path), describe(value))
+                    }));
+                }
+            }
+        }
+        if let Some(ty) = obj.get("type") {
+            let types: Vec<&str> = match ty {
+                Value::String(s) => vec![s.as_str()],
+                Value::Array(a) => a.iter().filter_map(Value::as_str).collect(),
+                _ => vec![],
+            };
+            if !types.is_empty() && !types.iter().any(|t| type_matches(t, value)) {
+                let wanted: Vec<&str> = types.iter().copied().filter(|t| *t != "null").collect();
+                let optional = if types.contains(&"null") { " (or leave it out)" } else { "" };
+                return Err(format!(
+                    "{}: expected {}{optional}, got {}",
+                    field_name(path),
+                    wanted.join(" or "),
+                    describe(value)
+                ));
+            }
+        }
+        if let Some(Value::Array(options)) = obj.get("enum")
+            && !options.contains(value)
+        {
+            let list: Vec<String> = options.iter().map(|v| v.to_string()).collect();
+            return Err(format!(
+                "{}: {} is not allowed; use one of {}",
+                field_name(path),
+                describe(value),
+                list.join(", ")
+            ));
+        }
+        if let Some(expected) = obj.get("const")
+            && expected != value
+        {
+            return Err(format!("{}: expected {expected}, got {}", field_name(path), describe(value)));
+        }
+        if let Some(n) = value.as_f64() {
+            if let Some(min) = obj.get("minimum").and_then(Value::as_f64)
+                && n < min
+            {
+                return Err(format!("{}: {n} is below the minimum {min}", field_name(path)));
+            }
+            if let Some(max) = obj.get("maximum").and_then(Value::as_f64)
+                && n > max
+            {
+                return Err(format!("{}: {n} is above the maximum {max}", field_name(path)));
+            }
+        }
+        if let Value::Object(map) = value {
+            self.check_object(obj, map, path)?;
+        }
+        if let (Value::Array(items), Some(item_schema)) = (value, obj.get("items")) {
+            for (i, item) in items.iter().enumerate() {
+                self.check(item_schema, item, &format!("{path}[{i}]"))?;
+            }
+        }
+        Ok(())
+    }
+
+    fn check_object(
+        &mut self,
+        schema: &Map<String, Value>,
+        map: &Map<String, Value>,
+        path: &str,
+    ) -> Result<(), String> {
+        let properties = schema.get("properties").and_then(Value::as_object);
+        if let Some(Value::Array(required)) = schema.get("required") {
+            for name in required.iter().filter_map(Value::as_str) {
+                if !map.contains_key(name) {
+                    let hint = properties
+                        .and_then(|p| p.get(name))
+                        .and_then(|p| p.get("description"))
+                        .and_then(Value::as_str)
+                        .map(|d| format!(" ({d})"))
+                        .unwrap_or_default();
+                    return Err(format!("missing required {}{hint}", field_name(&join(path, name))));
+                }
+            }
+        }
+        for (key, value) in map {
+            match properties.and_then(|p| p.get(key)) {
+                Some(sub) => self.check(sub, value, &join(path, key))?,
+                None => {
+                    if schema.get("additionalProperties") == Some(&Value::Bool(false)) {
+                        let known: Vec<&str> =
+                            properties.map(|p| p.keys().map(String::as_str).collect()).unwrap_or_default();
+                        return Err(format!(
+                            "unknown {}; known arguments: {}",
+                            field_name(&join(path, key)),
+                            if known.is_empty() { "none".to_string() } else { known.join(", ") }
+                        ));
+                    }
+                    if let Some(extra) = schema.get("additionalProperties").filter(|v| v.is_object()) {
+                        self.check(extra, value, &join(path, key))?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The single value a branch allows (`const` or a one-item `enum`), for "use one of" hints.
+fn allowed_value(branch: &Value) -> Option<String> {
+    if let Some(c) = branch.get("const") {
+        return Some(c.to_string());
+    }
+    match branch.get("enum") {
+        Some(Value::Array(items)) if items.len() == 1 => Some(items[0].to_string()),
+        _ => None,
+    }
+}
