@@ -1,1 +1,94 @@
-fn main() {}
+//! Project automation: `cargo xtask setup | ci | test | tidy | bench`.
+
+mod bench;
+mod setup;
+#[cfg(test)]
+mod tidy;
+
+use std::{
+    path::{Path, PathBuf},
+    process::Command,
+};
+
+use anyhow::{Context, Result, bail};
+
+const USAGE: &str = "\
+usage: cargo xtask <command>
+
+  setup   install what the tests need that this machine lacks (apt, a venv, npm)
+  ci      setup, then fmt check, clippy -D warnings, nextest, doctests (what .ci/run runs)
+  test    nextest with the test environment (PATH with the venv and npm tools), after setup
+  bench   run the benchmarks side by side with the reference tools and print ratios
+";
+
+fn main() -> Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let root = project_root();
+    std::env::set_current_dir(&root)?;
+    match args.first().map(String::as_str) {
+        Some("setup") => setup::run(),
+        Some("ci") => ci(),
+        Some("test") => {
+            setup::run()?;
+            nextest(&args[1..])
+        }
+        Some("bench") => bench::run(&args[1..]),
+        _ => {
+            #[allow(clippy::print_stderr)]
+            {
+                eprint!("{USAGE}");
+            }
+            bail!("unknown or missing command")
+        }
+    }
+}
+
+fn project_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_default()
+}
+
+/// Runs `cmd`, failing with its command line when it fails.
+pub(crate) fn run(cmd: &mut Command) -> Result<()> {
+    let shown = format!("{cmd:?}");
+    let status = cmd.status().with_context(|| format!("cannot start {shown}"))?;
+    if !status.success() {
+        bail!("{shown} failed with {status}");
+    }
+    Ok(())
+}
+
+fn cargo() -> Command {
+    Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+}
+
+fn ci() -> Result<()> {
+    setup::run()?;
+    step("cargo fmt --check");
+    run(cargo().args(["fmt", "--all", "--check"]))?;
+    step("cargo clippy -D warnings");
+    run(cargo().args([
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--locked",
+        "--",
+        "-D",
+        "warnings",
+    ]))?;
+    nextest(&["--profile".into(), "ci".into()])?;
+    step("doctests");
+    run(setup::with_test_env(cargo().args(["test", "--workspace", "--doc", "--locked"])))?;
+    Ok(())
+}
+
+fn nextest(extra: &[String]) -> Result<()> {
+    step("cargo nextest run --workspace");
+    run(setup::with_test_env(
+        cargo().args(["nextest", "run", "--workspace", "--locked", "--no-fail-fast"]).args(extra),
+    ))
+}
+
+#[allow(clippy::print_stderr)]
+pub(crate) fn step(what: &str) {
+    eprintln!("\n==> {what}");
+}

@@ -59,7 +59,10 @@ impl Config {
         if config.output.max_chars < 1000 {
             return Err(Error::Config {
                 file: file.to_path_buf(),
-                message: format!("output.max_chars = {} is too small; use at least 1000", config.output.max_chars),
+                message: format!(
+                    "output.max_chars = {} is too small; use at least 1000",
+                    config.output.max_chars
+                ),
             });
         }
         config.source = Some(file.to_path_buf());
@@ -81,7 +84,12 @@ impl Config {
             match std::fs::read_to_string(&file) {
                 Ok(text) => return Self::parse(&text, &file),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-                Err(e) => return Err(Error::Io { what: format!("reading {}", file.display()), source: e }),
+                Err(e) => {
+                    return Err(Error::Io {
+                        what: format!("reading {}", file.display()),
+                        source: e,
+                    });
+                }
             }
         }
         Ok(Config::default())

@@ -16,6 +16,7 @@
 
 mod config;
 mod error;
+mod families;
 pub mod files;
 mod registry;
 mod surface;
@@ -30,6 +31,9 @@ pub use crate::{
     error::{Error, Result, Unavailable},
     registry::{Family, Registry, RegistryBuilder, RunResource},
     surface::{DEFAULT_MAX_OUTPUT_CHARS, RunInfo, Surface, SurfaceKind},
-    tool::{CallContext, DynTool, Image, SurfaceInfo, Tier, Tool, ToolResult, ToolSpec, parse_args, schema_for},
+    tool::{
+        CallContext, DynTool, Image, SurfaceInfo, Tier, Tool, ToolResult, ToolSpec, parse_args,
+        schema_for,
+    },
     validate::validate_args,
 };

@@ -155,7 +155,12 @@ impl ToolResult {
 impl From<crate::Unavailable> for ToolResult {
     fn from(unavailable: crate::Unavailable) -> Self {
         let structured = serde_json::to_value(&unavailable).ok();
-        ToolResult { text: unavailable.to_string(), is_error: true, structured, ..Default::default() }
+        ToolResult {
+            text: unavailable.to_string(),
+            is_error: true,
+            structured,
+            ..Default::default()
+        }
     }
 }
 

@@ -24,7 +24,11 @@ fn describe(value: &Value) -> String {
         Value::Number(n) => format!("number {n}"),
         Value::String(s) => {
             let short: String = s.chars().take(40).collect();
-            if short.len() < s.len() { format!("string \"{short}…\"") } else { format!("string \"{s}\"") }
+            if short.len() < s.len() {
+                format!("string \"{short}…\"")
+            } else {
+                format!("string \"{s}\"")
+            }
         }
         Value::Array(_) => "an array".into(),
         Value::Object(_) => "an object".into(),
@@ -144,7 +148,11 @@ impl Checker<'_> {
         if let Some(expected) = obj.get("const")
             && expected != value
         {
-            return Err(format!("{}: expected {expected}, got {}", field_name(path), describe(value)));
+            return Err(format!(
+                "{}: expected {expected}, got {}",
+                field_name(path),
+                describe(value)
+            ));
         }
         if let Some(n) = value.as_f64() {
             if let Some(min) = obj.get("minimum").and_then(Value::as_f64)
@@ -185,7 +193,10 @@ impl Checker<'_> {
                         .and_then(Value::as_str)
                         .map(|d| format!(" ({d})"))
                         .unwrap_or_default();
-                    return Err(format!("missing required {}{hint}", field_name(&join(path, name))));
+                    return Err(format!(
+                        "missing required {}{hint}",
+                        field_name(&join(path, name))
+                    ));
                 }
             }
         }
@@ -194,15 +205,18 @@ impl Checker<'_> {
                 Some(sub) => self.check(sub, value, &join(path, key))?,
                 None => {
                     if schema.get("additionalProperties") == Some(&Value::Bool(false)) {
-                        let known: Vec<&str> =
-                            properties.map(|p| p.keys().map(String::as_str).collect()).unwrap_or_default();
+                        let known: Vec<&str> = properties
+                            .map(|p| p.keys().map(String::as_str).collect())
+                            .unwrap_or_default();
                         return Err(format!(
                             "unknown {}; known arguments: {}",
                             field_name(&join(path, key)),
                             if known.is_empty() { "none".to_string() } else { known.join(", ") }
                         ));
                     }
-                    if let Some(extra) = schema.get("additionalProperties").filter(|v| v.is_object()) {
+                    if let Some(extra) =
+                        schema.get("additionalProperties").filter(|v| v.is_object())
+                    {
                         self.check(extra, value, &join(path, key))?;
                     }
                 }

@@ -8,11 +8,18 @@ use std::path::{Component, Path, PathBuf};
 /// the root. The error names the argument and says what would work.
 pub fn resolve_in_root(root: &Path, arg: &str, arg_name: &str) -> Result<PathBuf, String> {
     if arg.trim().is_empty() {
-        return Err(format!("argument `{arg_name}` is empty; give a path relative to the root {}", root.display()));
+        return Err(format!(
+            "argument `{arg_name}` is empty; give a path relative to the root {}",
+            root.display()
+        ));
     }
     let canonical_root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
     let requested = Path::new(arg);
-    let joined = if requested.is_absolute() { requested.to_path_buf() } else { canonical_root.join(requested) };
+    let joined = if requested.is_absolute() {
+        requested.to_path_buf()
+    } else {
+        canonical_root.join(requested)
+    };
     let mut normalized = PathBuf::new();
     for component in joined.components() {
         match component {

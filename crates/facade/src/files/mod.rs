@@ -36,11 +36,16 @@ pub(crate) fn reference_tools() -> Vec<DynTool> {
 fn read_text(path: &Path, shown: &str, arg: &str) -> Result<String, String> {
     let bytes = std::fs::read(path).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => format!("argument `{arg}`: {shown} does not exist"),
-        std::io::ErrorKind::IsADirectory => format!("argument `{arg}`: {shown} is a directory, not a file"),
+        std::io::ErrorKind::IsADirectory => {
+            format!("argument `{arg}`: {shown} is a directory, not a file")
+        }
         _ => format!("argument `{arg}`: cannot read {shown}: {e}"),
     })?;
     if bytes.iter().take(8192).any(|&b| b == 0) {
-        return Err(format!("argument `{arg}`: {shown} is a binary file ({} bytes); these tools handle text only", bytes.len()));
+        return Err(format!(
+            "argument `{arg}`: {shown} is a binary file ({} bytes); these tools handle text only",
+            bytes.len()
+        ));
     }
     String::from_utf8(bytes).map_err(|e| {
         format!("argument `{arg}`: {shown} is not valid UTF-8 (first bad byte at offset {}); these tools handle text only", e.utf8_error().valid_up_to())
@@ -109,7 +114,8 @@ impl Tool for ReadTool {
         let total = lines.len();
         let start = args.start_line.unwrap_or(1);
         if total == 0 {
-            return ToolResult::text(format!("{shown} is empty")).with_structured(json!({"path": shown, "total_lines": 0}));
+            return ToolResult::text(format!("{shown} is empty"))
+                .with_structured(json!({"path": shown, "total_lines": 0}));
         }
         if start > total {
             return ToolResult::error(format!(
@@ -133,7 +139,9 @@ impl Tool for ReadTool {
                 end + 1
             ));
         }
-        ToolResult::text(out).with_structured(json!({"path": shown, "start_line": start, "end_line": end, "total_lines": total}))
+        ToolResult::text(out).with_structured(
+            json!({"path": shown, "start_line": start, "end_line": end, "total_lines": total}),
+        )
     }
 }
 
@@ -188,7 +196,9 @@ impl Tool for WriteTool {
         };
         let shown = display_relative(&ctx.root, &path);
         if path.is_dir() {
-            return ToolResult::error(format!("write: argument `path`: {shown} is a directory; name a file"));
+            return ToolResult::error(format!(
+                "write: argument `path`: {shown} is a directory; name a file"
+            ));
         }
         let existed = path.exists();
         if let Err(e) = write_atomic(&path, args.content.as_bytes()) {
@@ -197,7 +207,9 @@ impl Tool for WriteTool {
         let verb = if existed { "replaced" } else { "created" };
         let lines = args.content.lines().count();
         ToolResult::text(format!("{verb} {shown} ({lines} lines, {} bytes)", args.content.len()))
-            .with_structured(json!({"path": shown, "created": !existed, "bytes": args.content.len()}))
+            .with_structured(
+                json!({"path": shown, "created": !existed, "bytes": args.content.len()}),
+            )
             .with_changed_file(path)
     }
 }
@@ -261,10 +273,14 @@ impl Tool for EditTool {
             Err(e) => return e,
         };
         if args.old_string.is_empty() {
-            return ToolResult::error("edit: argument `old_string` is empty; give the exact text to replace (use `write` to create a file)");
+            return ToolResult::error(
+                "edit: argument `old_string` is empty; give the exact text to replace (use `write` to create a file)",
+            );
         }
         if args.old_string == args.new_string {
-            return ToolResult::error("edit: `old_string` and `new_string` are identical; nothing would change");
+            return ToolResult::error(
+                "edit: `old_string` and `new_string` are identical; nothing would change",
+            );
         }
         let path = match resolve_in_root(&ctx.root, &args.path, "path") {
             Ok(p) => p,
@@ -281,15 +297,21 @@ impl Tool for EditTool {
             let near = text
                 .lines()
                 .enumerate()
-                .find(|(_, l)| !squashed.is_empty() && squash_whitespace(l).contains(squashed.lines().next().unwrap_or("")))
-                .map(|(i, _)| format!(" A similar line differing in whitespace is at line {}.", i + 1))
+                .find(|(_, l)| {
+                    !squashed.is_empty()
+                        && squash_whitespace(l).contains(squashed.lines().next().unwrap_or(""))
+                })
+                .map(|(i, _)| {
+                    format!(" A similar line differing in whitespace is at line {}.", i + 1)
+                })
                 .unwrap_or_default();
             return ToolResult::error(format!(
                 "edit: argument `old_string` was not found in {shown}.{near} Read the file and copy the exact text, including indentation"
             ));
         }
         if positions.len() > 1 && !args.replace_all {
-            let lines: Vec<String> = positions.iter().take(10).map(|&p| line_of(&text, p).to_string()).collect();
+            let lines: Vec<String> =
+                positions.iter().take(10).map(|&p| line_of(&text, p).to_string()).collect();
             return ToolResult::error(format!(
                 "edit: argument `old_string` occurs {} times in {shown} (lines {}); include surrounding lines to make it unique, or set replace_all",
                 positions.len(),
@@ -306,9 +328,15 @@ impl Tool for EditTool {
             return ToolResult::error(format!("edit: cannot write {shown}: {e}"));
         }
         let count = positions.len();
-        let what = if count == 1 { format!("1 replacement at line {first_line}") } else { format!("{count} replacements") };
+        let what = if count == 1 {
+            format!("1 replacement at line {first_line}")
+        } else {
+            format!("{count} replacements")
+        };
         ToolResult::text(format!("edited {shown}: {what}"))
-            .with_structured(json!({"path": shown, "replacements": count, "first_line": first_line}))
+            .with_structured(
+                json!({"path": shown, "replacements": count, "first_line": first_line}),
+            )
             .with_changed_file(path)
     }
 }
@@ -365,14 +393,17 @@ impl Tool for ApplyPatchTool {
         let mut changes: Vec<FileChange> = Vec::new();
         let mut summary = Vec::new();
         for section in &sections {
-            let target = section.new_path.as_deref().or(section.old_path.as_deref()).unwrap_or_default();
+            let target =
+                section.new_path.as_deref().or(section.old_path.as_deref()).unwrap_or_default();
             let path = match resolve_in_root(&ctx.root, target, "patch") {
                 Ok(p) => p,
                 Err(e) => return fail(e),
             };
             let shown = display_relative(&ctx.root, &path);
             if changes.iter().any(|c| c.path == path) {
-                return fail(format!("{shown} appears in two sections of the patch; merge them into one"));
+                return fail(format!(
+                    "{shown} appears in two sections of the patch; merge them into one"
+                ));
             }
             let original = if section.old_path.is_some() {
                 match read_text(&path, &shown, "patch") {
@@ -381,7 +412,9 @@ impl Tool for ApplyPatchTool {
                 }
             } else {
                 if path.exists() {
-                    return fail(format!("{shown} already exists, but the patch creates it (old side /dev/null)"));
+                    return fail(format!(
+                        "{shown} already exists, but the patch creates it (old side /dev/null)"
+                    ));
                 }
                 None
             };
@@ -395,14 +428,22 @@ impl Tool for ApplyPatchTool {
                 Err(e) => return fail(e),
             };
             let verb = if original.is_none() { "created" } else { "patched" };
-            summary.push(format!("{verb} {shown} ({} hunk{})", section.hunks.len(), if section.hunks.len() == 1 { "" } else { "s" }));
+            summary.push(format!(
+                "{verb} {shown} ({} hunk{})",
+                section.hunks.len(),
+                if section.hunks.len() == 1 { "" } else { "s" }
+            ));
             changes.push(FileChange { path, new_contents: Some(updated.into_bytes()) });
         }
         if let Err(e) = write_group(&changes) {
             return fail(format!("writing failed and every file was restored: {e}"));
         }
-        let mut result = ToolResult::text(format!("applied patch to {} file(s):\n{}", changes.len(), summary.join("\n")))
-            .with_structured(json!({"files": summary}));
+        let mut result = ToolResult::text(format!(
+            "applied patch to {} file(s):\n{}",
+            changes.len(),
+            summary.join("\n")
+        ))
+        .with_structured(json!({"files": summary}));
         for change in changes {
             result = result.with_changed_file(change.path);
         }

@@ -54,7 +54,10 @@ pub(super) fn parse(patch: &str) -> Result<Vec<FilePatch>, String> {
         let line = lines[i];
         if let Some(old) = line.strip_prefix("--- ") {
             let Some(new) = lines.get(i + 1).and_then(|l| l.strip_prefix("+++ ")) else {
-                return Err(format!("line {}: `--- {old}` is not followed by a `+++ ` line", i + 1));
+                return Err(format!(
+                    "line {}: `--- {old}` is not followed by a `+++ ` line",
+                    i + 1
+                ));
             };
             let (mut old_path, mut new_path) = (strip_prefix_path(old), strip_prefix_path(new));
             // git style: a/ and b/ prefixes on both sides (or one side /dev/null).
@@ -73,21 +76,36 @@ pub(super) fn parse(patch: &str) -> Result<Vec<FilePatch>, String> {
         }
         if line.starts_with("@@") {
             let Some(file) = files.last_mut() else {
-                return Err(format!("line {}: hunk header before any `---`/`+++` file header", i + 1));
+                return Err(format!(
+                    "line {}: hunk header before any `---`/`+++` file header",
+                    i + 1
+                ));
             };
             let inner = line.trim_start_matches('@').trim_start();
-            let old_spec = inner
-                .split_whitespace()
-                .next()
-                .and_then(|s| s.strip_prefix('-'))
-                .ok_or_else(|| format!("line {}: malformed hunk header `{line}`; expected `@@ -12,5 +12,6 @@`", i + 1))?;
+            let old_spec =
+                inner.split_whitespace().next().and_then(|s| s.strip_prefix('-')).ok_or_else(
+                    || {
+                        format!(
+                            "line {}: malformed hunk header `{line}`; expected `@@ -12,5 +12,6 @@`",
+                            i + 1
+                        )
+                    },
+                )?;
             let old_start = parse_range_start(old_spec)
                 .ok_or_else(|| format!("line {}: malformed hunk header `{line}`", i + 1))?;
-            let mut hunk = Hunk { old_start, header: line.to_string(), lines: Vec::new(), new_missing_newline: false };
+            let mut hunk = Hunk {
+                old_start,
+                header: line.to_string(),
+                lines: Vec::new(),
+                new_missing_newline: false,
+            };
             i += 1;
             while i < lines.len() {
                 let body = lines[i];
-                if body.starts_with("@@") || body.starts_with("--- ") && lines.get(i + 1).is_some_and(|l| l.starts_with("+++ ")) {
+                if body.starts_with("@@")
+                    || body.starts_with("--- ")
+                        && lines.get(i + 1).is_some_and(|l| l.starts_with("+++ "))
+                {
                     break;
                 }
                 if body.starts_with("diff ") {
@@ -98,7 +116,10 @@ pub(super) fn parse(patch: &str) -> Result<Vec<FilePatch>, String> {
                     Some('-') => hunk.lines.push(HunkLine::Remove(body[1..].to_string())),
                     Some('+') => hunk.lines.push(HunkLine::Add(body[1..].to_string())),
                     Some('\\') => {
-                        if matches!(hunk.lines.last(), Some(HunkLine::Add(_)) | Some(HunkLine::Context(_))) {
+                        if matches!(
+                            hunk.lines.last(),
+                            Some(HunkLine::Add(_)) | Some(HunkLine::Context(_))
+                        ) {
                             hunk.new_missing_newline = true;
                         }
                     }
@@ -125,12 +146,17 @@ pub(super) fn parse(patch: &str) -> Result<Vec<FilePatch>, String> {
 }
 
 /// Applies `file`'s hunks to `original` (absent for a new file) and returns the new text.
-pub(super) fn apply(file: &FilePatch, original: Option<&str>, shown_path: &Path) -> Result<String, String> {
+pub(super) fn apply(
+    file: &FilePatch,
+    original: Option<&str>,
+    shown_path: &Path,
+) -> Result<String, String> {
     let original = original.unwrap_or("");
     let crlf = original.contains("\r\n");
     let newline = if crlf { "\r\n" } else { "\n" };
     let ends_with_newline = original.is_empty() || original.ends_with('\n');
-    let mut lines: Vec<String> = original.lines().map(|l| l.trim_end_matches('\r').to_string()).collect();
+    let mut lines: Vec<String> =
+        original.lines().map(|l| l.trim_end_matches('\r').to_string()).collect();
     let mut cursor = 0usize;
     let mut missing_newline_at_end = !ends_with_newline;
     for (n, hunk) in file.hunks.iter().enumerate() {
@@ -182,7 +208,8 @@ pub(super) fn apply(file: &FilePatch, original: Option<&str>, shown_path: &Path)
 /// Where `block` occurs in `lines` at or after `min`, nearest to `hint` first.
 fn find_block(lines: &[String], block: &[&str], hint: usize, min: usize) -> Option<usize> {
     let matches_at = |at: usize| {
-        at + block.len() <= lines.len() && block.iter().enumerate().all(|(k, l)| lines[at + k] == *l)
+        at + block.len() <= lines.len()
+            && block.iter().enumerate().all(|(k, l)| lines[at + k] == *l)
     };
     if block.is_empty() {
         return Some(hint.min(lines.len()));

@@ -7,8 +7,8 @@ use rmcp::{
     ErrorData as McpError, RoleServer, ServerHandler, ServiceExt,
     model::{
         CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-        ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
-        Tool as McpTool, ToolAnnotations,
+        ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool as McpTool,
+        ToolAnnotations,
     },
     service::RequestContext,
 };
@@ -28,7 +28,8 @@ fn to_mcp_tool(spec: &crate::ToolSpec) -> McpTool {
         _ => Default::default(),
     };
     let annotations = ToolAnnotations::new().read_only(spec.tier == Tier::Read);
-    McpTool::new(spec.name.clone(), spec.description.clone(), Arc::new(schema)).with_annotations(annotations)
+    McpTool::new(spec.name.clone(), spec.description.clone(), Arc::new(schema))
+        .with_annotations(annotations)
 }
 
 fn to_mcp_result(result: ToolResult) -> CallToolResult {
@@ -37,7 +38,11 @@ fn to_mcp_result(result: ToolResult) -> CallToolResult {
         let data = base64::engine::general_purpose::STANDARD.encode(&image.data);
         content.push(ContentBlock::image(data, image.mime_type));
     }
-    let mut out = if result.is_error { CallToolResult::error(content) } else { CallToolResult::success(content) };
+    let mut out = if result.is_error {
+        CallToolResult::error(content)
+    } else {
+        CallToolResult::success(content)
+    };
     out.structured_content = result.structured;
     out
 }
@@ -59,7 +64,9 @@ impl ServerHandler for McpHost {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(self.surface.specs().into_iter().map(to_mcp_tool).collect()))
+        Ok(ListToolsResult::with_all_items(
+            self.surface.specs().into_iter().map(to_mcp_tool).collect(),
+        ))
     }
 
     async fn call_tool(

@@ -16,7 +16,11 @@ use crate::{Config, Registry, RegistryBuilder, RunInfo, SurfaceKind};
 pub use self::{mcp::serve_stdio, status::status_report};
 
 #[derive(Debug, Parser)]
-#[command(name = "agent-tools", version, about = "Built-in agent tools, served over MCP or run one at a time")]
+#[command(
+    name = "agent-tools",
+    version,
+    about = "Built-in agent tools, served over MCP or run one at a time"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -76,15 +80,19 @@ impl HostRun {
 }
 
 /// Builds the registry of a run from what this host can attach.
+///
+/// Each family adds one attach step here, behind its feature.
 pub fn assemble(root: &Path, config: &Config) -> Registry {
     let _ = (root, config);
-    RegistryBuilder::new().with_reference_file_tools().build()
+    let builder = RegistryBuilder::new().with_reference_file_tools();
+    builder.build()
 }
 
 fn resolve_root(root: Option<PathBuf>) -> Result<PathBuf, String> {
     let root = match root {
         Some(r) => r,
-        None => std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?,
+        None => std::env::current_dir()
+            .map_err(|e| format!("cannot read the current directory: {e}"))?,
     };
     let canonical = std::fs::canonicalize(&root)
         .map_err(|e| format!("--root {}: {e}; give an existing directory", root.display()))?;
@@ -198,11 +206,15 @@ async fn call(tool: String, args: String, run: RunArgs, json: bool) -> ExitCode 
     let args: serde_json::Value = match serde_json::from_str(&args) {
         Ok(v @ serde_json::Value::Object(_)) => v,
         Ok(other) => {
-            print_err(&format!("agent-tools call: ARGS must be a JSON object, got {other}; for example '{{\"path\": \"README.md\"}}'"));
+            print_err(&format!(
+                "agent-tools call: ARGS must be a JSON object, got {other}; for example '{{\"path\": \"README.md\"}}'"
+            ));
             return ExitCode::from(2);
         }
         Err(e) => {
-            print_err(&format!("agent-tools call: ARGS is not valid JSON ({e}); for example '{{\"path\": \"README.md\"}}'"));
+            print_err(&format!(
+                "agent-tools call: ARGS is not valid JSON ({e}); for example '{{\"path\": \"README.md\"}}'"
+            ));
             return ExitCode::from(2);
         }
     };

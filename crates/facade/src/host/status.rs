@@ -77,7 +77,9 @@ pub fn status_report(root: &Path) -> crate::Result<StatusReport> {
             family: family.to_string(),
             attached: false,
             tools: vec![],
-            details: vec![format!("not part of this build yet ({tools} will appear when the family lands)")],
+            details: vec![format!(
+                "not part of this build yet ({tools} will appear when the family lands)"
+            )],
         });
     }
     families.sort_by(|a, b| a.family.cmp(&b.family));

@@ -1,0 +1,116 @@
+//! `cargo xtask setup`: installs what the tests need that the machine lacks.
+//!
+//! Everything goes outside the source tree: Debian packages through apt, Python packages
+//! into a venv under the cache directory, npm packages under the same directory.
+//! Each family adds what its tests need to the lists below.
+
+use std::{path::PathBuf, process::Command};
+
+use anyhow::Result;
+
+use crate::step;
+
+/// Debian packages: (package, a command it provides, checked before installing).
+const APT: &[(&str, &str)] = &[];
+
+/// Python packages for the test venv.
+const PIP: &[&str] = &[
+    // The official MCP SDK: the end-to-end client nobody here wrote.
+    "mcp==1.*",
+];
+
+/// npm packages installed under the tools directory.
+const NPM: &[&str] = &[];
+
+/// Where the test tools live: `$AGENT_TOOLS_TEST_HOME`, default `~/.cache/agent-tools-test`.
+pub(crate) fn tools_home() -> PathBuf {
+    if let Some(dir) = std::env::var_os("AGENT_TOOLS_TEST_HOME") {
+        return PathBuf::from(dir);
+    }
+    let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/tmp"));
+    home.join(".cache").join("agent-tools-test")
+}
+
+pub(crate) fn venv() -> PathBuf {
+    tools_home().join("venv")
+}
+
+fn npm_prefix() -> PathBuf {
+    tools_home().join("npm")
+}
+
+/// `cmd` with PATH extended by the venv's and npm's bin folders, and the test home exported.
+pub(crate) fn with_test_env(cmd: &mut Command) -> &mut Command {
+    let mut paths = vec![venv().join("bin"), npm_prefix().join("node_modules").join(".bin")];
+    if let Some(path) = std::env::var_os("PATH") {
+        paths.extend(std::env::split_paths(&path));
+    }
+    let path = std::env::join_paths(paths).unwrap_or_default();
+    cmd.env("PATH", path)
+        .env("AGENT_TOOLS_TEST_HOME", tools_home())
+        .env("AGENT_TOOLS_TEST_PYTHON", venv().join("bin").join("python"))
+}
+
+fn have(command: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {command} >/dev/null 2>&1")])
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// A marker file recording what was installed, so a second setup is instant.
+fn stamp_matches(name: &str, contents: &str) -> bool {
+    std::fs::read_to_string(tools_home().join(name)).is_ok_and(|s| s == contents)
+}
+
+fn write_stamp(name: &str, contents: &str) -> Result<()> {
+    std::fs::create_dir_all(tools_home())?;
+    std::fs::write(tools_home().join(name), contents)?;
+    Ok(())
+}
+
+pub(crate) fn run() -> Result<()> {
+    step("setup");
+    let missing: Vec<&str> =
+        APT.iter().filter(|(_, cmd)| !have(cmd)).map(|(pkg, _)| *pkg).collect();
+    if !missing.is_empty() {
+        step(&format!("apt-get install {}", missing.join(" ")));
+        crate::run(Command::new("apt-get").arg("update").arg("-qq"))?;
+        crate::run(
+            Command::new("apt-get")
+                .args(["install", "-y", "-qq", "--no-install-recommends"])
+                .args(&missing)
+                .env("DEBIAN_FRONTEND", "noninteractive"),
+        )?;
+    }
+
+    let pip_list = PIP.join("\n");
+    if !venv().join("bin").join("python").exists() {
+        step(&format!("python3 -m venv {}", venv().display()));
+        std::fs::create_dir_all(tools_home())?;
+        crate::run(Command::new("python3").arg("-m").arg("venv").arg(venv()))?;
+    }
+    if !stamp_matches("pip.stamp", &pip_list) && !PIP.is_empty() {
+        step(&format!("pip install {}", PIP.join(" ")));
+        crate::run(
+            Command::new(venv().join("bin").join("python"))
+                .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check"])
+                .args(PIP),
+        )?;
+        write_stamp("pip.stamp", &pip_list)?;
+    }
+
+    let npm_list = NPM.join("\n");
+    if !NPM.is_empty() && !stamp_matches("npm.stamp", &npm_list) {
+        step(&format!("npm install {}", NPM.join(" ")));
+        std::fs::create_dir_all(npm_prefix())?;
+        crate::run(
+            Command::new("npm")
+                .args(["install", "--no-audit", "--no-fund", "--loglevel=error", "--prefix"])
+                .arg(npm_prefix())
+                .args(NPM),
+        )?;
+        write_stamp("npm.stamp", &npm_list)?;
+    }
+    Ok(())
+}
