@@ -1,0 +1,83 @@
+//! The host over MCP with the reference file tools: initialise, list, call, errors, no orphans.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::support::{McpScript, TempProject, assert_no_survivors, require, test_python, text_of};
+
+fn check(project: &TempProject, script: McpScript) -> Option<Vec<Value>> {
+    let python = test_python();
+    if !require("python venv with the `mcp` SDK", python.is_some(), "run `cargo xtask setup`") {
+        return None;
+    }
+    let marker = script.marker().to_string();
+    let out = script.run(&python.unwrap());
+    assert_no_survivors(&marker, Duration::from_secs(10));
+    let _ = project;
+    Some(out["results"].as_array().cloned().unwrap_or_default())
+}
+
+#[test]
+fn a_python_client_lists_sorted_tools_and_reads_a_file() {
+    let project = TempProject::new(&[("hello.txt", "one\ntwo\n")]);
+    let script = McpScript::new(&project.root, &[])
+        .list_tools()
+        .call("read", json!({"path": "hello.txt"}))
+        .call("no_such_tool", json!({}));
+    let Some(results) = check(&project, script) else { return };
+    assert_eq!(results[0]["server"], "agent-tools");
+    let names: Vec<&str> = results[1]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["apply_patch", "edit", "read", "write"]);
+    assert_eq!(results[1]["tools"][2]["readOnly"], true);
+    assert_eq!(results[2]["isError"], false);
+    assert_eq!(text_of(&results[2]), "1\tone\n2\ttwo\n");
+    assert_eq!(results[3]["isError"], true);
+    assert!(
+        text_of(&results[3]).contains("unknown tool `no_such_tool`"),
+        "{}",
+        text_of(&results[3])
+    );
+    assert!(text_of(&results[3]).contains("apply_patch, edit, read, write"));
+}
+
+#[test]
+fn a_plan_surface_over_mcp_hides_write_tools_and_refuses_them_by_tier() {
+    let project = TempProject::new(&[("a.txt", "x\n")]);
+    let script = McpScript::new(&project.root, &["--surface", "plan"])
+        .list_tools()
+        .call("write", json!({"path": "a.txt", "content": "y\n"}));
+    let Some(results) = check(&project, script) else { return };
+    let names: Vec<&str> = results[1]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["read"]);
+    assert_eq!(results[2]["isError"], true);
+    assert!(
+        text_of(&results[2]).contains(
+            "`write` is a write-tier tool; this surface (plan) is limited to read-tier tools"
+        ),
+        "{}",
+        text_of(&results[2])
+    );
+    assert_eq!(std::fs::read_to_string(project.root.join("a.txt")).unwrap(), "x\n");
+}
+
+#[test]
+fn a_write_over_mcp_changes_the_file_and_says_so() {
+    let project = TempProject::new(&[]);
+    let script = McpScript::new(&project.root, &[])
+        .call("write", json!({"path": "new/dir/f.txt", "content": "hi\n"}));
+    let Some(results) = check(&project, script) else { return };
+    assert_eq!(results[1]["isError"], false, "{}", text_of(&results[1]));
+    assert_eq!(text_of(&results[1]), "created new/dir/f.txt (1 lines, 3 bytes)");
+    assert_eq!(std::fs::read_to_string(project.root.join("new/dir/f.txt")).unwrap(), "hi\n");
+}

@@ -1,0 +1,194 @@
+//! Helpers for end-to-end tests: find the test tools, drive the host with the Python MCP client,
+//! and check that no process of a run survives it.
+
+use std::{
+    path::{Path, PathBuf},
+    process::Command,
+    time::{Duration, Instant},
+};
+
+use serde_json::{Value, json};
+
+/// Path of the host binary built by this package.
+pub(crate) fn host_binary() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_agent-tools-under-test"))
+}
+
+/// True when running in CI, where a missing test tool is a failure, not a skip.
+pub(crate) fn in_ci() -> bool {
+    std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "false")
+}
+
+/// Handles a missing prerequisite: fails in CI, skips loudly elsewhere. Returns `false` to skip.
+#[allow(clippy::print_stderr)]
+pub(crate) fn require(what: &str, found: bool, how: &str) -> bool {
+    if found {
+        return true;
+    }
+    assert!(!in_ci(), "{what} is missing in CI; the setup step should have installed it ({how})");
+    eprintln!("\n!!! SKIPPED: {what} is not installed here; {how} !!!\n");
+    false
+}
+
+/// The test venv's Python, which has the `mcp` SDK (installed by `cargo xtask setup`).
+pub(crate) fn test_python() -> Option<PathBuf> {
+    let candidate =
+        std::env::var_os("AGENT_TOOLS_TEST_PYTHON").map(PathBuf::from).unwrap_or_else(|| {
+            let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default();
+            home.join(".cache/agent-tools-test/venv/bin/python")
+        });
+    let usable = candidate.exists()
+        && Command::new(&candidate)
+            .args(["-c", "import mcp"])
+            .output()
+            .is_ok_and(|o| o.status.success());
+    usable.then_some(candidate)
+}
+
+/// A script for the Python MCP driver.
+pub(crate) struct McpScript {
+    server_args: Vec<String>,
+    steps: Vec<Value>,
+    elicitation: Value,
+    marker: String,
+}
+
+impl McpScript {
+    /// Serves `root` with `agent-tools mcp --root ROOT` plus `extra` arguments.
+    pub(crate) fn new(root: &Path, extra: &[&str]) -> Self {
+        let mut server_args = vec![
+            host_binary().display().to_string(),
+            "mcp".into(),
+            "--root".into(),
+            root.display().to_string(),
+        ];
+        server_args.extend(extra.iter().map(|s| s.to_string()));
+        let marker = format!("e2e-{}-{}", std::process::id(), unique());
+        McpScript { server_args, steps: Vec::new(), elicitation: Value::Null, marker }
+    }
+
+    pub(crate) fn list_tools(mut self) -> Self {
+        self.steps.push(json!({"op": "list_tools"}));
+        self
+    }
+
+    pub(crate) fn call(mut self, tool: &str, args: Value) -> Self {
+        self.steps.push(json!({"op": "call", "tool": tool, "args": args}));
+        self
+    }
+
+    #[allow(dead_code, reason = "used once the ask family lands")]
+    /// Declares the elicitation capability and answers every request with `action`/`content`.
+    pub(crate) fn elicitation(mut self, action: &str, content: Value) -> Self {
+        self.elicitation = json!({"action": action, "content": content});
+        self
+    }
+
+    /// The marker in the server's environment; every process of the run inherits it.
+    pub(crate) fn marker(&self) -> &str {
+        &self.marker
+    }
+
+    /// Runs the script; returns the driver's output (`results`, `elicitations`).
+    pub(crate) fn run(&self, python: &Path) -> Value {
+        let script = json!({
+            "server": self.server_args,
+            "env": {"AGENT_TOOLS_E2E_MARKER": self.marker, "RUST_LOG": "warn"},
+            "steps": self.steps,
+            "elicitation": self.elicitation,
+        });
+        let dir = std::env::temp_dir().join(format!("agent-tools-e2e-{}", unique()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let file = dir.join("script.json");
+        std::fs::write(&file, script.to_string()).expect("write script");
+        let driver = Path::new(env!("CARGO_MANIFEST_DIR")).join("py").join("mcp_driver.py");
+        let output =
+            Command::new(python).arg(driver).arg(&file).output().expect("start the python driver");
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(
+            output.status.success(),
+            "the MCP driver failed ({}):\nstdout: {}\nstderr: {}",
+            output.status,
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+            panic!("driver output is not JSON ({e}): {}", String::from_utf8_lossy(&output.stdout))
+        })
+    }
+}
+
+fn unique() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0)
+}
+
+/// Pids of live processes whose environment carries `marker`.
+pub(crate) fn processes_with_marker(marker: &str) -> Vec<(u32, String)> {
+    let needle = format!("AGENT_TOOLS_E2E_MARKER={marker}");
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(environ) = std::fs::read(entry.path().join("environ")) else { continue };
+        if environ.split(|&b| b == 0).any(|var| var == needle.as_bytes()) {
+            let state = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+            // Zombies already exited; only their parent has not reaped them yet.
+            if state.split(") ").nth(1).is_some_and(|rest| rest.starts_with('Z')) {
+                continue;
+            }
+            let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            found.push((pid, cmdline));
+        }
+    }
+    found
+}
+
+/// Waits up to `within` for every process carrying `marker` to be gone; panics naming survivors.
+pub(crate) fn assert_no_survivors(marker: &str, within: Duration) {
+    let start = Instant::now();
+    loop {
+        let alive = processes_with_marker(marker);
+        if alive.is_empty() {
+            return;
+        }
+        if start.elapsed() > within {
+            panic!("processes of the run survived it: {alive:?}");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// A fresh project folder under the system temp dir, removed on drop.
+pub(crate) struct TempProject {
+    pub(crate) root: PathBuf,
+}
+
+impl TempProject {
+    pub(crate) fn new(files: &[(&str, &str)]) -> Self {
+        let root = std::env::temp_dir().join(format!("agent-tools-project-{}", unique()));
+        for (path, contents) in files {
+            let path = root.join(path);
+            std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+            std::fs::write(path, contents).expect("write fixture");
+        }
+        std::fs::create_dir_all(&root).expect("mkdir root");
+        let root = std::fs::canonicalize(&root).expect("canonical root");
+        TempProject { root }
+    }
+}
+
+impl Drop for TempProject {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+/// The text of the first content block of a call result from the driver.
+pub(crate) fn text_of(result: &Value) -> &str {
+    result["content"][0]["text"].as_str().unwrap_or("")
+}
