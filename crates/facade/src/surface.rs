@@ -80,6 +80,12 @@ pub struct Surface {
     max_output_chars: usize,
 }
 
+impl std::fmt::Debug for Surface {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Surface").field("info", &self.info).field("tools", &self.names()).finish()
+    }
+}
+
 impl Surface {
     pub(crate) fn new(kind: SurfaceKind, tools: &[DynTool]) -> Self {
         let ceiling = kind.ceiling();
@@ -136,14 +142,48 @@ impl Surface {
 
     /// The context a call on this surface gets.
     pub fn context(&self, run: &RunInfo, parent_call_id: Option<String>) -> CallContext {
+        let mut ctx = self.context_with_cancel(run.cancel.child_token(), parent_call_id);
+        ctx.run_id.clone_from(&run.run_id);
+        ctx.conversation_id.clone_from(&run.conversation_id);
+        ctx.root.clone_from(&run.root);
+        ctx
+    }
+
+    pub(crate) fn context_with_cancel(
+        &self,
+        cancel: CancellationToken,
+        parent_call_id: Option<String>,
+    ) -> CallContext {
         CallContext {
-            run_id: run.run_id.clone(),
-            conversation_id: run.conversation_id.clone(),
-            root: run.root.clone(),
+            run_id: String::new(),
+            conversation_id: String::new(),
+            root: PathBuf::new(),
             surface: self.info.clone(),
-            cancel: run.cancel.child_token(),
+            cancel,
             parent_call_id,
             call_id: format!("call_{}", uuid::Uuid::new_v4().simple()),
+            depth: 0,
+            origin: Some(self.clone()),
+        }
+    }
+
+    /// This surface with its ceiling lowered to `ceiling` (never raised).
+    pub fn restricted(&self, ceiling: Tier) -> Surface {
+        if ceiling >= self.info.ceiling {
+            return self.clone();
+        }
+        let (visible, newly_hidden): (Vec<DynTool>, Vec<DynTool>) =
+            self.visible.iter().cloned().partition(|t| t.spec().tier <= ceiling);
+        let mut hidden: Vec<(String, Tier)> = self.hidden.to_vec();
+        hidden.extend(newly_hidden.iter().map(|t| (t.spec().name.clone(), t.spec().tier)));
+        Surface {
+            info: SurfaceInfo {
+                kind: format!("{}, limited to {ceiling}", self.info.kind),
+                ceiling,
+            },
+            visible: visible.into(),
+            hidden: hidden.into(),
+            max_output_chars: self.max_output_chars,
         }
     }
 

@@ -186,11 +186,44 @@ pub struct CallContext {
     pub parent_call_id: Option<String>,
     /// This call's own id.
     pub call_id: String,
+    /// How deep this call is nested (0 for a model's call).
+    pub depth: u32,
+    /// The surface the call came through, for nested calls.
+    pub(crate) origin: Option<crate::Surface>,
 }
+
+/// How deep nested calls (a cell calling a tool calling a cell) may go.
+pub const MAX_CALL_DEPTH: u32 = 4;
 
 impl CallContext {
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// Calls another tool from inside this one (for example from an `eval` cell's `tool()`),
+    /// through the same surface, guards and wrappers as a model's call.
+    ///
+    /// The effective ceiling is the lower of this surface's and `ceiling`, so a kernel started
+    /// from a read-only surface cannot reach a write tool.
+    pub async fn call_nested(&self, name: &str, args: Value, ceiling: Tier) -> ToolResult {
+        let Some(origin) = &self.origin else {
+            return ToolResult::error(format!(
+                "{name}: nested tool calls are not available in this context"
+            ));
+        };
+        if self.depth >= MAX_CALL_DEPTH {
+            return ToolResult::error(format!(
+                "{name}: nested calls may go {MAX_CALL_DEPTH} levels deep; this call is at that limit"
+            ));
+        }
+        let surface = origin.restricted(ceiling.min(self.surface.ceiling));
+        let mut ctx =
+            surface.context_with_cancel(self.cancel.child_token(), Some(self.call_id.clone()));
+        ctx.run_id.clone_from(&self.run_id);
+        ctx.conversation_id.clone_from(&self.conversation_id);
+        ctx.root.clone_from(&self.root);
+        ctx.depth = self.depth + 1;
+        surface.call(&ctx, name, args).await
     }
 }
 

@@ -4,3 +4,16 @@
 //! beside the adapter), implements `Tool` for its tools over the family crate's domain API,
 //! and offers `status_details` for `agent-tools status`. Each sits behind the cargo feature
 //! of the same name, so a harness that wants one family pays for no other.
+
+use std::path::Path;
+
+use crate::Config;
+
+/// Facts `agent-tools status` shows for an attached family: what resolves, what is missing.
+pub(crate) fn status_details(family: &str, root: &Path, config: &Config) -> Vec<String> {
+    let _ = (root, config);
+    match family {
+        // Each family adds one arm: `#[cfg(feature = "x")] "x" => x::status_details(root, config),`
+        _ => Vec::new(),
+    }
+}

@@ -66,7 +66,10 @@ pub fn status_report(root: &Path) -> crate::Result<StatusReport> {
             family: f.name.clone(),
             attached: true,
             tools: f.tools.clone(),
-            details: vec![format!("confined to {}", root.display())],
+            details: match crate::families::status_details(&f.name, root, &config) {
+                details if details.is_empty() => vec![format!("confined to {}", root.display())],
+                details => details,
+            },
         })
         .collect();
     for (family, tools) in NOT_IN_THIS_BUILD {
