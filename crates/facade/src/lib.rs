@@ -32,8 +32,8 @@ pub use crate::{
     registry::{Family, Registry, RegistryBuilder, RunResource},
     surface::{DEFAULT_MAX_OUTPUT_CHARS, RunInfo, Surface, SurfaceKind},
     tool::{
-        CallContext, DynTool, Image, SurfaceInfo, Tier, Tool, ToolResult, ToolSpec, parse_args,
-        schema_for,
+        CallContext, DynTool, Image, MAX_CALL_DEPTH, SurfaceInfo, Tier, Tool, ToolResult, ToolSpec,
+        parse_args, schema_for,
     },
     validate::validate_args,
 };
