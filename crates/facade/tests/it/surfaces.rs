@@ -1,0 +1,112 @@
+//! Surfaces: tier filtering, sorted byte-stable schema lists, dispatch errors, argument validation.
+
+use agent_tools::{RegistryBuilder, Surface, SurfaceKind, Tier};
+use serde_json::json;
+
+use crate::Project;
+
+fn schema_list(surface: &Surface) -> String {
+    let specs: Vec<_> = surface
+        .specs()
+        .into_iter()
+        .map(|s| json!({"name": s.name, "tier": s.tier, "description": s.description, "input_schema": s.input_schema}))
+        .collect();
+    serde_json::to_string_pretty(&specs).expect("json")
+}
+
+#[test]
+fn the_build_surface_lists_every_file_tool_sorted() {
+    let registry = RegistryBuilder::new().with_reference_file_tools().build();
+    let build = Surface::build(&registry);
+    assert_eq!(build.names(), ["apply_patch", "edit", "read", "write"]);
+    insta::assert_snapshot!("build_surface_schemas", schema_list(&build));
+}
+
+#[test]
+fn the_plan_surface_has_no_write_or_exec_tool() {
+    let registry = RegistryBuilder::new().with_reference_file_tools().build();
+    let plan = Surface::plan(&registry);
+    assert!(plan.specs().iter().all(|s| s.tier == Tier::Read));
+    insta::assert_snapshot!("plan_surface_schemas", schema_list(&plan));
+}
+
+#[test]
+fn schema_lists_are_byte_stable_across_builds() {
+    let a =
+        schema_list(&Surface::build(&RegistryBuilder::new().with_reference_file_tools().build()));
+    let b =
+        schema_list(&Surface::build(&RegistryBuilder::new().with_reference_file_tools().build()));
+    assert_eq!(a, b);
+}
+
+#[test]
+fn a_hidden_tool_is_refused_with_its_tier() {
+    let project = Project::new(&[("a.txt", "x\n")]);
+    let result = project.call(SurfaceKind::Plan, "write", json!({"path": "a.txt", "content": "y"}));
+    assert!(result.is_error);
+    insta::assert_snapshot!(result.text, @"`write` is a write-tier tool; this surface (plan) is limited to read-tier tools. Available here: read");
+    assert_eq!(project.read("a.txt"), "x\n");
+}
+
+#[test]
+fn an_unknown_tool_lists_what_the_surface_has() {
+    let project = Project::new(&[]);
+    let result = project.call(SurfaceKind::Build, "grep", json!({}));
+    assert!(result.is_error);
+    insta::assert_snapshot!(result.text, @"unknown tool `grep`; the tools on this surface (build) are: apply_patch, edit, read, write");
+}
+
+#[test]
+fn a_missing_required_argument_is_named_and_the_tool_does_not_run() {
+    let project = Project::new(&[]);
+    let result = project.call(SurfaceKind::Build, "write", json!({"path": "new.txt"}));
+    assert!(result.is_error);
+    insta::assert_snapshot!(result.text, @"write: missing required argument `content` (The file's complete new content.)");
+    assert!(!project.dir.path().join("new.txt").exists());
+}
+
+#[test]
+fn a_wrong_type_is_named() {
+    let project = Project::new(&[("a.txt", "x\n")]);
+    let result = project.call(SurfaceKind::Build, "read", json!({"path": 5}));
+    insta::assert_snapshot!(result.text, @"read: argument `path`: expected string, got number 5");
+    let result =
+        project.call(SurfaceKind::Build, "read", json!({"path": "a.txt", "start_line": "3"}));
+    insta::assert_snapshot!(result.text, @r#"read: argument `start_line`: expected integer (or leave it out), got string "3""#);
+}
+
+#[test]
+fn an_unknown_argument_is_refused_with_the_known_ones() {
+    let project = Project::new(&[("a.txt", "x\n")]);
+    let result = project.call(SurfaceKind::Build, "read", json!({"path": "a.txt", "offset": 3}));
+    insta::assert_snapshot!(result.text, @"read: unknown argument `offset`; known arguments: end_line, path, start_line");
+}
+
+#[test]
+fn a_lowered_ceiling_never_raises_and_hides_what_it_cuts() {
+    let registry = RegistryBuilder::new().with_reference_file_tools().build();
+    let plan = Surface::plan(&registry);
+    assert_eq!(plan.restricted(Tier::Exec).names(), ["read"]);
+    let build = Surface::build(&registry);
+    let limited = build.restricted(Tier::Read);
+    assert_eq!(limited.names(), ["read"]);
+    assert!(limited.refusal("edit").is_some_and(|r| r.contains("write-tier")));
+}
+
+#[test]
+fn large_text_is_cut_with_a_note() {
+    let big = "line\n".repeat(20_000);
+    let project = Project::new(&[("big.txt", &big)]);
+    let registry = RegistryBuilder::new().with_reference_file_tools().build();
+    let surface = registry.surface(SurfaceKind::Build).with_max_output_chars(1_000);
+    let run = agent_tools::RunInfo::new(project.dir.path());
+    let ctx = surface.context(&run, None);
+    let runtime = tokio::runtime::Builder::new_current_thread().build().expect("runtime");
+    let result = runtime.block_on(surface.call(&ctx, "read", json!({"path": "big.txt"})));
+    assert!(!result.is_error);
+    assert!(
+        result.text.contains("[output truncated: showed 1000 of"),
+        "{}",
+        &result.text[result.text.len() - 200..]
+    );
+}
