@@ -2,5 +2,6 @@
 
 #![allow(clippy::print_stderr, unreachable_pub)]
 
+mod cli;
 mod files_over_mcp;
 mod support;

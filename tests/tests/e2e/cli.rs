@@ -1,0 +1,84 @@
+//! The host's `call` and `status` commands as a shell user sees them: output and exit codes.
+
+use std::process::Command;
+
+use crate::support::{TempProject, host_binary};
+
+fn check(project: &TempProject, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(host_binary())
+        .args(args)
+        .arg("--root")
+        .arg(&project.root)
+        .output()
+        .expect("run the host");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn call_prints_the_text_and_exits_zero() {
+    let project = TempProject::new(&[("a.txt", "hello\n")]);
+    let (code, stdout, _) = check(&project, &["call", "read", r#"{"path": "a.txt"}"#]);
+    assert_eq!((code, stdout.as_str()), (0, "1\thello\n"));
+}
+
+#[test]
+fn call_exits_one_when_the_tool_fails() {
+    let project = TempProject::new(&[]);
+    let (code, _, stderr) = check(&project, &["call", "read", r#"{"path": "missing.txt"}"#]);
+    assert_eq!(code, 1);
+    assert_eq!(stderr.trim(), "read: argument `path`: missing.txt does not exist");
+}
+
+#[test]
+fn call_exits_two_for_usage_errors() {
+    let project = TempProject::new(&[]);
+    let (code, _, stderr) = check(&project, &["call", "read", "not json"]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("ARGS is not valid JSON"), "{stderr}");
+    let (code, _, stderr) = check(&project, &["call", "frobnicate", "{}"]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("unknown tool `frobnicate`"), "{stderr}");
+    let (code, _, stderr) =
+        check(&project, &["call", "write", r#"{"path": "x", "content": ""}"#, "--surface", "plan"]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("write-tier tool"), "{stderr}");
+}
+
+#[test]
+fn call_with_json_prints_the_whole_result() {
+    let project = TempProject::new(&[("a.txt", "hello\n")]);
+    let (code, stdout, _) = check(&project, &["call", "read", r#"{"path": "a.txt"}"#, "--json"]);
+    assert_eq!(code, 0);
+    let value: serde_json::Value = serde_json::from_str(&stdout).expect("json");
+    assert_eq!(value["is_error"], false);
+    assert_eq!(value["structured"]["total_lines"], 1);
+}
+
+#[test]
+fn a_bad_config_file_is_a_usage_error_naming_the_key() {
+    let project = TempProject::new(&[("agent-tools.toml", "[output]\nmax_chars = \"lots\"\n")]);
+    let (code, _, stderr) = check(&project, &["call", "read", r#"{"path": "agent-tools.toml"}"#]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("agent-tools.toml") && stderr.contains("invalid type"), "{stderr}");
+}
+
+#[test]
+fn status_reports_every_family() {
+    let project = TempProject::new(&[]);
+    let (code, stdout, _) = check(&project, &["status", "--json"]);
+    assert_eq!(code, 0);
+    let report: serde_json::Value = serde_json::from_str(&stdout).expect("json");
+    let families: Vec<&str> = report["families"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["family"].as_str().unwrap())
+        .collect();
+    for family in ["ask", "astgrep", "debug", "eval", "files", "lsp", "vibe"] {
+        assert!(families.contains(&family), "status lacks {family}: {families:?}");
+    }
+}
