@@ -75,10 +75,10 @@ fn ci() -> Result<()> {
         "-D",
         "warnings",
     ]))?;
-    nextest(&["--profile".into(), "ci".into()])?;
+    // Doctests first, so that the run closes on nextest's summary of every test.
     step("doctests");
     run(setup::with_test_env(cargo().args(["test", "--workspace", "--doc", "--locked"])))?;
-    Ok(())
+    nextest(&["--profile".into(), "ci".into()])
 }
 
 fn nextest(extra: &[String]) -> Result<()> {
