@@ -18,6 +18,13 @@ fn check(project: &TempProject, script: McpScript) -> Option<Vec<Value>> {
     Some(out["results"].as_array().cloned().unwrap_or_default())
 }
 
+fn tool_names(listed: &Value) -> Vec<&str> {
+    listed["tools"]
+        .as_array()
+        .map(|tools| tools.iter().filter_map(|t| t["name"].as_str()).collect())
+        .unwrap_or_default()
+}
+
 #[test]
 fn a_python_client_lists_sorted_tools_and_reads_a_file() {
     let project = TempProject::new(&[("hello.txt", "one\ntwo\n")]);
