@@ -34,12 +34,7 @@ fn a_python_client_lists_sorted_tools_and_reads_a_file() {
         .call("no_such_tool", json!({}));
     let Some(results) = check(&project, script) else { return };
     assert_eq!(results[0]["server"], "agent-tools");
-    let names: Vec<&str> = results[1]["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
+    let names = tool_names(&results[1]);
     assert_eq!(names, ["apply_patch", "edit", "read", "write"]);
     assert_eq!(results[1]["tools"][2]["readOnly"], true);
     assert_eq!(results[2]["isError"], false);
@@ -60,12 +55,7 @@ fn a_plan_surface_over_mcp_hides_write_tools_and_refuses_them_by_tier() {
         .list_tools()
         .call("write", json!({"path": "a.txt", "content": "y\n"}));
     let Some(results) = check(&project, script) else { return };
-    let names: Vec<&str> = results[1]["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
+    let names = tool_names(&results[1]);
     assert_eq!(names, ["read"]);
     assert_eq!(results[2]["isError"], true);
     assert!(
