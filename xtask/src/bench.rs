@@ -4,10 +4,28 @@
 
 use anyhow::{Result, bail};
 
+#[path = "bench_astgrep.rs"]
+mod bench_astgrep;
+#[path = "bench_debug.rs"]
+mod bench_debug;
+#[path = "bench_diagnostics.rs"]
+mod bench_diagnostics;
+#[path = "bench_eval.rs"]
+mod bench_eval;
+
 type Bench = fn(&[String]) -> Result<()>;
 
 /// Name, what it compares, and the function that runs it.
-const BENCHES: &[(&str, &str, Bench)] = &[];
+const BENCHES: &[(&str, &str, Bench)] = &[
+    ("astgrep", "structural search vs the ast-grep CLI", bench_astgrep::run),
+    ("debug", "launch to the first stop snapshot vs a raw DAP client", bench_debug::run),
+    ("eval", "Python/JavaScript kernels vs ipykernel via jupyter_client", bench_eval::run),
+    (
+        "diagnostics",
+        "diagnostics on write: wrapped write vs a minimal client (basedpyright, clangd)",
+        bench_diagnostics::run,
+    ),
+];
 
 pub(crate) fn run(args: &[String]) -> Result<()> {
     let wanted = args.first().map(String::as_str);

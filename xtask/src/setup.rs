@@ -11,16 +11,44 @@ use anyhow::Result;
 use crate::step;
 
 /// Debian packages: (package, a command it provides, checked before installing).
-const APT: &[(&str, &str)] = &[];
+const APT: &[(&str, &str)] = &[
+    // debug: lldb-dap for C and Rust (Debian names it lldb-dap-19), delve and the Go it supports
+    // (delve 1.20 wants Go 1.18 to 1.20; bookworm's golang-go is 1.19), and a C compiler.
+    ("lldb-19", "lldb-dap-19"),
+    ("delve", "dlv"),
+    ("golang-go", "go"),
+    ("gcc", "cc"),
+    // lsp: clangd (bookworm's default `clangd` is 14; 16 is what the tests were measured with)
+    // and gopls (it needs the `go` above and a go.mod).
+    ("clangd-16", "clangd-16"),
+    ("gopls", "gopls"),
+];
 
 /// Python packages for the test venv.
 const PIP: &[&str] = &[
     // The official MCP SDK: the end-to-end client nobody here wrote.
     "mcp==1.*",
+    // astgrep: the ast-grep CLI, the reference `cargo xtask bench astgrep` compares against.
+    "ast-grep-cli==0.51.*",
+    // eval: pandas tables and matplotlib figures in the Python kernel tests.
+    "pandas",
+    "matplotlib",
+    // eval: ipykernel driven by jupyter_client, the reference `cargo xtask bench eval` compares against.
+    "ipykernel",
+    "jupyter_client",
+    // debug: the debugpy adapter (the Debian package is older, 1.6).
+    "debugpy==1.8.*",
+    // lsp: basedpyright (bundles its own Node), the Python server of the lsp tests.
+    "basedpyright",
 ];
 
 /// npm packages installed under the tools directory.
-const NPM: &[&str] = &[];
+const NPM: &[&str] = &[
+    // lsp: typescript-language-server 5 needs Node >= 20 (6 needs >= 22.22); typescript 7 has no
+    // tsserver, so both stay on 5.x.
+    "typescript-language-server@5",
+    "typescript@5",
+];
 
 /// Where the test tools live: `$AGENT_TOOLS_TEST_HOME`, default `~/.cache/agent-tools-test`.
 pub(crate) fn tools_home() -> PathBuf {

@@ -1,4 +1,42 @@
 //! ask_user: question cards through a question port.
 //!
-//! This crate is not built yet: its issue in the tracker says what it will hold.
-//! It exists so the workspace has its final shape; it exports nothing.
+//! A run asks its operator through an [`AskSession`]: the session numbers each card (1, 2, 3 …
+//! per run, questions and approvals alike), validates the request, shows the card through a
+//! narrow [`QuestionPort`], checks the answer (an invalid one goes back to the port, never to the
+//! model), returns the earlier outcome when the same question is asked again, and enforces the
+//! timeout (default 15 minutes).
+//!
+//! Outcomes follow one rule: nothing is ever invented. Answered returns the answer; skipped is a
+//! success that tells the model to go on under a stated assumption and not to ask again; timed
+//! out is an error with the same instruction; no operator is an error at once (fail-closed).
+//! Approval cards share the desk, and only an explicit "Allow" approves.
+//!
+//! Ports provided: [`ports::channel::channel_port`] (in-process, for harnesses and tests) and
+//! [`ports::terminal::TerminalPort`].
+
+mod card;
+mod config;
+mod outcome;
+mod port;
+pub mod ports;
+mod session;
+
+pub use crate::{
+    card::{AskRequest, Card, CardKind, CardOption, Checked, Chosen, MAX_OPTIONS, OptionSpec},
+    config::AskConfig,
+    outcome::{ApprovalRequest, ApprovalResponse, AskResponse, Outcome, human_duration},
+    port::{Answer, NoOperatorPort, QuestionPort, Rejection, Reply, SkipKind, Target},
+    session::{ALLOW, AskError, AskSession, DEFAULT_TIMEOUT, DENY, MAX_REJECTIONS},
+};
+
+/// The tool's name.
+pub const TOOL_NAME: &str = "ask_user";
+
+/// The tool's description, as the model reads it.
+pub const TOOL_DESCRIPTION: &str = "Ask the operator one question on a numbered card and wait \
+for the answer. Use it only for a decision you cannot make or find out yourself and that changes \
+what you do next; otherwise decide, go on, and say what you assumed. Give 2–6 options (the \
+recommended one first) and/or allow_free_text. A skip is a success: go on under a stated \
+assumption and do not ask again. A timeout is an error with the same instruction. When no \
+operator can answer, the call fails at once; nothing is ever answered for you. Asking the same \
+question twice returns the first outcome.";

@@ -1,4 +1,56 @@
-//! Structural search (ast_grep), staged rewrite (ast_edit) and resolve on tree-sitter.
+//! Structural search (`ast_grep`), staged rewrite (`ast_edit`) and `resolve` on tree-sitter.
 //!
-//! This crate is not built yet: its issue in the tracker says what it will hold.
-//! It exists so the workspace has its final shape; it exports nothing.
+//! Usable alone: [`search`] runs a search under a root, [`EditStore`] stages rewrites and
+//! resolves them, and `render_*` turn results into model-facing text. Patterns are compiled by
+//! [`Pattern::compile`] through a per-language ladder of contexts (statement, expression, class
+//! member, declaration); the first context in which the fragment parses without ERROR or MISSING
+//! nodes wins, and a fragment no context accepts is an error, never a silent zero.
+//!
+//! ```no_run
+//! use agent_tools_astgrep::{SearchOptions, SearchRequest, render_search, search};
+//!
+//! let request = SearchRequest {
+//!     pattern: "$A.unwrap()".into(),
+//!     path: Some("src".into()),
+//!     language: Some("rust".into()),
+//!     max_results: None,
+//!     context: None,
+//! };
+//! let result = search(std::path::Path::new("."), &request, &SearchOptions::default()).unwrap();
+//! println!("{}", render_search(&result));
+//! ```
+
+mod config;
+mod edit;
+mod error;
+mod lang;
+mod matcher;
+mod pattern;
+mod search;
+mod walk;
+
+pub use crate::{
+    config::AstgrepConfig,
+    edit::{
+        EditRequest, EditStore, MAX_DIFF_LINES, MAX_STAGED, Proposal, ProposedFile, Resolution,
+        ResolveAction, ResolveRequest, render_proposal, render_resolution,
+    },
+    error::AstError,
+    lang::{ContextKind, Lang},
+    matcher::{DEFAULT_STEP_BUDGET, Matcher, RawMatch},
+    pattern::Pattern,
+    search::{
+        CaptureView, DEFAULT_MAX_RESULTS, MAX_RESULTS_CAP, MatchView, PatternInfo, SearchRequest,
+        SearchResult, render_search, search, search_compiled,
+    },
+    walk::{BudgetNote, ScanStats, Scope, SearchOptions, resolve_scope},
+};
+
+/// Matches `pattern` against `source` (one file's text) and returns the raw matches.
+///
+/// A convenience for tests, fuzzing and hosts that hold text in memory.
+pub fn match_source(pattern: &Pattern, source: &str) -> Vec<RawMatch> {
+    let mut parser = pattern.lang().parser();
+    let Some(tree) = parser.parse(source, None) else { return Vec::new() };
+    Matcher::new(pattern).find_all(tree.root_node(), source.as_bytes())
+}

@@ -1,4 +1,56 @@
 //! Persistent Python and JavaScript kernels for the eval tool.
 //!
-//! This crate is not built yet: its issue in the tracker says what it will hold.
-//! It exists so the workspace has its final shape; it exports nothing.
+//! A cell's variables, imports and loaded data persist between calls; the value of its last
+//! expression is returned as in a notebook; `display()`, pandas tables and matplotlib figures
+//! come back as rich output; `tool(name, args)` calls back into the host's tool registry through
+//! the narrow [`ToolBridge`] port, over the kernel's own pipe (no port, no socket, no token).
+//!
+//! - Python runs as a child process of the project's own interpreter (`.venv/bin/python`,
+//!   `venv/bin/python`, `python3` on PATH) with a stdlib-only runner shipped in this crate.
+//! - JavaScript runs on QuickJS-NG (rquickjs), embedded, on a thread of its own.
+//! - The cell timeout is an inactivity budget, suspended while a bridged call is pending.
+//!
+//! ```no_run
+//! # async fn demo() {
+//! use std::sync::Arc;
+//! use agent_tools_eval::{EvalConfig, EvalRequest, Kernels, NoBridge, render};
+//!
+//! let kernels = Kernels::new(EvalConfig::default());
+//! let request = EvalRequest {
+//!     code: "x = 21\nx * 2".into(),
+//!     description: "double a number".into(),
+//!     language: None,
+//!     reset: None,
+//! };
+//! let cancel = tokio_util::sync::CancellationToken::new();
+//! let report = kernels
+//!     .eval("conversation-1", std::path::Path::new("."), request, Arc::new(NoBridge), &cancel)
+//!     .await
+//!     .unwrap();
+//! assert_eq!(render(&report), "[started Python …]\nOut[1]: 42");
+//! kernels.shutdown().await;
+//! # }
+//! ```
+
+mod bridge;
+mod cell;
+mod js;
+mod kernels;
+mod launcher;
+mod python;
+mod render;
+mod types;
+
+pub use crate::{
+    bridge::{NoBridge, ToolBridge},
+    kernels::{EvalError, Kernels, resolve_python},
+    launcher::{CapsuleLauncher, HostLauncher, Launcher, resolve_python_on_host},
+    render::{images, render},
+    types::{
+        BridgeTier, Bundle, CellError, CellImage, CellReport, CellStatus, EvalConfig, EvalRequest,
+        InterruptReason, KernelNote, Language, LauncherConfig, Output, StreamName,
+    },
+};
+
+/// The Python runner shipped in this crate (stdlib only), for inspection and tests.
+pub const PYTHON_RUNNER: &str = python::RUNNER;

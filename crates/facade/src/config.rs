@@ -21,6 +21,26 @@ pub const CONFIG_FILE_NAME: &str = "agent-tools.toml";
 pub struct Config {
     pub output: OutputConfig,
     pub mcp: McpConfig,
+    /// `[eval]`: interpreter, inactivity budget, output caps, launcher prefix.
+    #[cfg(feature = "eval")]
+    pub eval: agent_tools_eval::EvalConfig,
+    /// `[astgrep]`: file size limit, walk threads, matcher step budget.
+    #[cfg(feature = "astgrep")]
+    pub astgrep: agent_tools_astgrep::AstgrepConfig,
+    /// `[debug]`: session time limit, stop wait, adapter command overrides.
+    #[cfg(feature = "debug")]
+    pub debug: agent_tools_debug::DebugConfig,
+    /// `[approval]`: which calls need an operator's approval (default none).
+    pub approval: crate::approval::ApprovalConfig,
+    /// `[ask]`: how long a question card waits for the operator.
+    #[cfg(feature = "ask")]
+    pub ask: agent_tools_ask::AskConfig,
+    /// `[vibe]`: vibe mode, slots, timers and the worker commands per tier.
+    #[cfg(feature = "vibe")]
+    pub vibe: agent_tools_vibe::VibeConfig,
+    /// `[lsp]`: timeouts, restart cap, extra binary folders, diagnostics on write, servers.
+    #[cfg(feature = "lsp")]
+    pub lsp: agent_tools_lsp::LspConfig,
     /// Where the configuration came from, if a file was found.
     #[serde(skip)]
     pub source: Option<PathBuf>,

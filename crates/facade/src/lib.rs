@@ -14,6 +14,7 @@
 //! assert!(plan.specs().iter().all(|s| s.tier == Tier::Read));
 //! ```
 
+mod approval;
 mod config;
 mod error;
 mod families;
@@ -27,6 +28,7 @@ mod validate;
 pub mod host;
 
 pub use crate::{
+    approval::{ApprovalConfig, ApprovalDecision, ApprovalPolicy, ApprovalRequest, Approver},
     config::{CONFIG_FILE_NAME, Config, McpConfig, OutputConfig},
     error::{Error, Result, Unavailable},
     registry::{Family, Registry, RegistryBuilder, RunResource},

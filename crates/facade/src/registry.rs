@@ -35,6 +35,7 @@ pub struct RegistryBuilder {
     families: BTreeMap<String, Vec<String>>,
     file_tool_roles: Vec<String>,
     resources: Vec<Arc<dyn RunResource>>,
+    pub(crate) approval: crate::approval::ApprovalSetup,
 }
 
 impl RegistryBuilder {
@@ -98,6 +99,7 @@ impl RegistryBuilder {
                 })
                 .collect(),
             resources: self.resources,
+            approval: self.approval.into_gate(),
         }
     }
 }
@@ -107,6 +109,7 @@ pub struct Registry {
     tools: Vec<DynTool>,
     families: Vec<Family>,
     resources: Vec<Arc<dyn RunResource>>,
+    approval: Option<Arc<crate::approval::ApprovalGate>>,
 }
 
 impl Registry {
@@ -122,7 +125,7 @@ impl Registry {
 
     /// The frozen view for one ceiling.
     pub fn surface(&self, kind: SurfaceKind) -> Surface {
-        Surface::new(kind, &self.tools)
+        Surface::new(kind, &self.tools).with_approval_gate(self.approval.clone())
     }
 
     /// Ends every run-bound resource; after this no process started for the run remains.

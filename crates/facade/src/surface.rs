@@ -78,6 +78,7 @@ pub struct Surface {
     visible: Arc<[DynTool]>,
     hidden: Arc<[(String, Tier)]>,
     max_output_chars: usize,
+    approval: Option<Arc<crate::approval::ApprovalGate>>,
 }
 
 impl std::fmt::Debug for Surface {
@@ -105,7 +106,17 @@ impl Surface {
             visible: visible.into(),
             hidden: hidden.into(),
             max_output_chars: DEFAULT_MAX_OUTPUT_CHARS,
+            approval: None,
         }
+    }
+
+    /// Every call through this surface (and surfaces restricted from it) passes `gate` first.
+    pub(crate) fn with_approval_gate(
+        mut self,
+        gate: Option<Arc<crate::approval::ApprovalGate>>,
+    ) -> Self {
+        self.approval = gate;
+        self
     }
 
     /// Everything up to `exec`.
@@ -184,6 +195,7 @@ impl Surface {
             visible: visible.into(),
             hidden: hidden.into(),
             max_output_chars: self.max_output_chars,
+            approval: self.approval.clone(),
         }
     }
 
@@ -221,6 +233,11 @@ impl Surface {
         let args = if args.is_null() { Value::Object(Default::default()) } else { args };
         if let Err(message) = validate_args(&tool.spec().input_schema, &args) {
             return ToolResult::error(format!("{name}: {message}"));
+        }
+        if let Some(gate) = &self.approval
+            && let Some(denied) = gate.check(ctx, tool.spec(), &args).await
+        {
+            return denied;
         }
         let mut result = tool.call(ctx, args).await;
         result.truncate_text(self.max_output_chars);

@@ -1,4 +1,67 @@
 //! Background workers: the vibe_* tools over a worker roster.
 //!
-//! This crate is not built yet: its issue in the tracker says what it will hold.
-//! It exists so the workspace has its final shape; it exports nothing.
+//! A [`Roster`] owns one run's workers: short stable ids (`w1`, `w2` …), states (queued,
+//! running, stalled; settled as completed, failed, killed or timed out), a fixed number of slots
+//! with a queue behind them, the briefing history (each `send` appends a revision and restarts),
+//! a stall timer, a wall-clock budget per attempt, and a bounded, idempotent kill that always
+//! frees the slot. It runs workers through a narrow [`WorkerBackend`]; the [`CommandBackend`]
+//! runs an external agent command per tier (`[vibe.fast]`, `[vibe.good]` in `agent-tools.toml`)
+//! with the briefing on stdin, each attempt in its own process group.
+//!
+//! A worker's ceiling is never above its caller's surface: from a read-only surface, the tier's
+//! read-only command is used, or the spawn is refused with the reason.
+
+mod args;
+mod backend;
+mod buffer;
+mod command;
+mod config;
+mod render;
+mod roster;
+
+pub use crate::{
+    args::{
+        DEFAULT_WAIT_SECONDS, KillArgs, ListArgs, MAX_WAIT_SECONDS, SendArgs, SpawnArgs, WaitArgs,
+    },
+    backend::{
+        Ceiling, ExitReport, StartRequest, StopReport, Stream, WorkerBackend, WorkerEvent,
+        WorkerEvents, WorkerHandle, WorkerTier,
+    },
+    command::{
+        CommandBackend, ENV_ATTEMPT, ENV_CEILING, ENV_LABEL, ENV_REVISION, ENV_TIER, ENV_WORKER_ID,
+    },
+    config::{CommandLine, TierCommands, VibeConfig},
+    render::{
+        render_kill, render_list, render_result, render_send, render_spawn, render_wait, seconds,
+    },
+    roster::{
+        Interrupted, KillReport, Roster, RosterError, RosterSettings, RosterView, SendReport,
+        SpawnReport, WaitReport, WorkerResult, WorkerState, WorkerView,
+    },
+};
+
+/// Tool names and descriptions, as the model reads them.
+pub mod tools {
+    pub const SPAWN: &str = "vibe_spawn";
+    pub const SEND: &str = "vibe_send";
+    pub const WAIT: &str = "vibe_wait";
+    pub const KILL: &str = "vibe_kill";
+    pub const LIST: &str = "vibe_list";
+
+    pub const SPAWN_DESCRIPTION: &str = "Start a background worker on a task and return its id \
+at once; it keeps running while you do other work. Delegate self-contained work with a complete \
+brief; keep the critical path yourself and give parallel workers disjoint files. tier `fast` \
+(default) for mechanical work, `good` for design, judgement or review. Beyond the slot limit the \
+worker is queued. Collect results with vibe_wait; do not redo delegated work.";
+    pub const SEND_DESCRIPTION: &str = "Send a worker more instructions: the message is appended to \
+its briefing (a new revision) and the worker restarts with the whole briefing. A running attempt \
+is interrupted (the result says so); a finished worker starts a new attempt.";
+    pub const WAIT_DESCRIPTION: &str = "Wait until a worker finishes and return its result. Returns \
+early if the worker stalls (no output for a while). When the timeout passes first, returns the \
+current state (not an error) and the worker keeps running. timeout_seconds defaults to 60, max \
+600; prefer longer waits to polling.";
+    pub const KILL_DESCRIPTION: &str = "Stop a worker: gracefully, then forced after a short grace \
+time. Always frees its slot. On a finished worker it does nothing and says so.";
+    pub const LIST_DESCRIPTION: &str = "List every worker of this run: id, label, tier, state, \
+briefing revision, elapsed time, last activity, last result, and the slots in use.";
+}

@@ -40,6 +40,7 @@ fn call_exits_two_for_usage_errors() {
     assert_eq!(code, 2);
     assert!(stderr.contains("ARGS is not valid JSON"), "{stderr}");
     let (code, _, stderr) = check(&project, &["call", "frobnicate", "{}"]);
+    // Not a terminal here: nobody could answer a card, so nothing waits for one.
     assert_eq!(code, 2);
     assert!(stderr.contains("unknown tool `frobnicate`"), "{stderr}");
     let (code, _, stderr) =

@@ -2,6 +2,12 @@
 
 #![allow(clippy::print_stderr, unreachable_pub)]
 
+mod ask_over_mcp;
+mod astgrep_over_mcp;
 mod cli;
+mod debug_over_mcp;
+mod eval_over_mcp;
 mod files_over_mcp;
+mod lsp_over_mcp;
 mod support;
+mod vibe_over_mcp;

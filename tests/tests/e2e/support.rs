@@ -77,7 +77,6 @@ impl McpScript {
         self
     }
 
-    #[allow(dead_code, reason = "used once the ask family lands")]
     /// Declares the elicitation capability and answers every request with `action`/`content`.
     pub(crate) fn elicitation(mut self, action: &str, content: Value) -> Self {
         self.elicitation = json!({"action": action, "content": content});

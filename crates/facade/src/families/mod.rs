@@ -7,6 +7,19 @@
 
 use std::path::Path;
 
+#[cfg(feature = "ask")]
+pub(crate) mod ask;
+#[cfg(feature = "astgrep")]
+mod astgrep;
+#[cfg(feature = "debug")]
+mod debug;
+#[cfg(feature = "eval")]
+mod eval;
+#[cfg(feature = "lsp")]
+mod lsp;
+#[cfg(feature = "vibe")]
+pub(crate) mod vibe;
+
 use crate::Config;
 
 /// Facts `agent-tools status` shows for an attached family: what resolves, what is missing.
@@ -15,6 +28,18 @@ pub(crate) fn status_details(family: &str, root: &Path, config: &Config) -> Vec<
     let _ = (root, config);
     match family {
         // Each family adds one arm: `#[cfg(feature = "x")] "x" => x::status_details(root, config),`
+        #[cfg(feature = "eval")]
+        "eval" => eval::status_details(root, config),
+        #[cfg(feature = "astgrep")]
+        "astgrep" => astgrep::status_details(root, config),
+        #[cfg(feature = "ask")]
+        "ask" => ask::status_details(root, config),
+        #[cfg(feature = "vibe")]
+        "vibe" => vibe::status_details(root, config),
+        #[cfg(feature = "debug")]
+        "debug" => debug::status_details(root, config),
+        #[cfg(feature = "lsp")]
+        "lsp" => lsp::status_details(root, config),
         _ => Vec::new(),
     }
 }

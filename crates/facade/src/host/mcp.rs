@@ -1,25 +1,49 @@
 //! The MCP server: one stdio connection is one run, served through one surface.
+//!
+//! The run's registry is built when the client initialises, because what the client can do
+//! decides what is attached: a client that declares form elicitation gets a question port
+//! (`ask_user`, and approval cards, become `elicitation/create` requests); a client that does not
+//! gets no port, so `ask_user` is absent from its tool list and approvals fail closed.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use base64::Engine;
 use rmcp::{
     ErrorData as McpError, RoleServer, ServerHandler, ServiceExt,
     model::{
         CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-        ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool as McpTool,
-        ToolAnnotations,
+        InitializeRequestParams, InitializeResult, ListToolsResult, PaginatedRequestParams,
+        ServerCapabilities, ServerConfig, Tool as McpTool, ToolAnnotations,
     },
     service::RequestContext,
 };
 
-use super::HostRun;
-use crate::{RunInfo, Surface, Tier, ToolResult};
+use super::{Attach, HostRun, RunSetup};
+use crate::{Tier, ToolResult};
+
+/// One connection's run: prepared at start, built at `initialize` (or at the first request of a
+/// client that never initialises), shut down when the connection ends.
+struct HostState {
+    setup: RunSetup,
+    attach: Attach,
+    run: OnceLock<HostRun>,
+}
+
+impl HostState {
+    /// The run, built with `attach` if it does not exist yet.
+    fn build(&self, attach: Attach) -> &HostRun {
+        self.run.get_or_init(|| self.setup.clone().assemble(&attach))
+    }
+
+    /// The run; a client that sent no `initialize` gets one without a question port.
+    fn run(&self) -> &HostRun {
+        self.build(self.attach.clone())
+    }
+}
 
 #[derive(Clone)]
 struct McpHost {
-    surface: Surface,
-    run: RunInfo,
+    state: Arc<HostState>,
 }
 
 fn to_mcp_tool(spec: &crate::ToolSpec) -> McpTool {
@@ -49,14 +73,32 @@ fn to_mcp_result(result: ToolResult) -> CallToolResult {
 
 impl ServerHandler for McpHost {
     fn get_info(&self) -> ServerConfig {
+        let kind = self.state.setup.surface_kind;
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
             .with_server_info(Implementation::new("agent-tools", env!("CARGO_PKG_VERSION")))
             .with_instructions(format!(
                 "Built-in agent tools for the workspace {} (surface: {}, up to {}-tier tools).",
-                self.run.root.display(),
-                self.surface.info().kind,
-                self.surface.info().ceiling
+                self.state.setup.info.root.display(),
+                kind.as_str(),
+                kind.ceiling()
             ))
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, McpError> {
+        context.peer.set_peer_info(request.clone());
+        let result = self.negotiate_initialize(&request)?;
+        let attach = self.state.attach.clone();
+        #[cfg(feature = "ask")]
+        let attach = match elicitation::port_for(&context.peer, &request, &result) {
+            Some((port, target)) => attach.with_questions(port, target),
+            None => attach,
+        };
+        self.state.build(attach);
+        Ok(result)
     }
 
     async fn list_tools(
@@ -64,9 +106,8 @@ impl ServerHandler for McpHost {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(
-            self.surface.specs().into_iter().map(to_mcp_tool).collect(),
-        ))
+        let surface = self.state.run().surface();
+        Ok(ListToolsResult::with_all_items(surface.specs().into_iter().map(to_mcp_tool).collect()))
     }
 
     async fn call_tool(
@@ -75,9 +116,11 @@ impl ServerHandler for McpHost {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let args = serde_json::Value::Object(request.arguments.unwrap_or_default());
-        let ctx = self.surface.context(&self.run, None);
+        let run = self.state.run();
+        let surface = run.surface();
+        let ctx = surface.context(&run.info, None);
         let cancel = ctx.cancel.clone();
-        let call = self.surface.call(&ctx, &request.name, args);
+        let call = surface.call(&ctx, &request.name, args);
         let result = tokio::select! {
             result = call => result,
             () = context.ct.cancelled() => {
@@ -89,17 +132,230 @@ impl ServerHandler for McpHost {
     }
 }
 
-/// Serves `run` over stdin/stdout until the client disconnects, then ends the run:
-/// every resource is shut down and no child process is left behind.
-pub async fn serve_stdio(run: HostRun) -> anyhow::Result<()> {
-    let host = McpHost { surface: run.surface(), run: run.info.clone() };
+/// Serves one run over stdin/stdout until the client disconnects, then ends the run: every
+/// resource is shut down and no child process is left behind. The registry is built at
+/// `initialize`, from `setup` plus `attach` plus what the client declared.
+pub async fn serve_stdio(setup: RunSetup, attach: Attach) -> anyhow::Result<()> {
+    let state = Arc::new(HostState { setup, attach, run: OnceLock::new() });
+    let host = McpHost { state: state.clone() };
     let served = host.serve(rmcp::transport::stdio()).await;
     let outcome = match served {
         Ok(service) => service.waiting().await.map(|_| ()).map_err(anyhow::Error::from),
         Err(e) => Err(anyhow::anyhow!("MCP initialisation failed: {e}")),
     };
-    run.info.cancel.cancel();
-    run.registry.shutdown().await;
-    tracing::info!(run = %run.info.run_id, "run ended");
+    state.setup.info.cancel.cancel();
+    if let Some(run) = state.run.get() {
+        run.registry.shutdown().await;
+    }
+    tracing::info!(run = %state.setup.info.run_id, "run ended");
     outcome
+}
+
+/// Cards as MCP elicitation requests (form mode).
+#[cfg(feature = "ask")]
+mod elicitation {
+    use std::{collections::BTreeMap, sync::Arc};
+
+    use agent_tools_ask::{
+        Answer, Card, CardKind, QuestionPort, Rejection, Reply, SkipKind, Target,
+    };
+    use async_trait::async_trait;
+    use rmcp::{
+        Peer, RoleServer,
+        model::{
+            ElicitRequestParams, ElicitationAction, ElicitationSchema, EnumSchema,
+            InitializeRequestParams, InitializeResult, PrimitiveSchemaDefinition, ProtocolVersion,
+            StringSchema,
+        },
+        service::ElicitationMode,
+    };
+    use serde_json::Value;
+
+    /// The form field holding the chosen option(s): the numbered labels.
+    pub(super) const CHOICE: &str = "choice";
+    /// The form field holding typed text.
+    pub(super) const TEXT: &str = "text";
+
+    /// A question port for a client that declared form elicitation on a protocol that still
+    /// allows server-to-client requests; `None` otherwise (no port: no `ask_user`).
+    pub(super) fn port_for(
+        peer: &Peer<RoleServer>,
+        request: &InitializeRequestParams,
+        result: &InitializeResult,
+    ) -> Option<(Arc<dyn QuestionPort>, Target)> {
+        if !peer.supported_elicitation_modes().contains(&ElicitationMode::Form)
+            || result.protocol_version >= ProtocolVersion::V_2026_07_28
+        {
+            return None;
+        }
+        let client = &request.client_info;
+        let target = Target::new(format!("the operator of {} {}", client.name, client.version));
+        Some((Arc::new(ElicitationPort { peer: peer.clone() }), target))
+    }
+
+    struct ElicitationPort {
+        peer: Peer<RoleServer>,
+    }
+
+    /// The card's text for the form's message; options with their descriptions.
+    fn message(card: &Card, rejected: Option<&Rejection>) -> String {
+        let mut text = String::new();
+        if let Some(rejection) = rejected {
+            text.push_str(&format!("Your last answer was not accepted: {}.\n\n", rejection.reason));
+        }
+        text.push_str(&card.render());
+        text
+    }
+
+    /// The form: a choice field of the numbered labels (several when multi-select), and a text
+    /// field when typed answers are allowed.
+    pub(super) fn schema(card: &Card) -> ElicitationSchema {
+        let mut properties = BTreeMap::new();
+        let mut required = Vec::new();
+        if !card.options.is_empty() {
+            let labels: Vec<String> = card.options.iter().map(|o| o.numbered_label()).collect();
+            let choice = if card.multi_select {
+                let multi = || {
+                    EnumSchema::builder(labels.clone()).multiselect().title("Choose one or more")
+                };
+                match multi().min_items(1) {
+                    // Free text may stand in for a choice; otherwise at least one is needed.
+                    Ok(at_least_one) if !card.allow_free_text => at_least_one.build(),
+                    _ => multi().build(),
+                }
+            } else {
+                EnumSchema::builder(labels).title("Choose one").build()
+            };
+            properties.insert(CHOICE.to_string(), PrimitiveSchemaDefinition::Enum(choice));
+            if !card.allow_free_text {
+                required.push(CHOICE.to_string());
+            }
+        }
+        if card.allow_free_text {
+            let title = match (card.kind, card.options.is_empty()) {
+                (CardKind::Approval, _) => "Note (optional)",
+                (CardKind::Question, true) => "Your answer",
+                (CardKind::Question, false) => "Or type an answer",
+            };
+            properties.insert(
+                TEXT.to_string(),
+                PrimitiveSchemaDefinition::String(StringSchema::new().title(title)),
+            );
+            if card.options.is_empty() {
+                required.push(TEXT.to_string());
+            }
+        }
+        let schema = ElicitationSchema::new(properties).with_title(format!("Card {}", card.number));
+        if required.is_empty() { schema } else { schema.with_required(required) }
+    }
+
+    /// Reads the accepted form leniently: a choice may come as `2. Label`, `2`, `Label` or a
+    /// number, alone or in a list.
+    pub(super) fn decode(card: &Card, content: Option<&Value>) -> Answer {
+        let mut answer = Answer::default();
+        let Some(Value::Object(fields)) = content else { return answer };
+        let mut choices: Vec<&Value> = Vec::new();
+        match fields.get(CHOICE) {
+            Some(Value::Array(items)) => choices.extend(items),
+            Some(Value::Null) | None => {}
+            Some(other) => choices.push(other),
+        }
+        for choice in choices {
+            let decoded = match choice {
+                Value::String(s) => card.decode_choice(s).ok_or_else(|| s.clone()),
+                Value::Number(n) => {
+                    n.as_u64().and_then(|n| u32::try_from(n).ok()).ok_or_else(|| n.to_string())
+                }
+                other => Err(other.to_string()),
+            };
+            match decoded {
+                Ok(number) => answer.selected.push(number),
+                Err(unknown) => answer.unrecognised.push(unknown),
+            }
+        }
+        if let Some(Value::String(text)) = fields.get(TEXT)
+            && !text.trim().is_empty()
+        {
+            answer.free_text = Some(text.clone());
+        }
+        answer
+    }
+
+    #[async_trait]
+    impl QuestionPort for ElicitationPort {
+        async fn present(
+            &self,
+            _target: &Target,
+            card: &Card,
+            rejected: Option<&Rejection>,
+        ) -> Reply {
+            let params = ElicitRequestParams::FormElicitationParams {
+                meta: None,
+                message: message(card, rejected),
+                requested_schema: schema(card),
+            };
+            match self.peer.create_elicitation(params).await {
+                Ok(result) => match result.action {
+                    ElicitationAction::Accept => {
+                        Reply::Answered(decode(card, result.content.as_ref()))
+                    }
+                    ElicitationAction::Decline => Reply::Skipped { how: SkipKind::Declined },
+                    ElicitationAction::Cancel => Reply::Skipped { how: SkipKind::Dismissed },
+                    _ => Reply::Skipped { how: SkipKind::Dismissed },
+                },
+                Err(e) => Reply::NoOperator {
+                    reason: format!("the MCP client did not show the card: {e}"),
+                },
+            }
+        }
+    }
+}
+
+#[cfg(all(test, feature = "ask"))]
+mod tests {
+    use agent_tools_ask::{AskRequest, Card, CardKind, OptionSpec};
+    use serde_json::json;
+
+    use super::elicitation::{decode, schema};
+
+    fn card(request: &AskRequest) -> Card {
+        Card::from_request(3, CardKind::Question, request)
+    }
+
+    #[test]
+    fn a_card_becomes_a_form_with_numbered_choices_and_a_text_field() {
+        let request = AskRequest::new(
+            "Which?",
+            vec![OptionSpec::new("Alpha"), OptionSpec::described("Beta", "the safe one")],
+        )
+        .with_free_text();
+        let wire = serde_json::to_string_pretty(&schema(&card(&request))).unwrap();
+        insta::assert_snapshot!("elicitation_form_single_choice", wire);
+    }
+
+    #[test]
+    fn a_multi_select_card_without_free_text_needs_at_least_one_choice() {
+        let request = AskRequest::new("Which?", vec![OptionSpec::new("A"), OptionSpec::new("B")])
+            .with_multi_select();
+        let wire = serde_json::to_string_pretty(&schema(&card(&request))).unwrap();
+        insta::assert_snapshot!("elicitation_form_multi_select", wire);
+    }
+
+    #[test]
+    fn accepted_forms_are_decoded_leniently() {
+        let request = AskRequest::new(
+            "Which?",
+            vec![OptionSpec::new("Alpha"), OptionSpec::new("Beta"), OptionSpec::new("Gamma")],
+        );
+        let card = card(&request);
+        assert_eq!(decode(&card, Some(&json!({"choice": "2. Beta"}))).selected, [2]);
+        assert_eq!(decode(&card, Some(&json!({"choice": "gamma"}))).selected, [3]);
+        assert_eq!(decode(&card, Some(&json!({"choice": 1}))).selected, [1]);
+        assert_eq!(decode(&card, Some(&json!({"choice": ["1", "3. Gamma"]}))).selected, [1, 3]);
+        let unknown = decode(&card, Some(&json!({"choice": "Delta"})));
+        assert_eq!(unknown.unrecognised, ["Delta"]);
+        let text = decode(&card, Some(&json!({"text": " my own "})));
+        assert_eq!(text.free_text.as_deref(), Some(" my own "));
+        assert!(decode(&card, None).selected.is_empty());
+    }
 }

@@ -34,6 +34,9 @@ struct RunArgs {
     /// Which surface to expose: `build` (up to exec) or `plan` (read-only).
     #[arg(long, value_name = "build|plan")]
     surface: Option<SurfaceKind>,
+    /// Vibe mode: register the vibe_* background-worker tools (also `[vibe] enabled = true`).
+    #[arg(long)]
+    vibe: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -79,12 +82,55 @@ impl HostRun {
     }
 }
 
+/// What a run attaches beyond its configuration, known only once the client is known.
+#[derive(Clone, Default)]
+pub struct Attach {
+    /// `--vibe`: vibe mode for this run (`[vibe] enabled = true` turns it on as well).
+    pub vibe: bool,
+    /// Where question and approval cards go, when someone can answer them.
+    #[cfg(feature = "ask")]
+    pub questions:
+        Option<(std::sync::Arc<dyn agent_tools_ask::QuestionPort>, agent_tools_ask::Target)>,
+}
+
+impl Attach {
+    pub fn with_vibe(mut self, vibe: bool) -> Self {
+        self.vibe = vibe;
+        self
+    }
+
+    /// Cards go to `target` through `port`: `ask_user` is registered and approvals can be asked.
+    #[cfg(feature = "ask")]
+    pub fn with_questions(
+        mut self,
+        port: std::sync::Arc<dyn agent_tools_ask::QuestionPort>,
+        target: agent_tools_ask::Target,
+    ) -> Self {
+        self.questions = Some((port, target));
+        self
+    }
+}
+
 /// Builds the registry of a run from what this host can attach.
 ///
 /// Each family adds one attach step here, behind its feature.
-pub fn assemble(root: &Path, config: &Config) -> Registry {
-    let _ = (root, config);
+pub fn assemble(root: &Path, config: &Config, attach: &Attach) -> Registry {
+    let _ = (root, config, attach);
     let builder = RegistryBuilder::new().with_reference_file_tools();
+    #[cfg(feature = "eval")]
+    let builder = builder
+        .with_kernels(std::sync::Arc::new(agent_tools_eval::Kernels::new(config.eval.clone())));
+    #[cfg(feature = "astgrep")]
+    let builder = builder.with_astgrep(config.astgrep.clone());
+    #[cfg(feature = "ask")]
+    let builder = crate::families::ask::attach(builder, config, attach.questions.clone());
+    #[cfg(feature = "vibe")]
+    let builder = crate::families::vibe::attach(builder, root, config, attach.vibe);
+    #[cfg(feature = "debug")]
+    let builder = builder.with_debug(agent_tools_debug::DebugSupervisor::new(config.debug.clone()));
+    #[cfg(feature = "lsp")]
+    let builder = builder.with_lsp(root, config.lsp.clone());
+    let builder = builder.with_approval_policy(config.approval.policy);
     builder.build()
 }
 
@@ -102,8 +148,28 @@ fn resolve_root(root: Option<PathBuf>) -> Result<PathBuf, String> {
     Ok(canonical)
 }
 
-/// Starts a run for `args`: root, configuration, registry.
-pub fn start_run(root: Option<PathBuf>, surface: Option<SurfaceKind>) -> Result<HostRun, String> {
+/// A run before its registry exists: root, configuration and surface. The MCP host builds the
+/// registry only after `initialize`, when it knows what the client can do (elicitation).
+#[derive(Debug, Clone)]
+pub struct RunSetup {
+    pub info: RunInfo,
+    pub config: Config,
+    pub surface_kind: SurfaceKind,
+}
+
+impl RunSetup {
+    /// The run with its registry, built from what `attach` brings.
+    pub fn assemble(self, attach: &Attach) -> HostRun {
+        let registry = assemble(&self.info.root, &self.config, attach);
+        HostRun { info: self.info, registry, config: self.config, surface_kind: self.surface_kind }
+    }
+}
+
+/// Prepares a run: root, configuration, surface; no registry yet.
+pub fn prepare_run(
+    root: Option<PathBuf>,
+    surface: Option<SurfaceKind>,
+) -> Result<RunSetup, String> {
     let root = resolve_root(root)?;
     let config = Config::load(&root).map_err(|e| e.to_string())?;
     let surface_kind = match surface {
@@ -113,8 +179,13 @@ pub fn start_run(root: Option<PathBuf>, surface: Option<SurfaceKind>) -> Result<
             None => SurfaceKind::Build,
         },
     };
-    let registry = assemble(&root, &config);
-    Ok(HostRun { info: RunInfo::new(root), registry, config, surface_kind })
+    Ok(RunSetup { info: RunInfo::new(root), config, surface_kind })
+}
+
+/// Starts a run for `args`: root, configuration, registry (with nothing beyond the configuration
+/// attached: no question port, vibe mode only if the configuration turns it on).
+pub fn start_run(root: Option<PathBuf>, surface: Option<SurfaceKind>) -> Result<HostRun, String> {
+    Ok(prepare_run(root, surface)?.assemble(&Attach::default()))
 }
 
 fn init_tracing() {
@@ -156,17 +227,17 @@ pub fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    runtime.block_on(async move {
+    let code = runtime.block_on(async move {
         match cli.command {
-            Command::Mcp { run } => {
-                let run = match start_run(run.root, run.surface) {
+            Command::Mcp { run: args } => {
+                let setup = match prepare_run(args.root, args.surface) {
                     Ok(r) => r,
                     Err(e) => {
                         print_err(&format!("agent-tools mcp: {e}"));
                         return ExitCode::from(2);
                     }
                 };
-                match serve_stdio(run).await {
+                match serve_stdio(setup, Attach::default().with_vibe(args.vibe)).await {
                     Ok(()) => ExitCode::SUCCESS,
                     Err(e) => {
                         print_err(&format!("agent-tools mcp: {e:#}"));
@@ -199,7 +270,10 @@ pub fn main() -> ExitCode {
                 }
             }
         }
-    })
+    });
+    // A terminal read left pending by an unanswered card must not hold the process open.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(2));
+    code
 }
 
 async fn call(tool: String, args: String, run: RunArgs, json: bool) -> ExitCode {
@@ -218,13 +292,26 @@ async fn call(tool: String, args: String, run: RunArgs, json: bool) -> ExitCode 
             return ExitCode::from(2);
         }
     };
-    let run = match start_run(run.root, run.surface) {
+    let setup = match prepare_run(run.root, run.surface) {
         Ok(r) => r,
         Err(e) => {
             print_err(&format!("agent-tools call: {e}"));
             return ExitCode::from(2);
         }
     };
+    let attach = Attach::default().with_vibe(run.vibe);
+    // From a terminal, cards are shown on stderr and answered on stdin; otherwise nobody can
+    // answer, so `ask_user` is not registered and approvals fail closed.
+    #[cfg(feature = "ask")]
+    let attach = if std::io::stdin().is_terminal() {
+        attach.with_questions(
+            std::sync::Arc::new(agent_tools_ask::ports::terminal::TerminalPort::stdio()),
+            agent_tools_ask::Target::new("the operator at the terminal"),
+        )
+    } else {
+        attach
+    };
+    let run = setup.assemble(&attach);
     let surface = run.surface();
     if surface.get(&tool).is_none() {
         print_err(&format!("agent-tools call: {}", surface.refusal(&tool).unwrap_or_default()));

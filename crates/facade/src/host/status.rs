@@ -45,20 +45,20 @@ impl StatusReport {
     }
 }
 
-/// Families the specification names that this build does not contain yet.
-const NOT_IN_THIS_BUILD: &[(&str, &str)] = &[
-    ("ask", "ask_user"),
-    ("astgrep", "ast_grep, ast_edit, resolve"),
-    ("debug", "debug"),
-    ("eval", "eval"),
-    ("lsp", "lsp, lsp_rename"),
-    ("vibe", "vibe_spawn, vibe_send, vibe_wait, vibe_kill, vibe_list"),
+/// Every family, the cargo feature that builds it in, and its tools.
+const FAMILIES: &[(&str, bool, &str)] = &[
+    ("ask", cfg!(feature = "ask"), "ask_user"),
+    ("astgrep", cfg!(feature = "astgrep"), "ast_grep, ast_edit, resolve"),
+    ("debug", cfg!(feature = "debug"), "debug"),
+    ("eval", cfg!(feature = "eval"), "eval"),
+    ("lsp", cfg!(feature = "lsp"), "lsp, lsp_rename"),
+    ("vibe", cfg!(feature = "vibe"), "vibe_spawn, vibe_send, vibe_wait, vibe_kill, vibe_list"),
 ];
 
 /// Builds the report for `root` from the same assembly as a run.
 pub fn status_report(root: &Path) -> crate::Result<StatusReport> {
     let config = Config::load(root)?;
-    let registry = super::assemble(root, &config);
+    let registry = super::assemble(root, &config, &super::Attach::default());
     let mut families: Vec<FamilyReport> = registry
         .families()
         .iter()
@@ -72,8 +72,13 @@ pub fn status_report(root: &Path) -> crate::Result<StatusReport> {
             },
         })
         .collect();
-    for (family, tools) in NOT_IN_THIS_BUILD {
-        if families.iter().any(|f| f.family == *family) {
+    // Built in, but attached only when a run has what they need (someone to answer; vibe mode).
+    #[cfg(feature = "ask")]
+    report_unattached(&mut families, "ask", root, &config);
+    #[cfg(feature = "vibe")]
+    report_unattached(&mut families, "vibe", root, &config);
+    for (family, built_in, tools) in FAMILIES {
+        if *built_in || families.iter().any(|f| f.family == *family) {
             continue;
         }
         families.push(FamilyReport {
@@ -81,7 +86,7 @@ pub fn status_report(root: &Path) -> crate::Result<StatusReport> {
             attached: false,
             tools: vec![],
             details: vec![format!(
-                "not part of this build yet ({tools} will appear when the family lands)"
+                "not in this build: the cargo feature `{family}` of agent-tools is off ({tools} need it)"
             )],
         });
     }
@@ -91,4 +96,18 @@ pub fn status_report(root: &Path) -> crate::Result<StatusReport> {
         config: config.source.map(|p| p.display().to_string()),
         families,
     })
+}
+
+/// Reports `family` as built in but not attached to this run, with the reason from its details.
+#[cfg(any(feature = "ask", feature = "vibe"))]
+fn report_unattached(families: &mut Vec<FamilyReport>, family: &str, root: &Path, config: &Config) {
+    if families.iter().any(|f| f.family == family) {
+        return;
+    }
+    families.push(FamilyReport {
+        family: family.to_string(),
+        attached: false,
+        tools: vec![],
+        details: crate::families::status_details(family, root, config),
+    });
 }

@@ -130,18 +130,34 @@ impl agent_tools::Tool for Relay {
         &self.spec
     }
 
-    async fn call(&self, ctx: &agent_tools::CallContext, args: serde_json::Value) -> agent_tools::ToolResult {
+    async fn call(
+        &self,
+        ctx: &agent_tools::CallContext,
+        args: serde_json::Value,
+    ) -> agent_tools::ToolResult {
         let name = args["tool"].as_str().unwrap_or_default().to_string();
         let mut result = ctx.call_nested(&name, args["args"].clone(), self.ceiling).await;
-        result.text = format!("[nested depth {} under {}] {}", ctx.depth + 1, ctx.call_id.len(), result.text);
+        result.text =
+            format!("[nested depth {} under {}] {}", ctx.depth + 1, ctx.call_id.len(), result.text);
         result
     }
 }
 
-fn relay_run(ceiling: Tier, kind: SurfaceKind, tool: &str, args: serde_json::Value) -> agent_tools::ToolResult {
+fn relay_run(
+    ceiling: Tier,
+    kind: SurfaceKind,
+    tool: &str,
+    args: serde_json::Value,
+) -> agent_tools::ToolResult {
     let project = Project::new(&[("a.txt", "x\n")]);
-    let relay = Relay { spec: agent_tools::ToolSpec::new::<RelayArgs>("relay", "calls another tool", Tier::Read), ceiling };
-    let registry = RegistryBuilder::new().with_reference_file_tools().with_tool("test", std::sync::Arc::new(relay)).build();
+    let relay = Relay {
+        spec: agent_tools::ToolSpec::new::<RelayArgs>("relay", "calls another tool", Tier::Read),
+        ceiling,
+    };
+    let registry = RegistryBuilder::new()
+        .with_reference_file_tools()
+        .with_tool("test", std::sync::Arc::new(relay))
+        .build();
     let surface = registry.surface(kind);
     let run = agent_tools::RunInfo::new(project.dir.path());
     let ctx = surface.context(&run, None);
@@ -151,10 +167,20 @@ fn relay_run(ceiling: Tier, kind: SurfaceKind, tool: &str, args: serde_json::Val
 
 #[test]
 fn a_nested_call_gets_the_lower_of_the_two_ceilings() {
-    let result = relay_run(Tier::Read, SurfaceKind::Build, "write", json!({"path": "a.txt", "content": "y"}));
+    let result = relay_run(
+        Tier::Read,
+        SurfaceKind::Build,
+        "write",
+        json!({"path": "a.txt", "content": "y"}),
+    );
     assert!(result.is_error);
-    assert!(result.text.contains("`write` is a write-tier tool; this surface (build, limited to read)"), "{}", result.text);
-    let result = relay_run(Tier::Exec, SurfaceKind::Plan, "write", json!({"path": "a.txt", "content": "y"}));
+    assert!(
+        result.text.contains("`write` is a write-tier tool; this surface (build, limited to read)"),
+        "{}",
+        result.text
+    );
+    let result =
+        relay_run(Tier::Exec, SurfaceKind::Plan, "write", json!({"path": "a.txt", "content": "y"}));
     assert!(result.is_error, "a read-only surface must not reach write through a nested call");
     let result = relay_run(Tier::Exec, SurfaceKind::Build, "read", json!({"path": "a.txt"}));
     assert!(!result.is_error, "{}", result.text);
@@ -164,7 +190,11 @@ fn a_nested_call_gets_the_lower_of_the_two_ceilings() {
 #[test]
 fn nested_calls_are_validated_like_model_calls() {
     let result = relay_run(Tier::Exec, SurfaceKind::Build, "read", json!({"path": 1}));
-    assert!(result.text.ends_with("read: argument `path`: expected string, got number 1"), "{}", result.text);
+    assert!(
+        result.text.ends_with("read: argument `path`: expected string, got number 1"),
+        "{}",
+        result.text
+    );
 }
 
 /// A tower-style wrapper: implements `Tool` around any file tool and adds a line after it.
@@ -176,7 +206,11 @@ impl agent_tools::Tool for Noting {
         self.0.spec()
     }
 
-    async fn call(&self, ctx: &agent_tools::CallContext, args: serde_json::Value) -> agent_tools::ToolResult {
+    async fn call(
+        &self,
+        ctx: &agent_tools::CallContext,
+        args: serde_json::Value,
+    ) -> agent_tools::ToolResult {
         let mut result = self.0.call(ctx, args).await;
         result.text.push_str(&format!("\nchanged: {}", result.changed_files.len()));
         result
@@ -195,6 +229,7 @@ fn wrappers_layer_over_file_tools_and_keep_their_schema() {
     let run = agent_tools::RunInfo::new(project.dir.path());
     let ctx = surface.context(&run, None);
     let runtime = tokio::runtime::Builder::new_current_thread().build().expect("runtime");
-    let result = runtime.block_on(surface.call(&ctx, "write", json!({"path": "a.txt", "content": "y\n"})));
+    let result =
+        runtime.block_on(surface.call(&ctx, "write", json!({"path": "a.txt", "content": "y\n"})));
     assert_eq!(result.text, "replaced a.txt (1 lines, 2 bytes)\nchanged: 1");
 }

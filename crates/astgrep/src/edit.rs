@@ -1,0 +1,734 @@
+//! `ast_edit` and `resolve`: rewrite templates, staged changes with unified diffs, and the
+//! all-or-nothing group write with a content-hash staleness check.
+
+use std::{
+    collections::{BTreeMap, HashMap},
+    fmt::Write as _,
+    io::Write as _,
+    os::unix::fs::PermissionsExt,
+    path::{Path, PathBuf},
+    sync::Mutex,
+};
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::{
+    error::AstError,
+    lang::{ContextKind, Lang},
+    matcher::RawMatch,
+    pattern::Pattern,
+    search::{PatternInfo, explain_empty, one_line, plural},
+    walk::{FileCtx, ScanStats, SearchOptions, line_col, resolve_scope, scan},
+};
+
+/// Arguments of `ast_edit`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EditRequest {
+    /// What to match, as for `ast_grep`: `$NAME` one node, `$$$NAME` zero or more siblings.
+    pub pattern: String,
+    /// What stands there instead, with `$NAME` and `$$$NAME` replaced by what they captured.
+    /// Multi-line text keeps the indentation of the matched code.
+    pub rewrite: String,
+    /// File or directory, relative to the root (default: the whole root).
+    #[serde(default)]
+    pub path: Option<String>,
+    /// Language id; inferred from the extension when `path` names a file.
+    #[serde(default)]
+    pub language: Option<String>,
+    /// Parse the pattern only in this context.
+    #[serde(default)]
+    pub context: Option<ContextKind>,
+}
+
+/// What to do with a staged edit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ResolveAction {
+    /// Write every file of the edit, or none if any changed since staging.
+    Accept,
+    /// Drop the edit; nothing is written.
+    Discard,
+}
+
+/// Arguments of `resolve`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ResolveRequest {
+    /// The id from the `(proposed)` result, e.g. `edit_1`.
+    pub edit_id: String,
+    /// `accept` writes the staged change, `discard` drops it.
+    pub action: ResolveAction,
+}
+
+/// One file of a proposal.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ProposedFile {
+    pub file: String,
+    pub replacements: usize,
+    /// Matches inside (or overlapping) a rewritten match, left as they are.
+    pub skipped_nested: usize,
+    /// Set when the rewritten file has a syntax error the original did not: `file:line:col`.
+    pub new_syntax_error: Option<String>,
+}
+
+/// The result of `ast_edit`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Proposal {
+    /// The staged edit's id; `None` when nothing matched and nothing was staged.
+    pub edit_id: Option<String>,
+    pub pattern: PatternInfo,
+    pub scope: String,
+    pub replacements: usize,
+    pub skipped_nested: usize,
+    pub files: Vec<ProposedFile>,
+    /// Unified diff of the whole change (cut for display by the renderer).
+    pub diff: String,
+    /// Matches whose rewrite left the code exactly as it was (not staged).
+    pub unchanged_matches: usize,
+    pub stats: ScanStats,
+}
+
+/// The result of `resolve`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Resolution {
+    pub edit_id: String,
+    pub action: ResolveAction,
+    /// Files written (relative to the root); empty for `discard`.
+    pub written: Vec<String>,
+    /// Absolute paths written, for hosts that report changed files.
+    #[serde(skip)]
+    pub written_paths: Vec<PathBuf>,
+    pub replacements: usize,
+    pub files: usize,
+}
+
+#[derive(Debug, Clone)]
+struct StagedFile {
+    path: PathBuf,
+    rel: String,
+    hash: [u8; 32],
+    new_contents: String,
+}
+
+#[derive(Debug, Clone)]
+struct StagedEdit {
+    files: Vec<StagedFile>,
+    replacements: usize,
+}
+
+#[derive(Default)]
+struct StoreState {
+    next: u64,
+    staged: BTreeMap<u64, StagedEdit>,
+    resolved: HashMap<String, &'static str>,
+}
+
+/// How many edits stay staged at once; staging more drops the oldest.
+pub const MAX_STAGED: usize = 32;
+
+/// Staged edits of one run, and `resolve` over them.
+#[derive(Default)]
+pub struct EditStore {
+    state: Mutex<StoreState>,
+}
+
+impl std::fmt::Debug for EditStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EditStore").field("staged", &self.staged_ids()).finish()
+    }
+}
+
+/// A parsed rewrite template.
+#[derive(Debug, Clone)]
+enum Seg {
+    Text(String),
+    Var(usize),
+}
+
+fn compile_template(lang: Lang, rewrite: &str, pattern: &Pattern) -> Result<Vec<Seg>, AstError> {
+    let names = pattern.metavariables();
+    let bare: Vec<&str> = names.iter().map(|n| n.trim_start_matches('$')).collect();
+    let bytes = rewrite.as_bytes();
+    let mut segs = Vec::new();
+    let mut text = String::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] != b'$' {
+            let Some(c) = rewrite[i..].chars().next() else { break };
+            text.push(c);
+            i += c.len_utf8();
+            continue;
+        }
+        let start = i;
+        while i < bytes.len() && bytes[i] == b'$' {
+            i += 1;
+        }
+        let dollars = i - start;
+        let name_start = i;
+        while i < bytes.len()
+            && (bytes[i].is_ascii_uppercase() || bytes[i].is_ascii_digit() || bytes[i] == b'_')
+        {
+            i += 1;
+        }
+        let name = &rewrite[name_start..i];
+        let follows_lower = bytes.get(i).is_some_and(|b| b.is_ascii_lowercase());
+        let is_var = (dollars == 1 || dollars == 3)
+            && !name.is_empty()
+            && !name.as_bytes()[0].is_ascii_digit()
+            && !follows_lower;
+        if !is_var {
+            text.push_str(&rewrite[start..i]);
+            continue;
+        }
+        if name.starts_with('_') {
+            return Err(AstError::Rewrite(format!(
+                "`{}` binds nothing, so it cannot be substituted; name it in the pattern (`$X`) to reuse it",
+                &rewrite[start..i]
+            )));
+        }
+        match bare.iter().position(|b| *b == name) {
+            Some(index) => {
+                if !text.is_empty() {
+                    segs.push(Seg::Text(std::mem::take(&mut text)));
+                }
+                segs.push(Seg::Var(index));
+            }
+            None if lang == Lang::Bash => text.push_str(&rewrite[start..i]),
+            None => {
+                return Err(AstError::Rewrite(format!(
+                    "`{}` is not bound by the pattern; the pattern binds {}",
+                    &rewrite[start..i],
+                    if names.is_empty() {
+                        "no metavariables".to_string()
+                    } else {
+                        names.join(", ")
+                    }
+                )));
+            }
+        }
+    }
+    if !text.is_empty() {
+        segs.push(Seg::Text(text));
+    }
+    Ok(segs)
+}
+
+fn line_indent(src: &str, offset: usize) -> &str {
+    let line_start = src[..offset].rfind('\n').map_or(0, |i| i + 1);
+    let line = &src[line_start..];
+    let end = line.find(|c: char| c != ' ' && c != '\t').unwrap_or(line.len());
+    &line[..end.min(offset - line_start)]
+}
+
+/// The replacement for one match: captures substituted, multi-line text re-indented.
+fn expand(segs: &[Seg], m: &RawMatch, src: &str) -> String {
+    let base = line_indent(src, m.range.start);
+    let mut out = String::new();
+    let current_indent = |out: &str| -> String {
+        let line = &out[out.rfind('\n').map_or(0, |i| i + 1)..];
+        line.chars().take_while(|c| *c == ' ' || *c == '\t').collect()
+    };
+    for seg in segs {
+        match seg {
+            Seg::Text(t) => {
+                for (i, piece) in t.split('\n').enumerate() {
+                    if i > 0 {
+                        out.push('\n');
+                        if !piece.is_empty() {
+                            out.push_str(base);
+                        }
+                    }
+                    out.push_str(piece);
+                }
+            }
+            Seg::Var(index) => {
+                let Some(Some(range)) = m.captures.get(*index) else { continue };
+                let text = &src[range.clone()];
+                if !text.contains('\n') {
+                    out.push_str(text);
+                    continue;
+                }
+                let from = line_indent(src, range.start);
+                let to = current_indent(&out);
+                for (i, line) in text.split('\n').enumerate() {
+                    if i > 0 {
+                        out.push('\n');
+                        if !line.trim().is_empty() {
+                            out.push_str(&to);
+                            out.push_str(line.strip_prefix(from).unwrap_or(line.trim_start()));
+                        }
+                    } else {
+                        out.push_str(line);
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+fn error_count(node: tree_sitter::Node<'_>) -> usize {
+    if !node.has_error() {
+        return 0;
+    }
+    let mut count = usize::from(node.is_error() || node.is_missing());
+    let mut cursor = node.walk();
+    if cursor.goto_first_child() {
+        loop {
+            count += error_count(cursor.node());
+            if !cursor.goto_next_sibling() {
+                break;
+            }
+        }
+    }
+    count
+}
+
+fn first_error_offset(node: tree_sitter::Node<'_>) -> Option<usize> {
+    if node.is_error() || node.is_missing() {
+        return Some(node.start_byte());
+    }
+    if !node.has_error() {
+        return None;
+    }
+    let mut cursor = node.walk();
+    if cursor.goto_first_child() {
+        loop {
+            if let Some(at) = first_error_offset(cursor.node()) {
+                return Some(at);
+            }
+            if !cursor.goto_next_sibling() {
+                break;
+            }
+        }
+    }
+    None
+}
+
+struct FileEdit {
+    staged: StagedFile,
+    proposed: ProposedFile,
+    diff: String,
+}
+
+fn sha256(bytes: &[u8]) -> [u8; 32] {
+    Sha256::digest(bytes).into()
+}
+
+/// A file's rewrite, or the number of matches when the rewrite changes nothing.
+fn edit_file(ctx: FileCtx<'_>, segs: &[Seg]) -> Result<FileEdit, usize> {
+    let mut matches = ctx.matches;
+    matches.sort_by(|a, b| a.range.start.cmp(&b.range.start).then(b.range.end.cmp(&a.range.end)));
+    let mut kept: Vec<&RawMatch> = Vec::new();
+    let mut skipped = 0;
+    let mut last_end = 0;
+    for m in &matches {
+        if !kept.is_empty() && m.range.start < last_end {
+            skipped += 1;
+            continue;
+        }
+        last_end = m.range.end;
+        kept.push(m);
+    }
+    let src = ctx.src;
+    let mut new = String::with_capacity(src.len());
+    let mut at = 0;
+    for m in &kept {
+        new.push_str(&src[at..m.range.start]);
+        new.push_str(&expand(segs, m, src));
+        at = m.range.end;
+    }
+    new.push_str(&src[at..]);
+    if new == src {
+        return Err(kept.len());
+    }
+    let before = error_count(ctx.tree.root_node());
+    let new_syntax_error = ctx.parser.parse(&new, None).and_then(|tree| {
+        let root = tree.root_node();
+        if error_count(root) > before {
+            let offset = first_error_offset(root).unwrap_or(0);
+            let (line, col) = line_col(&new, offset);
+            Some(format!("{}:{line}:{col}", ctx.rel))
+        } else {
+            None
+        }
+    });
+    let diff = similar::TextDiff::from_lines(src, &new)
+        .unified_diff()
+        .context_radius(3)
+        .header(&format!("a/{}", ctx.rel), &format!("b/{}", ctx.rel))
+        .to_string();
+    Ok(FileEdit {
+        staged: StagedFile {
+            path: ctx.path.to_path_buf(),
+            rel: ctx.rel.to_string(),
+            hash: sha256(src.as_bytes()),
+            new_contents: new,
+        },
+        proposed: ProposedFile {
+            file: ctx.rel.to_string(),
+            replacements: kept.len(),
+            skipped_nested: skipped,
+            new_syntax_error,
+        },
+        diff,
+    })
+}
+
+impl EditStore {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, StoreState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Ids of the edits staged and not yet resolved, oldest first.
+    pub fn staged_ids(&self) -> Vec<String> {
+        self.lock().staged.keys().map(|k| format!("edit_{k}")).collect()
+    }
+
+    /// Runs `ast_edit`: matches, rewrites in memory, and stages the change. Nothing is written.
+    pub fn propose(
+        &self,
+        root: &Path,
+        request: &EditRequest,
+        options: &SearchOptions,
+    ) -> Result<Proposal, AstError> {
+        let scope = resolve_scope(root, request.path.as_deref(), request.language.as_deref())?;
+        let pattern = Pattern::compile(scope.lang, &request.pattern, request.context)?;
+        let segs = compile_template(scope.lang, &request.rewrite, &pattern)?;
+        let scan = scan(&scope, &pattern, options, &|ctx| edit_file(ctx, &segs))?;
+        let mut unchanged_matches = 0;
+        let mut edits: Vec<FileEdit> = Vec::new();
+        for (_, outcome) in scan.files {
+            match outcome {
+                Ok(edit) => edits.push(edit),
+                Err(n) => unchanged_matches += n,
+            }
+        }
+        let replacements = edits.iter().map(|e| e.proposed.replacements).sum();
+        let skipped_nested = edits.iter().map(|e| e.proposed.skipped_nested).sum();
+        let diff: String = edits.iter().map(|e| e.diff.as_str()).collect();
+        let files: Vec<ProposedFile> = edits.iter().map(|e| e.proposed.clone()).collect();
+        let edit_id = if edits.is_empty() {
+            None
+        } else {
+            let mut state = self.lock();
+            state.next += 1;
+            let id = state.next;
+            state.staged.insert(
+                id,
+                StagedEdit { files: edits.into_iter().map(|e| e.staged).collect(), replacements },
+            );
+            while state.staged.len() > MAX_STAGED {
+                if let Some((old, _)) = state.staged.pop_first() {
+                    state.resolved.insert(format!("edit_{old}"), "dropped (too many staged edits)");
+                }
+            }
+            Some(format!("edit_{id}"))
+        };
+        Ok(Proposal {
+            edit_id,
+            pattern: PatternInfo::of(&pattern),
+            scope: scope.display,
+            replacements,
+            skipped_nested,
+            files,
+            diff,
+            unchanged_matches,
+            stats: scan.stats,
+        })
+    }
+
+    /// Runs `resolve`: accept writes every file of the edit or none; discard drops it.
+    pub fn resolve(&self, request: &ResolveRequest) -> Result<Resolution, AstError> {
+        let id = request.edit_id.trim();
+        let key = id.strip_prefix("edit_").and_then(|n| n.parse::<u64>().ok());
+        let mut state = self.lock();
+        let edit = match key.and_then(|k| state.staged.remove(&k)) {
+            Some(edit) => edit,
+            None => {
+                if let Some(how) = state.resolved.get(id) {
+                    return Err(AstError::UnknownEdit(format!(
+                        "`{id}` was already {how}; stage the change again with ast_edit if you still want it"
+                    )));
+                }
+                let staged: Vec<String> =
+                    state.staged.keys().map(|k| format!("edit_{k}")).collect();
+                return Err(AstError::UnknownEdit(format!(
+                    "unknown edit_id `{id}`; {}",
+                    if staged.is_empty() {
+                        "no edit is staged in this run (ast_edit stages one)".to_string()
+                    } else {
+                        format!("staged in this run: {}", staged.join(", "))
+                    }
+                )));
+            }
+        };
+        let files = edit.files.len();
+        match request.action {
+            ResolveAction::Discard => {
+                state.resolved.insert(id.to_string(), "discarded");
+                Ok(Resolution {
+                    edit_id: id.to_string(),
+                    action: ResolveAction::Discard,
+                    written: Vec::new(),
+                    written_paths: Vec::new(),
+                    replacements: edit.replacements,
+                    files,
+                })
+            }
+            ResolveAction::Accept => {
+                let result = accept(&edit);
+                state.resolved.insert(
+                    id.to_string(),
+                    if result.is_ok() { "accepted" } else { "rejected (nothing was written)" },
+                );
+                result?;
+                Ok(Resolution {
+                    edit_id: id.to_string(),
+                    action: ResolveAction::Accept,
+                    written: edit.files.iter().map(|f| f.rel.clone()).collect(),
+                    written_paths: edit.files.iter().map(|f| f.path.clone()).collect(),
+                    replacements: edit.replacements,
+                    files,
+                })
+            }
+        }
+    }
+}
+
+fn accept(edit: &StagedEdit) -> Result<(), AstError> {
+    let mut originals = Vec::with_capacity(edit.files.len());
+    let mut stale = Vec::new();
+    for f in &edit.files {
+        match std::fs::read(&f.path) {
+            Ok(bytes) if sha256(&bytes) == f.hash => originals.push(bytes),
+            Ok(_) => stale.push((f, "changed")),
+            Err(_) => stale.push((f, "missing or unreadable")),
+        }
+    }
+    if !stale.is_empty() {
+        let list: Vec<String> = stale.iter().map(|(f, why)| format!("{} ({why})", f.rel)).collect();
+        return Err(AstError::Stale {
+            message: format!(
+                "not applied: {} of {} {} changed since the edit was staged: {}. Nothing was written and the \
+                 edit was dropped; call ast_edit again to stage it against the current content",
+                stale.len(),
+                edit.files.len(),
+                plural(edit.files.len(), "file", "files"),
+                list.join(", ")
+            ),
+            files: stale.iter().map(|(f, _)| f.path.clone()).collect(),
+        });
+    }
+    let changes: Vec<(&Path, &[u8], &[u8], [u8; 32])> = edit
+        .files
+        .iter()
+        .zip(&originals)
+        .map(|(f, o)| (f.path.as_path(), f.new_contents.as_bytes(), o.as_slice(), f.hash))
+        .collect();
+    write_group(&changes, None).map_err(AstError::Io)
+}
+
+/// Writes every file or none: temp files beside each target first (fsynced, permissions kept),
+/// then renames, each preceded by a hash re-check; on a failure, renamed files are restored.
+///
+/// `fail_at` makes the rename of that index fail (tests of the rollback).
+pub(crate) fn write_group(
+    changes: &[(&Path, &[u8], &[u8], [u8; 32])],
+    fail_at: Option<usize>,
+) -> Result<(), String> {
+    let mut temps = Vec::with_capacity(changes.len());
+    for (path, new, _, _) in changes {
+        let temp = prepare(path, new).map_err(|e| {
+            format!(
+                "cannot write a temporary file beside {}: {e}; nothing was written",
+                path.display()
+            )
+        })?;
+        temps.push(temp);
+    }
+    let mut done: Vec<usize> = Vec::new();
+    for (i, ((path, _, original, hash), temp)) in changes.iter().zip(temps).enumerate() {
+        let step = if fail_at == Some(i) {
+            Err(format!("injected failure renaming onto {}", path.display()))
+        } else {
+            match std::fs::read(path) {
+                Ok(now) if sha256(&now) == *hash => temp
+                    .persist(path)
+                    .map(|_| ())
+                    .map_err(|e| format!("{}: {}", path.display(), e.error)),
+                _ => Err(format!("{} changed while the edit was being written", path.display())),
+            }
+        };
+        if let Err(err) = step {
+            let mut restore_failures = Vec::new();
+            for j in done.iter().rev() {
+                let (p, _, orig, _) = changes[*j];
+                if let Err(e) =
+                    prepare(p, orig).and_then(|t| t.persist(p).map(|_| ()).map_err(|e| e.error))
+                {
+                    restore_failures.push(format!("{}: {e}", p.display()));
+                }
+            }
+            let _ = original;
+            return Err(if restore_failures.is_empty() {
+                format!(
+                    "not applied: {err}; the {} file(s) already written were restored, so nothing changed",
+                    done.len()
+                )
+            } else {
+                format!(
+                    "not applied: {err}; restoring failed for {} — check those files",
+                    restore_failures.join(", ")
+                )
+            });
+        }
+        done.push(i);
+    }
+    Ok(())
+}
+
+fn prepare(path: &Path, contents: &[u8]) -> std::io::Result<tempfile::NamedTempFile> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut temp = tempfile::Builder::new().prefix(".agent-tools-astgrep-").tempfile_in(dir)?;
+    temp.write_all(contents)?;
+    temp.as_file().sync_all()?;
+    let mode = std::fs::metadata(path).map(|m| m.permissions().mode()).unwrap_or(0o644);
+    std::fs::set_permissions(temp.path(), std::fs::Permissions::from_mode(mode))?;
+    Ok(temp)
+}
+
+/// Lines of diff shown before the renderer cuts it.
+pub const MAX_DIFF_LINES: usize = 300;
+
+/// The model-facing text of a proposal.
+pub fn render_proposal(p: &Proposal) -> String {
+    let info = &p.pattern;
+    let Some(id) = &p.edit_id else {
+        if p.unchanged_matches > 0 {
+            return format!(
+                "(nothing staged) ast_edit `{}` ({}, pattern parsed as {}): {} {} in `{}`, but the rewrite \
+                 leaves the code exactly as it is\n",
+                one_line(&info.pattern),
+                info.language,
+                info.context,
+                p.unchanged_matches,
+                plural(p.unchanged_matches, "match", "matches"),
+                p.scope
+            );
+        }
+        let mut out = format!(
+            "(nothing staged) ast_edit `{}` ({}, pattern parsed as {}): no matches in `{}`\n",
+            one_line(&info.pattern),
+            info.language,
+            info.context,
+            p.scope
+        );
+        out.push_str(&explain_empty(info.language, &p.scope, &p.stats, info));
+        return out;
+    };
+    let mut out = format!(
+        "(proposed) {} {} in {} {} … call resolve with edit_id \"{id}\" and action \"accept\" to write it, \
+         or \"discard\"\n",
+        p.replacements,
+        plural(p.replacements, "replacement", "replacements"),
+        p.files.len(),
+        plural(p.files.len(), "file", "files"),
+    );
+    let _ = writeln!(out, "pattern parsed as {} ({})", info.context, info.language);
+    if p.skipped_nested > 0 {
+        let _ = writeln!(
+            out,
+            "[{} nested or overlapping {} inside a rewritten match {} left as is (outermost wins); run ast_edit \
+             again after accepting to rewrite them]",
+            p.skipped_nested,
+            plural(p.skipped_nested, "match", "matches"),
+            plural(p.skipped_nested, "was", "were")
+        );
+    }
+    for f in &p.files {
+        if let Some(at) = &f.new_syntax_error {
+            let _ = writeln!(out, "[warning: the rewrite introduces a syntax error at {at}]");
+        }
+    }
+    let lines: Vec<&str> = p.diff.lines().collect();
+    for l in lines.iter().take(MAX_DIFF_LINES) {
+        out.push_str(l);
+        out.push('\n');
+    }
+    if lines.len() > MAX_DIFF_LINES {
+        let _ = writeln!(
+            out,
+            "[diff cut: showed {MAX_DIFF_LINES} of {} lines; the staged edit holds all of it. Files: {}]",
+            lines.len(),
+            p.files
+                .iter()
+                .map(|f| format!("{} ({})", f.file, f.replacements))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    out
+}
+
+/// The model-facing text of a resolution.
+pub fn render_resolution(r: &Resolution) -> String {
+    match r.action {
+        ResolveAction::Accept => format!(
+            "accepted {}: wrote {} {} to {} {}: {}",
+            r.edit_id,
+            r.replacements,
+            plural(r.replacements, "replacement", "replacements"),
+            r.files,
+            plural(r.files, "file", "files"),
+            r.written.join(", ")
+        ),
+        ResolveAction::Discard => format!(
+            "discarded {} ({} {} in {} {}); nothing was written",
+            r.edit_id,
+            r.replacements,
+            plural(r.replacements, "replacement", "replacements"),
+            r.files,
+            plural(r.files, "file", "files"),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_rename_restores_the_files_already_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths: Vec<PathBuf> = (0..3).map(|i| dir.path().join(format!("f{i}.txt"))).collect();
+        for p in &paths {
+            std::fs::write(p, b"old").unwrap();
+        }
+        let hash = sha256(b"old");
+        let changes: Vec<(&Path, &[u8], &[u8], [u8; 32])> =
+            paths.iter().map(|p| (p.as_path(), &b"new"[..], &b"old"[..], hash)).collect();
+        let err = write_group(&changes, Some(2)).unwrap_err();
+        assert!(err.contains("the 2 file(s) already written were restored"), "{err}");
+        for p in &paths {
+            assert_eq!(std::fs::read(p).unwrap(), b"old");
+        }
+        let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with(".agent-tools-astgrep-"))
+            .collect();
+        assert!(leftovers.is_empty(), "temp files left behind: {leftovers:?}");
+        write_group(&changes, None).unwrap();
+        for p in &paths {
+            assert_eq!(std::fs::read(p).unwrap(), b"new");
+        }
+    }
+}

@@ -1,0 +1,385 @@
+//! The matcher: compiled pattern against a syntax tree, with backtracking `$$$` and a step budget.
+//!
+//! Semantics (see the crate README): unnamed tokens and comments of the code may be skipped, named
+//! children may not, so a pattern accounts for every named child of what it matches unless it
+//! ends with `$$$`. A metavariable seen twice must capture the same code, compared as token
+//! sequences without whitespace, comments and trailing commas.
+
+use std::ops::Range;
+
+use tree_sitter::Node;
+
+use crate::{
+    lang::LangData,
+    pattern::{PNode, Pattern, significant_children},
+};
+
+/// Steps one candidate may take before the matcher gives up on it and says so.
+pub const DEFAULT_STEP_BUDGET: u64 = 200_000;
+
+/// What a metavariable captured.
+#[derive(Debug, Clone)]
+enum Capture<'t> {
+    One(Node<'t>),
+    /// The first and last sibling a `$$$` took (separators included); None when empty.
+    Many(Option<(Node<'t>, Node<'t>)>),
+}
+
+/// One match: byte range and the captured byte ranges (None for an empty `$$$`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawMatch {
+    pub range: Range<usize>,
+    /// Row and column (0-based, column in bytes) of the start.
+    pub start: (usize, usize),
+    /// Captures, indexed like `Pattern::metavariables`.
+    pub captures: Vec<Option<Range<usize>>>,
+}
+
+/// Matches one pattern against trees of its language.
+pub struct Matcher<'p> {
+    pattern: &'p Pattern,
+    data: &'static LangData,
+    budget: u64,
+    steps: u64,
+    exceeded: bool,
+    /// Byte offsets of candidates abandoned because the step budget ran out.
+    pub budget_hits: Vec<usize>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// Every named candidate must be consumed.
+    Full,
+    /// Match a prefix (sequence patterns).
+    Prefix,
+}
+
+type Env<'t> = Vec<(u16, Capture<'t>)>;
+
+impl<'p> Matcher<'p> {
+    pub fn new(pattern: &'p Pattern) -> Self {
+        Self::with_budget(pattern, DEFAULT_STEP_BUDGET)
+    }
+
+    pub fn with_budget(pattern: &'p Pattern, budget: u64) -> Self {
+        Matcher {
+            pattern,
+            data: pattern.lang.data(),
+            budget,
+            steps: 0,
+            exceeded: false,
+            budget_hits: Vec::new(),
+        }
+    }
+
+    /// Every match in the tree under `root`, in pre-order (outer before inner, then by position).
+    pub fn find_all(&mut self, root: Node<'_>, src: &[u8]) -> Vec<RawMatch> {
+        let mut out = Vec::new();
+        let nodes = &self.pattern.nodes;
+        let root_kind = match nodes.first() {
+            Some(PNode::Leaf { kind, .. } | PNode::Inner { kind, .. }) => Some(*kind),
+            _ => None,
+        };
+        let sequence = nodes.len() > 1;
+        let mut children = Vec::new();
+        let mut cursor = root.walk();
+        loop {
+            let node = cursor.node();
+            if sequence {
+                if node.child_count() >= nodes.len() {
+                    significant_children(node, &mut children);
+                    self.sequence_at(&children, src, root_kind, &mut out);
+                }
+            } else if root_kind.is_none_or(|k| self.data.canon(node.kind_id()) == k) {
+                self.begin();
+                let mut env = Env::new();
+                if self.node(&nodes[0], node, src, &mut env) {
+                    out.push(self.finish(node.byte_range(), node.start_position(), env));
+                } else if self.exceeded {
+                    self.budget_hits.push(node.start_byte());
+                }
+            }
+            if cursor.goto_first_child() {
+                continue;
+            }
+            loop {
+                if cursor.goto_next_sibling() {
+                    break;
+                }
+                if !cursor.goto_parent() {
+                    return out;
+                }
+            }
+        }
+    }
+
+    fn sequence_at(
+        &mut self,
+        children: &[Node<'_>],
+        src: &[u8],
+        first_kind: Option<u16>,
+        out: &mut Vec<RawMatch>,
+    ) {
+        let nodes = &self.pattern.nodes;
+        let mut start = 0;
+        while start < children.len() {
+            let first = children[start];
+            if !first.is_named()
+                || first_kind.is_some_and(|k| self.data.canon(first.kind_id()) != k)
+            {
+                start += 1;
+                continue;
+            }
+            self.begin();
+            let mut env = Env::new();
+            match self.list(nodes, 0, children, start, src, &mut env, Mode::Prefix) {
+                Some(end) if end > start => {
+                    let last = children[end - 1];
+                    let range = first.start_byte()..last.end_byte();
+                    out.push(self.finish(range, first.start_position(), env));
+                    start = end;
+                }
+                _ => {
+                    if self.exceeded {
+                        self.budget_hits.push(first.start_byte());
+                    }
+                    start += 1;
+                }
+            }
+        }
+    }
+
+    fn begin(&mut self) {
+        self.steps = 0;
+        self.exceeded = false;
+    }
+
+    fn finish(&self, range: Range<usize>, start: tree_sitter::Point, env: Env<'_>) -> RawMatch {
+        let mut captures = vec![None; self.pattern.vars.len()];
+        for (index, capture) in env {
+            let range = match capture {
+                Capture::One(n) => Some(n.byte_range()),
+                Capture::Many(span) => span.map(|(a, b)| a.start_byte()..b.end_byte()),
+            };
+            if let Some(slot) = captures.get_mut(usize::from(index)) {
+                *slot = range;
+            }
+        }
+        RawMatch { range, start: (start.row, start.column), captures }
+    }
+
+    fn tick(&mut self) -> bool {
+        self.steps += 1;
+        if self.steps > self.budget {
+            self.exceeded = true;
+        }
+        !self.exceeded
+    }
+
+    fn node<'t>(&mut self, p: &PNode, n: Node<'t>, src: &[u8], env: &mut Env<'t>) -> bool {
+        if !self.tick() {
+            return false;
+        }
+        match p {
+            PNode::Var(index) => n.is_named() && self.bind(*index, Capture::One(n), src, env),
+            PNode::Multi(_) => false,
+            PNode::Leaf { kind, text, .. } => {
+                self.data.canon(n.kind_id()) == *kind && src.get(n.byte_range()) == Some(&text[..])
+            }
+            PNode::Inner { kind, children, .. } => {
+                if self.data.canon(n.kind_id()) != *kind {
+                    return false;
+                }
+                let mut kids = Vec::new();
+                significant_children(n, &mut kids);
+                self.list(children, 0, &kids, 0, src, env, Mode::Full).is_some()
+            }
+        }
+    }
+
+    /// Matches `ps[pi..]` against `cs[ci..]`; returns the index after the last consumed candidate.
+    #[allow(clippy::too_many_arguments)]
+    fn list<'t>(
+        &mut self,
+        ps: &[PNode],
+        pi: usize,
+        cs: &[Node<'t>],
+        ci: usize,
+        src: &[u8],
+        env: &mut Env<'t>,
+        mode: Mode,
+    ) -> Option<usize> {
+        if !self.tick() {
+            return None;
+        }
+        let Some(p) = ps.get(pi) else {
+            return match mode {
+                Mode::Prefix => Some(ci),
+                Mode::Full => cs[ci..].iter().all(|c| !c.is_named()).then_some(cs.len()),
+            };
+        };
+        if let PNode::Multi(index) = p {
+            // Lazy first, then longer: backtracking over every end position after a named node.
+            for end in ci..=cs.len() {
+                if end > ci && !cs[end - 1].is_named() {
+                    continue;
+                }
+                let mark = env.len();
+                let taken = if end > ci { Some((cs[ci], cs[end - 1])) } else { None };
+                if self.bind(*index, Capture::Many(taken), src, env) {
+                    if let Some(done) = self.list(ps, pi + 1, cs, end, src, env, mode) {
+                        return Some(done);
+                    }
+                    // An empty `$$$` takes its separator with it: `f($$$A, $B)` matches `f(x)`.
+                    if end == ci
+                        && is_comma(ps.get(pi + 1))
+                        && let Some(done) = self.list(ps, pi + 2, cs, end, src, env, mode)
+                    {
+                        return Some(done);
+                    }
+                }
+                env.truncate(mark);
+                if self.exceeded {
+                    return None;
+                }
+            }
+            return None;
+        }
+        // A trailing comma in the pattern is optional before a closing delimiter or the end.
+        if is_optional_comma(p, ps.get(pi + 1)) {
+            let mark = env.len();
+            if let Some(done) = self.list(ps, pi + 1, cs, ci, src, env, mode) {
+                return Some(done);
+            }
+            env.truncate(mark);
+        }
+        let mut c = ci;
+        while c < cs.len() {
+            let mark = env.len();
+            if self.node(p, cs[c], src, env)
+                && let Some(done) = self.list(ps, pi + 1, cs, c + 1, src, env, mode)
+            {
+                return Some(done);
+            }
+            env.truncate(mark);
+            if self.exceeded || cs[c].is_named() {
+                return None;
+            }
+            // Unnamed tokens of the code (a trailing comma, an optional `;`) may be skipped.
+            c += 1;
+        }
+        None
+    }
+
+    fn bind<'t>(
+        &mut self,
+        index: Option<u16>,
+        capture: Capture<'t>,
+        src: &[u8],
+        env: &mut Env<'t>,
+    ) -> bool {
+        let Some(index) = index else { return true };
+        if let Some((_, earlier)) = env.iter().find(|(i, _)| *i == index) {
+            return same_code(earlier, &capture, src);
+        }
+        env.push((index, capture));
+        true
+    }
+}
+
+fn is_comma(p: Option<&PNode>) -> bool {
+    matches!(p, Some(PNode::Leaf { named: false, text, .. }) if &text[..] == b",")
+}
+
+/// A comma before a closing delimiter, the end, or a `$$$` (which may be empty) is optional.
+fn is_optional_comma(p: &PNode, next: Option<&PNode>) -> bool {
+    if !is_comma(Some(p)) {
+        return false;
+    }
+    match next {
+        None => true,
+        Some(PNode::Multi(_)) => true,
+        Some(PNode::Leaf { named: false, text, .. }) => {
+            matches!(&text[..], b")" | b"]" | b"}" | b">")
+        }
+        Some(_) => false,
+    }
+}
+
+/// The nodes of a capture: one node, or the siblings from the first to the last taken.
+fn nodes_of<'t>(capture: &Capture<'t>) -> Vec<Node<'t>> {
+    match capture {
+        Capture::One(n) => vec![*n],
+        Capture::Many(None) => Vec::new(),
+        Capture::Many(Some((first, last))) => {
+            let mut out = vec![*first];
+            let mut at = *first;
+            while at.id() != last.id() {
+                match at.next_sibling() {
+                    Some(next) => {
+                        at = next;
+                        out.push(next);
+                    }
+                    None => break,
+                }
+            }
+            out
+        }
+    }
+}
+
+/// Structural equality of two captures: same tokens, ignoring whitespace, comments and trailing commas.
+fn same_code(a: &Capture<'_>, b: &Capture<'_>, src: &[u8]) -> bool {
+    let mut ta = Vec::new();
+    let mut tb = Vec::new();
+    for n in nodes_of(a) {
+        tokens(n, src, &mut ta);
+    }
+    for n in nodes_of(b) {
+        tokens(n, src, &mut tb);
+    }
+    strip_trailing_commas(&mut ta);
+    strip_trailing_commas(&mut tb);
+    ta == tb
+}
+
+/// The token texts under `node`, without comments and other extras.
+pub(crate) fn tokens<'s>(node: Node<'_>, src: &'s [u8], out: &mut Vec<&'s [u8]>) {
+    if node.is_extra() || node.is_missing() {
+        return;
+    }
+    if node.child_count() == 0 || is_text_node(node.kind()) {
+        if let Some(text) = src.get(node.byte_range()) {
+            out.push(text);
+        }
+        return;
+    }
+    let mut cursor = node.walk();
+    if cursor.goto_first_child() {
+        loop {
+            tokens(cursor.node(), src, out);
+            if !cursor.goto_next_sibling() {
+                break;
+            }
+        }
+    }
+}
+
+fn is_text_node(kind: &str) -> bool {
+    (kind.contains("string") || kind.contains("template") || kind.contains("heredoc"))
+        && !kind.contains("substitution")
+}
+
+fn strip_trailing_commas(tokens: &mut Vec<&[u8]>) {
+    let mut out: Vec<&[u8]> = Vec::with_capacity(tokens.len());
+    for (i, t) in tokens.iter().enumerate() {
+        if *t == b"," {
+            let next = tokens.get(i + 1);
+            if next.is_none_or(|n| matches!(*n, b")" | b"]" | b"}")) {
+                continue;
+            }
+        }
+        out.push(t);
+    }
+    *tokens = out;
+}

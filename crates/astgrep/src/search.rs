@@ -1,0 +1,363 @@
+//! `ast_grep`: the search request, its result, and the model-facing rendering.
+
+use std::path::Path;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::{
+    error::AstError,
+    lang::{ContextKind, Lang},
+    pattern::Pattern,
+    walk::{BudgetNote, FileCtx, ScanStats, Scope, SearchOptions, line_col, resolve_scope, scan},
+};
+
+/// Default number of matches shown.
+pub const DEFAULT_MAX_RESULTS: usize = 50;
+/// Upper bound on `max_results`.
+pub const MAX_RESULTS_CAP: usize = 500;
+
+/// Arguments of `ast_grep`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SearchRequest {
+    /// A code fragment with metavariables: `$NAME` is one node, `$$$NAME` zero or more siblings,
+    /// `$_` any node without binding it. A metavariable used twice must match the same code.
+    /// Example: `if ($X != null) $X.dispose();` (dart), `$A.unwrap()` (rust), `print($$$ARGS)` (python).
+    pub pattern: String,
+    /// File or directory to search, relative to the root (default: the whole root).
+    #[serde(default)]
+    pub path: Option<String>,
+    /// Language id: bash, c, cpp, dart, go, java, javascript, json, python, rust, tsx, typescript.
+    /// Inferred from the extension when `path` names a file; required for a directory.
+    #[serde(default)]
+    pub language: Option<String>,
+    /// How many matches to show (default 50, at most 500); the result says how many more there were.
+    #[serde(default)]
+    pub max_results: Option<usize>,
+    /// Parse the pattern only in this context instead of trying statement, expression, member
+    /// and declaration in turn.
+    #[serde(default)]
+    pub context: Option<ContextKind>,
+}
+
+/// One capture of a match.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct CaptureView {
+    /// `$X` or `$$$X`.
+    pub name: String,
+    /// The captured code, cut to a readable size.
+    pub text: String,
+}
+
+/// One match, as shown.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct MatchView {
+    /// Relative to the root.
+    pub file: String,
+    /// 1-based.
+    pub line: usize,
+    /// 1-based, in characters.
+    pub column: usize,
+    pub end_line: usize,
+    /// The matched code, trimmed to a few lines.
+    pub text: String,
+    pub captures: Vec<CaptureView>,
+}
+
+/// Facts about the compiled pattern, shown with every result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct PatternInfo {
+    pub pattern: String,
+    pub language: Lang,
+    /// The context of the ladder that parsed it.
+    pub context: ContextKind,
+    /// The parsed shape as an S-expression.
+    pub shape: String,
+    /// Words a file must contain to be parsed at all.
+    pub literals: Vec<String>,
+}
+
+impl PatternInfo {
+    pub(crate) fn of(pattern: &Pattern) -> Self {
+        PatternInfo {
+            pattern: pattern.source().to_string(),
+            language: pattern.lang(),
+            context: pattern.context(),
+            shape: pattern.sexp().to_string(),
+            literals: pattern.literals().to_vec(),
+        }
+    }
+}
+
+/// The result of `ast_grep`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SearchResult {
+    pub pattern: PatternInfo,
+    /// The searched path, relative to the root.
+    pub scope: String,
+    pub scope_is_file: bool,
+    /// All matches found (not only those shown).
+    pub total_matches: usize,
+    pub files_with_matches: usize,
+    /// The first `max_results` matches, sorted by file and position.
+    pub matches: Vec<MatchView>,
+    pub stats: ScanStats,
+    /// Set when candidates were abandoned because the matcher's step budget ran out.
+    pub budget_exceeded: Option<BudgetNote>,
+}
+
+struct FileMatches {
+    total: usize,
+    views: Vec<MatchView>,
+}
+
+/// Runs `ast_grep` under `root`.
+pub fn search(
+    root: &Path,
+    request: &SearchRequest,
+    options: &SearchOptions,
+) -> Result<SearchResult, AstError> {
+    let scope = resolve_scope(root, request.path.as_deref(), request.language.as_deref())?;
+    let pattern = Pattern::compile(scope.lang, &request.pattern, request.context)?;
+    search_compiled(&scope, &pattern, request.max_results, options)
+}
+
+/// Runs a compiled pattern over a resolved scope.
+pub fn search_compiled(
+    scope: &Scope,
+    pattern: &Pattern,
+    max_results: Option<usize>,
+    options: &SearchOptions,
+) -> Result<SearchResult, AstError> {
+    let limit = max_results.unwrap_or(DEFAULT_MAX_RESULTS).clamp(1, MAX_RESULTS_CAP);
+    let names = pattern.metavariables();
+    let per_file = |ctx: FileCtx<'_>| {
+        let total = ctx.matches.len();
+        let views = ctx
+            .matches
+            .iter()
+            .take(limit)
+            .map(|m| {
+                let (line, column) = line_col(ctx.src, m.range.start);
+                let (end_line, _) = line_col(ctx.src, m.range.end);
+                let captures = names
+                    .iter()
+                    .zip(&m.captures)
+                    .map(|(name, range)| CaptureView {
+                        name: name.clone(),
+                        text: range
+                            .as_ref()
+                            .map(|r| short_capture(&ctx.src[r.clone()]))
+                            .unwrap_or_default(),
+                    })
+                    .collect();
+                MatchView {
+                    file: ctx.rel.to_string(),
+                    line,
+                    column,
+                    end_line,
+                    text: short_match(ctx.src, m.range.clone()),
+                    captures,
+                }
+            })
+            .collect();
+        FileMatches { total, views }
+    };
+    let scan = scan(scope, pattern, options, &per_file)?;
+    let total_matches = scan.files.iter().map(|(_, f)| f.total).sum();
+    let files_with_matches = scan.files.len();
+    let matches: Vec<MatchView> =
+        scan.files.into_iter().flat_map(|(_, f)| f.views).take(limit).collect();
+    Ok(SearchResult {
+        pattern: PatternInfo::of(pattern),
+        scope: scope.display.clone(),
+        scope_is_file: scope.is_file,
+        total_matches,
+        files_with_matches,
+        matches,
+        stats: scan.stats,
+        budget_exceeded: scan.budget,
+    })
+}
+
+const MAX_MATCH_LINES: usize = 3;
+const MAX_LINE_CHARS: usize = 160;
+const MAX_CAPTURE_CHARS: usize = 120;
+
+fn cut(line: &str, max: usize) -> String {
+    if line.chars().count() <= max {
+        return line.to_string();
+    }
+    let mut s: String = line.chars().take(max).collect();
+    s.push('…');
+    s
+}
+
+/// The matched code: up to three lines, later lines de-indented by the first line's indentation.
+fn short_match(src: &str, range: std::ops::Range<usize>) -> String {
+    let text = &src[range.clone()];
+    let line_start = src[..range.start].rfind('\n').map_or(0, |i| i + 1);
+    let indent: String =
+        src[line_start..range.start].chars().take_while(|c| c.is_whitespace()).collect();
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out: Vec<String> = lines
+        .iter()
+        .take(MAX_MATCH_LINES)
+        .enumerate()
+        .map(|(i, l)| {
+            let l = if i == 0 { l } else { l.strip_prefix(indent.as_str()).unwrap_or(l) };
+            cut(l.trim_end(), MAX_LINE_CHARS)
+        })
+        .collect();
+    if lines.len() > MAX_MATCH_LINES {
+        out.push(format!("… ({} more lines)", lines.len() - MAX_MATCH_LINES));
+    }
+    out.join("\n")
+}
+
+fn short_capture(text: &str) -> String {
+    let mut lines = text.lines();
+    let first = lines.next().unwrap_or("").trim_end();
+    let rest = lines.count();
+    if rest == 0 {
+        cut(first, MAX_CAPTURE_CHARS)
+    } else {
+        format!("{} … ({} more lines)", cut(first, MAX_CAPTURE_CHARS), rest)
+    }
+}
+
+/// The model-facing text of a search result.
+pub fn render_search(result: &SearchResult) -> String {
+    let info = &result.pattern;
+    let mut out = format!(
+        "ast_grep `{}` ({}, pattern parsed as {}): ",
+        one_line(&info.pattern),
+        info.language,
+        info.context
+    );
+    if result.total_matches == 0 {
+        out.push_str(&format!("no matches in `{}`\n", result.scope));
+        out.push_str(&explain_empty(result.pattern.language, &result.scope, &result.stats, info));
+        push_budget(&mut out, result.budget_exceeded.as_ref());
+        return out;
+    }
+    out.push_str(&format!(
+        "{} {} in {} {}\n",
+        result.total_matches,
+        plural(result.total_matches, "match", "matches"),
+        result.files_with_matches,
+        plural(result.files_with_matches, "file", "files")
+    ));
+    for m in &result.matches {
+        let mut lines = m.text.lines();
+        out.push_str(&format!(
+            "{}:{}:{}  {}\n",
+            m.file,
+            m.line,
+            m.column,
+            lines.next().unwrap_or("")
+        ));
+        for l in lines {
+            out.push_str(&format!("    {l}\n"));
+        }
+        let caps: Vec<String> = m
+            .captures
+            .iter()
+            .map(|c| {
+                if c.text.is_empty() {
+                    format!("{} = (empty)", c.name)
+                } else {
+                    format!("{} = {}", c.name, c.text)
+                }
+            })
+            .collect();
+        if !caps.is_empty() {
+            out.push_str(&format!("    {}\n", caps.join("; ")));
+        }
+    }
+    let shown = result.matches.len();
+    if shown < result.total_matches {
+        out.push_str(&format!(
+            "[showing {shown} of {} matches; {} more not shown: narrow `path` or raise `max_results` (at most {MAX_RESULTS_CAP})]\n",
+            result.total_matches,
+            result.total_matches - shown
+        ));
+    }
+    if result.stats.with_syntax_errors > 0 {
+        out.push_str(&format!(
+            "[{} of {} parsed files have syntax errors; matches inside broken code may be missing]\n",
+            result.stats.with_syntax_errors, result.stats.parsed
+        ));
+    }
+    push_budget(&mut out, result.budget_exceeded.as_ref());
+    out
+}
+
+fn push_budget(out: &mut String, budget: Option<&BudgetNote>) {
+    if let Some(b) = budget {
+        out.push_str(&format!(
+            "[step budget exceeded: {} candidate {} abandoned (first at {}); the pattern is too ambiguous there \
+             (several `$$$` in one list?). Make it more specific to search those]\n",
+            b.candidates,
+            plural(b.candidates, "node", "nodes"),
+            b.first
+        ));
+    }
+}
+
+/// Why a search found nothing: counts, pre-filter words and the pattern's parsed shape.
+pub(crate) fn explain_empty(
+    lang: Lang,
+    scope: &str,
+    stats: &ScanStats,
+    info: &PatternInfo,
+) -> String {
+    let mut out = String::new();
+    if stats.files_scanned == 0 {
+        let exts: Vec<String> = lang.extensions().iter().map(|e| format!(".{e}")).collect();
+        out.push_str(&format!(
+            "no {lang} files under `{scope}` ({}); .gitignore'd and hidden files are skipped. \
+             Check `path` and `language`\n",
+            exts.join(", ")
+        ));
+    } else {
+        out.push_str(&format!(
+            "scanned {} {lang} {}: {} skipped by the literal pre-filter{}, {} parsed{}, {} not parsed{}\n",
+            stats.files_scanned,
+            plural(stats.files_scanned, "file", "files"),
+            stats.prefiltered,
+            if info.literals.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " (they lack one of {})",
+                    info.literals.iter().map(|l| format!("`{l}`")).collect::<Vec<_>>().join(", ")
+                )
+            },
+            stats.parsed,
+            if stats.with_syntax_errors > 0 {
+                format!(" ({} with syntax errors)", stats.with_syntax_errors)
+            } else {
+                String::new()
+            },
+            stats.not_parsed,
+            if stats.not_parsed_reasons.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", stats.not_parsed_reasons.join(", "))
+            },
+        ));
+    }
+    out.push_str(&format!("pattern shape: {}\n", info.shape));
+    out
+}
+
+pub(crate) fn one_line(s: &str) -> String {
+    let joined = s.lines().map(str::trim).collect::<Vec<_>>().join(" ⏎ ");
+    cut(&joined, 120)
+}
+
+pub(crate) fn plural<'a>(n: usize, one: &'a str, many: &'a str) -> &'a str {
+    if n == 1 { one } else { many }
+}

@@ -1,0 +1,336 @@
+//! Scope and file walking: path confinement, language choice, the parallel walk, the literal
+//! pre-filter, parsing with one parser per thread, and the scan statistics.
+
+use std::{
+    path::{Path, PathBuf},
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicBool, AtomicUsize, Ordering},
+    },
+};
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::{
+    error::AstError,
+    lang::Lang,
+    matcher::{Matcher, RawMatch},
+    pattern::Pattern,
+};
+
+/// Limits and plumbing a host passes to a search.
+#[derive(Debug, Clone)]
+pub struct SearchOptions {
+    /// Files larger than this are skipped (and counted).
+    pub max_file_bytes: u64,
+    /// Worker threads for directory walks; 0 = one per CPU.
+    pub threads: usize,
+    /// Steps one candidate node may take in the matcher.
+    pub step_budget: u64,
+    /// Set to stop the walk early; the call then fails with `AstError::Cancelled`.
+    pub cancel: Option<Arc<AtomicBool>>,
+}
+
+impl Default for SearchOptions {
+    fn default() -> Self {
+        SearchOptions {
+            max_file_bytes: 2 * 1024 * 1024,
+            threads: 0,
+            step_budget: crate::matcher::DEFAULT_STEP_BUDGET,
+            cancel: None,
+        }
+    }
+}
+
+/// What the walk saw, so an empty result can say why it is empty.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ScanStats {
+    /// Files of the language found under the path.
+    pub files_scanned: usize,
+    /// Of those, skipped because they lack a word the pattern requires.
+    pub prefiltered: usize,
+    /// Parsed and matched.
+    pub parsed: usize,
+    /// Parsed, but with syntax errors (still searched).
+    pub with_syntax_errors: usize,
+    /// Not parsed: binary, not UTF-8, larger than the limit, or unreadable.
+    pub not_parsed: usize,
+    /// Why files were not parsed, e.g. `binary: 2`.
+    pub not_parsed_reasons: Vec<String>,
+}
+
+/// The searched scope: a file or a directory inside the root, and its language.
+#[derive(Debug, Clone)]
+pub struct Scope {
+    pub root: PathBuf,
+    pub target: PathBuf,
+    pub is_file: bool,
+    pub lang: Lang,
+    /// The target as shown to the model (relative to the root, `.` for the root).
+    pub display: String,
+}
+
+/// Resolves `path` (default: the root) inside `root` and chooses the language.
+pub fn resolve_scope(
+    root: &Path,
+    path: Option<&str>,
+    language: Option<&str>,
+) -> Result<Scope, AstError> {
+    let root = std::fs::canonicalize(root).map_err(|e| {
+        AstError::Path(format!("the run's root {} is not usable: {e}", root.display()))
+    })?;
+    let arg = path.map(str::trim).filter(|p| !p.is_empty()).unwrap_or(".");
+    let joined = if Path::new(arg).is_absolute() { PathBuf::from(arg) } else { root.join(arg) };
+    let target = std::fs::canonicalize(&joined).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            AstError::Path(format!(
+                "path `{arg}` does not exist under the root {}; give a file or directory inside it",
+                root.display()
+            ))
+        } else {
+            AstError::Path(format!("path `{arg}`: {e}"))
+        }
+    })?;
+    if !target.starts_with(&root) {
+        return Err(AstError::Path(format!(
+            "path `{arg}` is outside the run's root {}; use a path inside it (relative paths are resolved \
+             from the root)",
+            root.display()
+        )));
+    }
+    let is_file = target.is_file();
+    let display = match target.strip_prefix(&root) {
+        Ok(rel) if rel.as_os_str().is_empty() => ".".to_string(),
+        Ok(rel) => rel.display().to_string(),
+        Err(_) => target.display().to_string(),
+    };
+    let lang = match language.map(str::trim).filter(|l| !l.is_empty()) {
+        Some(id) => Lang::from_id(id).ok_or_else(|| {
+            AstError::Language(format!(
+                "unknown language `{id}`; bundled languages: {}",
+                Lang::all_ids()
+            ))
+        })?,
+        None if is_file => Lang::from_path(&target).ok_or_else(|| {
+            AstError::Language(format!(
+                "cannot infer the language of `{display}` from its extension; pass `language`, one of: {}",
+                Lang::all_ids()
+            ))
+        })?,
+        None => {
+            return Err(AstError::Language(format!(
+                "`language` is required when `path` is a directory (`{display}`); bundled languages: {}",
+                Lang::all_ids()
+            )));
+        }
+    };
+    Ok(Scope { root, target, is_file, lang, display })
+}
+
+/// A parsed file with at least one match, handed to the per-file step.
+pub(crate) struct FileCtx<'a> {
+    pub(crate) path: &'a Path,
+    pub(crate) rel: &'a str,
+    pub(crate) src: &'a str,
+    pub(crate) tree: &'a tree_sitter::Tree,
+    pub(crate) matches: Vec<RawMatch>,
+    pub(crate) parser: &'a mut tree_sitter::Parser,
+}
+
+/// A candidate abandoned because the matcher's step budget ran out.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct BudgetNote {
+    /// How many candidate nodes were abandoned.
+    pub candidates: usize,
+    /// The first of them, `file:line:col`.
+    pub first: String,
+}
+
+pub(crate) struct Scan<T> {
+    pub(crate) files: Vec<(String, T)>,
+    pub(crate) stats: ScanStats,
+    pub(crate) budget: Option<BudgetNote>,
+}
+
+#[derive(Default)]
+struct Counters {
+    scanned: AtomicUsize,
+    prefiltered: AtomicUsize,
+    parsed: AtomicUsize,
+    syntax: AtomicUsize,
+    binary: AtomicUsize,
+    non_utf8: AtomicUsize,
+    large: AtomicUsize,
+    unreadable: AtomicUsize,
+}
+
+enum Skip {
+    Binary,
+    NonUtf8(usize),
+    Large(u64),
+    Unreadable(String),
+}
+
+/// Walks the scope, parses files that pass the pre-filter, and runs `per_file` on those with matches.
+pub(crate) fn scan<T: Send>(
+    scope: &Scope,
+    pattern: &Pattern,
+    options: &SearchOptions,
+    per_file: &(dyn Fn(FileCtx<'_>) -> T + Sync),
+) -> Result<Scan<T>, AstError> {
+    let counters = Counters::default();
+    let results: Mutex<Vec<(String, T)>> = Mutex::new(Vec::new());
+    let budget: Mutex<(usize, Option<(String, usize, usize)>)> = Mutex::new((0, None));
+    let literals: Vec<memchr::memmem::Finder<'_>> =
+        pattern.literals.iter().map(|l| memchr::memmem::Finder::new(l.as_bytes())).collect();
+    let cancelled = || options.cancel.as_ref().is_some_and(|c| c.load(Ordering::Relaxed));
+
+    let visit = |path: &Path, parser: &mut tree_sitter::Parser| -> Result<(), Skip> {
+        counters.scanned.fetch_add(1, Ordering::Relaxed);
+        let meta = std::fs::metadata(path).map_err(|e| Skip::Unreadable(e.to_string()))?;
+        if meta.len() > options.max_file_bytes {
+            return Err(Skip::Large(meta.len()));
+        }
+        let bytes = std::fs::read(path).map_err(|e| Skip::Unreadable(e.to_string()))?;
+        if memchr::memchr(0, &bytes[..bytes.len().min(8192)]).is_some() {
+            return Err(Skip::Binary);
+        }
+        let src =
+            String::from_utf8(bytes).map_err(|e| Skip::NonUtf8(e.utf8_error().valid_up_to()))?;
+        if !literals.iter().all(|f| f.find(src.as_bytes()).is_some()) {
+            counters.prefiltered.fetch_add(1, Ordering::Relaxed);
+            return Ok(());
+        }
+        let Some(tree) = parser.parse(&src, None) else {
+            return Err(Skip::Unreadable("the parser gave up".into()));
+        };
+        counters.parsed.fetch_add(1, Ordering::Relaxed);
+        let root = tree.root_node();
+        if root.has_error() {
+            counters.syntax.fetch_add(1, Ordering::Relaxed);
+        }
+        let mut matcher = Matcher::with_budget(pattern, options.step_budget);
+        let matches = matcher.find_all(root, src.as_bytes());
+        let rel = rel_path(&scope.root, path);
+        if !matcher.budget_hits.is_empty() {
+            let mut b = budget.lock().unwrap_or_else(|e| e.into_inner());
+            b.0 += matcher.budget_hits.len();
+            let first = matcher.budget_hits[0];
+            let (line, col) = line_col(&src, first);
+            if b.1.as_ref().is_none_or(|(f, l, _)| (f.as_str(), *l) > (rel.as_str(), line)) {
+                b.1 = Some((rel.clone(), line, col));
+            }
+        }
+        if matches.is_empty() {
+            return Ok(());
+        }
+        let value = per_file(FileCtx { path, rel: &rel, src: &src, tree: &tree, matches, parser });
+        results.lock().unwrap_or_else(|e| e.into_inner()).push((rel, value));
+        Ok(())
+    };
+    let record = |skip: Skip| match skip {
+        Skip::Binary => counters.binary.fetch_add(1, Ordering::Relaxed),
+        Skip::NonUtf8(_) => counters.non_utf8.fetch_add(1, Ordering::Relaxed),
+        Skip::Large(_) => counters.large.fetch_add(1, Ordering::Relaxed),
+        Skip::Unreadable(_) => counters.unreadable.fetch_add(1, Ordering::Relaxed),
+    };
+
+    if scope.is_file {
+        let mut parser = scope.lang.parser();
+        if let Err(skip) = visit(&scope.target, &mut parser) {
+            let what = match skip {
+                Skip::Binary => "is a binary file".to_string(),
+                Skip::NonUtf8(at) => format!("is not UTF-8 text (invalid byte at offset {at})"),
+                Skip::Large(n) => format!(
+                    "is {n} bytes, larger than the limit of {} bytes (astgrep.max_file_bytes)",
+                    options.max_file_bytes
+                ),
+                Skip::Unreadable(e) => format!("cannot be read: {e}"),
+            };
+            return Err(AstError::Io(format!("`{}` {what}; nothing was searched", scope.display)));
+        }
+    } else {
+        let threads = if options.threads == 0 {
+            std::thread::available_parallelism().map_or(2, usize::from)
+        } else {
+            options.threads
+        };
+        let lang = scope.lang;
+        let stop = AtomicBool::new(false);
+        ignore::WalkBuilder::new(&scope.target)
+            .threads(threads)
+            .require_git(false)
+            .build_parallel()
+            .run(|| {
+                let mut parser = lang.parser();
+                let visit = &visit;
+                let record = &record;
+                let stop = &stop;
+                Box::new(move |entry| {
+                    if stop.load(Ordering::Relaxed) || cancelled() {
+                        stop.store(true, Ordering::Relaxed);
+                        return ignore::WalkState::Quit;
+                    }
+                    let Ok(entry) = entry else { return ignore::WalkState::Continue };
+                    if !entry.file_type().is_some_and(|t| t.is_file()) {
+                        return ignore::WalkState::Continue;
+                    }
+                    if Lang::from_path(entry.path()) != Some(lang) {
+                        return ignore::WalkState::Continue;
+                    }
+                    if let Err(skip) = visit(entry.path(), &mut parser) {
+                        record(skip);
+                    }
+                    ignore::WalkState::Continue
+                })
+            });
+    }
+    if cancelled() {
+        return Err(AstError::Cancelled);
+    }
+    let mut files = results.into_inner().unwrap_or_else(|e| e.into_inner());
+    files.sort_by(|a, b| a.0.cmp(&b.0));
+    let c = &counters;
+    let get = |a: &AtomicUsize| a.load(Ordering::Relaxed);
+    let mut reasons = Vec::new();
+    for (name, n) in [
+        ("binary", get(&c.binary)),
+        ("not UTF-8", get(&c.non_utf8)),
+        ("larger than the size limit", get(&c.large)),
+        ("unreadable", get(&c.unreadable)),
+    ] {
+        if n > 0 {
+            reasons.push(format!("{name}: {n}"));
+        }
+    }
+    let stats = ScanStats {
+        files_scanned: get(&c.scanned),
+        prefiltered: get(&c.prefiltered),
+        parsed: get(&c.parsed),
+        with_syntax_errors: get(&c.syntax),
+        not_parsed: get(&c.binary) + get(&c.non_utf8) + get(&c.large) + get(&c.unreadable),
+        not_parsed_reasons: reasons,
+    };
+    let (count, first) = budget.into_inner().unwrap_or_else(|e| e.into_inner());
+    let budget = first.map(|(file, line, col)| BudgetNote {
+        candidates: count,
+        first: format!("{file}:{line}:{col}"),
+    });
+    Ok(Scan { files, stats, budget })
+}
+
+/// `path` relative to `root`, with `/` separators.
+pub(crate) fn rel_path(root: &Path, path: &Path) -> String {
+    path.strip_prefix(root).unwrap_or(path).display().to_string()
+}
+
+/// 1-based line and column (in characters) of byte `offset`.
+pub(crate) fn line_col(src: &str, offset: usize) -> (usize, usize) {
+    let offset = offset.min(src.len());
+    let before = &src.as_bytes()[..offset];
+    let line = memchr::memchr_iter(b'\n', before).count() + 1;
+    let line_start = memchr::memrchr(b'\n', before).map_or(0, |i| i + 1);
+    let column = String::from_utf8_lossy(&before[line_start..]).chars().count() + 1;
+    (line, column)
+}

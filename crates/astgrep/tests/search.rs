@@ -1,0 +1,158 @@
+//! Searching a tree of files: walk, pre-filter, counts, ordering, limits, bad inputs, rendering.
+
+use std::path::Path;
+
+use agent_tools_astgrep::{SearchOptions, SearchRequest, SearchResult, render_search, search};
+
+fn project(files: &[(&str, &[u8])]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("temp dir");
+    for (path, contents) in files {
+        let path = dir.path().join(path);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(path, contents).expect("write");
+    }
+    dir
+}
+
+fn request(pattern: &str, path: Option<&str>, language: Option<&str>) -> SearchRequest {
+    SearchRequest {
+        pattern: pattern.into(),
+        path: path.map(Into::into),
+        language: language.map(Into::into),
+        max_results: None,
+        context: None,
+    }
+}
+
+/// Runs a search under `root`; returns the result or the error text.
+fn check(root: &Path, req: SearchRequest) -> Result<SearchResult, String> {
+    search(root, &req, &SearchOptions::default()).map_err(|e| e.to_string())
+}
+
+const RUST_A: &[u8] = b"fn a() {\n    let x = foo().unwrap();\n    let y = bar.unwrap();\n}\n";
+const RUST_B: &[u8] =
+    b"fn b() {\n    // baz.unwrap()\n    let s = \"q.unwrap()\";\n    q.unwrap();\n}\n";
+const RUST_C: &[u8] = b"fn c() { println!(\"no match here\"); }\n";
+
+#[test]
+fn a_directory_search_is_sorted_counted_and_rendered() {
+    let dir = project(&[
+        ("src/b.rs", RUST_B),
+        ("src/a.rs", RUST_A),
+        ("src/c.rs", RUST_C),
+        ("ignored/d.rs", RUST_A),
+        (".gitignore", b"ignored/\n"),
+        ("notes.txt", b"x.unwrap()"),
+    ]);
+    let result = check(dir.path(), request("$A.unwrap()", None, Some("rust"))).unwrap();
+    assert_eq!(result.total_matches, 3);
+    assert_eq!(result.files_with_matches, 2);
+    assert_eq!(result.stats.files_scanned, 3, "{:?}", result.stats);
+    assert_eq!(result.stats.prefiltered, 1);
+    assert_eq!(result.stats.parsed, 2);
+    let places: Vec<String> =
+        result.matches.iter().map(|m| format!("{}:{}:{}", m.file, m.line, m.column)).collect();
+    assert_eq!(places, ["src/a.rs:2:13", "src/a.rs:3:13", "src/b.rs:4:5"]);
+    insta::assert_snapshot!("directory_search", render_search(&result));
+}
+
+#[test]
+fn max_results_cuts_the_list_and_says_how_many_more() {
+    let dir = project(&[("src/a.rs", RUST_A), ("src/b.rs", RUST_B)]);
+    let mut req = request("$A.unwrap()", Some("src"), Some("rust"));
+    req.max_results = Some(2);
+    let result = check(dir.path(), req).unwrap();
+    assert_eq!(result.matches.len(), 2);
+    assert_eq!(result.total_matches, 3);
+    let text = render_search(&result);
+    assert!(text.contains("[showing 2 of 3 matches; 1 more not shown"), "{text}");
+}
+
+#[test]
+fn an_empty_result_explains_itself() {
+    let dir = project(&[("src/a.rs", RUST_A), ("src/c.rs", RUST_C)]);
+    let result = check(dir.path(), request("$A.expect($M)", Some("src"), Some("rust"))).unwrap();
+    assert_eq!(result.total_matches, 0);
+    insta::assert_snapshot!("empty_search", render_search(&result));
+}
+
+#[test]
+fn language_is_inferred_from_a_file_and_required_for_a_directory() {
+    let dir = project(&[("src/a.rs", RUST_A)]);
+    let result = check(dir.path(), request("$A.unwrap()", Some("src/a.rs"), None)).unwrap();
+    assert_eq!(result.total_matches, 2);
+    let err = check(dir.path(), request("$A.unwrap()", Some("src"), None)).unwrap_err();
+    assert!(err.contains("`language` is required when `path` is a directory"), "{err}");
+    assert!(
+        err.contains(
+            "bash, c, cpp, dart, go, java, javascript, json, python, rust, tsx, typescript"
+        ),
+        "{err}"
+    );
+    let err = check(dir.path(), request("$A.unwrap()", Some("src"), Some("cobol"))).unwrap_err();
+    assert!(err.contains("unknown language `cobol`"), "{err}");
+}
+
+#[test]
+fn bad_paths_and_files_get_clear_errors() {
+    let dir = project(&[
+        ("a.py", b"print(1)\n"),
+        ("bin.py", b"print(\0\x01\x02)"),
+        ("latin1.py", b"print('caf\xe9')\n"),
+    ]);
+    let err = check(dir.path(), request("print($X)", Some("../"), Some("python"))).unwrap_err();
+    assert!(err.contains("outside the run's root"), "{err}");
+    let err = check(dir.path(), request("print($X)", Some("/etc"), Some("python"))).unwrap_err();
+    assert!(err.contains("outside the run's root"), "{err}");
+    let err = check(dir.path(), request("print($X)", Some("nope"), Some("python"))).unwrap_err();
+    assert!(err.contains("does not exist"), "{err}");
+    let err = check(dir.path(), request("print($X)", Some("bin.py"), None)).unwrap_err();
+    assert!(err.contains("is a binary file"), "{err}");
+    let err = check(dir.path(), request("print($X)", Some("latin1.py"), None)).unwrap_err();
+    assert!(err.contains("is not UTF-8 text (invalid byte at offset 10)"), "{err}");
+    // In a directory walk they are counted, not fatal.
+    let result = check(dir.path(), request("print($X)", None, Some("python"))).unwrap();
+    assert_eq!(result.total_matches, 1);
+    assert_eq!(result.stats.not_parsed, 2);
+    assert_eq!(result.stats.not_parsed_reasons, ["binary: 1", "not UTF-8: 1"]);
+    let err = check(dir.path(), request("", None, Some("python"))).unwrap_err();
+    assert!(err.contains("pattern is empty"), "{err}");
+    let err = check(dir.path(), request("$X", None, Some("python"))).unwrap_err();
+    assert!(err.contains("only a metavariable"), "{err}");
+}
+
+#[test]
+fn a_directory_without_files_of_the_language_says_so() {
+    let dir = project(&[("a.py", b"print(1)\n")]);
+    let result = check(dir.path(), request("fmt.Println($A)", None, Some("go"))).unwrap();
+    assert_eq!(result.total_matches, 0);
+    let text = render_search(&result);
+    assert!(text.contains("no go files under `.` (.go)"), "{text}");
+}
+
+#[test]
+fn oversized_files_are_skipped_and_counted() {
+    let big = "print(1)\n".repeat(100);
+    let dir = project(&[("big.py", big.as_bytes()), ("small.py", b"print(2)\n")]);
+    let options = SearchOptions { max_file_bytes: 100, ..SearchOptions::default() };
+    let result = search(dir.path(), &request("print($X)", None, Some("python")), &options).unwrap();
+    assert_eq!(result.total_matches, 1);
+    assert_eq!(result.stats.not_parsed_reasons, ["larger than the size limit: 1"]);
+}
+
+#[test]
+fn an_exhausted_step_budget_is_reported_with_its_place() {
+    let args = vec!["1"; 60].join(", ");
+    let src = format!("f({args});\n");
+    let dir = project(&[("a.js", src.as_bytes())]);
+    let options = SearchOptions { step_budget: 1_000, ..SearchOptions::default() };
+    let req = request("f($$$A, $$$B, $$$C, $$$D, 0)", Some("a.js"), None);
+    let result = search(dir.path(), &req, &options).unwrap();
+    let budget = result.budget_exceeded.clone().expect("budget note");
+    assert_eq!((budget.candidates, budget.first.as_str()), (1, "a.js:1:1"));
+    let text = render_search(&result);
+    assert!(
+        text.contains("[step budget exceeded: 1 candidate node abandoned (first at a.js:1:1)"),
+        "{text}"
+    );
+}

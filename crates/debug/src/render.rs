@@ -1,0 +1,454 @@
+//! Model-facing text for each outcome: short, factual, and naming the ids to use next.
+
+use std::fmt::Write as _;
+
+use crate::{config::human_seconds, output::OutputChunk, response::*};
+
+/// Renders `outcome` as the text the model reads.
+pub fn render(outcome: &DebugOutcome) -> String {
+    let mut out = String::new();
+    match outcome {
+        DebugOutcome::Adapters { adapters } => {
+            for a in adapters {
+                let _ = writeln!(
+                    out,
+                    "{}: {}",
+                    a.adapter.id(),
+                    if a.usable { "usable" } else { "not usable" }
+                );
+                let _ = writeln!(
+                    out,
+                    "  marker: {}",
+                    a.marker
+                        .clone()
+                        .unwrap_or_else(|| format!("none (looked for {})", a.markers.join(", ")))
+                );
+                match &a.command {
+                    Some(cmd) => {
+                        let _ = writeln!(
+                            out,
+                            "  command: {}{}",
+                            cmd.join(" "),
+                            a.version.as_ref().map(|v| format!(" ({v})")).unwrap_or_default()
+                        );
+                    }
+                    None => {
+                        let _ = writeln!(out, "  command: not found");
+                    }
+                }
+                for p in &a.problems {
+                    let _ = writeln!(out, "  problem: {p}");
+                }
+                for n in &a.notes {
+                    let _ = writeln!(out, "  note: {n}");
+                }
+                if a.command.is_none() {
+                    let _ = writeln!(out, "  install: {}", a.install);
+                }
+            }
+        }
+        DebugOutcome::Status(s) => render_status(&mut out, s),
+        DebugOutcome::Breakpoints(b) => {
+            if b.breakpoints.is_empty() {
+                let _ = writeln!(out, "Cleared the breakpoints of {}.", b.file);
+            } else if b.pending {
+                let lines: Vec<String> =
+                    b.breakpoints.iter().map(|x| x.requested.to_string()).collect();
+                let _ = writeln!(
+                    out,
+                    "Breakpoints of {} set at line {} (pending: sent to the adapter at `launch`).",
+                    b.file,
+                    lines.join(", ")
+                );
+            } else {
+                let _ = writeln!(out, "Breakpoints of {}:", b.file);
+                render_breakpoints(&mut out, &b.breakpoints);
+            }
+        }
+        DebugOutcome::Started(s) => {
+            let v = &s.session;
+            let _ = write!(
+                out,
+                "{} {} with {}",
+                if v.request == "launch" { "Launched" } else { "Attached to" },
+                v.program,
+                v.adapter.id()
+            );
+            if let Some(version) = &v.adapter_version {
+                let _ = write!(out, " ({version})");
+            }
+            let mut pids = Vec::new();
+            if let Some(p) = v.adapter_pid {
+                pids.push(format!("adapter pid {p}"));
+            }
+            if let Some(p) = v.debuggee_pid {
+                pids.push(format!("program pid {p}"));
+            }
+            if !pids.is_empty() {
+                let _ = write!(out, "; {}", pids.join(", "));
+            }
+            let _ = writeln!(
+                out,
+                ". The session ends in {} at the latest.",
+                human_seconds(v.ttl_seconds_left)
+            );
+            for n in &v.notes {
+                let _ = writeln!(out, "Note: {n}");
+            }
+            if !s.breakpoints.is_empty() {
+                let _ = writeln!(out, "Breakpoints:");
+                render_breakpoints(&mut out, &s.breakpoints);
+            }
+            if s.exception_filters.is_empty() {
+                let _ = writeln!(
+                    out,
+                    "Exception breakpoints: none set (crashes and panics still stop the program)."
+                );
+            } else {
+                let _ = writeln!(out, "Exception breakpoints: {}.", s.exception_filters.join(", "));
+            }
+            render_run(&mut out, &s.state);
+        }
+        DebugOutcome::Run(state) => render_run(&mut out, state),
+        DebugOutcome::Threads { threads, more } => {
+            for t in threads {
+                let _ = writeln!(out, "thread {}: {}", t.id, t.name);
+            }
+            if *more > 0 {
+                let _ = writeln!(out, "… {more} more threads not shown");
+            }
+        }
+        DebugOutcome::Stack(s) => {
+            let _ = writeln!(
+                out,
+                "Stack of thread {} at stop {}{}:",
+                s.thread_id,
+                s.stop,
+                s.total.map(|t| format!(" ({} of {t} frames)", s.frames.len())).unwrap_or_default()
+            );
+            for (i, f) in s.frames.iter().enumerate() {
+                render_frame(&mut out, i, f);
+            }
+        }
+        DebugOutcome::Scopes { frame_id, scopes } => {
+            let _ = writeln!(out, "Scopes of frame {frame_id}:");
+            for s in scopes {
+                let _ = writeln!(
+                    out,
+                    "  {}: reference {}{}{}",
+                    s.name,
+                    s.reference,
+                    s.count.map(|c| format!(", {c} variables")).unwrap_or_default(),
+                    if s.expensive { " (expensive to read)" } else { "" }
+                );
+            }
+        }
+        DebugOutcome::Variables(v) => {
+            if v.variables.is_empty() {
+                let _ = writeln!(
+                    out,
+                    "Reference {} has no children{}.",
+                    v.reference,
+                    if v.start > 0 { " from there" } else { "" }
+                );
+            }
+            for var in &v.variables {
+                render_variable(&mut out, var, "");
+            }
+            if v.has_more {
+                let next = v.start + v.variables.len() as u64;
+                let _ = writeln!(
+                    out,
+                    "… more children{}: call variables with reference {} and start {next}",
+                    v.total.map(|t| format!(" ({t} in all)")).unwrap_or_default(),
+                    v.reference
+                );
+            }
+        }
+        DebugOutcome::Evaluate(e) => {
+            render_variable(&mut out, &e.result, "");
+        }
+        DebugOutcome::Output(o) => {
+            render_output(&mut out, &o.output, "Output");
+            if o.output.entries.is_empty() {
+                let _ = writeln!(out, "No new output.");
+            }
+            let _ = writeln!(out, "(cursor: since={})", o.output.next);
+            if let Some(code) = o.exit_code {
+                let _ = writeln!(out, "The program exited with code {code}.");
+            }
+        }
+        DebugOutcome::Terminated(t) => {
+            if t.program.is_empty() {
+                for s in &t.steps {
+                    let _ = writeln!(out, "{s}.");
+                }
+            } else {
+                let _ = writeln!(out, "Ended the session of {} ({}).", t.program, t.reason);
+                for s in &t.steps {
+                    let _ = writeln!(out, "  - {s}");
+                }
+                for k in &t.killed {
+                    let _ = writeln!(out, "  - killed {k}");
+                }
+                if let Some(code) = t.exit_code {
+                    let _ = writeln!(out, "The program had exited with code {code}.");
+                }
+                render_output(&mut out, &t.output, "Output not read before");
+            }
+        }
+    }
+    out
+}
+
+fn render_status(out: &mut String, s: &StatusView) {
+    match &s.session {
+        None => {
+            let _ = writeln!(
+                out,
+                "No debug session{}.",
+                s.last_end.as_ref().map(|e| format!(" ({e})")).unwrap_or_default()
+            );
+        }
+        Some(v) => {
+            let _ = writeln!(
+                out,
+                "Session: {} {} with {}{}; ends in {} at the latest.",
+                v.request,
+                v.program,
+                v.adapter.id(),
+                v.debuggee_pid.map(|p| format!(", program pid {p}")).unwrap_or_default(),
+                human_seconds(v.ttl_seconds_left)
+            );
+            match (&s.stop, s.state.as_str()) {
+                (Some(stop), _) => {
+                    let _ = writeln!(
+                        out,
+                        "Stopped at stop {} ({}){}{}.",
+                        stop.stop,
+                        stop.reason,
+                        stop.place.as_ref().map(|p| format!(" in {p}")).unwrap_or_default(),
+                        stop.thread_id.map(|t| format!(", thread {t}")).unwrap_or_default()
+                    );
+                }
+                (None, "exited") => {
+                    let _ = writeln!(
+                        out,
+                        "The program exited{}.",
+                        s.exit_code.map(|c| format!(" with code {c}")).unwrap_or_default()
+                    );
+                }
+                (None, "adapter_gone") => {
+                    let _ = writeln!(out, "The adapter is gone; `terminate`, then `launch` again.");
+                }
+                (None, _) => {
+                    let _ = writeln!(out, "The program is running.");
+                }
+            }
+        }
+    }
+    let _ = writeln!(out, "Breakpoints set: {}.", s.breakpoints);
+    if s.unread_output > 0 {
+        let _ = writeln!(out, "Unread output: {} entries (`output`).", s.unread_output);
+    }
+}
+
+fn render_breakpoints(out: &mut String, bps: &[BreakpointView]) {
+    for b in bps {
+        let place = match b.line {
+            Some(line) if line != b.requested => {
+                format!("{}:{} (moved to line {line})", b.file, b.requested)
+            }
+            _ => format!("{}:{}", b.file, b.requested),
+        };
+        let _ = writeln!(
+            out,
+            "  {place}: {}{}",
+            if b.verified { "verified" } else { "not verified" },
+            b.message.as_ref().map(|m| format!(" ({m})")).unwrap_or_default()
+        );
+    }
+}
+
+fn render_frame(out: &mut String, i: usize, f: &FrameView) {
+    let place = match (&f.path, f.line) {
+        (Some(p), Some(l)) => format!("{p}:{l}"),
+        (Some(p), None) => p.clone(),
+        _ => "no source".into(),
+    };
+    let _ = writeln!(
+        out,
+        "  #{i} {} at {place}  [frame_id {}]{}",
+        f.name,
+        f.frame_id,
+        if f.library { " (library)" } else { "" }
+    );
+}
+
+fn render_variable(out: &mut String, v: &VariableView, indent: &str) {
+    let _ = write!(out, "{indent}  {}", v.name);
+    if let Some(t) = &v.type_name {
+        let _ = write!(out, ": {t}");
+    }
+    let _ = write!(out, " = {}", v.value);
+    if v.cut_chars > 0 {
+        let _ = write!(out, " …(value cut: {} more characters)", v.cut_chars);
+    }
+    if let Some(r) = v.reference {
+        let _ = write!(
+            out,
+            "  [reference {r}{}]",
+            v.children.map(|c| format!(", {c} children")).unwrap_or_default()
+        );
+    }
+    out.push('\n');
+}
+
+fn render_output(out: &mut String, chunk: &OutputChunk, title: &str) {
+    if chunk.entries.is_empty() && chunk.dropped == 0 {
+        return;
+    }
+    let _ = writeln!(out, "{title}:");
+    if chunk.dropped > 0 {
+        let _ = writeln!(
+            out,
+            "  [{} older output entries were dropped: the buffer holds the last 64 KB]",
+            chunk.dropped
+        );
+    }
+    let mut last = "";
+    for entry in &chunk.entries {
+        for line in entry.text.lines() {
+            if entry.stream == "stderr" {
+                let _ = writeln!(out, "  [stderr] {line}");
+            } else {
+                let _ = writeln!(out, "  {line}");
+            }
+        }
+        last = &entry.stream;
+    }
+    let _ = last;
+    if chunk.more > 0 {
+        let _ = writeln!(out, "  [{} more output entries: call output]", chunk.more);
+    }
+}
+
+fn render_run(out: &mut String, state: &RunState) {
+    match state {
+        RunState::Stopped(s) => render_snapshot(out, s),
+        RunState::Exited { exit_code, output } => {
+            let _ = writeln!(
+                out,
+                "The program exited{}.",
+                exit_code
+                    .map(|c| format!(" with code {c}"))
+                    .unwrap_or_else(|| " (exit code unknown)".into())
+            );
+            render_output(out, output, "Output since the last call");
+        }
+        RunState::Running { waited_seconds, output } => {
+            let _ = writeln!(
+                out,
+                "The program is still running after {waited_seconds} s: it has not stopped. \
+                 `pause` stops it where it is; `continue` or a step with a larger wait_seconds waits longer; \
+                 `output` shows what it prints."
+            );
+            render_output(out, output, "Output since the last call");
+        }
+        RunState::AdapterGone { reason, output } => {
+            let _ = writeln!(out, "{reason}");
+            let _ = writeln!(out, "`terminate` cleans up; `launch` starts again.");
+            render_output(out, output, "Output since the last call");
+        }
+    }
+}
+
+fn render_snapshot(out: &mut String, s: &StopSnapshot) {
+    let mut head = format!("Stopped (stop {}): {}", s.stop, s.reason);
+    if let Some(e) = &s.exception {
+        let id = e.id.clone().unwrap_or_else(|| "exception".into());
+        match &e.description {
+            Some(d) if !d.is_empty() && d != &id => head.push_str(&format!(" {id}: {d}")),
+            _ => head.push_str(&format!(" {id}")),
+        }
+        if let Some(mode) = &e.break_mode {
+            head.push_str(&format!(" ({mode})"));
+        }
+    } else if let Some(d) = &s.description
+        && !d.is_empty()
+        && !d.eq_ignore_ascii_case(&s.reason)
+    {
+        head.push_str(&format!(" ({d})"));
+    }
+    if let Some(f) = &s.frame {
+        head.push_str(&format!(" in {}", f.name));
+        if let (Some(p), Some(l)) = (&f.path, f.line) {
+            head.push_str(&format!(" at {p}:{l}"));
+        }
+    }
+    if let Some(t) = &s.thread {
+        head.push_str(&format!(", thread {} \"{}\"", t.id, t.name));
+    }
+    let _ = writeln!(out, "{head}");
+    for n in &s.notes {
+        let _ = writeln!(out, "Note: {n}");
+    }
+    if !s.source.is_empty() {
+        let width = s.source.iter().map(|l| l.line.to_string().len()).max().unwrap_or(1);
+        for l in &s.source {
+            let _ = writeln!(
+                out,
+                "{} {:>width$}  {}",
+                if l.current { ">" } else { " " },
+                l.line,
+                l.text
+            );
+        }
+    }
+    if let Some(f) = &s.frame {
+        let _ = writeln!(
+            out,
+            "Locals of {} [frame_id {}{}]:",
+            f.name,
+            f.frame_id,
+            s.locals_reference.map(|r| format!(", reference {r}")).unwrap_or_default()
+        );
+        if s.locals.is_empty() {
+            let _ = writeln!(out, "  (none)");
+        }
+        for v in &s.locals {
+            render_variable(out, v, "");
+        }
+        if s.locals_more > 0 {
+            let _ = writeln!(
+                out,
+                "  … {} more: variables with reference {}",
+                s.locals_more,
+                s.locals_reference.unwrap_or(0)
+            );
+        }
+    }
+    if let Some(e) = &s.exception
+        && let Some(details) = &e.details
+    {
+        let _ = writeln!(out, "Exception details:");
+        for line in details.lines().take(30) {
+            let _ = writeln!(out, "  {line}");
+        }
+    }
+    if s.stack.len() > 1 || s.frames_skipped > 0 {
+        if s.frames_skipped > 0 {
+            let _ = writeln!(
+                out,
+                "Stack from the user frame ({} library frames above it not shown; `stack` lists all):",
+                s.frames_skipped
+            );
+        } else {
+            let _ = writeln!(out, "Stack (top {}):", s.stack.len());
+        }
+        for (i, f) in s.stack.iter().enumerate() {
+            render_frame(out, i, f);
+        }
+    }
+    render_output(out, &s.output, "Output since the last call");
+}

@@ -1,0 +1,279 @@
+//! What each operation returns: serde types with a JSON Schema, rendered to text by `render`.
+
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use crate::{adapters::AdapterKind, adapters::AdapterReport, output::OutputChunk};
+
+/// Cap on frames returned by `stack`.
+pub const MAX_FRAMES: usize = 30;
+/// Cap on children returned by `variables`.
+pub const MAX_CHILDREN: usize = 50;
+/// Cap on one value's characters.
+pub const MAX_VALUE_CHARS: usize = 400;
+/// Cap on locals shown in a stop snapshot.
+pub const SNAPSHOT_LOCALS: usize = 20;
+/// Lines of source shown on each side of the current line.
+pub const SOURCE_CONTEXT: u32 = 3;
+/// Cap on output characters returned by one call.
+pub const OUTPUT_CHARS: usize = 8000;
+/// Cap on threads listed.
+pub const MAX_THREADS: usize = 50;
+
+/// The result of one `debug` call.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum DebugOutcome {
+    Adapters {
+        adapters: Vec<AdapterReport>,
+    },
+    Status(StatusView),
+    Breakpoints(BreakpointsView),
+    /// `launch` or `attach`: the session and where the program is now.
+    Started(StartedView),
+    /// `continue`, `pause`, a step.
+    Run(RunState),
+    Threads {
+        threads: Vec<ThreadView>,
+        more: usize,
+    },
+    Stack(StackView),
+    Scopes {
+        frame_id: u64,
+        scopes: Vec<ScopeView>,
+    },
+    Variables(VariablesView),
+    Evaluate(EvaluateView),
+    Output(OutputView),
+    Terminated(TeardownReport),
+}
+
+/// Where the program is after a call that let it run.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum RunState {
+    Stopped(Box<StopSnapshot>),
+    Exited {
+        exit_code: Option<i64>,
+        output: OutputChunk,
+    },
+    /// Still running when the wait ended.
+    Running {
+        waited_seconds: u64,
+        output: OutputChunk,
+    },
+    /// The adapter went away (crashed or closed the connection).
+    AdapterGone {
+        reason: String,
+        output: OutputChunk,
+    },
+}
+
+/// Everything one usually wants at a stop, in one answer.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct StopSnapshot {
+    /// Stop number: frame ids and references belong to this stop.
+    pub stop: u64,
+    /// breakpoint, step, exception, pause, entry, function breakpoint, …
+    pub reason: String,
+    pub description: Option<String>,
+    pub exception: Option<ExceptionView>,
+    pub thread: Option<ThreadView>,
+    /// Whether every thread stopped (most adapters stop all).
+    pub all_threads_stopped: bool,
+    /// The top frame in the user's code (library and runtime frames skipped).
+    pub frame: Option<FrameView>,
+    /// How many frames above it were skipped (runtime, libraries).
+    pub frames_skipped: usize,
+    /// A few lines around the current line: (line number, text).
+    pub source: Vec<SourceLine>,
+    /// The frame's locals, capped.
+    pub locals: Vec<VariableView>,
+    /// Locals not shown; `variables` with `locals_reference` pages through all of them.
+    pub locals_more: usize,
+    pub locals_reference: Option<u64>,
+    /// The user frame and its callers (at most 5).
+    pub stack: Vec<FrameView>,
+    /// Output since the last call.
+    pub output: OutputChunk,
+    /// Facts worth knowing (a frame without source, a skipped SystemExit, …).
+    pub notes: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct SourceLine {
+    pub line: u32,
+    pub text: String,
+    pub current: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct ExceptionView {
+    /// The exception's type, for example `KeyError`.
+    pub id: Option<String>,
+    pub description: Option<String>,
+    /// always, unhandled, userUnhandled.
+    pub break_mode: Option<String>,
+    /// The adapter's stack trace text, if it gives one (cut).
+    pub details: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct ThreadView {
+    pub id: i64,
+    pub name: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct FrameView {
+    /// Use with `scopes` and `evaluate`; valid until the program moves.
+    pub frame_id: u64,
+    pub name: String,
+    /// Relative to the root when inside it.
+    pub path: Option<String>,
+    pub line: Option<u32>,
+    pub column: Option<u32>,
+    /// Library or runtime code (skipped when choosing the user frame).
+    pub library: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct VariableView {
+    pub name: String,
+    pub value: String,
+    #[serde(rename = "type")]
+    pub type_name: Option<String>,
+    /// Characters cut from the value (0 if whole).
+    pub cut_chars: usize,
+    /// Pass as `reference` to `variables` to see the children (absent if it has none).
+    pub reference: Option<u64>,
+    /// How many children, when the adapter says.
+    pub children: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct ScopeView {
+    pub name: String,
+    pub reference: u64,
+    pub expensive: bool,
+    pub count: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct StackView {
+    pub stop: u64,
+    pub thread_id: i64,
+    pub frames: Vec<FrameView>,
+    /// Total frames, when the adapter says.
+    pub total: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct VariablesView {
+    pub reference: u64,
+    pub start: u64,
+    pub variables: Vec<VariableView>,
+    /// Whether there are children after these ones (page with `start`).
+    pub has_more: bool,
+    /// How many children there are in all, when the adapter says.
+    pub total: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct EvaluateView {
+    pub expression: String,
+    pub frame_id: Option<u64>,
+    pub result: VariableView,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct OutputView {
+    pub output: OutputChunk,
+    /// Whether the program has exited, and how.
+    pub exit_code: Option<i64>,
+}
+
+/// One breakpoint as the adapter placed it.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct BreakpointView {
+    pub file: String,
+    /// The line asked for.
+    pub requested: u32,
+    /// The line it landed on (may differ: the next line with code).
+    pub line: Option<u32>,
+    /// Whether the adapter could place it.
+    pub verified: bool,
+    /// Why not, if the adapter said.
+    pub message: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct BreakpointsView {
+    pub file: String,
+    pub breakpoints: Vec<BreakpointView>,
+    /// No session yet: they are sent when it starts.
+    pub pending: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct SessionView {
+    pub adapter: AdapterKind,
+    /// launch or attach.
+    pub request: String,
+    pub program: String,
+    /// The adapter command line (or the port for a direct attach).
+    pub command: Vec<String>,
+    pub adapter_version: Option<String>,
+    pub adapter_pid: Option<i32>,
+    pub debuggee_pid: Option<i32>,
+    /// Seconds until the session's time limit ends it.
+    pub ttl_seconds_left: u64,
+    pub notes: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct StartedView {
+    pub session: SessionView,
+    pub breakpoints: Vec<BreakpointView>,
+    pub exception_filters: Vec<String>,
+    pub state: RunState,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct StatusView {
+    pub session: Option<SessionView>,
+    /// stopped, running, exited, adapter_gone, none.
+    pub state: String,
+    /// The current stop: number, reason and place.
+    pub stop: Option<StopSummary>,
+    pub exit_code: Option<i64>,
+    /// Breakpoints set for this conversation (sent on launch).
+    pub breakpoints: usize,
+    /// Why the last session ended, if none runs.
+    pub last_end: Option<String>,
+    /// Output entries not yet read.
+    pub unread_output: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct StopSummary {
+    pub stop: u64,
+    pub reason: String,
+    pub thread_id: Option<i64>,
+    pub place: Option<String>,
+}
+
+/// What teardown did.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, JsonSchema)]
+pub struct TeardownReport {
+    pub program: String,
+    /// Why the session ended: terminate, time limit, run end, replaced after exit.
+    pub reason: String,
+    /// The steps taken, in order.
+    pub steps: Vec<String>,
+    /// Processes that had to be killed.
+    pub killed: Vec<String>,
+    /// The final output not yet read.
+    pub output: OutputChunk,
+    pub exit_code: Option<i64>,
+}

@@ -1,0 +1,393 @@
+//! A session's shared state, fed by the event pump: stops (with a stop number), exit, output,
+//! the processes we learned about, and the answers to the adapter's reverse requests.
+
+use std::{collections::VecDeque, sync::Arc, time::Duration};
+
+use parking_lot::Mutex;
+use serde_json::{Value, json};
+use tokio::{
+    io::{AsyncBufReadExt, AsyncRead, BufReader},
+    sync::{mpsc, watch},
+};
+
+use crate::{
+    adapters::AdapterKind,
+    output::OutputRing,
+    process::ProcRef,
+    protocol::{DapClient, Incoming},
+};
+
+/// The last `stopped` event.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct StopEvent {
+    pub reason: String,
+    pub description: Option<String>,
+    pub text: Option<String>,
+    pub thread_id: Option<i64>,
+    pub all_threads_stopped: bool,
+}
+
+/// Lines of the adapter's own messages kept for error reports.
+const LOG_LINES: usize = 60;
+
+#[derive(Debug, Default)]
+pub(crate) struct State {
+    /// Bumped on every `stopped` event: the stop number.
+    pub epoch: u64,
+    pub stop: Option<StopEvent>,
+    pub running: bool,
+    pub initialized: bool,
+    pub exit_code: Option<i64>,
+    pub exited: bool,
+    pub terminated: bool,
+    /// The connection ended; why.
+    pub gone: Option<String>,
+    /// We sent `disconnect`: the connection ending is expected.
+    pub disconnecting: bool,
+    /// The debuggee's pid from the `process` event.
+    pub process_pid: Option<i32>,
+    /// Processes to kill at teardown if still alive (debuggees, terminal children).
+    pub debuggees: Vec<ProcRef>,
+    pub output: OutputRing,
+    /// The adapter's console messages and stderr.
+    pub log: VecDeque<String>,
+    /// Pipes of the adapter's stdio still being read (delve prints program output there).
+    pub open_pipes: usize,
+    /// Children started for `runInTerminal`; reaped at teardown.
+    pub terminal_children: Vec<tokio::process::Child>,
+}
+
+impl State {
+    pub(crate) fn log_line(&mut self, line: impl Into<String>) {
+        let line = line.into();
+        for part in line.lines() {
+            let part = part.trim_end();
+            if part.is_empty() {
+                continue;
+            }
+            if self.log.len() >= LOG_LINES {
+                self.log.pop_front();
+            }
+            self.log.push_back(part.to_string());
+        }
+    }
+
+    pub(crate) fn remember(&mut self, proc: ProcRef) {
+        if !self.debuggees.contains(&proc) {
+            self.debuggees.push(proc);
+        }
+    }
+
+    /// Whether the program ended (exit or terminate).
+    pub(crate) fn ended(&self) -> bool {
+        self.exited || self.terminated
+    }
+}
+
+/// State plus a change signal that waiters subscribe to.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub state: Mutex<State>,
+    changed: watch::Sender<u64>,
+}
+
+impl Shared {
+    pub(crate) fn new() -> Arc<Self> {
+        Arc::new(Shared { state: Mutex::new(State::default()), changed: watch::channel(0).0 })
+    }
+
+    /// Runs `f` on the state and wakes every waiter.
+    pub(crate) fn update<T>(&self, f: impl FnOnce(&mut State) -> T) -> T {
+        let out = f(&mut self.state.lock());
+        self.changed.send_modify(|n| *n += 1);
+        out
+    }
+
+    pub(crate) fn read<T>(&self, f: impl FnOnce(&State) -> T) -> T {
+        f(&self.state.lock())
+    }
+
+    /// Subscribe before checking a condition, then await `changed()`: no change is missed.
+    pub(crate) fn subscribe(&self) -> watch::Receiver<u64> {
+        self.changed.subscribe()
+    }
+}
+
+/// Applies events and answers reverse requests, in the order the adapter sent them.
+pub(crate) async fn pump(
+    mut rx: mpsc::UnboundedReceiver<Incoming>,
+    shared: Arc<Shared>,
+    client: Arc<DapClient>,
+    kind: AdapterKind,
+) {
+    while let Some(incoming) = rx.recv().await {
+        tracing::trace!(?incoming, "pump");
+        match incoming {
+            Incoming::Event { event, body } => apply_event(&shared, kind, &event, &body),
+            Incoming::Request { seq, command, arguments } => {
+                reverse_request(&shared, &client, seq, &command, &arguments).await;
+            }
+            Incoming::Closed(reason) => {
+                shared.update(|s| {
+                    if s.gone.is_none() {
+                        s.gone = Some(reason);
+                    }
+                    s.running = false;
+                });
+            }
+        }
+    }
+}
+
+pub(crate) fn apply_event(shared: &Shared, kind: AdapterKind, event: &str, body: &Value) {
+    match event {
+        "initialized" => shared.update(|s| s.initialized = true),
+        "stopped" => shared.update(|s| {
+            s.epoch += 1;
+            s.running = false;
+            s.stop = Some(StopEvent {
+                reason: body["reason"].as_str().unwrap_or("unknown").to_string(),
+                description: body["description"].as_str().map(str::to_string),
+                text: body["text"].as_str().map(str::to_string),
+                thread_id: body["threadId"].as_i64(),
+                all_threads_stopped: body["allThreadsStopped"].as_bool().unwrap_or(false),
+            });
+        }),
+        "continued" => shared.update(|s| s.running = true),
+        "exited" => shared.update(|s| {
+            s.exited = true;
+            s.running = false;
+            if let Some(code) = body["exitCode"].as_i64() {
+                s.exit_code = Some(code);
+            }
+        }),
+        "terminated" => shared.update(|s| {
+            s.terminated = true;
+            s.running = false;
+        }),
+        "process" => {
+            if let Some(pid) = body["systemProcessId"].as_i64().and_then(|p| i32::try_from(p).ok())
+            {
+                let proc = ProcRef::of(pid);
+                shared.update(|s| {
+                    s.process_pid = Some(pid);
+                    if let Some(p) = proc {
+                        s.remember(p);
+                    }
+                });
+            }
+        }
+        "output" => {
+            let text = body["output"].as_str().unwrap_or_default();
+            let category = body["category"].as_str().unwrap_or("console");
+            match category {
+                // After `disconnect`, what an adapter prints is its own shutdown noise
+                // (lldb-dap sends its stderr, crash trace included, as output events).
+                "stdout" | "stderr" => shared.update(|s| {
+                    if s.disconnecting {
+                        s.log_line(text);
+                    } else {
+                        s.output.push(category, text);
+                    }
+                }),
+                "telemetry" => {}
+                _ => shared.update(|s| {
+                    // delve says how the program ended only on its console.
+                    if kind == AdapterKind::Delve
+                        && let Some(code) = parse_delve_exit(text)
+                    {
+                        s.exit_code = Some(code);
+                        s.exited = true;
+                    }
+                    s.log_line(text);
+                }),
+            }
+        }
+        _ => {}
+    }
+}
+
+/// `Process 20276 has exited with status 3` → 3.
+fn parse_delve_exit(text: &str) -> Option<i64> {
+    let rest = text.split("has exited with status ").nth(1)?;
+    rest.split(|c: char| !(c.is_ascii_digit() || c == '-')).next()?.parse().ok()
+}
+
+async fn reverse_request(
+    shared: &Arc<Shared>,
+    client: &DapClient,
+    seq: i64,
+    command: &str,
+    arguments: &Value,
+) {
+    let answer = match command {
+        "runInTerminal" => match run_in_terminal(shared, arguments) {
+            Ok(pid) => {
+                shared.update(|s| s.log_line(format!("runInTerminal: started pid {pid}")));
+                client.respond(seq, command, true, None, json!({"processId": pid})).await
+            }
+            Err(e) => {
+                let message = format!("runInTerminal failed: {e}");
+                shared.update(|s| s.log_line(message.clone()));
+                client.respond(seq, command, false, Some(&message), Value::Null).await
+            }
+        },
+        "startDebugging" => {
+            let message = "startDebugging is not supported: agent-tools debugs one process per \
+                           session and does not follow child processes; start the child on its \
+                           own and `attach` to it";
+            shared.update(|s| s.log_line(format!("refused startDebugging: {arguments}")));
+            client.respond(seq, command, false, Some(message), Value::Null).await
+        }
+        other => {
+            let message = format!("unknown request `{other}`: this client does not support it");
+            client.respond(seq, command, false, Some(&message), Value::Null).await
+        }
+    };
+    if let Err(e) = answer {
+        shared.update(|s| s.log_line(format!("could not answer `{command}`: {e}")));
+    }
+}
+
+/// Runs the debuggee of a `runInTerminal` request as our child, output captured.
+fn run_in_terminal(shared: &Arc<Shared>, arguments: &Value) -> Result<i32, String> {
+    let argv: Vec<String> = arguments["args"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
+        .unwrap_or_default();
+    let Some(program) = argv.first() else {
+        return Err("the request has no `args`".into());
+    };
+    let mut command = tokio::process::Command::new(program);
+    command
+        .args(&argv[1..])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .process_group(0);
+    if let Some(cwd) = arguments["cwd"].as_str().filter(|c| !c.is_empty()) {
+        command.current_dir(cwd);
+    }
+    if let Some(env) = arguments["env"].as_object() {
+        for (key, value) in env {
+            match value.as_str() {
+                Some(v) => command.env(key, v),
+                None => command.env_remove(key),
+            };
+        }
+    }
+    let mut child = command.spawn().map_err(|e| format!("cannot start {program}: {e}"))?;
+    let pid = child.id().and_then(|p| i32::try_from(p).ok()).ok_or("the child has no pid")?;
+    if let Some(stdout) = child.stdout.take() {
+        forward_lines(shared.clone(), stdout, "stdout", false);
+    }
+    if let Some(stderr) = child.stderr.take() {
+        forward_lines(shared.clone(), stderr, "stderr", false);
+    }
+    shared.update(|s| {
+        if let Some(p) = ProcRef::of(pid) {
+            s.remember(p);
+        }
+        s.process_pid.get_or_insert(pid);
+        s.terminal_children.push(child);
+    });
+    Ok(pid)
+}
+
+/// Copies lines from `pipe` into the output ring (`stream`) or, for `to_log`, the adapter log.
+pub(crate) fn forward_lines<R: AsyncRead + Unpin + Send + 'static>(
+    shared: Arc<Shared>,
+    pipe: R,
+    stream: &'static str,
+    to_log: bool,
+) -> tokio::task::JoinHandle<()> {
+    if !to_log {
+        shared.update(|s| s.open_pipes += 1);
+    }
+    tokio::spawn(async move {
+        let mut reader = BufReader::new(pipe);
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            match reader.read_until(b'\n', &mut line).await {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {
+                    let text = String::from_utf8_lossy(&line).into_owned();
+                    if to_log {
+                        shared.update(|s| s.log_line(text));
+                    } else if is_delve_noise(&text) {
+                        shared.update(|s| s.log_line(text));
+                    } else {
+                        shared.update(|s| s.output.push(stream, &text));
+                    }
+                }
+            }
+        }
+        if !to_log {
+            shared.update(|s| s.open_pipes = s.open_pipes.saturating_sub(1));
+        }
+    })
+}
+
+/// Lines delve itself prints on the stdio it shares with the program.
+fn is_delve_noise(line: &str) -> bool {
+    let line = line.trim_start();
+    line.starts_with("DAP server listening at")
+        || line.starts_with("API server listening at")
+        || line.contains(" layer=dap ")
+        || line.contains(" layer=debugger ")
+}
+
+/// Waits up to `within` for the pipes to close (the program's last output to arrive).
+pub(crate) async fn wait_for_pipes(shared: &Shared, within: Duration) {
+    let mut rx = shared.subscribe();
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        if shared.read(|s| s.open_pipes == 0) {
+            return;
+        }
+        tokio::select! {
+            changed = rx.changed() => if changed.is_err() { return },
+            _ = tokio::time::sleep_until(deadline) => return,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn delve_exit_status_is_read_from_its_console() {
+        assert_eq!(parse_delve_exit("Process 20276 has exited with status 3\n"), Some(3));
+        assert_eq!(parse_delve_exit("Detaching\n"), None);
+    }
+
+    #[test]
+    fn a_stop_bumps_the_stop_number_and_output_is_kept_by_stream() {
+        let shared = Shared::new();
+        apply_event(
+            &shared,
+            AdapterKind::Lldb,
+            "output",
+            &json!({"category": "stdout", "output": "hi\r\n"}),
+        );
+        apply_event(
+            &shared,
+            AdapterKind::Lldb,
+            "output",
+            &json!({"category": "telemetry", "output": "x"}),
+        );
+        apply_event(
+            &shared,
+            AdapterKind::Lldb,
+            "stopped",
+            &json!({"reason": "breakpoint", "threadId": 7}),
+        );
+        shared.read(|s| {
+            assert_eq!(s.epoch, 1);
+            assert_eq!(s.stop.as_ref().unwrap().thread_id, Some(7));
+            assert_eq!(s.output.all_text(), "hi\n");
+        });
+    }
+}

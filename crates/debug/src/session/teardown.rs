@@ -1,0 +1,191 @@
+//! Ending a session, the one path for `terminate`, the time limit, a failed start and the end
+//! of the run: `disconnect` (terminateDebuggee) with a short timeout → close the adapter's stdin
+//! → SIGTERM to its process group → SIGKILL → kill the remembered debuggees → delete temp files.
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use super::Session;
+use crate::{
+    adapters::AdapterKind,
+    process::{ProcRef, describe_status, group_members, signal_group, wait_until},
+    response::{OUTPUT_CHARS, TeardownReport},
+};
+
+impl Session {
+    /// Ends the session; bounded in time, idempotent. Reports what it did.
+    pub(crate) async fn teardown(&mut self, reason: &str) -> TeardownReport {
+        let mut report = TeardownReport {
+            program: super::display_path(&self.program, &self.root),
+            reason: reason.to_string(),
+            ..Default::default()
+        };
+        if self.torn_down {
+            report.steps.push("already ended".into());
+            return report;
+        }
+        self.torn_down = true;
+        self.cancel.cancel();
+        // Learn the whole tree before anything dies and gets re-parented.
+        self.remember_descendants();
+
+        let (gone, ended) = self.shared.read(|s| (s.gone.is_some(), s.ended()));
+        if !gone && !self.client.is_closed() {
+            self.shared.update(|s| s.disconnecting = true);
+            let terminate = self.owns_debuggee;
+            let args = json!({"restart": false, "terminateDebuggee": terminate});
+            match self.client.request("disconnect", args, self.config.disconnect_timeout()).await {
+                Ok(_) => report.steps.push(format!(
+                    "disconnect ({}): acknowledged",
+                    if terminate {
+                        "terminate the program"
+                    } else {
+                        "detach, the program keeps running"
+                    }
+                )),
+                Err(e) => report.steps.push(format!("disconnect: {e}")),
+            }
+        } else if !ended {
+            report.steps.push("disconnect skipped: the adapter is gone".into());
+        }
+        if self.kind == AdapterKind::Delve {
+            // The program's last output comes through dlv's stdout.
+            super::state::wait_for_pipes(&self.shared, Duration::from_millis(500)).await;
+        }
+        self.client.close_writer().await;
+
+        if let Some(process) = self.process.as_mut() {
+            let pgid = process.pid;
+            let exited = wait_for_exit(&mut process.child, Duration::from_secs(1)).await;
+            match exited {
+                Some(status) => report.steps.push(format!(
+                    "adapter exited after its input closed ({}{})",
+                    describe_status(&status),
+                    abort_note(self.kind, &status)
+                )),
+                None => {
+                    signal_group(pgid, libc::SIGTERM);
+                    report.steps.push("SIGTERM to the adapter's process group".into());
+                    match wait_for_exit(&mut process.child, Duration::from_millis(300)).await {
+                        Some(status) => report.steps.push(format!(
+                            "adapter exited on SIGTERM ({})",
+                            describe_status(&status)
+                        )),
+                        None => {
+                            report.killed.push(format!("adapter pid {pgid} (SIGKILL)"));
+                            signal_group(pgid, libc::SIGKILL);
+                            let _ = wait_for_exit(&mut process.child, Duration::from_secs(2)).await;
+                        }
+                    }
+                }
+            }
+            // Sweep the group even when the leader is gone: helpers (lldb-server) may linger.
+            let left = group_members(pgid);
+            if !left.is_empty() {
+                signal_group(pgid, libc::SIGKILL);
+                report
+                    .killed
+                    .extend(left.iter().map(|p| format!("pid {} of the adapter's group", p.pid)));
+            }
+            process.done = true;
+        }
+
+        if self.owns_debuggee {
+            let debuggees: Vec<ProcRef> = self.shared.read(|s| s.debuggees.clone());
+            for proc in debuggees {
+                if !proc.alive() {
+                    continue;
+                }
+                if proc.leads_group() {
+                    // delve starts the program in a process group of its own.
+                    signal_group(proc.pid, libc::SIGKILL);
+                } else {
+                    proc.signal(libc::SIGKILL);
+                }
+                report.killed.push(format!("program pid {} (SIGKILL)", proc.pid));
+            }
+        }
+        let children: Vec<tokio::process::Child> =
+            self.shared.update(|s| std::mem::take(&mut s.terminal_children));
+        for mut child in children {
+            if let Some(pid) = child.id().and_then(|p| i32::try_from(p).ok()) {
+                signal_group(pid, libc::SIGKILL);
+            }
+            let _ = tokio::time::timeout(Duration::from_secs(1), child.wait()).await;
+        }
+        if self.owns_debuggee {
+            let debuggees: Vec<ProcRef> = self.shared.read(|s| s.debuggees.clone());
+            let _ =
+                wait_until(Duration::from_secs(2), || debuggees.iter().all(|p| !p.alive())).await;
+            let survivors: Vec<String> =
+                debuggees.iter().filter(|p| p.alive()).map(|p| p.pid.to_string()).collect();
+            if !survivors.is_empty() {
+                report
+                    .steps
+                    .push(format!("still alive after SIGKILL: pids {}", survivors.join(", ")));
+            }
+        }
+
+        for task in self.tasks.drain(..) {
+            task.abort();
+        }
+        self.client.abort();
+        if let Some(temp) = self.temp.take() {
+            let path = temp.path().display().to_string();
+            match temp.close() {
+                Ok(()) => report.steps.push(format!("removed {path}")),
+                Err(e) => report.steps.push(format!("could not remove {path}: {e}")),
+            }
+        }
+        let (output, exit_code) =
+            self.shared.update(|s| (s.output.read(None, OUTPUT_CHARS), s.exit_code));
+        report.output = output;
+        report.exit_code = exit_code;
+        report
+    }
+}
+
+async fn wait_for_exit(
+    child: &mut tokio::process::Child,
+    within: Duration,
+) -> Option<std::process::ExitStatus> {
+    tokio::time::timeout(within, child.wait()).await.ok().and_then(Result::ok)
+}
+
+fn abort_note(kind: AdapterKind, status: &std::process::ExitStatus) -> &'static str {
+    use std::os::unix::process::ExitStatusExt;
+    if kind == AdapterKind::Lldb && status.signal() == Some(libc::SIGABRT) {
+        ", as lldb-dap does at shutdown: not an error"
+    } else {
+        ""
+    }
+}
+
+impl Drop for Session {
+    /// Last resort when a session is dropped without teardown (a panic, a dropped supervisor):
+    /// the adapter's group dies with `AdapterProcess`; the debuggees we learned about die here.
+    fn drop(&mut self) {
+        if self.torn_down {
+            return;
+        }
+        self.cancel.cancel();
+        if self.owns_debuggee {
+            for proc in self.shared.read(|s| s.debuggees.clone()) {
+                if proc.leads_group() {
+                    signal_group(proc.pid, libc::SIGKILL);
+                } else {
+                    proc.signal(libc::SIGKILL);
+                }
+            }
+        }
+        for child in self.shared.update(|s| std::mem::take(&mut s.terminal_children)) {
+            if let Some(pid) = child.id().and_then(|p| i32::try_from(p).ok()) {
+                signal_group(pid, libc::SIGKILL);
+            }
+        }
+        for task in self.tasks.drain(..) {
+            task.abort();
+        }
+    }
+}

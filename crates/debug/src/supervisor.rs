@@ -1,0 +1,606 @@
+//! The supervisor: one debug session per conversation, calls on it serialised, a hard time
+//! limit that ends it through the same teardown as `terminate`, and `shutdown` for the run's end.
+
+use std::{
+    collections::{BTreeMap, HashMap},
+    path::{Path, PathBuf},
+    sync::{
+        Arc,
+        atomic::{AtomicBool, AtomicU64, Ordering},
+    },
+    time::Duration,
+};
+
+use parking_lot::Mutex;
+use tokio::{task::JoinHandle, time::Instant};
+use tokio_util::sync::CancellationToken;
+
+use crate::{
+    adapters::{self, AdapterCommand, AdapterKind, AdapterReport, LaunchSpec, Probes, SearchEnv},
+    config::{DebugConfig, human_seconds},
+    error::DebugError,
+    request::{DebugArgs, Operation},
+    response::*,
+    session::{BreakpointRequest, Session, StartOptions, Target},
+};
+
+/// Most a call may wait for a stop.
+const MAX_WAIT: Duration = Duration::from_secs(600);
+
+#[derive(Default)]
+struct SlotInner {
+    session: Option<Session>,
+    breakpoints: BTreeMap<PathBuf, BreakpointRequest>,
+    last_end: Option<String>,
+}
+
+/// One conversation's place: its session (if any) and its breakpoints.
+#[derive(Default)]
+struct Slot {
+    inner: tokio::sync::Mutex<SlotInner>,
+    /// The running session's cancel token, reachable without the lock (the time limit and
+    /// shutdown use it to interrupt a call that is waiting for a stop).
+    cancel: Mutex<Option<CancellationToken>>,
+}
+
+/// Debug sessions of one run, one per conversation.
+pub struct DebugSupervisor {
+    config: DebugConfig,
+    env: SearchEnv,
+    probes: Arc<Probes>,
+    slots: Mutex<HashMap<String, Arc<Slot>>>,
+    next_id: AtomicU64,
+    closing: AtomicBool,
+    timers: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl DebugSupervisor {
+    /// A supervisor looking up adapters on this process's PATH.
+    pub fn new(config: DebugConfig) -> Arc<Self> {
+        Self::with_env(config, SearchEnv::from_process())
+    }
+
+    /// A supervisor looking up adapters in `env` (tests use a PATH of their own).
+    pub fn with_env(config: DebugConfig, env: SearchEnv) -> Arc<Self> {
+        Arc::new(DebugSupervisor {
+            config,
+            env,
+            probes: Arc::new(Probes::default()),
+            slots: Mutex::new(HashMap::new()),
+            next_id: AtomicU64::new(1),
+            closing: AtomicBool::new(false),
+            timers: Mutex::new(Vec::new()),
+        })
+    }
+
+    pub fn config(&self) -> &DebugConfig {
+        &self.config
+    }
+
+    fn slot(&self, conversation: &str) -> Arc<Slot> {
+        self.slots.lock().entry(conversation.to_string()).or_default().clone()
+    }
+
+    /// What `adapters` reports for `root`: all four, usable or not and why.
+    pub async fn adapters(&self, root: &Path) -> Vec<AdapterReport> {
+        let root = canonical_root(root);
+        let (config, env, probes) = (self.config.clone(), self.env.clone(), self.probes.clone());
+        tokio::task::spawn_blocking(move || adapter_reports_with(&root, &config, &env, &probes))
+            .await
+            .unwrap_or_default()
+    }
+
+    /// Resolves how to start `kind`, on the blocking pool (it runs version probes).
+    async fn resolve(&self, kind: AdapterKind, root: &Path) -> Result<AdapterCommand, DebugError> {
+        let (root, config, env, probes) =
+            (root.to_path_buf(), self.config.clone(), self.env.clone(), self.probes.clone());
+        tokio::task::spawn_blocking(move || {
+            adapters::resolve_with(kind, &root, &config, &env, &probes, false)
+        })
+        .await
+        .map_err(|e| {
+            DebugError::adapter(format!("resolving the {} adapter failed: {e}", kind.id()))
+        })?
+    }
+
+    /// Runs one `debug` operation for `conversation`, confined to `root`.
+    ///
+    /// Calls of one conversation run one at a time; `cancel` interrupts a wait for a stop.
+    pub async fn call(
+        &self,
+        conversation: &str,
+        root: &Path,
+        args: DebugArgs,
+        cancel: &CancellationToken,
+    ) -> Result<DebugOutcome, DebugError> {
+        let root = canonical_root(root);
+        if args.operation == Operation::Adapters {
+            return Ok(DebugOutcome::Adapters { adapters: self.adapters(&root).await });
+        }
+        let slot = self.slot(conversation);
+        let mut inner = slot.inner.lock().await;
+        // The timer may lag behind; the limit holds anyway.
+        if inner.session.as_ref().is_some_and(|s| s.deadline <= Instant::now()) {
+            self.expire(&mut inner).await;
+        }
+        let wait =
+            args.wait_seconds.map_or(self.config.stop_wait(), Duration::from_secs).min(MAX_WAIT);
+        let op = args.operation;
+        let outcome = match op {
+            Operation::Adapters => unreachable_adapters(),
+            Operation::Status => Ok(DebugOutcome::Status(status_view(&inner))),
+            Operation::Breakpoints => self.breakpoints(&mut inner, &root, &args).await,
+            Operation::Launch | Operation::Attach => {
+                self.start(&slot, &mut inner, &root, &args, wait, cancel).await
+            }
+            Operation::Terminate => Ok(DebugOutcome::Terminated(match inner.session.take() {
+                Some(mut session) => {
+                    let report = session.teardown("terminate").await;
+                    inner.last_end =
+                        Some(format!("the session of {} was ended by `terminate`", report.program));
+                    *slot.cancel.lock() = None;
+                    report
+                }
+                None => TeardownReport {
+                    reason: "terminate".into(),
+                    steps: vec![format!(
+                        "no debug session was running{}",
+                        inner.last_end.as_ref().map(|e| format!(" ({e})")).unwrap_or_default()
+                    )],
+                    ..Default::default()
+                },
+            })),
+            _ => {
+                let last_end = inner.last_end.clone();
+                let Some(session) = inner.session.as_mut() else {
+                    return Err(no_session(last_end.as_deref()));
+                };
+                session_op(session, &args, wait, cancel).await
+            }
+        };
+        if inner.session.as_ref().is_some_and(|s| s.deadline <= Instant::now()) {
+            let report = self.expire(&mut inner).await;
+            if let Ok(outcome) = &outcome
+                && matches!(outcome, DebugOutcome::Run(RunState::Running { .. }))
+            {
+                return Ok(DebugOutcome::Terminated(report));
+            }
+        }
+        outcome
+    }
+
+    /// Ends the session of `inner` because its time limit passed.
+    async fn expire(&self, inner: &mut SlotInner) -> TeardownReport {
+        let Some(mut session) = inner.session.take() else { return TeardownReport::default() };
+        let limit = human_seconds(self.config.ttl_seconds);
+        let report = session.teardown(&format!("time limit ({limit})")).await;
+        inner.last_end = Some(format!(
+            "the session of {} ended when its time limit ({limit}) passed",
+            report.program
+        ));
+        report
+    }
+
+    /// Ends every session; after this no adapter or program started here remains.
+    pub async fn shutdown(&self) -> Vec<TeardownReport> {
+        self.closing.store(true, Ordering::SeqCst);
+        for timer in self.timers.lock().drain(..) {
+            timer.abort();
+        }
+        let slots: Vec<Arc<Slot>> = self.slots.lock().values().cloned().collect();
+        let mut reports = Vec::new();
+        for slot in slots {
+            if let Some(token) = slot.cancel.lock().take() {
+                token.cancel();
+            }
+            let mut inner = slot.inner.lock().await;
+            if let Some(mut session) = inner.session.take() {
+                let report = session.teardown("the run ended").await;
+                inner.last_end =
+                    Some(format!("the session of {} ended with the run", report.program));
+                reports.push(report);
+            }
+        }
+        reports
+    }
+
+    async fn breakpoints(
+        &self,
+        inner: &mut SlotInner,
+        root: &Path,
+        args: &DebugArgs,
+    ) -> Result<DebugOutcome, DebugError> {
+        let file = need(
+            args.file.as_deref(),
+            "breakpoints",
+            "file",
+            "a source file, relative to the root",
+        )?;
+        let lines =
+            need(args.lines.clone(), "breakpoints", "lines", "line numbers; [] clears the file")?;
+        if lines.contains(&0) {
+            return Err(DebugError::usage("line numbers start at 1"));
+        }
+        let path = resolve_in_root(root, file, "file")?;
+        if !path.is_file() {
+            return Err(DebugError::usage(format!("`{file}` is not a file")));
+        }
+        let mut sorted = lines.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        let request = BreakpointRequest {
+            lines: sorted,
+            condition: args.condition.clone(),
+            log_message: args.log_message.clone(),
+        };
+        if request.lines.is_empty() {
+            inner.breakpoints.remove(&path);
+        } else {
+            inner.breakpoints.insert(path.clone(), request.clone());
+        }
+        let shown = crate::session::display_path(&path.display().to_string(), root);
+        match inner.session.as_mut().filter(|s| !s.finished()) {
+            Some(session) => {
+                let breakpoints = session.set_breakpoints(&path, &request).await;
+                Ok(DebugOutcome::Breakpoints(BreakpointsView {
+                    file: shown,
+                    breakpoints,
+                    pending: false,
+                }))
+            }
+            None => Ok(DebugOutcome::Breakpoints(BreakpointsView {
+                breakpoints: request
+                    .lines
+                    .iter()
+                    .map(|line| BreakpointView {
+                        file: shown.clone(),
+                        requested: *line,
+                        line: None,
+                        verified: false,
+                        message: None,
+                    })
+                    .collect(),
+                file: shown,
+                pending: true,
+            })),
+        }
+    }
+
+    async fn start(
+        &self,
+        slot: &Arc<Slot>,
+        inner: &mut SlotInner,
+        root: &Path,
+        args: &DebugArgs,
+        wait: Duration,
+        cancel: &CancellationToken,
+    ) -> Result<DebugOutcome, DebugError> {
+        if self.closing.load(Ordering::SeqCst) {
+            return Err(DebugError::usage("the run is ending; no new session starts"));
+        }
+        if let Some(session) = &inner.session {
+            if !session.finished() {
+                let view = session.view();
+                let (state, stop, _, _) = session.status();
+                let at = match stop {
+                    Some(s) => format!(
+                        "stopped at stop {} ({}{})",
+                        s.stop,
+                        s.reason,
+                        s.place.map(|p| format!(" in {p}")).unwrap_or_default()
+                    ),
+                    None => state,
+                };
+                return Err(DebugError::usage(format!(
+                    "refused: a debug session is already running in this conversation: {} \
+                     ({}{}), {at}. End it with {{\"operation\": \"terminate\"}} first, or keep \
+                     working with it",
+                    view.program,
+                    view.adapter.id(),
+                    view.debuggee_pid.map(|p| format!(", pid {p}")).unwrap_or_default(),
+                )));
+            }
+            if let Some(mut old) = inner.session.take() {
+                old.teardown("replaced by a new session after the program ended").await;
+            }
+        }
+
+        let program = match &args.program {
+            Some(p) => Some(resolve_in_root(root, p, "program")?),
+            None => None,
+        };
+        let cwd = match &args.cwd {
+            Some(c) => {
+                let cwd = resolve_in_root(root, c, "cwd")?;
+                if !cwd.is_dir() {
+                    return Err(DebugError::usage(format!("cwd `{c}` is not a folder")));
+                }
+                cwd
+            }
+            None => root.to_path_buf(),
+        };
+        let kind = match args.adapter {
+            Some(kind) => kind,
+            None => match program.as_deref().and_then(|p| adapters::adapter_for_program(p, root)) {
+                Some(kind) => kind,
+                None => self.adapter_from_markers(root, program.as_deref())?,
+            },
+        };
+        let exceptions = args.exceptions.unwrap_or_default();
+        let (target, command, rust) = if args.operation == Operation::Launch {
+            let program = program.ok_or_else(|| {
+                DebugError::usage(
+                    "launch needs `program`: a .py script, a Go package folder or .go file, a \
+                     .dart file, or an executable built with debug info",
+                )
+            })?;
+            let command = self.resolve(kind, root).await?;
+            let rust = kind == AdapterKind::Lldb && adapters::looks_like_rust(&program, root);
+            let init_commands = if rust {
+                let (probes, env) = (self.probes.clone(), self.env.clone());
+                tokio::task::spawn_blocking(move || {
+                    adapters::rust_formatter_commands(&probes, &env)
+                })
+                .await
+                .unwrap_or_default()
+            } else {
+                Vec::new()
+            };
+            let spec = LaunchSpec {
+                program,
+                args: args.args.clone().unwrap_or_default(),
+                cwd,
+                env: args.env.clone().unwrap_or_default(),
+                stop_on_entry: args.stop_on_entry.unwrap_or(false),
+                debuggee_python: command.debuggee_python.clone(),
+                build_output: None,
+                init_commands,
+            };
+            (Target::Launch(spec), command, rust)
+        } else {
+            let port = args.port.ok_or_else(|| {
+                DebugError::usage(format!(
+                    "attach needs `port`: the local port of the debug server. {}",
+                    crate::session::attach_recipe(kind, 5678)
+                ))
+            })?;
+            let command = if adapters::attach_is_direct(kind) {
+                AdapterCommand {
+                    kind,
+                    argv: Vec::new(),
+                    version: None,
+                    debuggee_python: None,
+                    notes: Vec::new(),
+                }
+            } else {
+                self.resolve(kind, root).await?
+            };
+            (Target::Attach { port, program, cwd }, command, false)
+        };
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let (mut session, mut view) = Session::start(StartOptions {
+            id,
+            root,
+            config: &self.config,
+            command,
+            target,
+            breakpoints: &inner.breakpoints,
+            exceptions,
+            rust,
+            wait,
+            cancel,
+        })
+        .await?;
+        // The limit counts from when the session is usable: a cold build does not eat into it.
+        session.deadline = Instant::now() + self.config.ttl();
+        view.session.ttl_seconds_left = self.config.ttl().as_secs();
+        *slot.cancel.lock() = Some(session.cancel.clone());
+        self.schedule_ttl(slot.clone(), id, session.deadline);
+        inner.session = Some(session);
+        inner.last_end = None;
+        Ok(DebugOutcome::Started(view))
+    }
+
+    fn adapter_from_markers(
+        &self,
+        root: &Path,
+        program: Option<&Path>,
+    ) -> Result<AdapterKind, DebugError> {
+        let found: Vec<AdapterKind> = AdapterKind::ALL
+            .into_iter()
+            .filter(|k| adapters::find_marker(*k, root, root).is_some())
+            .collect();
+        match found.as_slice() {
+            [one] => Ok(*one),
+            _ => Err(DebugError::usage(format!(
+                "cannot tell which adapter to use{}{}; pass `adapter`: dart, debugpy, lldb \
+                 or delve",
+                program.map(|p| format!(" for {}", p.display())).unwrap_or_default(),
+                if found.is_empty() {
+                    " (no project marker in the root)".to_string()
+                } else {
+                    format!(
+                        " (markers of {} in the root)",
+                        found.iter().map(|k| k.id()).collect::<Vec<_>>().join(" and ")
+                    )
+                }
+            ))),
+        }
+    }
+
+    fn schedule_ttl(&self, slot: Arc<Slot>, id: u64, deadline: Instant) {
+        let limit = human_seconds(self.config.ttl_seconds);
+        let timer = tokio::spawn(async move {
+            tokio::time::sleep_until(deadline).await;
+            // Interrupt a call that waits for a stop, then take the lock and end the session.
+            if let Some(token) = slot.cancel.lock().clone() {
+                token.cancel();
+            }
+            let mut inner = slot.inner.lock().await;
+            if inner.session.as_ref().is_some_and(|s| s.id == id)
+                && let Some(mut session) = inner.session.take()
+            {
+                let report = session.teardown(&format!("time limit ({limit})")).await;
+                inner.last_end = Some(format!(
+                    "the session of {} ended when its time limit ({limit}) passed",
+                    report.program
+                ));
+                *slot.cancel.lock() = None;
+            }
+        });
+        let mut timers = self.timers.lock();
+        timers.retain(|t| !t.is_finished());
+        timers.push(timer);
+    }
+}
+
+impl Drop for DebugSupervisor {
+    fn drop(&mut self) {
+        for timer in self.timers.lock().drain(..) {
+            timer.abort();
+        }
+    }
+}
+
+/// The `adapters` report for `root` with this process's PATH (blocking; for `status`).
+pub fn adapter_reports(root: &Path, config: &DebugConfig) -> Vec<AdapterReport> {
+    adapter_reports_with(
+        &canonical_root(root),
+        config,
+        &SearchEnv::from_process(),
+        &Probes::default(),
+    )
+}
+
+fn adapter_reports_with(
+    root: &Path,
+    config: &DebugConfig,
+    env: &SearchEnv,
+    probes: &Probes,
+) -> Vec<AdapterReport> {
+    AdapterKind::ALL
+        .into_iter()
+        .map(|kind| adapters::report(kind, root, config, env, probes))
+        .collect()
+}
+
+fn unreachable_adapters() -> Result<DebugOutcome, DebugError> {
+    Err(DebugError::usage("adapters is answered before a session is looked up"))
+}
+
+async fn session_op(
+    session: &mut Session,
+    args: &DebugArgs,
+    wait: Duration,
+    cancel: &CancellationToken,
+) -> Result<DebugOutcome, DebugError> {
+    let op = args.operation;
+    Ok(match op {
+        Operation::Continue => {
+            DebugOutcome::Run(session.resume("continue", args.thread_id, wait, cancel).await?)
+        }
+        Operation::StepOver => {
+            DebugOutcome::Run(session.resume("next", args.thread_id, wait, cancel).await?)
+        }
+        Operation::StepIn => {
+            DebugOutcome::Run(session.resume("stepIn", args.thread_id, wait, cancel).await?)
+        }
+        Operation::StepOut => {
+            DebugOutcome::Run(session.resume("stepOut", args.thread_id, wait, cancel).await?)
+        }
+        Operation::Pause => DebugOutcome::Run(session.pause(args.thread_id, wait, cancel).await?),
+        Operation::Threads => {
+            let (threads, more) = session.threads().await?;
+            DebugOutcome::Threads { threads, more }
+        }
+        Operation::Stack => DebugOutcome::Stack(session.stack(args.thread_id).await?),
+        Operation::Scopes => {
+            let frame_id =
+                need(args.frame_id, "scopes", "frame_id", "from `stack` or a stop snapshot")?;
+            DebugOutcome::Scopes { frame_id, scopes: session.scopes(frame_id).await? }
+        }
+        Operation::Variables => {
+            let reference = need(
+                args.reference,
+                "variables",
+                "reference",
+                "from `scopes`, a variable or a snapshot",
+            )?;
+            DebugOutcome::Variables(session.variables(reference, args.start.unwrap_or(0)).await?)
+        }
+        Operation::Evaluate => {
+            let expression = need(
+                args.expression.as_deref(),
+                "evaluate",
+                "expression",
+                "in the program's language",
+            )?;
+            DebugOutcome::Evaluate(session.evaluate(expression, args.frame_id).await?)
+        }
+        Operation::Output => DebugOutcome::Output(session.output(args.since)),
+        other => {
+            return Err(DebugError::usage(format!(
+                "{} is not a session operation",
+                other.as_str()
+            )));
+        }
+    })
+}
+
+fn status_view(inner: &SlotInner) -> StatusView {
+    match &inner.session {
+        Some(session) => {
+            let (state, stop, exit_code, unread) = session.status();
+            StatusView {
+                session: Some(session.view()),
+                state,
+                stop,
+                exit_code,
+                breakpoints: inner.breakpoints.values().map(|b| b.lines.len()).sum(),
+                last_end: None,
+                unread_output: unread,
+            }
+        }
+        None => StatusView {
+            session: None,
+            state: "none".into(),
+            stop: None,
+            exit_code: None,
+            breakpoints: inner.breakpoints.values().map(|b| b.lines.len()).sum(),
+            last_end: inner.last_end.clone(),
+            unread_output: 0,
+        },
+    }
+}
+
+fn no_session(last_end: Option<&str>) -> DebugError {
+    DebugError::usage(format!(
+        "no debug session in this conversation{}. Start one with `launch` (program) or \
+         `attach` (port)",
+        last_end.map(|e| format!(" ({e})")).unwrap_or_default()
+    ))
+}
+
+fn need<T>(value: Option<T>, op: &str, field: &str, hint: &str) -> Result<T, DebugError> {
+    value.ok_or_else(|| DebugError::usage(format!("{op} needs `{field}` ({hint})")))
+}
+
+fn canonical_root(root: &Path) -> PathBuf {
+    std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf())
+}
+
+/// `path` (relative to `root`, or absolute) as a canonical path inside `root`.
+pub(crate) fn resolve_in_root(root: &Path, path: &str, what: &str) -> Result<PathBuf, DebugError> {
+    let candidate =
+        if Path::new(path).is_absolute() { PathBuf::from(path) } else { root.join(path) };
+    let canonical = std::fs::canonicalize(&candidate).map_err(|e| {
+        DebugError::usage(format!("{what} `{path}`: {e} (looked at {})", candidate.display()))
+    })?;
+    if !canonical.starts_with(root) {
+        return Err(DebugError::usage(format!(
+            "{what} `{path}` is outside the project root {}; debug works only inside it",
+            root.display()
+        )));
+    }
+    Ok(canonical)
+}

@@ -1,0 +1,318 @@
+//! debugpy for real: breakpoint → launch → stop snapshot → stack → scopes → variables →
+//! evaluate → step → continue to the exit code; uncaught exceptions; the project interpreter;
+//! attach to a `debugpy --listen` server; terminate and the time limit leave no process.
+
+mod support;
+
+use std::{process::Command, time::Duration};
+
+use agent_tools_debug::{AdapterCommands, DebugConfig, DebugOutcome, RunState, SearchEnv};
+use serde_json::json;
+use support::*;
+
+/// The harness for `fixture` with the test venv's debugpy as the adapter, or `None` (skipped).
+fn check(fixture: &str, config: DebugConfig) -> Option<(Project, Harness)> {
+    let python = python_with_debugpy();
+    if !require("debugpy (in the test venv)", python.is_some(), "run `cargo xtask setup`") {
+        return None;
+    }
+    let python = python.unwrap();
+    let project = Project::copy(fixture);
+    // The project's own interpreter has debugpy: the adapter and the program both run on it.
+    make_venv_python(&project, &python);
+    let harness = Harness::new(&project.root, config);
+    Some((project, harness))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn breakpoint_launch_inspect_step_and_run_to_the_exit_code() {
+    let Some((_project, h)) = check("python", config()) else { return };
+    let pending =
+        h.ok(json!({"operation": "breakpoints", "file": "buggy.py", "lines": [11]})).await;
+    let DebugOutcome::Breakpoints(b) = &pending else { panic!("{pending:?}") };
+    assert!(b.pending);
+
+    let launched = h.ok(json!({"operation": "launch", "program": "buggy.py"})).await;
+    let procs = session_processes(&launched);
+    let DebugOutcome::Started(started) = &launched else { unreachable!() };
+    assert_eq!(started.breakpoints.len(), 1);
+    assert!(started.breakpoints[0].verified, "{:?}", started.breakpoints);
+    assert_eq!(started.breakpoints[0].line, Some(11));
+    assert_eq!(started.exception_filters, ["uncaught"]);
+    let stop = stopped(&launched);
+    assert_eq!(stop.reason, "breakpoint");
+    let frame = stop.frame.clone().expect("a user frame");
+    assert_eq!(frame.name, "average");
+    assert_eq!(frame.path.as_deref(), Some("buggy.py"));
+    assert_eq!(frame.line, Some(11));
+    assert!(
+        stop.source.iter().any(|l| l.current && l.line == 11 && l.text.contains("total / count"))
+    );
+    let local = |name: &str| stop.locals.iter().find(|v| v.name == name).map(|v| v.value.clone());
+    assert_eq!(local("total").as_deref(), Some("12"));
+    assert_eq!(local("count").as_deref(), Some("2"));
+    let text = agent_tools_debug::render(&launched);
+    assert!(text.contains("Stopped (stop 1): breakpoint in average at buggy.py:11"), "{text}");
+
+    let stack = h.ok(json!({"operation": "stack"})).await;
+    let DebugOutcome::Stack(stack) = &stack else { panic!("{stack:?}") };
+    let names: Vec<&str> = stack.frames.iter().map(|f| f.name.as_str()).collect();
+    assert_eq!(&names[..3], ["average", "main", "<module>"]);
+
+    let scopes = h.ok(json!({"operation": "scopes", "frame_id": stack.frames[0].frame_id})).await;
+    let DebugOutcome::Scopes { scopes, .. } = &scopes else { panic!("{scopes:?}") };
+    let locals = scopes.iter().find(|s| s.name == "Locals").expect("a Locals scope");
+    let vars = h.ok(json!({"operation": "variables", "reference": locals.reference})).await;
+    let DebugOutcome::Variables(vars) = &vars else { panic!("{vars:?}") };
+    let values = vars.variables.iter().find(|v| v.name == "values").expect("values");
+    assert_eq!(values.value, "[2, 4, 6]");
+    let children =
+        h.ok(json!({"operation": "variables", "reference": values.reference.unwrap()})).await;
+    let DebugOutcome::Variables(children) = &children else { panic!() };
+    assert!(children.variables.iter().any(|v| v.value == "6"), "{children:?}");
+
+    let eval = h.ok(json!({"operation": "evaluate", "expression": "total / count"})).await;
+    let DebugOutcome::Evaluate(eval) = &eval else { panic!("{eval:?}") };
+    assert_eq!(eval.result.value, "6.0");
+    let long = h.ok(json!({"operation": "evaluate", "expression": "'x' * 10000"})).await;
+    let DebugOutcome::Evaluate(long) = &long else { panic!() };
+    assert_eq!(long.result.value.chars().count(), 400);
+    assert_eq!(long.result.cut_chars, 10002 - 400);
+    assert!(
+        agent_tools_debug::render(&DebugOutcome::Evaluate(long.clone()))
+            .contains("value cut: 9602 more characters")
+    );
+
+    let old_frame = stack.frames[0].frame_id;
+    let step = h.ok(json!({"operation": "step_over"})).await;
+    let step = stopped(&step);
+    assert_eq!(step.reason, "step");
+    assert_eq!(step.stop, 2);
+    let stale = h.err(json!({"operation": "scopes", "frame_id": old_frame})).await;
+    assert!(stale.starts_with("stale reference from stop 1; the program has moved"), "{stale}");
+
+    let again = h.err(json!({"operation": "launch", "program": "buggy.py"})).await;
+    assert!(
+        again.contains("already running")
+            && again.contains("buggy.py")
+            && again.contains("terminate"),
+        "{again}"
+    );
+
+    let done = h.ok(json!({"operation": "continue"})).await;
+    let RunState::Exited { exit_code, .. } = run_state(&done) else {
+        panic!("expected the exit: {}", agent_tools_debug::render(&done))
+    };
+    assert_eq!(*exit_code, Some(3));
+    let all = h.ok(json!({"operation": "output", "since": 0})).await;
+    let text = output_text(&all);
+    assert!(text.contains("computing the average") && text.contains("average=6.0"), "{text}");
+    assert!(text.contains("to stderr"), "{text}");
+
+    let ended = h.ok(json!({"operation": "terminate"})).await;
+    assert!(matches!(ended, DebugOutcome::Terminated(_)));
+    assert_gone(&procs);
+    let status = h.ok(json!({"operation": "status"})).await;
+    let DebugOutcome::Status(status) = status else { panic!() };
+    assert!(status.session.is_none());
+    assert!(status.last_end.unwrap().contains("terminate"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_uncaught_exception_stops_with_its_message() {
+    let Some((_project, h)) = check("python", config()) else { return };
+    let launched = h.ok(json!({"operation": "launch", "program": "crash.py"})).await;
+    let procs = session_processes(&launched);
+    let stop = stopped(&launched);
+    assert_eq!(stop.reason, "exception");
+    let exception = stop.exception.clone().expect("exception info");
+    assert_eq!(exception.id.as_deref(), Some("KeyError"));
+    assert!(exception.description.unwrap_or_default().contains("plum"));
+    assert_eq!(stop.frame.as_ref().and_then(|f| f.line), Some(7));
+    assert!(stop.output.text().contains("looking up"));
+    h.ok(json!({"operation": "terminate"})).await;
+    assert_gone(&procs);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_time_limit_ends_the_session_like_terminate() {
+    let config = DebugConfig { ttl_seconds: 5, ..config() };
+    let Some((_project, h)) = check("python", config) else { return };
+    h.ok(json!({"operation": "breakpoints", "file": "buggy.py", "lines": [11]})).await;
+    let launched = h.ok(json!({"operation": "launch", "program": "buggy.py"})).await;
+    let procs = session_processes(&launched);
+    let mut ended = None;
+    for _ in 0..600 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let DebugOutcome::Status(s) = h.ok(json!({"operation": "status"})).await else { panic!() };
+        if s.session.is_none() {
+            ended = s.last_end;
+            break;
+        }
+    }
+    let ended = ended.expect("the session ended by its time limit");
+    assert!(ended.contains("time limit (5 s)"), "{ended}");
+    assert_gone(&procs);
+    let err = h.err(json!({"operation": "stack"})).await;
+    assert!(err.contains("no debug session") && err.contains("time limit"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn attach_connects_to_a_debugpy_server() {
+    let Some((project, h)) = check("python", config()) else { return };
+    let python = python_with_debugpy().unwrap();
+    let port = free_port();
+    let mut target = Command::new(&python)
+        .args([
+            "-m",
+            "debugpy",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--wait-for-client",
+            "buggy.py",
+        ])
+        .current_dir(&project.root)
+        .env("PYDEVD_DISABLE_FILE_VALIDATION", "1")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start the target");
+    h.ok(json!({"operation": "breakpoints", "file": "buggy.py", "lines": [11]})).await;
+    // The server needs a moment to listen; attach retries only briefly, so retry here.
+    let mut attached = None;
+    for _ in 0..100 {
+        match h.call(json!({"operation": "attach", "port": port, "adapter": "debugpy"})).await {
+            Ok(outcome) => {
+                attached = Some(outcome);
+                break;
+            }
+            Err(e) if e.to_string().contains("nothing accepts") => {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(e) => panic!("attach failed: {e}"),
+        }
+    }
+    let attached = attached.expect("attached");
+    let stop = stopped(&attached);
+    assert_eq!(stop.frame.as_ref().and_then(|f| f.line), Some(11));
+    let eval = h.ok(json!({"operation": "evaluate", "expression": "total"})).await;
+    let DebugOutcome::Evaluate(eval) = eval else { panic!() };
+    assert_eq!(eval.result.value, "12");
+    let ended = h.ok(json!({"operation": "terminate"})).await;
+    let DebugOutcome::Terminated(report) = ended else { panic!() };
+    assert!(report.steps.iter().any(|s| s.contains("detach")), "{report:?}");
+    // Detached: the program runs on to its own end.
+    let status = target.wait().expect("the target exits");
+    assert_eq!(status.code(), Some(3));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_project_interpreter_without_debugpy_runs_the_program_under_another_adapter() {
+    let Some(python) = python_with_debugpy() else {
+        require("debugpy (in the test venv)", false, "run `cargo xtask setup`");
+        return;
+    };
+    let system = std::path::Path::new("/usr/bin/python3");
+    let bare = Command::new(system)
+        .args(["-c", "import debugpy"])
+        .output()
+        .is_ok_and(|o| !o.status.success());
+    if !require(
+        "a system python3 without debugpy",
+        bare,
+        "this check needs /usr/bin/python3 without debugpy",
+    ) {
+        return;
+    }
+    let project = Project::copy("python");
+    make_venv_python(&project, system);
+    let env =
+        SearchEnv { path: vec![python.parent().unwrap().to_path_buf()], ..SearchEnv::default() };
+    let h = Harness::with_env(&project.root, config(), env);
+    let report = h.ok(json!({"operation": "adapters"})).await;
+    let text = agent_tools_debug::render(&report);
+    assert!(text.contains("has no debugpy; the adapter runs on"), "{text}");
+    h.ok(json!({"operation": "breakpoints", "file": "buggy.py", "lines": [11]})).await;
+    let launched = h.ok(json!({"operation": "launch", "program": "buggy.py"})).await;
+    let procs = session_processes(&launched);
+    stopped(&launched);
+    let exe = h.ok(json!({"operation": "evaluate", "expression": "sys.executable"})).await;
+    let DebugOutcome::Evaluate(exe) = exe else { panic!() };
+    assert!(exe.result.value.contains("/usr/bin/python3"), "{exe:?}");
+    h.ok(json!({"operation": "terminate"})).await;
+    assert_gone(&procs);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_configured_adapter_command_is_used_as_is() {
+    let Some(python) = python_with_debugpy() else {
+        require("debugpy (in the test venv)", false, "run `cargo xtask setup`");
+        return;
+    };
+    let project = Project::copy("python");
+    let config = DebugConfig {
+        commands: AdapterCommands {
+            debugpy: Some(vec![
+                python.display().to_string(),
+                "-m".into(),
+                "debugpy.adapter".into(),
+            ]),
+            ..Default::default()
+        },
+        ..config()
+    };
+    let h = Harness::with_env(
+        &project.root,
+        config,
+        SearchEnv { path: vec![python.parent().unwrap().to_path_buf()], ..Default::default() },
+    );
+    let launched = h.ok(json!({"operation": "launch", "program": "buggy.py"})).await;
+    let procs = session_processes(&launched);
+    let RunState::Exited { exit_code, .. } = run_state(&launched) else { panic!("{launched:?}") };
+    assert_eq!(*exit_code, Some(3));
+    h.ok(json!({"operation": "terminate"})).await;
+    assert_gone(&procs);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_running_program_is_reported_as_running_then_paused_and_breakpoints_apply_at_once() {
+    let Some((_project, h)) = check("python", config()) else { return };
+    // A logpoint prints instead of stopping.
+    h.ok(json!({"operation": "breakpoints", "file": "loop.py", "lines": [6], "log_message": "tick n={n}"})).await;
+    // The wait is a bound we choose: the program never stops by itself.
+    let launched =
+        h.ok(json!({"operation": "launch", "program": "loop.py", "wait_seconds": 1})).await;
+    let procs = session_processes(&launched);
+    let RunState::Running { waited_seconds, .. } = run_state(&launched) else {
+        panic!("{launched:?}")
+    };
+    assert!(*waited_seconds >= 1);
+    assert!(
+        agent_tools_debug::render(&launched).contains("still running after"),
+        "{}",
+        agent_tools_debug::render(&launched)
+    );
+    let stack = h.err(json!({"operation": "stack"})).await;
+    assert!(stack.contains("the program is running"), "{stack}");
+
+    let paused = h.ok(json!({"operation": "pause"})).await;
+    let stop = stopped(&paused);
+    assert_eq!(stop.reason, "pause");
+    let again = h.ok(json!({"operation": "pause"})).await;
+    assert!(stopped(&again).notes.iter().any(|n| n.contains("already stopped")));
+
+    // Set while the session runs: sent at once, verified, and hit on continue.
+    let set = h.ok(json!({"operation": "breakpoints", "file": "loop.py", "lines": [11]})).await;
+    let DebugOutcome::Breakpoints(set) = set else { panic!() };
+    assert!(!set.pending && set.breakpoints[0].verified, "{set:?}");
+    let hit = h.ok(json!({"operation": "continue"})).await;
+    let stop = stopped(&hit);
+    assert_eq!(
+        (stop.reason.as_str(), stop.frame.as_ref().and_then(|f| f.line)),
+        ("breakpoint", Some(11))
+    );
+    let logged = output_text(&h.ok(json!({"operation": "output", "since": 0})).await);
+    assert!(logged.contains("tick n="), "the logpoint printed: {logged}");
+    h.ok(json!({"operation": "terminate"})).await;
+    assert_gone(&procs);
+}

@@ -1,0 +1,142 @@
+//! delve (`dlv dap`) for real on a Go module: the whole scenario, the port dlv prints, the
+//! program's output from dlv's own stdout, the exit code delve only prints at disconnect, the
+//! build output in our temp folder, and no process left after terminate or the time limit.
+
+mod support;
+
+use std::time::Duration;
+
+use agent_tools_debug::{
+    DebugConfig, DebugOutcome, RunState,
+    adapters::{SearchEnv, delve_candidates},
+};
+use serde_json::json;
+use support::*;
+
+fn check(config: DebugConfig) -> Option<(Project, Harness)> {
+    let env = SearchEnv::from_process();
+    let found = !delve_candidates(&env).is_empty() && env.which("go").is_some();
+    if !require(
+        "delve and Go",
+        found,
+        "`apt-get install delve golang-go` (or run `cargo xtask setup`)",
+    ) {
+        return None;
+    }
+    let project = Project::copy("go");
+    // A cold `go build` takes seconds on this machine; be generous (it is a bound, not a target).
+    let config = DebugConfig { stop_wait_seconds: 120, launch_timeout_seconds: 300, ..config };
+    let harness = Harness::new(&project.root, config);
+    Some((project, harness))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn go_breakpoint_launch_inspect_step_and_run_to_the_exit_code() {
+    let Some((project, h)) = check(config()) else { return };
+    h.ok(json!({"operation": "breakpoints", "file": "main.go", "lines": [15]})).await;
+    let launched = h.ok(json!({"operation": "launch", "program": "."})).await;
+    let procs = session_processes(&launched);
+    let DebugOutcome::Started(started) = &launched else { unreachable!() };
+    assert!(started.breakpoints[0].verified, "{:?}", started.breakpoints);
+    let stop = stopped(&launched);
+    assert_eq!(stop.reason, "breakpoint");
+    let frame = stop.frame.clone().unwrap();
+    assert_eq!(
+        (frame.name.as_str(), frame.path.as_deref(), frame.line),
+        ("main.average", Some("main.go"), Some(15))
+    );
+    let local = |name: &str| stop.locals.iter().find(|v| v.name == name).map(|v| v.value.clone());
+    assert_eq!(local("total").as_deref(), Some("12"));
+    assert_eq!(local("count").as_deref(), Some("2"));
+    // The program's output arrives through dlv's own stdout.
+    assert!(stop.output.text().contains("computing the average of numbers"), "{:?}", stop.output);
+
+    let stack = h.ok(json!({"operation": "stack"})).await;
+    let DebugOutcome::Stack(stack) = &stack else { panic!() };
+    assert_eq!(stack.frames[0].name, "main.average");
+    assert_eq!(stack.frames[1].name, "main.main");
+    let scopes = h.ok(json!({"operation": "scopes", "frame_id": stack.frames[0].frame_id})).await;
+    let DebugOutcome::Scopes { scopes, .. } = &scopes else { panic!() };
+    let vars = h.ok(json!({"operation": "variables", "reference": scopes[0].reference})).await;
+    let DebugOutcome::Variables(vars) = &vars else { panic!() };
+    let values = vars.variables.iter().find(|v| v.name == "values").expect("values");
+    let elems =
+        h.ok(json!({"operation": "variables", "reference": values.reference.unwrap()})).await;
+    let DebugOutcome::Variables(elems) = &elems else { panic!() };
+    let shown: Vec<&str> = elems.variables.iter().map(|v| v.value.as_str()).collect();
+    assert_eq!(shown, ["2", "4", "6"]);
+    let eval = h.ok(json!({"operation": "evaluate", "expression": "total * 2"})).await;
+    let DebugOutcome::Evaluate(eval) = &eval else { panic!() };
+    assert_eq!(eval.result.value, "24");
+
+    let step = h.ok(json!({"operation": "step_over"})).await;
+    assert_eq!(stopped(&step).reason, "step");
+    let again = h.err(json!({"operation": "launch", "program": "."})).await;
+    assert!(again.contains("already running"), "{again}");
+
+    let done = h.ok(json!({"operation": "continue"})).await;
+    let RunState::Exited { exit_code, .. } = run_state(&done) else {
+        panic!("{}", agent_tools_debug::render(&done))
+    };
+    assert_eq!(*exit_code, Some(3), "delve prints the status only at disconnect");
+    let all = output_text(&h.ok(json!({"operation": "output", "since": 0})).await);
+    assert!(all.contains("average=6") && all.contains("to stderr"), "{all}");
+
+    h.ok(json!({"operation": "terminate"})).await;
+    assert_gone(&procs);
+    assert!(!project.root.join("__debug_bin").exists(), "the build output goes to our temp folder");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn terminate_while_stopped_kills_the_debuggee_in_its_own_group() {
+    let Some((_project, h)) = check(config()) else { return };
+    h.ok(json!({"operation": "breakpoints", "file": "main.go", "lines": [15]})).await;
+    let launched = h.ok(json!({"operation": "launch", "program": "main.go"})).await;
+    let procs = session_processes(&launched);
+    stopped(&launched);
+    assert!(procs.len() >= 2, "dlv and the program: {procs:?}");
+    let DebugOutcome::Terminated(report) = h.ok(json!({"operation": "terminate"})).await else {
+        panic!()
+    };
+    assert!(report.steps.iter().any(|s| s.starts_with("disconnect")), "{report:?}");
+    assert_gone(&procs);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_time_limit_ends_a_delve_session() {
+    // The limit counts from the end of the launch, so a cold `go build` does not eat into it.
+    let Some((_project, h)) = check(DebugConfig { ttl_seconds: 5, ..config() }) else { return };
+    h.ok(json!({"operation": "breakpoints", "file": "main.go", "lines": [15]})).await;
+    let launched = h.ok(json!({"operation": "launch", "program": "."})).await;
+    let procs = session_processes(&launched);
+    let mut ended = None;
+    for _ in 0..600 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let DebugOutcome::Status(s) = h.ok(json!({"operation": "status"})).await else { panic!() };
+        if s.session.is_none() {
+            ended = s.last_end;
+            break;
+        }
+    }
+    assert!(ended.expect("ended").contains("time limit"));
+    assert_gone(&procs);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panic_stops_the_program_with_its_message() {
+    let Some((_project, h)) = check(config()) else { return };
+    let launched = h.ok(json!({"operation": "launch", "program": "crash"})).await;
+    let procs = session_processes(&launched);
+    let stop = stopped(&launched);
+    assert_eq!(stop.reason, "exception");
+    let text = agent_tools_debug::render(&launched);
+    assert!(text.contains("index out of range"), "{text}");
+    // The runtime's panic frames are skipped: the user frame is where the bad index is used.
+    assert_eq!(
+        stop.frame.as_ref().map(|f| (f.name.as_str(), f.line)),
+        Some(("main.pick", Some(7))),
+        "{text}"
+    );
+    h.ok(json!({"operation": "terminate"})).await;
+    assert_gone(&procs);
+}

@@ -1,0 +1,223 @@
+//! lldb-dap for real, on a C program (built with the system C compiler, -g) and a Rust program
+//! (built with cargo): the whole scenario, env as K=V, stdin from /dev/null, Rust formatters,
+//! terminate and the time limit leave no process (lldb-dap's SIGABRT at exit is no error).
+
+mod support;
+
+use std::{path::PathBuf, process::Command, time::Duration};
+
+use agent_tools_debug::{
+    DebugConfig, DebugOutcome, RunState,
+    adapters::{SearchEnv, lldb_candidates},
+};
+use serde_json::json;
+use support::*;
+
+/// A project with the fixture built, and a harness; `None` when lldb-dap or the compiler is missing.
+fn check(fixture: &str, config: DebugConfig) -> Option<(Project, Harness, PathBuf)> {
+    let found = !lldb_candidates(&SearchEnv::from_process()).is_empty();
+    if !require("lldb-dap", found, "`apt-get install lldb-19` (or run `cargo xtask setup`)") {
+        return None;
+    }
+    let project = Project::copy(fixture);
+    let program = match fixture {
+        "c" => {
+            let ok = [("buggy", "buggy.c"), ("crash", "crash.c")].iter().all(|(out, src)| {
+                Command::new("cc")
+                    .args(["-g", "-O0", "-o", out, src])
+                    .current_dir(&project.root)
+                    .status()
+                    .is_ok_and(|s| s.success())
+            });
+            if !require("a C compiler (cc)", ok, "`apt-get install gcc`") {
+                return None;
+            }
+            project.root.join("buggy")
+        }
+        _ => {
+            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+            let out = Command::new(cargo)
+                .args(["build", "--offline", "--quiet"])
+                .current_dir(&project.root)
+                .env("CARGO_TARGET_DIR", project.root.join("target"))
+                .env_remove("RUSTFLAGS")
+                .output()
+                .expect("run cargo");
+            assert!(
+                out.status.success(),
+                "cargo build failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            project.root.join("target/debug/buggy")
+        }
+    };
+    let harness = Harness::new(&project.root, config);
+    Some((project, harness, program))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn c_breakpoint_launch_inspect_step_and_run_to_the_exit_code() {
+    let Some((_project, h, _)) = check("c", config()) else { return };
+    h.ok(json!({"operation": "breakpoints", "file": "buggy.c", "lines": [11]})).await;
+    let launched = h
+        .ok(json!({"operation": "launch", "program": "buggy", "env": {"GREETING": "hello"}}))
+        .await;
+    let procs = session_processes(&launched);
+    let DebugOutcome::Started(started) = &launched else { unreachable!() };
+    assert!(started.breakpoints[0].verified, "{:?}", started.breakpoints);
+    let stop = stopped(&launched);
+    assert_eq!(stop.reason, "breakpoint");
+    let frame = stop.frame.clone().unwrap();
+    assert_eq!(
+        (frame.name.as_str(), frame.path.as_deref(), frame.line),
+        ("average", Some("buggy.c"), Some(11))
+    );
+    let local = |name: &str| stop.locals.iter().find(|v| v.name == name).map(|v| v.value.clone());
+    assert_eq!(local("total").as_deref(), Some("12"));
+    assert_eq!(local("count").as_deref(), Some("2"));
+
+    let stack = h.ok(json!({"operation": "stack"})).await;
+    let DebugOutcome::Stack(stack) = &stack else { panic!() };
+    assert_eq!(stack.frames[0].name, "average");
+    assert_eq!(stack.frames[1].name, "main");
+    let scopes = h.ok(json!({"operation": "scopes", "frame_id": stack.frames[1].frame_id})).await;
+    let DebugOutcome::Scopes { scopes, .. } = &scopes else { panic!() };
+    let locals = scopes.iter().find(|s| s.name == "Locals").unwrap();
+    let vars = h.ok(json!({"operation": "variables", "reference": locals.reference})).await;
+    let DebugOutcome::Variables(vars) = &vars else { panic!() };
+    let data = vars.variables.iter().find(|v| v.name == "data").expect("data in main");
+    let elems = h.ok(json!({"operation": "variables", "reference": data.reference.unwrap()})).await;
+    let DebugOutcome::Variables(elems) = &elems else { panic!() };
+    let values: Vec<&str> = elems.variables.iter().map(|v| v.value.as_str()).collect();
+    assert_eq!(values, ["2", "4", "6"]);
+
+    // Evaluated as an expression (`watch`), not as an LLDB command.
+    let eval = h.ok(json!({"operation": "evaluate", "expression": "total * 2"})).await;
+    let DebugOutcome::Evaluate(eval) = &eval else { panic!() };
+    assert_eq!(eval.result.value, "24");
+
+    let step = h.ok(json!({"operation": "step_over"})).await;
+    assert_eq!(stopped(&step).reason, "step");
+    let again = h.err(json!({"operation": "launch", "program": "buggy"})).await;
+    assert!(again.contains("already running"), "{again}");
+
+    let done = h.ok(json!({"operation": "continue"})).await;
+    let RunState::Exited { exit_code, .. } = run_state(&done) else {
+        panic!("{}", agent_tools_debug::render(&done))
+    };
+    assert_eq!(*exit_code, Some(3));
+    let all = output_text(&h.ok(json!({"operation": "output", "since": 0})).await);
+    // stdin is /dev/null (no hang), env arrived as K=V, and stdout/stderr are captured.
+    assert!(all.contains("stdin: eof"), "{all}");
+    assert!(all.contains("greeting=hello"), "{all}");
+    assert!(all.contains("average=6"), "{all}");
+    assert!(!all.contains('\r'));
+
+    let DebugOutcome::Terminated(report) = h.ok(json!({"operation": "terminate"})).await else {
+        panic!()
+    };
+    assert!(
+        !report.steps.iter().any(|s| s.contains("SIGABRT") && !s.contains("not an error")),
+        "{report:?}"
+    );
+    assert_gone(&procs);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rust_values_are_readable_with_the_formatters() {
+    let Some((_project, h, _)) = check("rust", config()) else { return };
+    h.ok(json!({"operation": "breakpoints", "file": "src/main.rs", "lines": [9]})).await;
+    let launched = h.ok(json!({"operation": "launch", "program": "target/debug/buggy"})).await;
+    let procs = session_processes(&launched);
+    let stop = stopped(&launched);
+    let frame = stop.frame.clone().unwrap();
+    assert_eq!(frame.line, Some(9));
+    assert!(frame.name.contains("average"), "{frame:?}");
+    let local = |name: &str| stop.locals.iter().find(|v| v.name == name).map(|v| v.value.clone());
+    assert_eq!(local("total").as_deref(), Some("12"));
+    assert_eq!(local("count").as_deref(), Some("2"));
+
+    let out = h.ok(json!({"operation": "step_out"})).await;
+    let stop = stopped(&out);
+    assert!(stop.frame.as_ref().unwrap().name.contains("main"), "{stop:?}");
+    let label = h.ok(json!({"operation": "evaluate", "expression": "label"})).await;
+    let DebugOutcome::Evaluate(label) = label else { panic!() };
+    assert!(
+        label.result.value.contains("numbers"),
+        "String shown through the formatters: {label:?}"
+    );
+    let data = h.ok(json!({"operation": "evaluate", "expression": "data"})).await;
+    let DebugOutcome::Evaluate(data) = data else { panic!() };
+    assert!(data.result.value.contains("size=3"), "Vec shown through the formatters: {data:?}");
+
+    let done = h.ok(json!({"operation": "continue"})).await;
+    let RunState::Exited { exit_code, .. } = run_state(&done) else {
+        panic!("{}", agent_tools_debug::render(&done))
+    };
+    assert_eq!(*exit_code, Some(3));
+    let all = output_text(&h.ok(json!({"operation": "output", "since": 0})).await);
+    assert!(all.contains("average=6") && all.contains("to stderr"), "{all}");
+    h.ok(json!({"operation": "terminate"})).await;
+    assert_gone(&procs);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_time_limit_ends_an_lldb_session() {
+    let Some((_project, h, _)) = check("c", DebugConfig { ttl_seconds: 5, ..config() }) else {
+        return;
+    };
+    h.ok(json!({"operation": "breakpoints", "file": "buggy.c", "lines": [11]})).await;
+    let launched = h.ok(json!({"operation": "launch", "program": "buggy"})).await;
+    let procs = session_processes(&launched);
+    stopped(&launched);
+    let mut ended = None;
+    for _ in 0..600 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let DebugOutcome::Status(s) = h.ok(json!({"operation": "status"})).await else { panic!() };
+        if s.session.is_none() {
+            ended = s.last_end;
+            break;
+        }
+    }
+    assert!(ended.expect("ended").contains("time limit"));
+    assert_gone(&procs);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crash_stops_the_program_where_it_happened() {
+    let Some((_project, h, _)) = check("c", config()) else { return };
+    let launched = h.ok(json!({"operation": "launch", "program": "crash"})).await;
+    let procs = session_processes(&launched);
+    let stop = stopped(&launched);
+    assert_eq!(stop.reason, "exception");
+    let text = agent_tools_debug::render(&launched);
+    assert!(text.contains("SIGSEGV"), "{text}");
+    assert_eq!(
+        stop.frame.as_ref().map(|f| (f.name.as_str(), f.line)),
+        Some(("read_value", Some(5))),
+        "{text}"
+    );
+    assert!(stop.output.text().contains("reading"), "{text}");
+    h.ok(json!({"operation": "terminate"})).await;
+    assert_gone(&procs);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rust_panic_stops_at_the_panicking_line() {
+    let Some((_project, h, _)) = check("rust", config()) else { return };
+    let launched = h
+        .ok(json!({"operation": "launch", "program": "target/debug/buggy", "args": ["panic"]}))
+        .await;
+    let procs = session_processes(&launched);
+    let stop = stopped(&launched);
+    let text = agent_tools_debug::render(&launched);
+    // The panic machinery's frames are library code: the user frame is the indexing line.
+    assert_eq!(stop.frame.as_ref().and_then(|f| f.line), Some(15), "{text}");
+    assert!(stop.frames_skipped > 0, "{text}");
+    assert_eq!(stop.reason, "exception");
+    let e = stop.exception.clone().unwrap();
+    assert_eq!(e.id.as_deref(), Some("panic"));
+    assert!(e.description.unwrap_or_default().contains("index out of bounds"), "{text}");
+    h.ok(json!({"operation": "terminate"})).await;
+    assert_gone(&procs);
+}

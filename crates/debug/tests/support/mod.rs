@@ -1,0 +1,230 @@
+//! Shared helpers for the debug tests: fixtures copied into temp projects, a supervisor driven
+//! with JSON arguments, skip-loudly-unless-CI, and the check that no process survives.
+
+#![allow(dead_code, unreachable_pub, clippy::print_stderr)]
+
+use std::{
+    path::{Path, PathBuf},
+    process::Command,
+    sync::Arc,
+    time::Duration,
+};
+
+use agent_tools_debug::{
+    DebugArgs, DebugConfig, DebugError, DebugOutcome, DebugSupervisor, RunState, SearchEnv,
+    StopSnapshot,
+    process::{ProcRef, descendants},
+};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+/// True in CI, where a missing adapter fails instead of skipping.
+pub fn in_ci() -> bool {
+    std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "false")
+}
+
+/// Fails in CI, skips loudly elsewhere. Returns whether the test may go on.
+pub fn require(what: &str, found: bool, how: &str) -> bool {
+    if found {
+        return true;
+    }
+    assert!(!in_ci(), "{what} is missing in CI; the setup step should have installed it ({how})");
+    eprintln!("\n!!! SKIPPED: {what} is not installed; {how} !!!\n");
+    false
+}
+
+pub fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+}
+
+/// A copy of a fixture folder in a temp dir, removed on drop.
+pub struct Project {
+    pub dir: tempfile::TempDir,
+    pub root: PathBuf,
+}
+
+impl Project {
+    pub fn copy(fixture: &str) -> Project {
+        let dir =
+            tempfile::Builder::new().prefix("agent-tools-debug-test-").tempdir().expect("temp dir");
+        let root = std::fs::canonicalize(dir.path()).expect("canonical");
+        copy_dir(&fixtures().join(fixture), &root);
+        Project { dir, root }
+    }
+
+    pub fn empty() -> Project {
+        let dir =
+            tempfile::Builder::new().prefix("agent-tools-debug-test-").tempdir().expect("temp dir");
+        let root = std::fs::canonicalize(dir.path()).expect("canonical");
+        Project { dir, root }
+    }
+
+    pub fn write(&self, path: &str, text: &str) -> PathBuf {
+        let p = self.root.join(path);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap().flatten() {
+        let target = to.join(entry.file_name());
+        if entry.path().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+/// A supervisor and the conversation the test speaks in.
+pub struct Harness {
+    pub debug: Arc<DebugSupervisor>,
+    pub root: PathBuf,
+    pub conversation: String,
+    pub cancel: CancellationToken,
+}
+
+impl Harness {
+    pub fn new(root: &Path, config: DebugConfig) -> Harness {
+        Self::with_env(root, config, SearchEnv::from_process())
+    }
+
+    pub fn with_env(root: &Path, config: DebugConfig, env: SearchEnv) -> Harness {
+        Harness {
+            debug: DebugSupervisor::with_env(config, env),
+            root: root.to_path_buf(),
+            conversation: "conversation-1".into(),
+            cancel: CancellationToken::new(),
+        }
+    }
+
+    /// Calls the tool with JSON arguments, as the facade would after schema validation.
+    pub async fn call(&self, args: Value) -> Result<DebugOutcome, DebugError> {
+        let args: DebugArgs = serde_json::from_value(args).expect("arguments match the schema");
+        self.debug.call(&self.conversation, &self.root, args, &self.cancel).await
+    }
+
+    /// Like `call`, failing the test on an error.
+    pub async fn ok(&self, args: Value) -> DebugOutcome {
+        let shown = args.to_string();
+        match self.call(args).await {
+            Ok(outcome) => outcome,
+            Err(e) => panic!("{shown} failed: {e}"),
+        }
+    }
+
+    /// Like `call`, expecting an error; returns its text.
+    pub async fn err(&self, args: Value) -> String {
+        let shown = args.to_string();
+        match self.call(args).await {
+            Ok(outcome) => {
+                panic!("{shown} should have failed, got:\n{}", agent_tools_debug::render(&outcome))
+            }
+            Err(e) => e.to_string(),
+        }
+    }
+}
+
+/// The run state of a launch/attach/continue/step/pause outcome.
+pub fn run_state(outcome: &DebugOutcome) -> &RunState {
+    match outcome {
+        DebugOutcome::Started(s) => &s.state,
+        DebugOutcome::Run(r) => r,
+        other => panic!("not a run outcome: {other:?}"),
+    }
+}
+
+/// The stop snapshot of an outcome that must have stopped.
+pub fn stopped(outcome: &DebugOutcome) -> &StopSnapshot {
+    match run_state(outcome) {
+        RunState::Stopped(s) => s,
+        other => panic!("expected a stop, got {other:?}\n{}", agent_tools_debug::render(outcome)),
+    }
+}
+
+/// The adapter's and the program's processes, and everything below the adapter, right now.
+pub fn session_processes(outcome: &DebugOutcome) -> Vec<ProcRef> {
+    let DebugOutcome::Started(s) = outcome else { panic!("not a start: {outcome:?}") };
+    let mut procs = Vec::new();
+    if let Some(pid) = s.session.adapter_pid {
+        procs.extend(ProcRef::of(pid));
+        procs.extend(descendants(pid));
+    }
+    if let Some(pid) = s.session.debuggee_pid {
+        procs.extend(ProcRef::of(pid));
+    }
+    assert!(!procs.is_empty(), "the session has no processes to watch: {outcome:?}");
+    procs
+}
+
+/// Asserts every process in `procs` is gone (zombies count as gone).
+pub fn assert_gone(procs: &[ProcRef]) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let alive: Vec<&ProcRef> = procs.iter().filter(|p| p.alive()).collect();
+        if alive.is_empty() {
+            return;
+        }
+        if std::time::Instant::now() > deadline {
+            let shown: Vec<String> = alive
+                .iter()
+                .map(|p| {
+                    let cmd = std::fs::read(format!("/proc/{}/cmdline", p.pid)).unwrap_or_default();
+                    format!("{} {}", p.pid, String::from_utf8_lossy(&cmd).replace('\0', " "))
+                })
+                .collect();
+            panic!("processes survived the session: {shown:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A Python with debugpy: the test venv's, as `cargo xtask setup` makes it.
+pub fn python_with_debugpy() -> Option<PathBuf> {
+    let candidate =
+        std::env::var_os("AGENT_TOOLS_TEST_PYTHON").map(PathBuf::from).unwrap_or_else(|| {
+            let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default();
+            home.join(".cache/agent-tools-test/venv/bin/python")
+        });
+    let ok = Command::new(&candidate)
+        .args(["-c", "import debugpy"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    ok.then_some(candidate)
+}
+
+/// A project `.venv/bin/python` that runs `python` (a wrapper script, so `sys.executable` is the
+/// real interpreter and its site-packages apply).
+pub fn make_venv_python(project: &Project, python: &Path) {
+    let wrapper = project
+        .write(".venv/bin/python", &format!("#!/bin/sh\nexec {} \"$@\"\n", python.display()));
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// A free loopback port (bound, then released).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// All the output an outcome carries.
+pub fn output_text(outcome: &DebugOutcome) -> String {
+    match outcome {
+        DebugOutcome::Started(s) => output_text(&DebugOutcome::Run(s.state.clone())),
+        DebugOutcome::Run(RunState::Stopped(s)) => s.output.text(),
+        DebugOutcome::Run(RunState::Exited { output, .. })
+        | DebugOutcome::Run(RunState::Running { output, .. })
+        | DebugOutcome::Run(RunState::AdapterGone { output, .. }) => output.text(),
+        DebugOutcome::Output(o) => o.output.text(),
+        DebugOutcome::Terminated(t) => t.output.text(),
+        _ => String::new(),
+    }
+}
+
+/// A config for tests: generous waits (the machine is shared), everything else default.
+pub fn config() -> DebugConfig {
+    DebugConfig { stop_wait_seconds: 60, ..DebugConfig::default() }
+}

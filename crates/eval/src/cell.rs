@@ -1,0 +1,329 @@
+//! Running one cell on any kernel: events, the inactivity budget, bridged calls and output caps.
+
+use std::{collections::VecDeque, sync::Arc, time::Duration};
+
+use serde_json::Value;
+use tokio::{task::JoinSet, time::Instant};
+use tokio_util::sync::CancellationToken;
+
+use crate::{
+    bridge::ToolBridge,
+    types::{Bundle, CellError, InterruptReason, Output, StreamName},
+};
+
+/// The end of a cell as the kernel reports it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Done {
+    /// `ok`, `error` or `interrupted`.
+    pub status: String,
+    pub error: Option<CellError>,
+    pub result: Option<Bundle>,
+    pub count: u64,
+    pub cwd: Option<String>,
+}
+
+/// What a kernel tells the host while a cell runs.
+#[derive(Debug)]
+pub(crate) enum Event {
+    Stream(StreamName, String),
+    Display(Bundle),
+    ToolCall {
+        id: u64,
+        name: String,
+        args: Value,
+    },
+    Done(Done),
+    /// The kernel is gone; the text says how (exit status or signal, last stderr lines).
+    Died(String),
+}
+
+/// The host side of a running kernel, as the cell loop drives it.
+pub(crate) trait KernelIo {
+    /// Waits for the next event. Must be cancel-safe (it is raced against timers).
+    async fn next_event(&mut self) -> Event;
+    /// Answers a bridged call.
+    fn tool_result(&mut self, id: u64, result: Result<Value, String>);
+    /// Asks the running cell to stop (SIGINT in Python, the interrupt handler in JavaScript).
+    fn interrupt(&mut self);
+    /// Kills the kernel; returns how it ended.
+    async fn kill(&mut self) -> String;
+}
+
+/// Timing of one cell.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Budget {
+    pub inactivity: Duration,
+    pub grace: Duration,
+}
+
+/// How the cell loop ended.
+#[derive(Debug)]
+pub(crate) enum Fate {
+    Finished { done: Done, interrupt: Option<InterruptReason> },
+    Killed { reason: InterruptReason, how: String },
+    Died(String),
+}
+
+/// Runs the event loop of one cell until it ends, collecting its outputs.
+pub(crate) async fn drive<K: KernelIo>(
+    kernel: &mut K,
+    bridge: Arc<dyn ToolBridge>,
+    budget: Budget,
+    cancel: &CancellationToken,
+    out: &mut Collector,
+) -> Fate {
+    let mut calls: JoinSet<Result<Value, String>> = JoinSet::new();
+    let mut call_ids: Vec<(tokio::task::Id, u64)> = Vec::new();
+    let mut last = Instant::now();
+    let mut interrupted: Option<(InterruptReason, Instant)> = None;
+    loop {
+        let pending = !calls.is_empty();
+        let idle_deadline = last + budget.inactivity;
+        let grace_deadline = interrupted.map_or(last, |(_, at)| at + budget.grace);
+        tokio::select! {
+            event = kernel.next_event() => match event {
+                Event::Stream(name, text) => {
+                    out.stream(name, text);
+                    last = Instant::now();
+                }
+                Event::Display(bundle) => {
+                    out.display(bundle);
+                    last = Instant::now();
+                }
+                Event::ToolCall { id, name, args } => {
+                    if interrupted.is_some() {
+                        kernel.tool_result(id, Err(format!(
+                            "tool(\"{name}\") refused: the cell is being interrupted"
+                        )));
+                    } else {
+                        let bridge = bridge.clone();
+                        let handle = calls.spawn(async move { bridge.call(&name, args).await });
+                        call_ids.push((handle.id(), id));
+                    }
+                    last = Instant::now();
+                }
+                Event::Done(done) => {
+                    calls.abort_all();
+                    return Fate::Finished { done, interrupt: interrupted.map(|(r, _)| r) };
+                }
+                Event::Died(how) => {
+                    calls.abort_all();
+                    return Fate::Died(how);
+                }
+            },
+            Some(joined) = calls.join_next_with_id(), if pending => {
+                let (task, result) = match joined {
+                    Ok((task, result)) => (task, result),
+                    Err(err) => {
+                        let why = if err.is_cancelled() {
+                            "the call was cancelled".to_string()
+                        } else {
+                            "the tool panicked".to_string()
+                        };
+                        (err.id(), Err(why))
+                    }
+                };
+                if let Some(pos) = call_ids.iter().position(|(t, _)| *t == task) {
+                    let (_, id) = call_ids.swap_remove(pos);
+                    kernel.tool_result(id, result);
+                }
+                last = Instant::now();
+            }
+            () = tokio::time::sleep_until(idle_deadline), if !pending && interrupted.is_none() => {
+                kernel.interrupt();
+                interrupted = Some((InterruptReason::Inactivity, Instant::now()));
+            }
+            () = tokio::time::sleep_until(grace_deadline), if interrupted.is_some() => {
+                calls.abort_all();
+                let how = kernel.kill().await;
+                let reason = interrupted.map_or(InterruptReason::Inactivity, |(r, _)| r);
+                return Fate::Killed { reason, how };
+            }
+            () = cancel.cancelled(), if interrupted.is_none() => {
+                calls.abort_all();
+                kernel.interrupt();
+                interrupted = Some((InterruptReason::Cancelled, Instant::now()));
+            }
+        }
+    }
+}
+
+/// Collects a cell's outputs in order, keeping the head and the tail when it prints too much.
+#[derive(Debug)]
+pub(crate) struct Collector {
+    items: Vec<Output>,
+    tail: VecDeque<Output>,
+    head_chars: usize,
+    tail_chars: usize,
+    head_cap: usize,
+    tail_cap: usize,
+    cut: usize,
+    images: usize,
+    max_images: usize,
+    images_dropped: usize,
+}
+
+impl Collector {
+    pub(crate) fn new(max_chars: usize, max_images: usize) -> Self {
+        let max_chars = max_chars.max(200);
+        Collector {
+            items: Vec::new(),
+            tail: VecDeque::new(),
+            head_chars: 0,
+            tail_chars: 0,
+            head_cap: max_chars * 3 / 4,
+            tail_cap: max_chars - max_chars * 3 / 4,
+            cut: 0,
+            images: 0,
+            max_images,
+            images_dropped: 0,
+        }
+    }
+
+    pub(crate) fn stream(&mut self, name: StreamName, text: String) {
+        if text.is_empty() {
+            return;
+        }
+        let len = text.chars().count();
+        if self.cut == 0 && self.tail.is_empty() && self.head_chars + len <= self.head_cap {
+            self.head_chars += len;
+            push_stream(&mut self.items, name, text);
+            return;
+        }
+        if self.cut == 0 && self.tail.is_empty() && self.head_chars < self.head_cap {
+            // Split: what fits goes to the head, the rest starts the tail.
+            let room = self.head_cap - self.head_chars;
+            let at = text.char_indices().nth(room).map_or(text.len(), |(i, _)| i);
+            let (head, rest) = text.split_at(at);
+            push_stream(&mut self.items, name, head.to_string());
+            self.head_chars = self.head_cap;
+            self.push_tail(name, rest.to_string());
+            return;
+        }
+        self.push_tail(name, text);
+    }
+
+    fn push_tail(&mut self, name: StreamName, text: String) {
+        self.tail_chars += text.chars().count();
+        match self.tail.back_mut() {
+            Some(Output::Stream { name: last, text: t }) if *last == name => t.push_str(&text),
+            _ => self.tail.push_back(Output::Stream { name, text }),
+        }
+        while self.tail_chars > self.tail_cap {
+            let excess = self.tail_chars - self.tail_cap;
+            let Some(front) = self.tail.front_mut() else { break };
+            match front {
+                Output::Stream { text, .. } => {
+                    let len = text.chars().count();
+                    if len <= excess {
+                        self.tail_chars -= len;
+                        self.cut += len;
+                        self.tail.pop_front();
+                    } else {
+                        let at = text.char_indices().nth(excess).map_or(text.len(), |(i, _)| i);
+                        text.drain(..at);
+                        self.tail_chars -= excess;
+                        self.cut += excess;
+                    }
+                }
+                _ => {
+                    // A display inside the cut part: keep it, in order, before the tail.
+                    if let Some(item) = self.tail.pop_front() {
+                        self.items.push(item);
+                    }
+                }
+            }
+        }
+    }
+
+    pub(crate) fn display(&mut self, mut bundle: Bundle) {
+        let has_image = bundle.keys().any(|k| k.starts_with("image/") && k != "image/svg+xml");
+        if has_image {
+            if self.images >= self.max_images {
+                self.images_dropped += 1;
+                bundle.retain(|k, _| !k.starts_with("image/"));
+            } else {
+                self.images += 1;
+            }
+        }
+        let item = Output::Display { bundle };
+        if self.cut == 0 && self.tail.is_empty() {
+            self.items.push(item);
+        } else {
+            self.tail.push_back(item);
+        }
+    }
+
+    pub(crate) fn finish(mut self) -> (Vec<Output>, Vec<String>) {
+        let mut notes = Vec::new();
+        if self.cut > 0 {
+            self.items.push(Output::Cut { chars: self.cut });
+        }
+        self.items.extend(self.tail);
+        if self.images_dropped > 0 {
+            notes.push(format!(
+                "{} more image(s) not shown: at most {} images per cell",
+                self.images_dropped, self.max_images
+            ));
+        }
+        (self.items, notes)
+    }
+}
+
+fn push_stream(items: &mut Vec<Output>, name: StreamName, text: String) {
+    match items.last_mut() {
+        Some(Output::Stream { name: last, text: t }) if *last == name => t.push_str(&text),
+        _ => items.push(Output::Stream { name, text }),
+    }
+}
+
+/// Decodes a byte stream as UTF-8 across chunk boundaries.
+#[derive(Debug, Default)]
+pub(crate) struct Utf8Stream {
+    carry: Vec<u8>,
+}
+
+impl Utf8Stream {
+    pub(crate) fn push(&mut self, bytes: &[u8]) -> String {
+        self.carry.extend_from_slice(bytes);
+        let keep = match std::str::from_utf8(&self.carry) {
+            Ok(_) => 0,
+            Err(e) if e.error_len().is_none() => self.carry.len() - e.valid_up_to(),
+            Err(_) => 0,
+        };
+        let cut = self.carry.len() - keep;
+        let text = String::from_utf8_lossy(&self.carry[..cut]).into_owned();
+        self.carry.drain(..cut);
+        text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_flood_keeps_head_and_tail_and_counts_the_cut() {
+        let mut c = Collector::new(1000, 8);
+        for i in 0..1000 {
+            c.stream(StreamName::Stdout, format!("line {i:04}\n"));
+        }
+        let (items, _) = c.finish();
+        let Output::Stream { text: head, .. } = &items[0] else { panic!("{items:?}") };
+        assert!(head.starts_with("line 0000\n"));
+        let Output::Cut { chars } = items[1] else { panic!("{items:?}") };
+        let Output::Stream { text: tail, .. } = &items[2] else { panic!("{items:?}") };
+        assert!(tail.ends_with("line 0999\n"));
+        assert_eq!(head.len() + chars + tail.len(), 10_000);
+    }
+
+    #[test]
+    fn utf8_split_across_chunks_is_joined() {
+        let mut d = Utf8Stream::default();
+        let bytes = "é€".as_bytes();
+        let mut text = d.push(&bytes[..1]);
+        text += &d.push(&bytes[1..3]);
+        text += &d.push(&bytes[3..]);
+        assert_eq!(text, "é€");
+    }
+}

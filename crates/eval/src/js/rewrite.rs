@@ -1,0 +1,300 @@
+//! REPL rewrite of a JavaScript cell: top-level `let`, `const` and `class` become `var`, so a
+//! later cell may declare the same name again (as in a browser console) and the binding persists.
+//!
+//! A small lexer, not a parser: it tracks strings, template literals, comments, regular
+//! expression literals and bracket depth, and rewrites only declarations at depth 0 that start
+//! a statement.
+
+/// The rewritten cell.
+pub(crate) fn rewrite(code: &str) -> String {
+    let bytes = code.as_bytes();
+    let mut out = String::with_capacity(code.len() + 16);
+    let mut i = 0;
+    let mut depth: i32 = 0;
+    // Template literal nesting: for each open `${`, the depth at which it closes.
+    let mut template_stack: Vec<i32> = Vec::new();
+    // The last significant token, to tell regex from division and statement starts.
+    let mut prev = Prev::Start;
+    // A rewritten class at depth 0: insert `;` when its body closes.
+    let mut class_pending = false;
+    let mut class_body_depth: Option<i32> = None;
+    let mut last_copied = 0;
+
+    while i < bytes.len() {
+        let c = bytes[i];
+        match c {
+            b'/' if bytes.get(i + 1) == Some(&b'/') => {
+                while i < bytes.len() && bytes[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'/' if bytes.get(i + 1) == Some(&b'*') => {
+                i += 2;
+                while i + 1 < bytes.len() && !(bytes[i] == b'*' && bytes[i + 1] == b'/') {
+                    i += 1;
+                }
+                i = (i + 2).min(bytes.len());
+            }
+            b'\'' | b'"' => {
+                i = skip_string(bytes, i, c);
+                prev = Prev::Value;
+            }
+            b'`' => {
+                i = skip_template(bytes, i + 1, &mut template_stack, depth);
+                prev = Prev::Value;
+            }
+            b'/' if prev.allows_regex() => {
+                i = skip_regex(bytes, i);
+                prev = Prev::Value;
+            }
+            b'(' | b'[' | b'{' => {
+                if c == b'{' && class_pending && depth == 0 {
+                    class_pending = false;
+                    class_body_depth = Some(0);
+                }
+                depth += 1;
+                i += 1;
+                prev = Prev::Punct(c);
+            }
+            b')' | b']' | b'}' => {
+                if c == b'}' && template_stack.last() == Some(&depth) {
+                    template_stack.pop();
+                    depth -= 1;
+                    i = skip_template(bytes, i + 1, &mut template_stack, depth);
+                    prev = Prev::Value;
+                    continue;
+                }
+                depth -= 1;
+                i += 1;
+                prev = if c == b'}' { Prev::Punct(b'}') } else { Prev::Value };
+                if c == b'}' && class_body_depth == Some(depth) {
+                    class_body_depth = None;
+                    out.push_str(&code[last_copied..i]);
+                    out.push(';');
+                    last_copied = i;
+                }
+            }
+            c if c.is_ascii_alphabetic() || c == b'_' || c == b'$' || c >= 0x80 => {
+                let start = i;
+                while i < bytes.len()
+                    && (bytes[i].is_ascii_alphanumeric()
+                        || bytes[i] == b'_'
+                        || bytes[i] == b'$'
+                        || bytes[i] >= 0x80)
+                {
+                    i += 1;
+                }
+                let word = &code[start..i];
+                let at_statement = depth == 0 && prev.starts_statement() && !class_pending;
+                if at_statement
+                    && (word == "let" || word == "const")
+                    && next_starts_binding(bytes, i)
+                {
+                    out.push_str(&code[last_copied..start]);
+                    out.push_str("var");
+                    last_copied = i;
+                    prev = Prev::Keyword;
+                    continue;
+                }
+                if at_statement
+                    && word == "class"
+                    && class_body_depth.is_none()
+                    && let Some((name_start, name_end)) = class_name(bytes, i)
+                {
+                    let name = &code[name_start..name_end];
+                    out.push_str(&code[last_copied..start]);
+                    out.push_str(&format!("var {name} = class"));
+                    last_copied = i;
+                    class_pending = true;
+                    prev = Prev::Keyword;
+                    continue;
+                }
+                prev = if is_keyword_before_expression(word) { Prev::Keyword } else { Prev::Value };
+            }
+            b'0'..=b'9' => {
+                while i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'.') {
+                    i += 1;
+                }
+                prev = Prev::Value;
+            }
+            b'\n' => {
+                i += 1;
+                if depth == 0 && matches!(prev, Prev::Value | Prev::Punct(b')' | b']')) {
+                    // Automatic semicolon insertion: a new line may start a new statement.
+                    prev = Prev::Newline;
+                }
+            }
+            c if c.is_ascii_whitespace() => i += 1,
+            _ => {
+                // Operators and other punctuation.
+                if (c == b'+' || c == b'-') && bytes.get(i + 1) == Some(&c) {
+                    i += 2;
+                    prev = Prev::Value;
+                    continue;
+                }
+                i += 1;
+                prev = Prev::Punct(c);
+            }
+        }
+    }
+    out.push_str(&code[last_copied..]);
+    out
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Prev {
+    Start,
+    Value,
+    Keyword,
+    Newline,
+    Punct(u8),
+}
+
+impl Prev {
+    fn allows_regex(self) -> bool {
+        !matches!(self, Prev::Value | Prev::Punct(b')' | b']'))
+    }
+
+    fn starts_statement(self) -> bool {
+        matches!(self, Prev::Start | Prev::Newline | Prev::Punct(b';' | b'}'))
+    }
+}
+
+fn is_keyword_before_expression(word: &str) -> bool {
+    matches!(
+        word,
+        "return"
+            | "typeof"
+            | "instanceof"
+            | "in"
+            | "of"
+            | "new"
+            | "delete"
+            | "void"
+            | "throw"
+            | "case"
+            | "do"
+            | "else"
+            | "yield"
+            | "await"
+    )
+}
+
+/// `let`/`const` followed by an identifier, `[` or `{` (not `let.x` or `let(…)`).
+fn next_starts_binding(bytes: &[u8], mut i: usize) -> bool {
+    while i < bytes.len() && bytes[i].is_ascii_whitespace() {
+        i += 1;
+    }
+    bytes.get(i).is_some_and(|&c| {
+        c.is_ascii_alphabetic() || c == b'_' || c == b'$' || c == b'[' || c == b'{' || c >= 0x80
+    })
+}
+
+/// The class name after `class`, unless it is an anonymous class expression.
+fn class_name(bytes: &[u8], mut i: usize) -> Option<(usize, usize)> {
+    while i < bytes.len() && bytes[i].is_ascii_whitespace() {
+        i += 1;
+    }
+    let start = i;
+    while i < bytes.len()
+        && (bytes[i].is_ascii_alphanumeric()
+            || bytes[i] == b'_'
+            || bytes[i] == b'$'
+            || bytes[i] >= 0x80)
+    {
+        i += 1;
+    }
+    let name = std::str::from_utf8(&bytes[start..i]).ok()?;
+    (!name.is_empty() && name != "extends").then_some((start, i))
+}
+
+fn skip_string(bytes: &[u8], start: usize, quote: u8) -> usize {
+    let mut i = start + 1;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\\' => i += 2,
+            b'\n' => return i,
+            c if c == quote => return i + 1,
+            _ => i += 1,
+        }
+    }
+    bytes.len()
+}
+
+/// Skips template text from `i` up to the closing backtick or a `${`, which opens a nested scope.
+fn skip_template(bytes: &[u8], mut i: usize, stack: &mut Vec<i32>, depth: i32) -> usize {
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\\' => i += 2,
+            b'`' => return i + 1,
+            b'$' if bytes.get(i + 1) == Some(&b'{') => {
+                // The `{` raises the depth; its matching `}` resumes the template.
+                stack.push(depth + 1);
+                return i + 1;
+            }
+            _ => i += 1,
+        }
+    }
+    bytes.len()
+}
+
+fn skip_regex(bytes: &[u8], start: usize) -> usize {
+    let mut i = start + 1;
+    let mut in_class = false;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\\' => i += 2,
+            b'[' => {
+                in_class = true;
+                i += 1;
+            }
+            b']' => {
+                in_class = false;
+                i += 1;
+            }
+            b'/' if !in_class => {
+                i += 1;
+                while i < bytes.len() && bytes[i].is_ascii_alphabetic() {
+                    i += 1;
+                }
+                return i;
+            }
+            b'\n' => return i,
+            _ => i += 1,
+        }
+    }
+    bytes.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rewrite;
+
+    #[test]
+    fn top_level_declarations_become_var_and_nested_ones_stay() {
+        let cases = [
+            ("let a = 1; a", "var a = 1; a"),
+            ("const {x, y} = o\nlet [p] = q", "var {x, y} = o\nvar [p] = q"),
+            ("for (let i = 0; i < 3; i++) {}", "for (let i = 0; i < 3; i++) {}"),
+            ("function f() { let a = 1; const b = 2 }", "function f() { let a = 1; const b = 2 }"),
+            (
+                "class K { m() { return 1 } }\n[1].map(x => x)",
+                "var K = class K { m() { return 1 } };\n[1].map(x => x)",
+            ),
+            ("class A extends B {}", "var A = class A extends B {};"),
+            ("'let a = 1'; `${ {let: 1}.let } let b`", "'let a = 1'; `${ {let: 1}.let } let b`"),
+            ("x = a / 2; let r = /let c/g", "x = a / 2; var r = /let c/g"),
+            ("// let a\n/* const b */ const c = 3", "// let a\n/* const b */ var c = 3"),
+            ("if (x) { let a = 1 }", "if (x) { let a = 1 }"),
+            ("let\n  z = 1", "var\n  z = 1"),
+            (
+                "const f = async () => { const r = await tool('read', {}) }",
+                "var f = async () => { const r = await tool('read', {}) }",
+            ),
+            ("x\nlet y = 2", "x\nvar y = 2"),
+        ];
+        for (input, expected) in cases {
+            assert_eq!(rewrite(input), expected, "input: {input}");
+        }
+    }
+}

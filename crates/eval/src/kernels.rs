@@ -1,0 +1,370 @@
+//! The kernel manager: one Python and one JavaScript kernel per conversation, started on first
+//! use, reset on request, restarted after a crash, and all ended at shutdown.
+
+use std::{
+    collections::HashMap,
+    path::{Path, PathBuf},
+    sync::{
+        Arc,
+        atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering},
+    },
+    time::Duration,
+};
+
+use tokio_util::sync::CancellationToken;
+
+use crate::{
+    bridge::ToolBridge,
+    cell::{Budget, Collector, Fate, drive},
+    js::{ENGINE, JsKernel},
+    launcher::{CapsuleLauncher, HostLauncher, Launcher},
+    python::{self, PyKernel},
+    types::{CellReport, CellStatus, EvalConfig, EvalRequest, KernelNote, Language},
+};
+
+/// An argument the kernel cannot run with.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EvalError {
+    #[error("eval: {0}")]
+    Argument(String),
+    #[error("eval: the kernels of this run were shut down; start a new run")]
+    Closed,
+}
+
+enum Kernel {
+    Py(Box<PyKernel>),
+    Js(JsKernel),
+}
+
+impl Kernel {
+    async fn shutdown(self) {
+        match self {
+            Kernel::Py(k) => k.shutdown().await,
+            Kernel::Js(k) => k.shutdown().await,
+        }
+    }
+}
+
+#[derive(Default)]
+struct Slot {
+    kernel: Option<Kernel>,
+    /// Why the previous kernel's state is gone, reported when the next one starts.
+    lost: Option<String>,
+    interpreter: String,
+    version: String,
+    cwd: Option<String>,
+}
+
+/// What can be reached without the slot's lock: to kill a busy kernel at shutdown.
+#[derive(Default)]
+struct SlotHandle {
+    slot: tokio::sync::Mutex<Slot>,
+    pgid: AtomicI32,
+    js_interrupt: parking_lot::Mutex<Option<Arc<AtomicBool>>>,
+}
+
+/// Every kernel of one run, keyed by conversation and language.
+pub struct Kernels {
+    config: EvalConfig,
+    launcher: Arc<dyn Launcher>,
+    slots: parking_lot::Mutex<HashMap<(String, Language), Arc<SlotHandle>>>,
+    cells: AtomicU64,
+    closed: AtomicBool,
+}
+
+impl std::fmt::Debug for Kernels {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Kernels").field("launcher", &self.launcher.describe()).finish()
+    }
+}
+
+impl Kernels {
+    /// Kernels with `config`; the launcher follows `config.launcher` (host when no prefix).
+    pub fn new(config: EvalConfig) -> Self {
+        let launcher: Arc<dyn Launcher> = match CapsuleLauncher::new(config.launcher.prefix.clone())
+        {
+            Ok(capsule) => Arc::new(capsule),
+            Err(_) => Arc::new(HostLauncher),
+        };
+        Kernels {
+            config,
+            launcher,
+            slots: parking_lot::Mutex::new(HashMap::new()),
+            cells: AtomicU64::new(0),
+            closed: AtomicBool::new(false),
+        }
+    }
+
+    /// Replaces the launcher (for a harness with its own capsule).
+    pub fn with_launcher(mut self, launcher: Arc<dyn Launcher>) -> Self {
+        self.launcher = launcher;
+        self
+    }
+
+    pub fn config(&self) -> &EvalConfig {
+        &self.config
+    }
+
+    pub fn launcher(&self) -> &dyn Launcher {
+        self.launcher.as_ref()
+    }
+
+    /// Whether `conversation` has a live kernel for `language`.
+    pub fn is_running(&self, conversation: &str, language: Language) -> bool {
+        let handle = self.slots.lock().get(&(conversation.to_string(), language)).cloned();
+        handle.is_some_and(|h| h.slot.try_lock().map_or(true, |s| s.kernel.is_some()))
+    }
+
+    /// Runs one cell in the conversation's kernel for the request's language.
+    ///
+    /// `root` is where a new kernel starts (its working directory); `bridge` serves the cell's
+    /// `tool()` calls; `cancel` interrupts the cell (then kills it after the grace period).
+    pub async fn eval(
+        &self,
+        conversation: &str,
+        root: &Path,
+        request: EvalRequest,
+        bridge: Arc<dyn ToolBridge>,
+        cancel: &CancellationToken,
+    ) -> Result<CellReport, EvalError> {
+        if request.description.trim().is_empty() {
+            return Err(EvalError::Argument(
+                "`description` is required: 5-10 words saying what the cell does".into(),
+            ));
+        }
+        if self.closed.load(Ordering::SeqCst) {
+            return Err(EvalError::Closed);
+        }
+        let language = request.language.unwrap_or_default();
+        let handle = {
+            let mut slots = self.slots.lock();
+            slots.entry((conversation.to_string(), language)).or_default().clone()
+        };
+        let mut slot = handle.slot.lock().await;
+        if self.closed.load(Ordering::SeqCst) {
+            return Err(EvalError::Closed);
+        }
+        if request.reset.unwrap_or(false)
+            && let Some(kernel) = slot.kernel.take()
+        {
+            kernel.shutdown().await;
+            handle.pgid.store(0, Ordering::SeqCst);
+            slot.lost = Some("reset was requested".into());
+        }
+        let mut started = false;
+        let mut previous_lost = None;
+        if slot.kernel.is_none() {
+            match self.start(language, root, &handle).await {
+                Ok((kernel, interpreter, version, cwd)) => {
+                    slot.kernel = Some(kernel);
+                    slot.interpreter = interpreter;
+                    slot.version = version;
+                    slot.cwd = cwd;
+                    started = true;
+                    previous_lost = slot.lost.take();
+                }
+                Err(message) => return Ok(CellReport::unavailable(language, message)),
+            }
+        }
+        let cell = self.cells.fetch_add(1, Ordering::SeqCst) + 1;
+        let budget = Budget { inactivity: self.config.inactivity(), grace: self.config.grace() };
+        let mut out = Collector::new(self.config.max_output_chars, self.config.max_images);
+        let fate = match slot.kernel.as_mut() {
+            Some(Kernel::Py(k)) => match k.exec(cell, &request.code).await {
+                Ok(()) => drive(k.as_mut(), bridge, budget, cancel, &mut out).await,
+                Err(how) => Fate::Died(how),
+            },
+            Some(Kernel::Js(k)) => match k.exec(&request.code) {
+                Ok(()) => drive(k, bridge, budget, cancel, &mut out).await,
+                Err(how) => Fate::Died(how),
+            },
+            None => Fate::Died("no kernel".into()),
+        };
+        let (outputs, mut notes) = out.finish();
+        notes.insert(0, format!("budget: {}", human_duration(budget.inactivity)));
+        let mut report = CellReport {
+            language,
+            execution_count: 0,
+            status: CellStatus::Ok,
+            outputs,
+            result: None,
+            error: None,
+            interrupt: None,
+            notes,
+            kernel: KernelNote {
+                started,
+                previous_lost,
+                state_preserved: true,
+                interpreter: slot.interpreter.clone(),
+                version: slot.version.clone(),
+            },
+            cwd_changed: None,
+        };
+        match fate {
+            Fate::Finished { done, interrupt } => {
+                report.execution_count = done.count;
+                report.result = done.result;
+                report.error = done.error;
+                report.status = match done.status.as_str() {
+                    "ok" => CellStatus::Ok,
+                    "interrupted" => CellStatus::Interrupted,
+                    _ => CellStatus::Error,
+                };
+                if report.status == CellStatus::Interrupted {
+                    report.interrupt = interrupt;
+                }
+                if let Some(cwd) = done.cwd
+                    && slot.cwd.as_deref() != Some(cwd.as_str())
+                {
+                    slot.cwd = Some(cwd.clone());
+                    report.cwd_changed = Some(cwd);
+                }
+            }
+            Fate::Killed { reason, how } => {
+                report.status = CellStatus::Killed;
+                report.interrupt = Some(reason);
+                report.kernel.state_preserved = false;
+                report.notes.push(format!("kernel killed: {how}"));
+                if let Some(kernel) = slot.kernel.take() {
+                    kernel.shutdown().await;
+                }
+                handle.pgid.store(0, Ordering::SeqCst);
+                slot.lost = Some(format!(
+                    "the previous kernel was killed after a cell did not stop within {} of an interrupt",
+                    human_duration(budget.grace)
+                ));
+            }
+            Fate::Died(how) => {
+                report.status = CellStatus::Crashed;
+                report.kernel.state_preserved = false;
+                report.notes.push(format!("kernel died: {how}"));
+                if let Some(kernel) = slot.kernel.take() {
+                    kernel.shutdown().await;
+                }
+                handle.pgid.store(0, Ordering::SeqCst);
+                let first_line = how.lines().next().unwrap_or("it died").to_string();
+                slot.lost = Some(format!("the previous kernel died ({first_line})"));
+            }
+        }
+        Ok(report)
+    }
+
+    async fn start(
+        &self,
+        language: Language,
+        root: &Path,
+        handle: &SlotHandle,
+    ) -> Result<(Kernel, String, String, Option<String>), String> {
+        match language {
+            Language::Python => {
+                let python =
+                    python::resolve(self.launcher.as_ref(), root, self.config.python.as_deref())?;
+                let kernel = PyKernel::start(self.launcher.as_ref(), &python, root, &[]).await?;
+                handle.pgid.store(kernel_pgid(&kernel), Ordering::SeqCst);
+                let info = kernel.info.clone();
+                let interpreter = if info.executable.is_empty() {
+                    python.display().to_string()
+                } else {
+                    info.executable.clone()
+                };
+                Ok((Kernel::Py(Box::new(kernel)), interpreter, info.version, Some(info.cwd)))
+            }
+            Language::Javascript => {
+                let kernel = JsKernel::start(self.config.js_memory_limit_mb.max(16) * 1024 * 1024)?;
+                *handle.js_interrupt.lock() = Some(kernel_interrupt(&kernel));
+                Ok((Kernel::Js(kernel), ENGINE.to_string(), String::new(), None))
+            }
+        }
+    }
+
+    /// Ends every kernel of the run; afterwards no kernel process remains.
+    pub async fn shutdown(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+        let handles: Vec<Arc<SlotHandle>> = self.slots.lock().drain().map(|(_, h)| h).collect();
+        for handle in handles {
+            // A busy kernel is stopped from outside first, so its cell returns promptly.
+            let wait = self.config.grace() + Duration::from_secs(1);
+            let slot =
+                match tokio::time::timeout(Duration::from_millis(50), handle.slot.lock()).await {
+                    Ok(slot) => Some(slot),
+                    Err(_) => {
+                        kill_from_outside(&handle);
+                        tokio::time::timeout(wait, handle.slot.lock()).await.ok()
+                    }
+                };
+            match slot {
+                Some(mut slot) => {
+                    if let Some(kernel) = slot.kernel.take() {
+                        kernel.shutdown().await;
+                    }
+                }
+                None => kill_from_outside(&handle),
+            }
+        }
+    }
+
+    /// Facts for `status`: which interpreter resolves for `root`, its version, the engine.
+    pub fn status_details(&self, root: &Path) -> Vec<String> {
+        let mut details = Vec::new();
+        match python::resolve(self.launcher.as_ref(), root, self.config.python.as_deref()) {
+            Ok(python) => match python::probe_version(self.launcher.as_ref(), &python) {
+                Ok(version) => details.push(format!(
+                    "python: {} (Python {version}) on {}",
+                    python.display(),
+                    self.launcher.describe()
+                )),
+                Err(e) => details
+                    .push(format!("python: {} resolves but does not run: {e}", python.display())),
+            },
+            Err(e) => details.push(format!("python: unavailable: {e}")),
+        }
+        details.push(format!(
+            "javascript: {ENGINE}, memory limit {} MiB",
+            self.config.js_memory_limit_mb
+        ));
+        details.push(format!(
+            "inactivity budget {}, grace {} before a kill",
+            human_duration(self.config.inactivity()),
+            human_duration(self.config.grace())
+        ));
+        details
+    }
+}
+
+fn kill_from_outside(handle: &SlotHandle) {
+    let pgid = handle.pgid.swap(0, Ordering::SeqCst);
+    if pgid > 0 {
+        // SAFETY: signalling the process group of a kernel this manager started.
+        unsafe {
+            libc::kill(-pgid, libc::SIGKILL);
+        }
+    }
+    if let Some(flag) = handle.js_interrupt.lock().as_ref() {
+        flag.store(true, Ordering::SeqCst);
+    }
+}
+
+fn kernel_pgid(kernel: &PyKernel) -> i32 {
+    kernel.pgid()
+}
+
+fn kernel_interrupt(kernel: &JsKernel) -> Arc<AtomicBool> {
+    kernel.interrupt_flag()
+}
+
+/// "300 s", "1.5 s", "250 ms".
+pub(crate) fn human_duration(d: Duration) -> String {
+    let secs = d.as_secs_f64();
+    if secs < 1.0 {
+        format!("{} ms", d.as_millis())
+    } else if (secs - secs.round()).abs() < 1e-9 {
+        format!("{} s", secs.round() as u64)
+    } else {
+        format!("{secs:.1} s")
+    }
+}
+
+/// The Python a kernel for `root` would use under `config`, for status and tests.
+pub fn resolve_python(config: &EvalConfig, root: &Path) -> Result<PathBuf, String> {
+    Kernels::new(config.clone()).launcher.resolve_python(root, config.python.as_deref())
+}

@@ -1,0 +1,259 @@
+//! Request, response and configuration types of the eval family (serde + JSON Schema).
+
+use std::{collections::BTreeMap, path::PathBuf, time::Duration};
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Which interpreter runs a cell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Language {
+    /// CPython: the project's own interpreter (`.venv`, `venv`, then `python3` on PATH).
+    #[default]
+    Python,
+    /// QuickJS-NG, embedded: no file system or network except through `tool()`.
+    #[serde(alias = "js")]
+    Javascript,
+}
+
+impl Language {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Language::Python => "python",
+            Language::Javascript => "javascript",
+        }
+    }
+
+    /// The name shown to people: `Python`, `JavaScript`.
+    pub fn title(self) -> &'static str {
+        match self {
+            Language::Python => "Python",
+            Language::Javascript => "JavaScript",
+        }
+    }
+}
+
+/// Arguments of one `eval` call: a cell of Python or JavaScript in a persistent kernel.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EvalRequest {
+    /// The cell. The value of its last expression is returned, as in a notebook; variables,
+    /// imports and loaded data persist between calls. Python: top-level `await`, `display(obj)`,
+    /// IPython idioms (`%pip install`, `%cd`, `!cmd`, `x = !cmd`, `%%bash`, `%time`, `%timeit`,
+    /// `%%timeit`, `%env`), and `tool(name, args)` to call the harness's other tools.
+    /// JavaScript: top-level `await`, `console.log`, `display(value)`, `await tool(name, args)`.
+    pub code: String,
+    /// Required: 5-10 words saying what the cell does, for the transcript.
+    pub description: String,
+    /// `python` (default) or `javascript`.
+    #[serde(default)]
+    pub language: Option<Language>,
+    /// Discard this language's kernel and start a clean one before running the cell.
+    #[serde(default)]
+    pub reset: Option<bool>,
+}
+
+/// Where the kernel runs: on the host, or wrapped in a capsule command prefix.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct LauncherConfig {
+    /// A command prefix the kernel command is appended to, for example
+    /// `["bwrap", "--ro-bind", "/", "/", "--dev", "/dev"]` or `["docker", "exec", "-i", "box"]`.
+    /// Empty: the kernel runs on the host. The prefix must pass file descriptors 3 and 4 through
+    /// (bwrap, env, nice, setpriv do).
+    pub prefix: Vec<String>,
+}
+
+/// The `[eval]` section of `agent-tools.toml`.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct EvalConfig {
+    /// The Python interpreter; default: the project's `.venv/bin/python`, then `venv/bin/python`,
+    /// then `python3` on PATH.
+    pub python: Option<PathBuf>,
+    /// Seconds a cell may go without output before it is interrupted (the inactivity budget).
+    /// Suspended while a bridged `tool()` call is pending.
+    pub inactivity_seconds: f64,
+    /// Seconds an interrupted cell has to stop before the kernel is killed.
+    pub grace_seconds: f64,
+    /// Cap on the text output of one cell, in characters (head and tail are kept).
+    pub max_output_chars: usize,
+    /// At most this many images per cell.
+    pub max_images: usize,
+    /// Memory limit of the JavaScript runtime, in MiB.
+    pub js_memory_limit_mb: usize,
+    /// The highest tier `tool()` may reach from a kernel: `read`, `write` or `exec`.
+    /// The calling surface's ceiling lowers it further.
+    pub bridge_tier: BridgeTier,
+    pub launcher: LauncherConfig,
+}
+
+impl Default for EvalConfig {
+    fn default() -> Self {
+        EvalConfig {
+            python: None,
+            inactivity_seconds: 300.0,
+            grace_seconds: 5.0,
+            max_output_chars: 20_000,
+            max_images: 8,
+            js_memory_limit_mb: 512,
+            bridge_tier: BridgeTier::Exec,
+            launcher: LauncherConfig::default(),
+        }
+    }
+}
+
+impl EvalConfig {
+    pub fn inactivity(&self) -> Duration {
+        Duration::from_secs_f64(self.inactivity_seconds.max(0.01))
+    }
+
+    pub fn grace(&self) -> Duration {
+        Duration::from_secs_f64(self.grace_seconds.max(0.01))
+    }
+}
+
+/// The highest tier a kernel's `tool()` calls may reach (the facade maps it to its own tiers).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum BridgeTier {
+    Read,
+    Write,
+    #[default]
+    Exec,
+}
+
+/// A mime bundle: mime type to data (text, base64 for images, JSON for application/json).
+pub type Bundle = BTreeMap<String, Value>;
+
+/// One output of a cell, in the order it arrived.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Output {
+    /// Text written to stdout or stderr.
+    Stream { name: StreamName, text: String },
+    /// A rich output from `display()`, `plt.show()` or a figure left open.
+    Display { bundle: Bundle },
+    /// Output cut because the cell printed more than the cap.
+    Cut { chars: usize },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StreamName {
+    Stdout,
+    Stderr,
+}
+
+/// An exception raised by the cell.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CellError {
+    pub ename: String,
+    pub evalue: String,
+    /// The formatted traceback, runner frames removed.
+    pub traceback: String,
+}
+
+/// How the cell ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CellStatus {
+    /// Ran to the end.
+    Ok,
+    /// Raised an exception.
+    Error,
+    /// Interrupted (inactivity budget or cancellation); the kernel and its state survived.
+    Interrupted,
+    /// Did not stop after the interrupt within the grace period: the kernel was killed.
+    Killed,
+    /// The kernel died while running the cell (crash, `os._exit`, out of memory).
+    Crashed,
+    /// The kernel could not be started.
+    Unavailable,
+}
+
+/// Why the cell was interrupted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InterruptReason {
+    /// The inactivity budget ran out.
+    Inactivity,
+    /// The call was cancelled (the client gave up or the run ended).
+    Cancelled,
+}
+
+/// What happened to the kernel around this cell.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct KernelNote {
+    /// A kernel was started for this cell (first use, reset, or after the previous one died).
+    pub started: bool,
+    /// Why the previous kernel's state is gone, when it is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub previous_lost: Option<String>,
+    /// Whether the state (variables, imports) survived this cell.
+    pub state_preserved: bool,
+    /// For Python, the interpreter path; for JavaScript, the engine.
+    pub interpreter: String,
+    pub version: String,
+}
+
+/// The full result of one cell.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CellReport {
+    pub language: Language,
+    /// The kernel's execution counter (`In[n]`); 0 when the cell did not run.
+    pub execution_count: u64,
+    pub status: CellStatus,
+    pub outputs: Vec<Output>,
+    /// The value of the last expression, when it was not `None`/`undefined`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub result: Option<Bundle>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<CellError>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interrupt: Option<InterruptReason>,
+    /// Free-text facts for the model: why the kernel died, how long the budget was, etc.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+    pub kernel: KernelNote,
+    /// The kernel's working directory after the cell, when it changed during the cell.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cwd_changed: Option<String>,
+}
+
+impl CellReport {
+    pub(crate) fn unavailable(language: Language, message: String) -> Self {
+        CellReport {
+            language,
+            execution_count: 0,
+            status: CellStatus::Unavailable,
+            outputs: Vec::new(),
+            result: None,
+            error: None,
+            interrupt: None,
+            notes: vec![message],
+            kernel: KernelNote {
+                started: false,
+                previous_lost: None,
+                state_preserved: false,
+                interpreter: String::new(),
+                version: String::new(),
+            },
+            cwd_changed: None,
+        }
+    }
+
+    /// True for the statuses the model should treat as a failed call.
+    pub fn is_error(&self) -> bool {
+        !matches!(self.status, CellStatus::Ok)
+    }
+}
+
+/// An image the cell produced, decoded.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CellImage {
+    pub mime_type: String,
+    pub data: Vec<u8>,
+}

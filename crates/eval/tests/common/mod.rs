@@ -1,0 +1,193 @@
+//! Shared helpers for the kernel tests: a session over `Kernels`, a scripted bridge, skips.
+
+#![allow(dead_code, unreachable_pub, clippy::print_stderr)]
+
+use std::{
+    path::{Path, PathBuf},
+    sync::{
+        Arc,
+        atomic::{AtomicUsize, Ordering},
+    },
+    time::Duration,
+};
+
+use agent_tools_eval::{
+    CellReport, EvalConfig, EvalRequest, Kernels, Language, ToolBridge, images, render,
+};
+use async_trait::async_trait;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+/// True in CI, where a missing prerequisite fails instead of skipping.
+pub fn in_ci() -> bool {
+    std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "false")
+}
+
+/// Fails in CI, skips loudly elsewhere; `false` means skip.
+pub fn require(what: &str, found: bool, how: &str) -> bool {
+    if found {
+        return true;
+    }
+    assert!(!in_ci(), "{what} is missing in CI; {how}");
+    eprintln!("\n!!! SKIPPED: {what} is not installed; {how} !!!\n");
+    false
+}
+
+/// The test venv's Python (pandas, matplotlib) if set up, else None.
+pub fn test_python() -> Option<PathBuf> {
+    let candidate =
+        std::env::var_os("AGENT_TOOLS_TEST_PYTHON").map(PathBuf::from).unwrap_or_else(|| {
+            let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default();
+            home.join(".cache/agent-tools-test/venv/bin/python")
+        });
+    candidate.exists().then_some(candidate)
+}
+
+/// Whether `python` can import `module`.
+pub fn has_module(python: &Path, module: &str) -> bool {
+    std::process::Command::new(python)
+        .args(["-c", &format!("import {module}")])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// A bridge that serves `read` from the root, refuses `write` as a read-only surface would,
+/// holds `gate` calls until three are pending at once, and sleeps on `slow`.
+pub struct TestBridge {
+    pub root: PathBuf,
+    pub in_flight: AtomicUsize,
+    pub gate: tokio::sync::Notify,
+    pub calls: parking_lot::Mutex<Vec<String>>,
+}
+
+impl TestBridge {
+    pub fn new(root: &Path) -> Arc<Self> {
+        Arc::new(TestBridge {
+            root: root.to_path_buf(),
+            in_flight: AtomicUsize::new(0),
+            gate: tokio::sync::Notify::new(),
+            calls: parking_lot::Mutex::new(Vec::new()),
+        })
+    }
+}
+
+#[async_trait]
+impl ToolBridge for TestBridge {
+    async fn call(&self, name: &str, args: Value) -> Result<Value, String> {
+        self.calls.lock().push(name.to_string());
+        match name {
+            "read" => {
+                let path = args["path"].as_str().unwrap_or_default();
+                std::fs::read_to_string(self.root.join(path))
+                    .map(Value::String)
+                    .map_err(|e| format!("read {path}: {e}"))
+            }
+            "write" => Err(
+                "`write` is a write-tier tool; this surface (plan) is limited to read-tier tools"
+                    .into(),
+            ),
+            "gate" => {
+                let n = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+                if n >= 3 {
+                    self.gate.notify_waiters();
+                } else {
+                    let notified = self.gate.notified();
+                    if self.in_flight.load(Ordering::SeqCst) < 3 {
+                        let _ = tokio::time::timeout(Duration::from_secs(20), notified).await;
+                    }
+                }
+                let seen = self.in_flight.load(Ordering::SeqCst);
+                Ok(json!({"arg": args["n"], "in_flight_seen": seen}))
+            }
+            "slow" => {
+                tokio::time::sleep(Duration::from_secs_f64(
+                    args["seconds"].as_f64().unwrap_or(1.0),
+                ))
+                .await;
+                Ok(json!("slept"))
+            }
+            other => Err(format!("unknown tool `{other}`")),
+        }
+    }
+}
+
+/// Kernels over a temp root with one conversation.
+pub struct Session {
+    pub kernels: Kernels,
+    pub root: tempfile::TempDir,
+    pub bridge: Arc<TestBridge>,
+    pub cancel: CancellationToken,
+    pub language: Language,
+}
+
+impl Session {
+    pub fn new(language: Language, config: EvalConfig) -> Self {
+        let root = tempfile::tempdir().expect("temp dir");
+        let bridge = TestBridge::new(root.path());
+        Session {
+            kernels: Kernels::new(config),
+            root,
+            bridge,
+            cancel: CancellationToken::new(),
+            language,
+        }
+    }
+
+    pub fn root(&self) -> PathBuf {
+        std::fs::canonicalize(self.root.path()).expect("canonical root")
+    }
+
+    /// Runs one cell; returns the report and its rendered text.
+    pub async fn run(&self, code: &str) -> (CellReport, String) {
+        self.run_with(code, false).await
+    }
+
+    pub async fn reset(&self, code: &str) -> (CellReport, String) {
+        self.run_with(code, true).await
+    }
+
+    async fn run_with(&self, code: &str, reset: bool) -> (CellReport, String) {
+        let request = EvalRequest {
+            code: code.to_string(),
+            description: "a test cell".into(),
+            language: Some(self.language),
+            reset: Some(reset),
+        };
+        let report = self
+            .kernels
+            .eval("conversation", &self.root(), request, self.bridge.clone(), &self.cancel)
+            .await
+            .expect("eval");
+        let text = render(&report);
+        (report, text)
+    }
+
+    pub fn image_count(report: &CellReport) -> usize {
+        images(report).len()
+    }
+}
+
+/// Config with short budgets for the timeout tests.
+pub fn short_budget(inactivity: f64, grace: f64) -> EvalConfig {
+    EvalConfig { inactivity_seconds: inactivity, grace_seconds: grace, ..EvalConfig::default() }
+}
+
+/// Whether a process with `pid` is alive (zombies count as gone).
+pub fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !stat.split(") ").nth(1).is_some_and(|rest| rest.starts_with('Z')),
+        Err(_) => false,
+    }
+}
+
+/// Waits (bounded) until `pid` is gone; false if it survived.
+pub fn gone_within(pid: u32, within: Duration) -> bool {
+    let start = std::time::Instant::now();
+    while start.elapsed() < within {
+        if !alive(pid) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    !alive(pid)
+}

@@ -1,0 +1,230 @@
+//! The ask family in the registry: `ask_user` over an `agent_tools_ask::AskSession`, and the same
+//! session as the approver of the approval gate, so approval cards share the numbering and the
+//! port with questions.
+
+use std::{path::Path, sync::Arc};
+
+use agent_tools_ask::{AskError, AskRequest, AskSession, QuestionPort, Target, human_duration};
+use async_trait::async_trait;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::{
+    ApprovalDecision, ApprovalRequest, Approver, CallContext, Config, RegistryBuilder, Tier, Tool,
+    ToolResult, ToolSpec, parse_args,
+};
+
+impl RegistryBuilder {
+    /// Registers `ask_user` only when a question port and a target are both present (default
+    /// timeout, 15 minutes); the same desk then also shows the approval gate's cards.
+    pub fn with_questions(
+        self,
+        port: Option<Arc<dyn QuestionPort>>,
+        target: Option<Target>,
+    ) -> Self {
+        match (port, target) {
+            (Some(port), Some(target)) => {
+                self.with_ask_session(Arc::new(AskSession::new(port, target)))
+            }
+            _ => self,
+        }
+    }
+
+    /// Registers `ask_user` over `session` (for a configured timeout) and makes the session the
+    /// approver of the approval gate.
+    pub fn with_ask_session(self, session: Arc<AskSession>) -> Self {
+        let tool = AskTool {
+            spec: ToolSpec::new::<AskRequest>(
+                agent_tools_ask::TOOL_NAME,
+                agent_tools_ask::TOOL_DESCRIPTION,
+                Tier::Read,
+            ),
+            session: session.clone(),
+        };
+        self.with_tool("ask", Arc::new(tool)).with_approver(Arc::new(SessionApprover(session)))
+    }
+}
+
+/// The host's attach step: `ask_user` when someone can answer, with the configured timeout.
+#[cfg_attr(not(feature = "host"), allow(dead_code))]
+pub(crate) fn attach(
+    builder: RegistryBuilder,
+    config: &Config,
+    questions: Option<(Arc<dyn QuestionPort>, Target)>,
+) -> RegistryBuilder {
+    match questions {
+        Some((port, target)) => builder.with_ask_session(Arc::new(
+            AskSession::new(port, target).with_timeout(config.ask.timeout()),
+        )),
+        None => builder,
+    }
+}
+
+struct AskTool {
+    spec: ToolSpec,
+    session: Arc<AskSession>,
+}
+
+#[async_trait]
+impl Tool for AskTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    async fn call(&self, ctx: &CallContext, args: Value) -> ToolResult {
+        let request: AskRequest = match parse_args(agent_tools_ask::TOOL_NAME, args) {
+            Ok(r) => r,
+            Err(e) => return e,
+        };
+        match self.session.ask(&request, &ctx.cancel).await {
+            Ok(response) => {
+                let structured = serde_json::to_value(&response).unwrap_or(Value::Null);
+                let text = response.render();
+                let result = if response.is_error() {
+                    ToolResult::error(text)
+                } else {
+                    ToolResult::text(text)
+                };
+                result.with_structured(structured)
+            }
+            Err(AskError::Invalid(message)) => ToolResult::error(format!("ask_user: {message}")),
+            Err(AskError::Cancelled) => ToolResult::error(
+                "ask_user: the call was cancelled before the operator answered; nothing was chosen",
+            ),
+        }
+    }
+}
+
+/// Shows the approval gate's cards through the run's question desk.
+struct SessionApprover(Arc<AskSession>);
+
+#[async_trait]
+impl Approver for SessionApprover {
+    async fn decide(
+        &self,
+        request: &ApprovalRequest,
+        cancel: &CancellationToken,
+    ) -> Option<ApprovalDecision> {
+        let ask = agent_tools_ask::ApprovalRequest {
+            action: request.action(),
+            details: Some(request.details()),
+        };
+        match self.0.approve(&ask, cancel).await {
+            Ok(response) => Some(ApprovalDecision {
+                approved: response.approved,
+                reason: response.reason(),
+                details: serde_json::to_value(&response).unwrap_or(Value::Null),
+            }),
+            Err(AskError::Cancelled) => None,
+            Err(AskError::Invalid(message)) => Some(ApprovalDecision {
+                approved: false,
+                reason: format!("the approval card could not be shown ({message})"),
+                details: json!({"status": "invalid"}),
+            }),
+        }
+    }
+}
+
+/// What `agent-tools status` says about questions and approvals here.
+#[cfg_attr(not(feature = "host"), allow(dead_code))]
+pub(crate) fn status_details(root: &Path, config: &Config) -> Vec<String> {
+    let _ = root;
+    vec![
+        "ask_user is registered when someone can answer: an MCP client that declares the \
+         elicitation capability, or `agent-tools call` run from a terminal"
+            .to_string(),
+        format!(
+            "a card waits {} for an answer ([ask] timeout_seconds = {})",
+            human_duration(config.ask.timeout()),
+            config.ask.timeout_seconds
+        ),
+        format!(
+            "approval policy: {} ([approval] policy; none, before_write or before_exec)",
+            config.approval.policy.as_str()
+        ),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use agent_tools_ask::{Answer, Reply, SkipKind, ports::channel::channel_port};
+    use serde_json::json;
+
+    use super::*;
+    use crate::{ApprovalPolicy, RunInfo, SurfaceKind};
+
+    #[test]
+    fn ask_user_is_registered_only_with_a_port_and_a_target() {
+        let (port, _inbox) = channel_port(1);
+        let port: Arc<dyn QuestionPort> = Arc::new(port);
+        let names = |builder: RegistryBuilder| -> Vec<String> {
+            builder.build().tools().iter().map(|t| t.spec().name.clone()).collect()
+        };
+        assert!(names(RegistryBuilder::new().with_questions(Some(port.clone()), None)).is_empty());
+        assert!(
+            names(RegistryBuilder::new().with_questions(None, Some(Target::new("x")))).is_empty()
+        );
+        assert_eq!(
+            names(RegistryBuilder::new().with_questions(Some(port), Some(Target::new("x")))),
+            ["ask_user"]
+        );
+    }
+
+    #[tokio::test]
+    async fn questions_and_approvals_share_the_port_and_the_numbering() {
+        let dir = tempfile::tempdir().unwrap();
+        let (port, mut inbox) = channel_port(4);
+        let registry = RegistryBuilder::new()
+            .with_reference_file_tools()
+            .with_questions(Some(Arc::new(port)), Some(Target::new("the harness")))
+            .with_approval_policy(ApprovalPolicy::BeforeWrite)
+            .build();
+        let operator = tokio::spawn(async move {
+            let question = inbox.recv().await.expect("question card");
+            assert_eq!(question.card.number, 1);
+            question.reply(Reply::Answered(Answer::options([2])));
+            let approval = inbox.recv().await.expect("approval card");
+            assert_eq!(approval.card.number, 2);
+            assert_eq!(approval.card.kind, agent_tools_ask::CardKind::Approval);
+            approval.reply(Reply::Skipped { how: SkipKind::Declined });
+        });
+        let surface = registry.surface(SurfaceKind::Build);
+        let ctx = surface.context(&RunInfo::new(dir.path()), None);
+        let asked = surface
+            .call(
+                &ctx,
+                "ask_user",
+                json!({"question": "Which?", "options": [{"label": "A"}, {"label": "B"}]}),
+            )
+            .await;
+        assert!(!asked.is_error, "{}", asked.text);
+        assert_eq!(asked.text, "Card 1 answered by the harness.\nChosen: 2. B");
+        assert_eq!(asked.structured.as_ref().unwrap()["status"], "answered");
+        let write = surface.call(&ctx, "write", json!({"path": "a.txt", "content": "x"})).await;
+        assert!(write.is_error);
+        assert!(
+            write.text.contains("the harness skipped approval card 2; a skipped approval denies"),
+            "{}",
+            write.text
+        );
+        assert!(!dir.path().join("a.txt").exists());
+        operator.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn an_invalid_request_is_an_error_for_the_model() {
+        let (port, _inbox) = channel_port(1);
+        let registry = RegistryBuilder::new()
+            .with_questions(Some(Arc::new(port)), Some(Target::new("x")))
+            .build();
+        let surface = registry.surface(SurfaceKind::Plan);
+        let ctx = surface.context(&RunInfo::new("/"), None);
+        let result = surface.call(&ctx, "ask_user", json!({"question": "Proceed?"})).await;
+        assert!(result.is_error);
+        assert!(
+            result.text.starts_with("ask_user: the card would have no options"),
+            "{}",
+            result.text
+        );
+    }
+}

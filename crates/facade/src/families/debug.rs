@@ -1,0 +1,130 @@
+//! Adapter for `agent-tools-debug`: the `debug` tool (tier exec) over a `DebugSupervisor`, whose
+//! sessions (one per conversation) are a run resource ended when the run ends.
+
+use std::{path::Path, sync::Arc};
+
+use agent_tools_debug::{
+    DebugArgs, DebugError, DebugSupervisor, TOOL_DESCRIPTION, TOOL_NAME, adapter_reports, render,
+};
+use async_trait::async_trait;
+use serde_json::Value;
+
+use crate::{
+    CallContext, Config, RegistryBuilder, RunResource, Tier, Tool, ToolResult, ToolSpec,
+    Unavailable, parse_args,
+};
+
+impl RegistryBuilder {
+    /// Registers `debug` over `supervisor`; its sessions end when the run ends.
+    pub fn with_debug(self, supervisor: Arc<DebugSupervisor>) -> Self {
+        let tool = DebugTool {
+            spec: ToolSpec::new::<DebugArgs>(TOOL_NAME, TOOL_DESCRIPTION, Tier::Exec),
+            supervisor: supervisor.clone(),
+        };
+        self.with_tool("debug", Arc::new(tool)).with_resource(Arc::new(DebugResource(supervisor)))
+    }
+}
+
+struct DebugTool {
+    spec: ToolSpec,
+    supervisor: Arc<DebugSupervisor>,
+}
+
+#[async_trait]
+impl Tool for DebugTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    async fn call(&self, ctx: &CallContext, args: Value) -> ToolResult {
+        let args: DebugArgs = match parse_args(TOOL_NAME, args) {
+            Ok(a) => a,
+            Err(e) => return e,
+        };
+        let op = args.operation.as_str();
+        match self.supervisor.call(&ctx.conversation_id, &ctx.root, args, &ctx.cancel).await {
+            Ok(outcome) => {
+                let structured = serde_json::to_value(&outcome).ok();
+                let result = ToolResult::text(render(&outcome));
+                match structured {
+                    Some(s) => result.with_structured(s),
+                    None => result,
+                }
+            }
+            Err(DebugError::Unavailable { resource, reason, fix }) => {
+                Unavailable::new(resource, reason, fix).into()
+            }
+            Err(e) => ToolResult::error(format!("debug {op}: {e}")),
+        }
+    }
+}
+
+struct DebugResource(Arc<DebugSupervisor>);
+
+#[async_trait]
+impl RunResource for DebugResource {
+    async fn shutdown(&self) {
+        self.0.shutdown().await;
+    }
+}
+
+/// `agent-tools status` lines: each adapter, usable or not and why.
+pub(crate) fn status_details(root: &Path, config: &Config) -> Vec<String> {
+    let c = &config.debug;
+    let mut lines = vec![format!(
+        "one session per conversation; time limit {}, waits for a stop up to {} s",
+        agent_tools_debug::human_seconds(c.ttl_seconds),
+        c.stop_wait_seconds
+    )];
+    for report in adapter_reports(root, c) {
+        let mut line = format!(
+            "{}: {}",
+            report.adapter.id(),
+            if report.usable { "usable" } else { "not usable" }
+        );
+        if let Some(command) = &report.command {
+            line.push_str(&format!(" ({}", command.join(" ")));
+            if let Some(version) = &report.version {
+                line.push_str(&format!(", {version}"));
+            }
+            line.push(')');
+        }
+        if let Some(marker) = &report.marker {
+            line.push_str(&format!("; marker {marker}"));
+        }
+        if !report.problems.is_empty() {
+            line.push_str(&format!("; {}", report.problems.join("; ")));
+        }
+        if report.command.is_none() {
+            line.push_str(&format!("; {}", report.install));
+        }
+        lines.push(line);
+    }
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{RunInfo, SurfaceKind};
+
+    #[tokio::test]
+    async fn debug_is_an_exec_tool_hidden_from_plan_surfaces() {
+        let registry =
+            RegistryBuilder::new().with_debug(DebugSupervisor::new(Default::default())).build();
+        let build = registry.surface(SurfaceKind::Build);
+        assert_eq!(build.get("debug").map(|t| t.spec().tier), Some(Tier::Exec));
+        assert!(registry.surface(SurfaceKind::Plan).get("debug").is_none());
+        let schema = &build.get("debug").unwrap().spec().input_schema;
+        assert_eq!(schema["required"], serde_json::json!(["operation"]));
+        let run = RunInfo::new(std::env::temp_dir());
+        let ctx = build.context(&run, None);
+        let status = build.call(&ctx, "debug", serde_json::json!({"operation": "status"})).await;
+        assert!(!status.is_error, "{}", status.text);
+        assert!(status.text.contains("No debug session"), "{}", status.text);
+        let bad = build.call(&ctx, "debug", serde_json::json!({"operation": "stack"})).await;
+        assert!(bad.is_error);
+        assert!(bad.text.starts_with("debug stack: no debug session"), "{}", bad.text);
+        registry.shutdown().await;
+    }
+}

@@ -1,0 +1,303 @@
+//! The eval family in the registry: the `eval` tool over `agent_tools_eval::Kernels`, its
+//! `tool()` bridge through [`CallContext::call_nested`], and the kernels as a run resource.
+
+use std::{
+    collections::HashMap,
+    path::Path,
+    sync::{Arc, Mutex},
+};
+
+use agent_tools_eval::{
+    BridgeTier, CellStatus, EvalError, EvalRequest, Kernels, Language, ToolBridge,
+};
+use async_trait::async_trait;
+use serde_json::{Value, json};
+
+use crate::{
+    CallContext, Config, Image, RegistryBuilder, RunResource, Tier, Tool, ToolResult, ToolSpec,
+    parse_args,
+};
+
+const DESCRIPTION: &str = "Run a Python (default) or JavaScript cell in a persistent kernel of \
+this conversation: variables, imports and loaded data persist between calls, and the value of \
+the last expression is returned, as in a notebook. Python is the project's own interpreter \
+(.venv, venv, then python3): top-level await, display(obj), a pandas DataFrame comes back as a \
+table and a matplotlib figure as an image; IPython idioms work (%pip install, %cd, !cmd, \
+x = !cmd, %%bash, %time, %timeit, %%timeit, %env). JavaScript is embedded QuickJS: top-level \
+await, console.log, display(value), no file system or network. In both, tool(name, args) calls \
+the other tools of this harness (Python: returns the result; JavaScript: await it), with the \
+same permissions as your own calls; `eval` itself cannot be called. A cell that produces no \
+output for the inactivity budget (default 5 minutes) is interrupted; its state survives. \
+`reset: true` starts the language's kernel clean. Not parallel-safe: run cells one at a time.";
+
+impl RegistryBuilder {
+    /// Registers `eval` over `kernels`, and ends the kernels when the run ends.
+    pub fn with_kernels(self, kernels: Arc<Kernels>) -> Self {
+        let tool = EvalTool {
+            spec: ToolSpec::new::<EvalRequest>("eval", DESCRIPTION, Tier::Exec),
+            kernels: kernels.clone(),
+            ceilings: Mutex::default(),
+        };
+        self.with_tool("eval", Arc::new(tool)).with_resource(Arc::new(KernelsResource(kernels)))
+    }
+}
+
+struct EvalTool {
+    spec: ToolSpec,
+    kernels: Arc<Kernels>,
+    /// The tier ceiling each kernel was started under: its `tool()` calls never reach higher.
+    ceilings: Mutex<HashMap<(String, Language), Tier>>,
+}
+
+fn bridge_tier(tier: BridgeTier) -> Tier {
+    match tier {
+        BridgeTier::Read => Tier::Read,
+        BridgeTier::Write => Tier::Write,
+        BridgeTier::Exec => Tier::Exec,
+    }
+}
+
+#[async_trait]
+impl Tool for EvalTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    async fn call(&self, ctx: &CallContext, args: Value) -> ToolResult {
+        let request: EvalRequest = match parse_args("eval", args) {
+            Ok(r) => r,
+            Err(e) => return e,
+        };
+        let language = request.language.unwrap_or_default();
+        let key = (ctx.conversation_id.clone(), language);
+        let configured = bridge_tier(self.kernels.config().bridge_tier);
+        let ceiling = {
+            let mut ceilings = self.ceilings.lock().unwrap_or_else(|e| e.into_inner());
+            let fresh = request.reset.unwrap_or(false)
+                || !self.kernels.is_running(&ctx.conversation_id, language)
+                || !ceilings.contains_key(&key);
+            if fresh {
+                ceilings.insert(key, configured.min(ctx.surface.ceiling));
+            }
+            ceilings.get(&(ctx.conversation_id.clone(), language)).copied().unwrap_or(Tier::Read)
+        };
+        let bridge = Arc::new(RegistryBridge { ctx: ctx.clone(), ceiling });
+        let report = match self
+            .kernels
+            .eval(&ctx.conversation_id, ctx.root(), request, bridge, &ctx.cancel)
+            .await
+        {
+            Ok(report) => report,
+            Err(e @ EvalError::Argument(_)) | Err(e @ EvalError::Closed) => {
+                return ToolResult::error(e.to_string());
+            }
+        };
+        let text = agent_tools_eval::render(&report);
+        let images = agent_tools_eval::images(&report);
+        let structured = json!({
+            "language": report.language,
+            "execution_count": report.execution_count,
+            "status": report.status,
+            "interrupt": report.interrupt,
+            "kernel_started": report.kernel.started,
+            "state_preserved": report.kernel.state_preserved,
+            "interpreter": report.kernel.interpreter,
+            "images": images.len(),
+            "cwd": report.cwd_changed,
+        });
+        // Anything but a cell that ran to its end is an error for the model: it did not finish.
+        let mut result = if report.status == CellStatus::Ok {
+            ToolResult::text(text)
+        } else {
+            ToolResult::error(text)
+        };
+        result = result.with_structured(structured);
+        for image in images {
+            result = result.with_image(Image { mime_type: image.mime_type, data: image.data });
+        }
+        result
+    }
+}
+
+/// Dispatches a cell's `tool()` through the registry, as a nested call of the `eval` call.
+struct RegistryBridge {
+    ctx: CallContext,
+    ceiling: Tier,
+}
+
+#[async_trait]
+impl ToolBridge for RegistryBridge {
+    async fn call(&self, name: &str, args: Value) -> Result<Value, String> {
+        if name == "eval" {
+            return Err("tool(\"eval\") is refused: a cell cannot run another cell; write the \
+                        code in this cell instead"
+                .into());
+        }
+        let result = self.ctx.call_nested(name, args, self.ceiling).await;
+        if result.is_error {
+            return Err(result.text);
+        }
+        // The structured result when there is one; an object also gets the model-facing text
+        // under `text` (unless it has that key), so `tool("read", ...)["text"]` has the lines.
+        Ok(match result.structured {
+            Some(Value::Object(mut map)) => {
+                map.entry("text").or_insert(Value::String(result.text));
+                Value::Object(map)
+            }
+            Some(other) => other,
+            None => Value::String(result.text),
+        })
+    }
+}
+
+struct KernelsResource(Arc<Kernels>);
+
+#[async_trait]
+impl RunResource for KernelsResource {
+    async fn shutdown(&self) {
+        self.0.shutdown().await;
+    }
+}
+
+/// What `agent-tools status` says about eval here: the interpreter that resolves, its version.
+pub(crate) fn status_details(root: &Path, config: &Config) -> Vec<String> {
+    Kernels::new(config.eval.clone()).status_details(root)
+}
+
+#[cfg(test)]
+mod tests {
+    use agent_tools_eval::EvalConfig;
+    use serde_json::json;
+
+    use super::*;
+    use crate::{RunInfo, Surface};
+
+    /// A registry with the file tools and kernels over a temp root; returns the run too.
+    fn check(config: EvalConfig) -> (crate::Registry, RunInfo, tempfile::TempDir) {
+        let dir = tempfile::tempdir().expect("temp");
+        std::fs::write(dir.path().join("notes.txt"), "one\ntwo\n").expect("write");
+        let registry = RegistryBuilder::new()
+            .with_reference_file_tools()
+            .with_kernels(Arc::new(Kernels::new(config)))
+            .build();
+        let run = RunInfo::new(dir.path());
+        (registry, run, dir)
+    }
+
+    async fn eval(surface: &Surface, run: &RunInfo, language: &str, code: &str) -> ToolResult {
+        let ctx = surface.context(run, None);
+        surface
+            .call(&ctx, "eval", json!({"code": code, "description": "test", "language": language}))
+            .await
+    }
+
+    #[test]
+    fn the_eval_schema_is_stable() {
+        let kernels = Arc::new(Kernels::new(EvalConfig::default()));
+        let registry = RegistryBuilder::new().with_kernels(kernels).build();
+        let surface = Surface::build(&registry);
+        let spec = surface.get("eval").expect("eval").spec();
+        insta::assert_json_snapshot!(spec.input_schema);
+    }
+
+    #[tokio::test]
+    async fn eval_is_an_exec_tool_that_needs_a_description() {
+        let (registry, run, _dir) = check(EvalConfig::default());
+        let build = Surface::build(&registry);
+        assert_eq!(build.get("eval").map(|t| t.spec().tier), Some(Tier::Exec));
+        assert!(Surface::plan(&registry).get("eval").is_none());
+        let ctx = build.context(&run, None);
+        let missing = build.call(&ctx, "eval", json!({"code": "1"})).await;
+        assert!(missing.is_error);
+        assert!(missing.text.contains("description"), "{}", missing.text);
+        let empty = build.call(&ctx, "eval", json!({"code": "1", "description": " "})).await;
+        assert!(empty.text.contains("`description` is required"), "{}", empty.text);
+        registry.shutdown().await;
+    }
+
+    #[tokio::test]
+    async fn tool_reads_through_the_registry_in_both_languages() {
+        let (registry, run, _dir) = check(EvalConfig::default());
+        let build = Surface::build(&registry);
+        let py = eval(
+            &build,
+            &run,
+            "python",
+            "r = tool('read', {'path': 'notes.txt'})\n(r['total_lines'], r['text'])",
+        )
+        .await;
+        assert!(!py.is_error, "{}", py.text);
+        assert!(py.text.ends_with("Out[1]: (2, '1\\tone\\n2\\ttwo\\n')"), "{}", py.text);
+        let js = eval(&build, &run, "javascript", "(await tool('read', {path: 'notes.txt'})).text")
+            .await;
+        assert!(js.text.ends_with("Out[1]: \"1\\tone\\n2\\ttwo\\n\""), "{}", js.text);
+        let nested =
+            eval(&build, &run, "python", "tool('eval', {'code': '1', 'description': 'x'})").await;
+        assert!(nested.is_error);
+        assert!(nested.text.contains("tool(\"eval\") is refused"), "{}", nested.text);
+        registry.shutdown().await;
+    }
+
+    #[tokio::test]
+    async fn a_kernel_from_a_read_only_surface_cannot_reach_a_write_tool() {
+        let (registry, run, dir) = check(EvalConfig::default());
+        // A harness that lets a plan surface run cells (calling the tool directly) still
+        // gets no write tool through the bridge: the kernel's ceiling is the surface's.
+        let plan = Surface::plan(&registry);
+        let ctx = plan.context(&run, None);
+        let tool = Surface::build(&registry).get("eval").cloned().expect("eval");
+        for (language, code) in [
+            ("python", "tool('write', {'path': 'notes.txt', 'content': 'x'})"),
+            ("javascript", "await tool('write', {path: 'notes.txt', content: 'x'})"),
+        ] {
+            let result = tool
+                .call(&ctx, json!({"code": code, "description": "d", "language": language}))
+                .await;
+            assert!(result.is_error);
+            assert!(
+                result.text.contains("`write` is a write-tier tool; this surface (plan"),
+                "{}",
+                result.text
+            );
+        }
+        assert_eq!(std::fs::read_to_string(dir.path().join("notes.txt")).unwrap(), "one\ntwo\n");
+        registry.shutdown().await;
+    }
+
+    #[tokio::test]
+    async fn the_configured_bridge_tier_lowers_the_ceiling() {
+        let config = EvalConfig { bridge_tier: BridgeTier::Read, ..EvalConfig::default() };
+        let (registry, run, _dir) = check(config);
+        let build = Surface::build(&registry);
+        let code = "import concurrent.futures as cf\n\
+                    with cf.ThreadPoolExecutor(4) as pool:\n    \
+                    texts = list(pool.map(lambda p: tool.read(path=p), ['notes.txt'] * 4))\n\
+                    print(len(texts))\n\
+                    tool('write', {'path': 'out.txt', 'content': 'x'})";
+        let result = eval(&build, &run, "python", code).await;
+        assert!(result.text.contains("4\n"), "fan-out of reads works: {}", result.text);
+        assert!(result.text.contains("ToolError: `write` is a write-tier tool"), "{}", result.text);
+        registry.shutdown().await;
+    }
+
+    #[tokio::test]
+    async fn the_run_end_leaves_no_kernel_process() {
+        let (registry, run, _dir) = check(EvalConfig::default());
+        let build = Surface::build(&registry);
+        let result = eval(&build, &run, "python", "import os; os.getpid()").await;
+        let pid: i32 =
+            result.text.rsplit("Out[1]: ").next().unwrap_or("").trim().parse().expect("pid");
+        assert!(std::path::Path::new(&format!("/proc/{pid}")).exists());
+        registry.shutdown().await;
+        let gone = (0..100).any(|_| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let alive =
+                !stat.is_empty() && !stat.split(") ").nth(1).is_some_and(|r| r.starts_with('Z'));
+            if alive {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            !alive
+        });
+        assert!(gone, "kernel {pid} survived the run");
+    }
+}

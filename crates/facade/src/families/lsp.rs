@@ -1,0 +1,194 @@
+//! Adapter for `agent-tools-lsp`: the `lsp` tool (tier read) and `lsp_rename` (tier write) over
+//! one `Supervisor` per run, which is a run resource (every server ends with the run), plus
+//! diagnostics on write around the file tools (see `diagnostics.rs`).
+
+use std::{path::Path, sync::Arc};
+
+use agent_tools_lsp::{
+    LSP_DESCRIPTION, LspArgs, LspConfig, LspError, LspOutput, RENAME_DESCRIPTION, RenameArgs,
+    Supervisor,
+};
+use async_trait::async_trait;
+use serde_json::Value;
+
+use crate::{
+    CallContext, Config, RegistryBuilder, RunResource, Tier, Tool, ToolResult, ToolSpec,
+    Unavailable, parse_args,
+};
+
+#[path = "diagnostics.rs"]
+mod diagnostics;
+
+impl RegistryBuilder {
+    /// Attaches language servers to the run rooted at `root`: `lsp`, `lsp_rename`, the
+    /// supervisor as a run resource, and (unless `[lsp.on_write] enabled = false`) diagnostics
+    /// on write around the file tools registered so far.
+    pub fn with_lsp(self, root: &Path, config: LspConfig) -> Self {
+        let on_write = config.on_write.enabled;
+        let supervisor = Supervisor::new(root, config);
+        let builder = self.with_lsp_supervisor(supervisor.clone());
+        if on_write { builder.with_diagnostics_on_write(supervisor) } else { builder }
+    }
+
+    /// Registers `lsp` and `lsp_rename` over `supervisor`; its servers end when the run ends.
+    pub fn with_lsp_supervisor(self, supervisor: Supervisor) -> Self {
+        let lsp = LspTool {
+            spec: ToolSpec::new::<LspArgs>("lsp", LSP_DESCRIPTION, Tier::Read),
+            supervisor: supervisor.clone(),
+        };
+        let rename = RenameTool {
+            spec: ToolSpec::new::<RenameArgs>("lsp_rename", RENAME_DESCRIPTION, Tier::Write),
+            supervisor: supervisor.clone(),
+        };
+        self.with_tool("lsp", Arc::new(lsp))
+            .with_tool("lsp", Arc::new(rename))
+            .with_resource(Arc::new(LspResource(supervisor)))
+    }
+
+    /// Wraps every file tool registered so far (`write`, `edit`, `apply_patch`, or a harness's
+    /// own) so that its result carries the diagnostics its change introduced.
+    pub fn with_diagnostics_on_write(self, supervisor: Supervisor) -> Self {
+        let ledger = diagnostics::RunLedger::default();
+        self.wrap_file_tools(|inner| {
+            Arc::new(diagnostics::DiagnosticsOnWrite::new(
+                inner,
+                supervisor.clone(),
+                ledger.clone(),
+            ))
+        })
+    }
+}
+
+fn into_result(tool: &str, outcome: Result<LspOutput, LspError>) -> ToolResult {
+    match outcome {
+        Ok(out) => {
+            let mut result = ToolResult::text(out.text);
+            if !out.structured.is_null() {
+                result = result.with_structured(out.structured);
+            }
+            for path in out.changed_files {
+                result = result.with_changed_file(path);
+            }
+            result
+        }
+        Err(LspError::Unavailable { resource, reason, fix }) => {
+            Unavailable::new(resource, reason, fix).into()
+        }
+        Err(e) => ToolResult::error(format!("{tool}: {e}")),
+    }
+}
+
+struct LspTool {
+    spec: ToolSpec,
+    supervisor: Supervisor,
+}
+
+#[async_trait]
+impl Tool for LspTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    async fn call(&self, ctx: &CallContext, args: Value) -> ToolResult {
+        let args: LspArgs = match parse_args("lsp", args) {
+            Ok(a) => a,
+            Err(e) => return e,
+        };
+        let action = args.action.as_str();
+        into_result(&format!("lsp {action}"), self.supervisor.call(args, &ctx.cancel).await)
+    }
+}
+
+struct RenameTool {
+    spec: ToolSpec,
+    supervisor: Supervisor,
+}
+
+#[async_trait]
+impl Tool for RenameTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    async fn call(&self, ctx: &CallContext, args: Value) -> ToolResult {
+        let args: RenameArgs = match parse_args("lsp_rename", args) {
+            Ok(a) => a,
+            Err(e) => return e,
+        };
+        into_result("lsp_rename", self.supervisor.rename(args, &ctx.cancel).await)
+    }
+}
+
+struct LspResource(Supervisor);
+
+#[async_trait]
+impl RunResource for LspResource {
+    async fn shutdown(&self) {
+        self.0.shutdown().await;
+    }
+}
+
+/// `agent-tools status` lines: per language present in the root, marker, binary and version,
+/// state, or what is missing and how to get it.
+pub(crate) fn status_details(root: &Path, config: &Config) -> Vec<String> {
+    let supervisor = Supervisor::new(root, config.lsp.clone());
+    let mut lines = vec![format!(
+        "servers start on first use, one per (language, project root); diagnostics on write {}",
+        if config.lsp.on_write.enabled {
+            format!("on (waits up to {} ms per write)", config.lsp.on_write.deadline_ms)
+        } else {
+            "off".to_string()
+        }
+    )];
+    match supervisor.status_blocking() {
+        Ok(rows) if rows.is_empty() => lines.push(
+            "no source files of a language with a configured server found under the root".into(),
+        ),
+        Ok(rows) => lines.extend(rows.iter().map(|r| r.render().replace("\n    ", "; "))),
+        Err(e) => lines.push(format!("[lsp] configuration problem: {e}")),
+    }
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::SurfaceKind;
+
+    #[test]
+    fn lsp_is_read_and_lsp_rename_is_write_so_plan_surfaces_see_only_lsp() {
+        let dir = tempfile::tempdir().unwrap();
+        let registry = RegistryBuilder::new()
+            .with_reference_file_tools()
+            .with_lsp(dir.path(), LspConfig::default())
+            .build();
+        let build = registry.surface(SurfaceKind::Build);
+        assert_eq!(build.get("lsp").map(|t| t.spec().tier), Some(Tier::Read));
+        assert_eq!(build.get("lsp_rename").map(|t| t.spec().tier), Some(Tier::Write));
+        let plan = registry.surface(SurfaceKind::Plan);
+        assert!(plan.get("lsp").is_some() && plan.get("lsp_rename").is_none());
+        let schema = &build.get("lsp_rename").unwrap().spec().input_schema;
+        assert_eq!(schema["required"], serde_json::json!(["file", "line", "symbol", "new_name"]));
+    }
+
+    #[test]
+    fn status_says_why_each_language_present_has_no_server() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("main.rs"), "fn main() {}\n").unwrap();
+        let config = Config {
+            lsp: serde_json::from_value(serde_json::json!({"servers": {"rust": {
+                "commands": [["agent-tools-no-such-rust-analyzer"]]
+            }}}))
+            .unwrap(),
+            ..Config::default()
+        };
+        let lines = status_details(dir.path(), &config);
+        let rust = lines.iter().find(|l| l.starts_with("rust")).unwrap();
+        assert!(
+            rust.contains("nothing starts: no root marker (Cargo.toml)")
+                && rust.contains("none of agent-tools-no-such-rust-analyzer resolves")
+                && rust.contains("rustup component add rust-analyzer"),
+            "{rust}"
+        );
+    }
+}

@@ -1,0 +1,1153 @@
+//! The `lsp` tool: its arguments, the ten actions, line + symbol addressing, and the rendering
+//! of every answer as `path:line:col` with the source line.
+
+use std::{
+    collections::HashMap,
+    path::{Path, PathBuf},
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::{
+    check,
+    diagnostics::{self, Diagnostic},
+    discover,
+    encoding::{ColumnUnit, convert_column},
+    error::LspError,
+    paths::{display_relative, path_from_uri, resolve_in_root, uri_from_path},
+    server::{DiagnosticsWait, Server, SyncedDoc},
+    supervisor::{Supervisor, Target, server_label},
+    transport::RequestError,
+};
+
+/// Most references listed.
+pub const MAX_REFERENCES: usize = 50;
+/// Most workspace symbols listed.
+pub const MAX_WORKSPACE_SYMBOLS: usize = 100;
+/// Most document symbols listed.
+pub const MAX_DOCUMENT_SYMBOLS: usize = 200;
+/// Most definitions/implementations listed.
+pub(crate) const MAX_LOCATIONS: usize = 50;
+/// Most diagnostics listed by `diagnostics`.
+pub const MAX_DIAGNOSTICS: usize = 100;
+/// Most characters of a hover shown.
+pub(crate) const MAX_HOVER_CHARS: usize = 4000;
+
+/// What `lsp` should do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Action {
+    /// Errors and warnings of `file`; with `file: "*"` the project check runs instead.
+    Diagnostics,
+    /// Where the symbol at `file`/`line`/`symbol` is declared.
+    Definition,
+    /// Where its type is declared.
+    TypeDefinition,
+    /// Concrete implementations of an interface or abstract method.
+    Implementation,
+    /// Every use (at most 50).
+    References,
+    /// Signature and doc comment.
+    Hover,
+    /// Workspace symbol search with `query` (at most 100), or the outline of `file` (at most 200).
+    Symbols,
+    /// Quick fixes the server offers at the symbol (listed, not applied).
+    CodeActions,
+    /// Which servers run, for which roots, and why a language has none.
+    Status,
+    /// Restart the server of `file`'s root (or every running server).
+    Reload,
+}
+
+impl Action {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Action::Diagnostics => "diagnostics",
+            Action::Definition => "definition",
+            Action::TypeDefinition => "type_definition",
+            Action::Implementation => "implementation",
+            Action::References => "references",
+            Action::Hover => "hover",
+            Action::Symbols => "symbols",
+            Action::CodeActions => "code_actions",
+            Action::Status => "status",
+            Action::Reload => "reload",
+        }
+    }
+
+    fn navigation(self) -> Option<(&'static str, &'static str, &'static str)> {
+        // (method, capability, what)
+        match self {
+            Action::Definition => {
+                Some(("textDocument/definition", "definitionProvider", "definition"))
+            }
+            Action::TypeDefinition => {
+                Some(("textDocument/typeDefinition", "typeDefinitionProvider", "type definition"))
+            }
+            Action::Implementation => {
+                Some(("textDocument/implementation", "implementationProvider", "implementation"))
+            }
+            Action::References => {
+                Some(("textDocument/references", "referencesProvider", "references"))
+            }
+            Action::Hover => Some(("textDocument/hover", "hoverProvider", "hover")),
+            Action::CodeActions => {
+                Some(("textDocument/codeAction", "codeActionProvider", "code actions"))
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Arguments of the `lsp` tool.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LspArgs {
+    /// The action: diagnostics, definition, type_definition, implementation, references, hover,
+    /// symbols, code_actions, status, reload.
+    pub action: Action,
+    /// File relative to the workspace root. Required for navigation actions and per-file
+    /// diagnostics; `"*"` with `diagnostics` runs the project's checker; with `symbols` it lists
+    /// the file's outline; with `reload` it picks the server to restart.
+    #[serde(default)]
+    pub file: Option<String>,
+    /// 1-based line of the symbol (navigation actions and code_actions).
+    #[serde(default)]
+    #[schemars(range(min = 1))]
+    pub line: Option<u32>,
+    /// Text on that line that marks the symbol, for example a function name. Required for
+    /// navigation actions; a whole-word match is preferred over a substring.
+    #[serde(default)]
+    pub symbol: Option<String>,
+    /// Which occurrence of `symbol` on the line, 1-based (default 1).
+    #[serde(default)]
+    #[schemars(range(min = 1))]
+    pub occurrence: Option<u32>,
+    /// Search text for `symbols`: across the workspace, or with `file` a filter on its outline.
+    #[serde(default)]
+    pub query: Option<String>,
+    /// Also show hints and "unnecessary code" diagnostics (default false).
+    #[serde(default)]
+    pub include_hints: bool,
+}
+
+/// What a call produced: text for the model, data for programs, files written.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LspOutput {
+    pub text: String,
+    pub structured: Value,
+    pub changed_files: Vec<PathBuf>,
+}
+
+impl LspOutput {
+    fn new(text: String, structured: Value) -> Self {
+        LspOutput { text, structured, changed_files: Vec::new() }
+    }
+}
+
+/// A symbol found on a line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Located {
+    /// 0-based line.
+    pub line: u32,
+    /// Byte range of the match on the line.
+    pub start: usize,
+    pub end: usize,
+    pub occurrence: usize,
+    pub of: usize,
+    pub line_text: String,
+}
+
+fn is_ident(c: char) -> bool {
+    c.is_alphanumeric() || c == '_' || c == '$'
+}
+
+/// Finds `symbol` on 1-based `line` of `text`: whole-word matches first, else substrings; the
+/// `occurrence`-th (1-based). Never guesses: a symbol not on the line is an error that shows
+/// the line and where nearby the symbol does occur.
+pub fn locate(
+    text: &str,
+    shown: &str,
+    line: u32,
+    symbol: &str,
+    occurrence: Option<u32>,
+) -> Result<Located, LspError> {
+    let lines: Vec<&str> = text.lines().collect();
+    if line == 0 || line as usize > lines.len() {
+        return Err(LspError::Invalid(format!(
+            "line {line} is outside {shown}, which has {} lines",
+            lines.len()
+        )));
+    }
+    if symbol.trim().is_empty() {
+        return Err(LspError::Invalid(format!(
+            "argument `symbol` is empty; give the text on line {line} that names the symbol. Line {line} reads: `{}`",
+            lines[line as usize - 1].trim()
+        )));
+    }
+    let line_text = lines[line as usize - 1];
+    let matches = |l: &str| -> (Vec<(usize, usize)>, bool) {
+        let all: Vec<(usize, usize)> =
+            l.match_indices(symbol).map(|(i, m)| (i, i + m.len())).collect();
+        let whole: Vec<(usize, usize)> = all
+            .iter()
+            .copied()
+            .filter(|&(s, e)| {
+                let before_ok = !symbol.starts_with(is_ident)
+                    || l[..s].chars().next_back().is_none_or(|c| !is_ident(c));
+                let after_ok = !symbol.ends_with(is_ident)
+                    || l[e..].chars().next().is_none_or(|c| !is_ident(c));
+                before_ok && after_ok
+            })
+            .collect();
+        if whole.is_empty() { (all, false) } else { (whole, true) }
+    };
+    let (found, _whole) = matches(line_text);
+    if found.is_empty() {
+        let lo = line.saturating_sub(3).max(1);
+        let hi = (line + 3).min(lines.len() as u32);
+        let nearby: Vec<String> = (lo..=hi)
+            .filter(|&n| n != line && lines[n as usize - 1].contains(symbol))
+            .map(|n| n.to_string())
+            .collect();
+        let hint = if nearby.is_empty() {
+            "it does not occur within 3 lines either; read the file to find the right line"
+                .to_string()
+        } else {
+            format!("it occurs on line {} nearby", nearby.join(", "))
+        };
+        return Err(LspError::Invalid(format!(
+            "`{symbol}` does not occur on line {line} of {shown}, which reads: `{}`; {hint}",
+            line_text.trim()
+        )));
+    }
+    let n = occurrence.unwrap_or(1).max(1) as usize;
+    if n > found.len() {
+        return Err(LspError::Invalid(format!(
+            "line {line} of {shown} has {} occurrence(s) of `{symbol}`; occurrence {n} does not exist",
+            found.len()
+        )));
+    }
+    let (mut start, end) = found[n - 1];
+    // Point at the identifier, not at punctuation the symbol text may begin with.
+    if let Some((offset, _)) = line_text[start..end].char_indices().find(|(_, c)| is_ident(*c)) {
+        start += offset;
+    }
+    Ok(Located {
+        line: line - 1,
+        start,
+        end,
+        occurrence: n,
+        of: found.len(),
+        line_text: line_text.to_string(),
+    })
+}
+
+/// Reads files for source lines, once per call.
+struct SourceCache {
+    files: HashMap<PathBuf, Option<String>>,
+}
+
+impl SourceCache {
+    fn new() -> Self {
+        SourceCache { files: HashMap::new() }
+    }
+
+    fn line(&mut self, path: &Path, line: u32) -> Option<String> {
+        let text = self
+            .files
+            .entry(path.to_path_buf())
+            .or_insert_with(|| std::fs::read_to_string(path).ok());
+        text.as_ref()?.lines().nth(line as usize).map(|l| l.trim_end().to_string())
+    }
+}
+
+/// A location as shown: `path:line:col` and the source line.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(crate) struct ShownLocation {
+    pub path: String,
+    pub line: u32,
+    pub column: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+}
+
+impl ShownLocation {
+    fn render(&self) -> String {
+        match self.text.as_deref().map(str::trim).filter(|t| !t.is_empty()) {
+            Some(t) => format!("{}:{}:{}  {t}", self.path, self.line, self.column),
+            None => format!("{}:{}:{}", self.path, self.line, self.column),
+        }
+    }
+}
+
+fn position_of(value: &Value) -> (u32, u32) {
+    let n = |k: &str| value.get(k).and_then(Value::as_u64).unwrap_or(0).min(u32::MAX as u64) as u32;
+    (n("line"), n("character"))
+}
+
+fn show_location(
+    root: &Path,
+    uri: &str,
+    start: &Value,
+    encoding: ColumnUnit,
+    cache: &mut SourceCache,
+) -> Option<ShownLocation> {
+    let uri: lsp_types::Uri = uri.parse().ok()?;
+    let path = path_from_uri(&uri)?;
+    let (line, character) = position_of(start);
+    let text = cache.line(&path, line);
+    let column = text
+        .as_deref()
+        .map_or(character, |t| convert_column(t, character, encoding, ColumnUnit::Char));
+    Some(ShownLocation {
+        path: display_relative(root, &path),
+        line: line + 1,
+        column: column + 1,
+        text,
+    })
+}
+
+/// Location | Location[] | LocationLink[] → shown locations.
+fn locations(
+    root: &Path,
+    value: &Value,
+    encoding: ColumnUnit,
+    cache: &mut SourceCache,
+) -> Vec<ShownLocation> {
+    let items: Vec<&Value> = match value {
+        Value::Array(a) => a.iter().collect(),
+        Value::Null => Vec::new(),
+        other => vec![other],
+    };
+    let mut out: Vec<ShownLocation> = Vec::new();
+    for item in items {
+        let shown = if let Some(uri) = item.get("targetUri").and_then(Value::as_str) {
+            let range = item.get("targetSelectionRange").or_else(|| item.get("targetRange"));
+            range
+                .and_then(|r| r.get("start"))
+                .and_then(|s| show_location(root, uri, s, encoding, cache))
+        } else if let Some(uri) = item.get("uri").and_then(Value::as_str) {
+            item.pointer("/range/start").and_then(|s| show_location(root, uri, s, encoding, cache))
+        } else {
+            None
+        };
+        if let Some(s) = shown
+            && !out.contains(&s)
+        {
+            out.push(s);
+        }
+    }
+    out
+}
+
+fn symbol_kind(kind: u64) -> &'static str {
+    const KINDS: [&str; 26] = [
+        "file",
+        "module",
+        "namespace",
+        "package",
+        "class",
+        "method",
+        "property",
+        "field",
+        "constructor",
+        "enum",
+        "interface",
+        "function",
+        "variable",
+        "constant",
+        "string",
+        "number",
+        "boolean",
+        "array",
+        "object",
+        "key",
+        "null",
+        "enum member",
+        "struct",
+        "event",
+        "operator",
+        "type parameter",
+    ];
+    KINDS.get((kind as usize).wrapping_sub(1)).copied().unwrap_or("symbol")
+}
+
+fn hover_text(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        Value::Array(items) => {
+            items.iter().map(hover_text).filter(|s| !s.is_empty()).collect::<Vec<_>>().join("\n\n")
+        }
+        Value::Object(map) => {
+            let text = map.get("value").and_then(Value::as_str).unwrap_or("").to_string();
+            match map.get("language").and_then(Value::as_str) {
+                Some(lang) => format!("```{lang}\n{text}\n```"),
+                None => text,
+            }
+        }
+        _ => String::new(),
+    }
+}
+
+fn request_failed(server: &Server, what: &str, e: RequestError) -> LspError {
+    match e {
+        RequestError::Timeout(d) => LspError::Failed(format!(
+            "{what}: the {} server ({}) did not answer within {} ms; it may be overloaded or stuck. \
+             Try again, or `reload` it",
+            server.def.display_languages(),
+            server_label(server),
+            d.as_millis()
+        )),
+        RequestError::Closed => LspError::Failed(format!(
+            "{what}: the {} server ({}) exited while answering ({}); the next call restarts it",
+            server.def.display_languages(),
+            server_label(server),
+            server.exit_status().unwrap_or_else(|| "connection closed".into())
+        )),
+        RequestError::Cancelled => LspError::Failed(format!("{what}: cancelled")),
+        RequestError::Server { code, message } => {
+            LspError::Failed(format!("{what}: the server answered with error {code}: {message}"))
+        }
+    }
+}
+
+impl Supervisor {
+    fn file_arg(&self, args: &LspArgs) -> Result<PathBuf, LspError> {
+        let Some(file) = args.file.as_deref() else {
+            return Err(LspError::Invalid(format!(
+                "action `{}` needs argument `file` (a path relative to the workspace root)",
+                args.action.as_str()
+            )));
+        };
+        let path = resolve_in_root(self.root(), file, "file").map_err(LspError::Invalid)?;
+        if path.is_dir() {
+            return Err(LspError::Invalid(format!(
+                "argument `file`: {file} is a directory; name a source file"
+            )));
+        }
+        if !path.exists() {
+            return Err(LspError::Invalid(format!("argument `file`: {file} does not exist")));
+        }
+        Ok(path)
+    }
+
+    /// Runs one `lsp` call.
+    pub async fn call(
+        &self,
+        args: LspArgs,
+        cancel: &CancellationToken,
+    ) -> Result<LspOutput, LspError> {
+        match args.action {
+            Action::Status => self.status_action().await,
+            Action::Reload => self.reload_action(&args, cancel).await,
+            Action::Diagnostics if args.file.as_deref() == Some("*") => {
+                self.project_check(cancel).await
+            }
+            Action::Diagnostics => self.diagnostics_action(&args, cancel).await,
+            Action::Symbols => self.symbols_action(&args, cancel).await,
+            _ => self.navigation_action(&args, cancel).await,
+        }
+    }
+
+    /// Starts (or finds) the server of `path` and brings every open document up to date.
+    async fn ready_doc(
+        &self,
+        path: &Path,
+        cancel: &CancellationToken,
+    ) -> Result<(Target, Arc<Server>, SyncedDoc), LspError> {
+        let target = self.target_for(path)?;
+        let server = self.server(&target, cancel).await?;
+        server.resync_open().await;
+        let doc = server.sync(path, &target.language_id, false).await.map_err(LspError::Failed)?;
+        Ok((target, server, doc))
+    }
+
+    async fn wait_ready(
+        &self,
+        server: &Server,
+        what: &str,
+        cancel: &CancellationToken,
+    ) -> Result<(), LspError> {
+        let budget = Duration::from_millis(self.config().ready_timeout_ms);
+        server.wait_ready(Instant::now() + budget, cancel).await.map_err(|busy| {
+            LspError::NotReady(format!(
+                "{what}: not ready: the {} server is {busy} (waited {} s). An answer now could miss results; try again shortly",
+                server.def.display_languages(),
+                budget.as_secs()
+            ))
+        })
+    }
+
+    async fn navigation_action(
+        &self,
+        args: &LspArgs,
+        cancel: &CancellationToken,
+    ) -> Result<LspOutput, LspError> {
+        let action = args.action;
+        let Some((method, capability, what)) = action.navigation() else {
+            return Err(LspError::Invalid(format!(
+                "action `{}` is not a navigation action",
+                action.as_str()
+            )));
+        };
+        let path = self.file_arg(args)?;
+        let shown = display_relative(self.root(), &path);
+        let Some(line) = args.line else {
+            return Err(LspError::Invalid(format!(
+                "action `{}` needs `line` (1-based) and `symbol` (text on that line); no column is guessed",
+                action.as_str()
+            )));
+        };
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| LspError::Invalid(format!("cannot read {shown}: {e}")))?;
+        let Some(symbol) = args.symbol.as_deref() else {
+            let line_text = text.lines().nth(line.saturating_sub(1) as usize).unwrap_or("");
+            return Err(LspError::Invalid(format!(
+                "action `{}` needs `symbol`: the text on line {line} that names what you mean (no column is guessed). Line {line} of {shown} reads: `{}`",
+                action.as_str(),
+                line_text.trim()
+            )));
+        };
+        let located = locate(&text, &shown, line, symbol, args.occurrence)?;
+        let (_target, server, doc) = self.ready_doc(&path, cancel).await?;
+        // The file may have changed between our read and the sync; address what the server has.
+        let located = if doc.text == text {
+            located
+        } else {
+            locate(&doc.text, &shown, line, symbol, args.occurrence)?
+        };
+        if !server.supports(capability) {
+            return Err(LspError::Failed(format!(
+                "{what}: the {} server ({}) does not offer this ({capability} is not in its capabilities)",
+                server.def.display_languages(),
+                server_label(&server)
+            )));
+        }
+        let character = convert_column(
+            &located.line_text,
+            located.start as u32,
+            ColumnUnit::Utf8,
+            server.encoding,
+        );
+        let end_character = convert_column(
+            &located.line_text,
+            located.end as u32,
+            ColumnUnit::Utf8,
+            server.encoding,
+        );
+        let uri = uri_from_path(&path).map(|u| u.as_str().to_string());
+        let position = json!({"line": located.line, "character": character});
+        let col = convert_column(
+            &located.line_text,
+            located.start as u32,
+            ColumnUnit::Utf8,
+            ColumnUnit::Char,
+        ) + 1;
+        let at = if located.of > 1 {
+            format!(
+                "`{symbol}` at {shown}:{line}:{col} (occurrence {} of {})",
+                located.occurrence, located.of
+            )
+        } else {
+            format!("`{symbol}` at {shown}:{line}:{col}")
+        };
+        self.wait_ready(&server, what, cancel).await?;
+        let mut params = json!({"textDocument": {"uri": uri}, "position": position});
+        if action == Action::References {
+            params["context"] = json!({"includeDeclaration": true});
+        }
+        if action == Action::CodeActions {
+            let range = json!({"start": position, "end": {"line": located.line, "character": end_character}});
+            let deadline = Instant::now()
+                + Duration::from_millis(self.config().diagnostics_timeout_ms.min(5000));
+            let diags = server.diagnostics(&doc, deadline, cancel).await.unwrap_or_default();
+            let on_line: Vec<&lsp_types::Diagnostic> = diags
+                .iter()
+                .filter(|d| d.range.start.line <= located.line && located.line <= d.range.end.line)
+                .collect();
+            params = json!({"textDocument": {"uri": uri}, "range": range, "context": {"diagnostics": on_line}});
+        }
+        let result = server
+            .request(method, params, cancel)
+            .await
+            .map_err(|e| request_failed(&server, what, e))?;
+        let mut cache = SourceCache::new();
+        let label = server_label(&server);
+        match action {
+            Action::Hover => {
+                let text = result.get("contents").map(hover_text).unwrap_or_default();
+                if text.trim().is_empty() {
+                    return Ok(LspOutput::new(
+                        format!("no hover information for {at} ({label})"),
+                        json!({"symbol": symbol, "hover": null}),
+                    ));
+                }
+                let mut text = text.trim().to_string();
+                let total = text.chars().count();
+                if total > MAX_HOVER_CHARS {
+                    text = text.chars().take(MAX_HOVER_CHARS).collect::<String>()
+                        + &format!("\n[hover cut at {MAX_HOVER_CHARS} of {total} characters]");
+                }
+                Ok(LspOutput::new(
+                    format!("hover for {at}:\n{text}"),
+                    json!({"symbol": symbol, "hover": text}),
+                ))
+            }
+            Action::CodeActions => {
+                let items = result.as_array().cloned().unwrap_or_default();
+                if items.is_empty() {
+                    return Ok(LspOutput::new(
+                        format!("no code actions offered for {at} ({label})"),
+                        json!({"actions": []}),
+                    ));
+                }
+                let mut lines = vec![format!(
+                    "{} code action(s) offered for {at} (listed, not applied):",
+                    items.len()
+                )];
+                let mut data = Vec::new();
+                for (i, item) in items.iter().enumerate() {
+                    let title = item.get("title").and_then(Value::as_str).unwrap_or("(untitled)");
+                    let kind = item.get("kind").and_then(Value::as_str).unwrap_or("command");
+                    let preferred = item.get("isPreferred").and_then(Value::as_bool) == Some(true);
+                    let disabled = item.pointer("/disabled/reason").and_then(Value::as_str);
+                    let mut line = format!("{}. {title} ({kind})", i + 1);
+                    if preferred {
+                        line.push_str(" [preferred]");
+                    }
+                    if let Some(reason) = disabled {
+                        line.push_str(&format!(" [disabled: {reason}]"));
+                    }
+                    lines.push(line);
+                    data.push(json!({"title": title, "kind": kind, "preferred": preferred, "disabled": disabled}));
+                }
+                Ok(LspOutput::new(lines.join("\n"), json!({"actions": data})))
+            }
+            _ => {
+                let found = locations(self.root(), &result, server.encoding, &mut cache);
+                let cap = if action == Action::References { MAX_REFERENCES } else { MAX_LOCATIONS };
+                if found.is_empty() {
+                    return Ok(LspOutput::new(
+                        format!("no {what} found for {at} ({label}, ready)"),
+                        json!({"symbol": symbol, "locations": []}),
+                    ));
+                }
+                let mut out = match action {
+                    Action::References => format!("{} reference(s) to {at}:", found.len()),
+                    _ => format!("{what} of {at}:"),
+                };
+                for loc in found.iter().take(cap) {
+                    out.push('\n');
+                    out.push_str(&loc.render());
+                }
+                if found.len() > cap {
+                    out.push_str(&format!(
+                        "\n[+{} more not shown; {} in total]",
+                        found.len() - cap,
+                        found.len()
+                    ));
+                }
+                Ok(LspOutput::new(
+                    out,
+                    json!({"symbol": symbol, "total": found.len(), "locations": found.iter().take(cap).collect::<Vec<_>>()}),
+                ))
+            }
+        }
+    }
+
+    async fn diagnostics_action(
+        &self,
+        args: &LspArgs,
+        cancel: &CancellationToken,
+    ) -> Result<LspOutput, LspError> {
+        let path = self.file_arg(args)?;
+        let shown = display_relative(self.root(), &path);
+        let (_target, server, doc) = self.ready_doc(&path, cancel).await?;
+        let deadline = Instant::now() + Duration::from_millis(self.config().diagnostics_timeout_ms);
+        let label = server_label(&server);
+        let items = match server.diagnostics(&doc, deadline, cancel).await {
+            Ok(items) => items,
+            Err(DiagnosticsWait::Timeout { waited, indexing }) => {
+                return Err(LspError::NotReady(format!(
+                    "diagnostics of {shown}: not verified: {label} sent none for this version within {} ms{}; \
+                     this is not the same as \"no errors\". Try again shortly",
+                    waited.as_millis(),
+                    indexing.map(|i| format!(" (server {i})")).unwrap_or_default()
+                )));
+            }
+            Err(e) => return Err(LspError::Failed(format!("diagnostics of {shown}: {e}"))),
+        };
+        let mut all: Vec<Diagnostic> = items
+            .iter()
+            .map(|d| Diagnostic::from_lsp(d, &path, self.root(), &doc.text, server.encoding))
+            .collect();
+        diagnostics::sort(&mut all);
+        let hidden = all.iter().filter(|d| !d.is_shown(args.include_hints)).count();
+        let shown_diags: Vec<Diagnostic> =
+            all.into_iter().filter(|d| d.is_shown(args.include_hints)).collect();
+        let mode = server.diagnostic_mode().as_str();
+        let hidden_note = if hidden > 0 {
+            format!(" ({hidden} hint(s) or unused-code notes left out; include_hints shows them)")
+        } else {
+            String::new()
+        };
+        if shown_diags.is_empty() {
+            return Ok(LspOutput::new(
+                format!(
+                    "no errors or warnings in {shown} ({label}, {mode} diagnostics of the current content){hidden_note}"
+                ),
+                json!({"path": shown, "total": 0, "diagnostics": [], "server": label, "mode": mode}),
+            ));
+        }
+        let mut out = format!(
+            "{} in {shown} ({label}, {mode}){hidden_note}:",
+            diagnostics::count_phrase(&shown_diags, "")
+        );
+        for d in shown_diags.iter().take(MAX_DIAGNOSTICS) {
+            out.push('\n');
+            out.push_str(&d.render());
+        }
+        if shown_diags.len() > MAX_DIAGNOSTICS {
+            out.push_str(&format!("\n[+{} more not shown]", shown_diags.len() - MAX_DIAGNOSTICS));
+        }
+        Ok(LspOutput::new(
+            out,
+            json!({"path": shown, "total": shown_diags.len(), "diagnostics": shown_diags.iter().take(MAX_DIAGNOSTICS).collect::<Vec<_>>(), "server": label, "mode": mode}),
+        ))
+    }
+
+    async fn project_check(&self, cancel: &CancellationToken) -> Result<LspOutput, LspError> {
+        let defs = self.defs()?.to_vec();
+        let plain: Vec<_> = defs.iter().map(|d| (**d).clone()).collect();
+        let scan = discover::scan(self.root(), &plain);
+        let mut notes = Vec::new();
+        let mut all = Vec::new();
+        let mut ran = Vec::new();
+        let timeout = Duration::from_millis(self.config().check_timeout_ms);
+        for def in &defs {
+            let Some(presence) = scan.get(&def.id).filter(|p| p.files > 0) else { continue };
+            if def.check_commands.is_empty() || def.check_format.is_none() {
+                notes.push(format!(
+                    "{}: no project check is defined; use `diagnostics` per file",
+                    def.display_languages()
+                ));
+                continue;
+            }
+            if presence.roots.is_empty() {
+                notes.push(format!(
+                    "{}: files present but no root marker ({}), so no project to check",
+                    def.display_languages(),
+                    def.root_markers.join(", ")
+                ));
+                continue;
+            }
+            for root in presence.roots.iter().take(5) {
+                let dirs = discover::search_dirs(self.extra_paths(), &root.root, self.root());
+                let found = def.check_commands.iter().find_map(|c| {
+                    let (name, rest) = c.split_first()?;
+                    discover::resolve_program(name, &dirs, &root.root).map(|p| (p, rest.to_vec()))
+                });
+                let Some((program, rest)) = found else {
+                    notes.push(format!(
+                        "{} in {}: none of {} resolves; {}",
+                        def.display_languages(),
+                        display_relative(self.root(), &root.root),
+                        def.check_commands
+                            .iter()
+                            .filter_map(|c| c.first().cloned())
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                        def.install_hint
+                    ));
+                    continue;
+                };
+                let command = format!(
+                    "{} {}",
+                    program
+                        .file_name()
+                        .map(|n| n.to_string_lossy().to_string())
+                        .unwrap_or_default(),
+                    rest.join(" ")
+                );
+                match check::run_command(&program, &rest, &root.root, timeout, cancel).await {
+                    Ok((stdout, stderr, status)) => {
+                        let format = def.check_format.as_deref().unwrap_or("");
+                        let diags = check::parse(format, &stdout, &stderr, &root.root, self.root());
+                        if diags.is_empty() && status.is_some_and(|s| s != 0) {
+                            let tail: String = stderr
+                                .lines()
+                                .chain(stdout.lines())
+                                .take(5)
+                                .collect::<Vec<_>>()
+                                .join("\n");
+                            notes.push(format!(
+                                "`{command}` in {} failed (exit {}) without parseable diagnostics:\n{tail}",
+                                display_relative(self.root(), &root.root),
+                                status.unwrap_or(-1)
+                            ));
+                        }
+                        ran.push(format!(
+                            "`{command}` in {} ({} diagnostics)",
+                            display_relative(self.root(), &root.root),
+                            diags.len()
+                        ));
+                        all.extend(diags);
+                    }
+                    Err(e) => notes.push(format!("`{command}`: {e}")),
+                }
+            }
+        }
+        if ran.is_empty() && notes.is_empty() {
+            return Ok(LspOutput::new(
+                "no source files of a known language found in the workspace; nothing to check"
+                    .into(),
+                json!({"total": 0, "diagnostics": []}),
+            ));
+        }
+        diagnostics::sort(&mut all);
+        let total = all.len();
+        let mut out = if total == 0 {
+            format!("project check: no errors or warnings\nran: {}", ran.join("; "))
+        } else {
+            format!(
+                "project check: {} ({total} in total)\nran: {}",
+                diagnostics::count_phrase(&all, ""),
+                ran.join("; ")
+            )
+        };
+        if ran.is_empty() {
+            out = "project check: nothing could run".into();
+        }
+        for d in all.iter().take(MAX_DIAGNOSTICS) {
+            out.push('\n');
+            out.push_str(&d.render());
+        }
+        if total > MAX_DIAGNOSTICS {
+            out.push_str(&format!(
+                "\n[+{} more not shown; {total} in total]",
+                total - MAX_DIAGNOSTICS
+            ));
+        }
+        for note in &notes {
+            out.push_str(&format!("\nnote: {note}"));
+        }
+        Ok(LspOutput::new(
+            out,
+            json!({"total": total, "diagnostics": all.iter().take(MAX_DIAGNOSTICS).collect::<Vec<_>>(), "ran": ran, "notes": notes}),
+        ))
+    }
+
+    async fn symbols_action(
+        &self,
+        args: &LspArgs,
+        cancel: &CancellationToken,
+    ) -> Result<LspOutput, LspError> {
+        if args.file.is_some() {
+            return self.document_symbols(args, cancel).await;
+        }
+        let Some(query) = args.query.as_deref() else {
+            return Err(LspError::Invalid(
+                "action `symbols` needs `query` (workspace search) or `file` (the file's outline)"
+                    .into(),
+            ));
+        };
+        let mut targets: Vec<Target> = self.present_targets()?;
+        // Servers already started for roots the scan did not reach count too.
+        let running = self.running();
+        if targets.is_empty() && running.is_empty() {
+            return Err(LspError::Unavailable {
+                resource: "lsp".into(),
+                reason: "no language in this workspace has both a root marker and a server binary"
+                    .into(),
+                fix: "call lsp with action `status` to see what is missing".into(),
+            });
+        }
+        targets.sort_by(|a, b| (&a.def.id, &a.root.root).cmp(&(&b.def.id, &b.root.root)));
+        let mut servers: Vec<Arc<Server>> = Vec::new();
+        let mut notes = Vec::new();
+        for target in &targets {
+            match self.server(target, cancel).await {
+                Ok(s) => servers.push(s),
+                Err(e) => notes.push(e.to_string()),
+            }
+        }
+        for s in running {
+            if !servers.iter().any(|x| Arc::ptr_eq(x, &s)) {
+                servers.push(s);
+            }
+        }
+        let mut found: Vec<(ShownLocation, String, String, Option<String>)> = Vec::new();
+        let mut cache = SourceCache::new();
+        for server in &servers {
+            if !server.supports("workspaceSymbolProvider") {
+                notes.push(format!("{} offers no workspace symbol search", server_label(server)));
+                continue;
+            }
+            if let Err(e) = self.wait_ready(server, "symbols", cancel).await {
+                notes.push(e.to_string());
+                continue;
+            }
+            let result =
+                match server.request("workspace/symbol", json!({"query": query}), cancel).await {
+                    Ok(r) => r,
+                    Err(e) => {
+                        notes.push(request_failed(server, "symbols", e).to_string());
+                        continue;
+                    }
+                };
+            for item in result.as_array().into_iter().flatten() {
+                let name = item.get("name").and_then(Value::as_str).unwrap_or("").to_string();
+                let kind =
+                    symbol_kind(item.get("kind").and_then(Value::as_u64).unwrap_or(0)).to_string();
+                let container =
+                    item.get("containerName").and_then(Value::as_str).map(str::to_string);
+                let Some(uri) = item.pointer("/location/uri").and_then(Value::as_str) else {
+                    continue;
+                };
+                let start = item
+                    .pointer("/location/range/start")
+                    .cloned()
+                    .unwrap_or(json!({"line": 0, "character": 0}));
+                if let Some(loc) =
+                    show_location(self.root(), uri, &start, server.encoding, &mut cache)
+                {
+                    found.push((loc, name, kind, container));
+                }
+            }
+        }
+        // Inside the workspace first, then library symbols.
+        found.sort_by_key(|(loc, name, _, _)| {
+            (loc.path.starts_with('/'), name != query, loc.path.clone(), loc.line)
+        });
+        found.dedup_by(|a, b| a.0 == b.0 && a.1 == b.1);
+        let total = found.len();
+        let mut out = if total == 0 {
+            format!("no workspace symbols match `{query}`")
+        } else {
+            format!("{total} workspace symbol(s) matching `{query}`:")
+        };
+        for (loc, name, kind, container) in found.iter().take(MAX_WORKSPACE_SYMBOLS) {
+            let container = container
+                .as_deref()
+                .filter(|c| !c.is_empty())
+                .map(|c| format!(" in {c}"))
+                .unwrap_or_default();
+            out.push_str(&format!(
+                "\n{}:{}:{} {kind} {name}{container}",
+                loc.path, loc.line, loc.column
+            ));
+        }
+        if total > MAX_WORKSPACE_SYMBOLS {
+            out.push_str(&format!(
+                "\n[+{} more not shown; narrow the query]",
+                total - MAX_WORKSPACE_SYMBOLS
+            ));
+        }
+        for note in &notes {
+            out.push_str(&format!("\nnote: {}", note.lines().next().unwrap_or("")));
+        }
+        let data: Vec<Value> = found
+            .iter()
+            .take(MAX_WORKSPACE_SYMBOLS)
+            .map(|(loc, name, kind, container)| json!({"name": name, "kind": kind, "container": container, "path": loc.path, "line": loc.line, "column": loc.column}))
+            .collect();
+        Ok(LspOutput::new(out, json!({"query": query, "total": total, "symbols": data})))
+    }
+
+    async fn document_symbols(
+        &self,
+        args: &LspArgs,
+        cancel: &CancellationToken,
+    ) -> Result<LspOutput, LspError> {
+        let path = self.file_arg(args)?;
+        let shown = display_relative(self.root(), &path);
+        let (_t, server, doc) = self.ready_doc(&path, cancel).await?;
+        if !server.supports("documentSymbolProvider") {
+            return Err(LspError::Failed(format!(
+                "{} offers no document symbols",
+                server_label(&server)
+            )));
+        }
+        self.wait_ready(&server, "symbols", cancel).await?;
+        let uri = uri_from_path(&path).map(|u| u.as_str().to_string());
+        let result = server
+            .request("textDocument/documentSymbol", json!({"textDocument": {"uri": uri}}), cancel)
+            .await
+            .map_err(|e| request_failed(&server, "symbols", e))?;
+        let lines: Vec<&str> = doc.text.lines().collect();
+        let filter = args.query.as_deref().map(str::to_lowercase);
+        let mut rows: Vec<(usize, u32, u32, String, String, String)> = Vec::new();
+        fn walk(
+            items: &[Value],
+            depth: usize,
+            lines: &[&str],
+            encoding: ColumnUnit,
+            rows: &mut Vec<(usize, u32, u32, String, String, String)>,
+        ) {
+            for item in items {
+                let name = item.get("name").and_then(Value::as_str).unwrap_or("").to_string();
+                let kind =
+                    symbol_kind(item.get("kind").and_then(Value::as_u64).unwrap_or(0)).to_string();
+                let detail = item.get("detail").and_then(Value::as_str).unwrap_or("").to_string();
+                let start = item
+                    .pointer("/selectionRange/start")
+                    .or_else(|| item.pointer("/location/range/start"))
+                    .cloned()
+                    .unwrap_or(Value::Null);
+                let (line, character) = position_of(&start);
+                let column = lines.get(line as usize).map_or(character, |l| {
+                    convert_column(l, character, encoding, ColumnUnit::Char)
+                });
+                rows.push((depth, line + 1, column + 1, kind, name, detail));
+                if let Some(children) = item.get("children").and_then(Value::as_array) {
+                    walk(children, depth + 1, lines, encoding, rows);
+                }
+            }
+        }
+        walk(
+            result.as_array().map(Vec::as_slice).unwrap_or(&[]),
+            0,
+            &lines,
+            server.encoding,
+            &mut rows,
+        );
+        if let Some(f) = &filter {
+            rows.retain(|r| r.4.to_lowercase().contains(f.as_str()));
+        }
+        let total = rows.len();
+        let mut out = if total == 0 {
+            format!("no symbols in {shown}")
+        } else {
+            format!("{total} symbol(s) in {shown}:")
+        };
+        for (depth, line, col, kind, name, detail) in rows.iter().take(MAX_DOCUMENT_SYMBOLS) {
+            let detail = if detail.is_empty() {
+                String::new()
+            } else {
+                format!(" — {}", detail.lines().next().unwrap_or(""))
+            };
+            out.push_str(&format!("\n{}{line}:{col} {kind} {name}{detail}", "  ".repeat(*depth)));
+        }
+        if total > MAX_DOCUMENT_SYMBOLS {
+            out.push_str(&format!("\n[+{} more not shown]", total - MAX_DOCUMENT_SYMBOLS));
+        }
+        let data: Vec<Value> = rows
+            .iter()
+            .take(MAX_DOCUMENT_SYMBOLS)
+            .map(|(depth, line, col, kind, name, detail)| json!({"depth": depth, "line": line, "column": col, "kind": kind, "name": name, "detail": detail}))
+            .collect();
+        Ok(LspOutput::new(out, json!({"path": shown, "total": total, "symbols": data})))
+    }
+
+    async fn status_action(&self) -> Result<LspOutput, LspError> {
+        let rows = self.status().await?;
+        let mut out = format!("lsp status for {}:", self.root().display());
+        if rows.is_empty() {
+            out.push_str(
+                "\nno source files of a language with a configured server were found (scanned 4 levels deep); \
+                 servers start on first use of a file",
+            );
+        }
+        for row in &rows {
+            out.push('\n');
+            out.push_str(&row.render());
+        }
+        Ok(LspOutput::new(out, json!({"root": self.root().display().to_string(), "servers": rows})))
+    }
+
+    async fn reload_action(
+        &self,
+        args: &LspArgs,
+        cancel: &CancellationToken,
+    ) -> Result<LspOutput, LspError> {
+        let mut targets = Vec::new();
+        if args.file.is_some() {
+            let path = self.file_arg(args)?;
+            targets.push(self.target_for(&path)?);
+        } else {
+            let running = self.running();
+            if running.is_empty() {
+                return Ok(LspOutput::new(
+                    "no server is running, so nothing was reloaded; servers start on first use"
+                        .into(),
+                    json!({"reloaded": []}),
+                ));
+            }
+            for server in running {
+                let language_id = server.def.languages.keys().next().cloned().unwrap_or_default();
+                let root = crate::discover::RootMatch {
+                    root: server.root.clone(),
+                    marker: discover::find_root(&server.def, self.root(), &server.root)
+                        .map(|r| r.marker)
+                        .unwrap_or_default(),
+                };
+                targets.push(Target {
+                    def: server.def.clone(),
+                    language_id,
+                    root,
+                    command: server.command.clone(),
+                });
+            }
+        }
+        let mut lines = Vec::new();
+        let mut data = Vec::new();
+        for target in targets {
+            let server = self.reload_target(&target, cancel).await?;
+            let root = display_relative(self.root(), &target.root.root);
+            lines.push(format!(
+                "reloaded the {} server for root {root}: {} (pid {}) is running",
+                target.def.display_languages(),
+                server_label(&server),
+                server.pid
+            ));
+            data.push(json!({"server": target.def.id, "root": root, "pid": server.pid}));
+        }
+        Ok(LspOutput::new(lines.join("\n"), json!({"reloaded": data})))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TEXT: &str = "def valid_id(id):\n    return id(id) + valid_id\n";
+
+    #[test]
+    fn a_whole_word_match_is_preferred_over_a_substring() {
+        let l = locate(TEXT, "a.py", 2, "id", None).unwrap();
+        assert_eq!((l.start, l.of), (11, 2), "`id(id)`, not `valid_id`");
+        let second = locate(TEXT, "a.py", 2, "id", Some(2)).unwrap();
+        assert_eq!(second.start, 14);
+    }
+
+    #[test]
+    fn a_substring_is_used_when_no_whole_word_matches() {
+        let l = locate(TEXT, "a.py", 1, "valid", None).unwrap();
+        assert_eq!(l.start, 4);
+    }
+
+    #[test]
+    fn a_symbol_not_on_the_line_is_an_error_showing_the_line_and_where_it_is() {
+        let err = locate(TEXT, "a.py", 1, "return", None).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "`return` does not occur on line 1 of a.py, which reads: `def valid_id(id):`; it occurs on line 2 nearby"
+        );
+        let err = locate(TEXT, "a.py", 9, "x", None).unwrap_err().to_string();
+        assert_eq!(err, "line 9 is outside a.py, which has 2 lines");
+        let err = locate(TEXT, "a.py", 1, "id", Some(3)).unwrap_err().to_string();
+        assert!(err.contains("has 1 occurrence(s) of `id`; occurrence 3 does not exist"), "{err}");
+    }
+
+    #[test]
+    fn the_position_skips_leading_punctuation_of_the_symbol() {
+        let l = locate("x = obj.method()\n", "a.py", 1, ".method", None).unwrap();
+        assert_eq!(l.start, 8);
+    }
+}

@@ -1,0 +1,264 @@
+//! Finding roots and binaries: the two halves of the intersection rule.
+//!
+//! A server starts for a file only when an ancestor of the file (inside the run's root) holds
+//! one of its root markers and one of its candidate commands resolves to a program.
+
+use std::{
+    collections::BTreeMap,
+    os::unix::fs::PermissionsExt,
+    path::{Path, PathBuf},
+    process::{Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use serde::Serialize;
+
+use crate::config::ServerDef;
+
+/// Where a file's project root is, and which marker made it one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RootMatch {
+    pub root: PathBuf,
+    pub marker: String,
+}
+
+/// The nearest (or, for `topmost_root` servers, the topmost) ancestor of `file` inside
+/// `run_root` that holds a marker of `def`.
+pub fn find_root(def: &ServerDef, run_root: &Path, file: &Path) -> Option<RootMatch> {
+    let start = if file.is_dir() { file } else { file.parent()? };
+    let mut found = None;
+    for dir in start.ancestors() {
+        if !dir.starts_with(run_root) {
+            break;
+        }
+        if let Some(marker) = def.root_markers.iter().find(|m| dir.join(m.as_str()).exists()) {
+            found = Some(RootMatch { root: dir.to_path_buf(), marker: marker.clone() });
+            if !def.topmost_root {
+                break;
+            }
+        }
+    }
+    found
+}
+
+/// A resolved server command: the program's path and the full command line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ResolvedCommand {
+    pub program: PathBuf,
+    pub args: Vec<String>,
+}
+
+fn is_executable(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// The directories searched for a program, in order: configured extra paths, `PATH`, then the
+/// project's `.venv/bin`, `venv/bin` and `node_modules/.bin` (of the project root, then the
+/// run's root).
+pub fn search_dirs(extra: &[PathBuf], project_root: &Path, run_root: &Path) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = extra.to_vec();
+    if let Some(path) = std::env::var_os("PATH") {
+        dirs.extend(std::env::split_paths(&path));
+    }
+    for base in [project_root, run_root] {
+        for local in [".venv/bin", "venv/bin", "node_modules/.bin"] {
+            let dir = base.join(local);
+            if !dirs.contains(&dir) {
+                dirs.push(dir);
+            }
+        }
+    }
+    dirs
+}
+
+/// Resolves one program name in `dirs` (a name with a slash is taken as a path).
+pub fn resolve_program(name: &str, dirs: &[PathBuf], project_root: &Path) -> Option<PathBuf> {
+    if name.contains('/') {
+        let path = if Path::new(name).is_absolute() {
+            PathBuf::from(name)
+        } else {
+            project_root.join(name)
+        };
+        return is_executable(&path).then_some(path);
+    }
+    dirs.iter().map(|d| d.join(name)).find(|p| is_executable(p))
+}
+
+/// The first candidate command of `def` whose program resolves.
+pub fn resolve_command(
+    def: &ServerDef,
+    extra: &[PathBuf],
+    project_root: &Path,
+    run_root: &Path,
+) -> Option<ResolvedCommand> {
+    let dirs = search_dirs(extra, project_root, run_root);
+    def.commands.iter().find_map(|command| {
+        let (name, args) = command.split_first()?;
+        let program = resolve_program(name, &dirs, project_root)?;
+        Some(ResolvedCommand { program, args: args.to_vec() })
+    })
+}
+
+/// Runs `program args` with a short bound: `Ok` with the first line it printed, or `Err` with
+/// it when the program fails (a rustup proxy without the component, for example).
+pub fn probe_version(program: &Path, args: &[String]) -> Result<Option<String>, String> {
+    match probe(program, args) {
+        None => Ok(None),
+        Some((true, line)) => Ok(Some(line)),
+        Some((false, line)) => Err(line),
+    }
+}
+
+fn probe(program: &Path, args: &[String]) -> Option<(bool, String)> {
+    let mut child = Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .ok()?;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
+        }
+    }
+    let output = child.wait_with_output().ok()?;
+    let text = String::from_utf8_lossy(&output.stdout).to_string()
+        + &String::from_utf8_lossy(&output.stderr);
+    let line: String = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .map(|l| l.chars().take(160).collect())?;
+    Some((output.status.success(), line))
+}
+
+/// What a bounded walk of the run's root found for one server definition.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Presence {
+    /// Number of source files with the server's extensions (up to the walk's bound).
+    pub files: usize,
+    /// One example source file.
+    pub example: Option<PathBuf>,
+    /// Directories that hold a marker, with the marker.
+    pub roots: Vec<RootMatch>,
+}
+
+const SKIP_DIRS: &[&str] = &[
+    ".git",
+    "node_modules",
+    "target",
+    ".venv",
+    "venv",
+    "__pycache__",
+    ".mypy_cache",
+    ".dart_tool",
+    "build",
+    "dist",
+    ".cache",
+];
+
+/// Walks `run_root` (depth ≤ 4, ≤ 5000 entries) and reports, per server id, which source
+/// files and markers are present.
+pub fn scan(run_root: &Path, defs: &[ServerDef]) -> BTreeMap<String, Presence> {
+    let mut out: BTreeMap<String, Presence> =
+        defs.iter().map(|d| (d.id.clone(), Presence::default())).collect();
+    let mut budget = 5000usize;
+    let mut queue = vec![(run_root.to_path_buf(), 0usize)];
+    while let Some((dir, depth)) = queue.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        let mut names: Vec<_> = entries.flatten().collect();
+        names.sort_by_key(|e| e.file_name());
+        for entry in names {
+            if budget == 0 {
+                return out;
+            }
+            budget -= 1;
+            let name = entry.file_name().to_string_lossy().to_string();
+            let path = entry.path();
+            let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+            for def in defs {
+                let presence = out.entry(def.id.clone()).or_default();
+                if def.root_markers.contains(&name) && !presence.roots.iter().any(|r| r.root == dir)
+                {
+                    presence.roots.push(RootMatch { root: dir.clone(), marker: name.clone() });
+                }
+                if !is_dir
+                    && let Some(ext) = path.extension().and_then(|e| e.to_str())
+                    && def.language_of(ext).is_some()
+                {
+                    presence.files += 1;
+                    presence.example.get_or_insert_with(|| path.clone());
+                }
+            }
+            if is_dir && depth < 4 && !SKIP_DIRS.contains(&name.as_str()) && !name.starts_with('.')
+            {
+                queue.push((path, depth + 1));
+            }
+        }
+    }
+    for presence in out.values_mut() {
+        presence.roots.sort_by(|a, b| a.root.cmp(&b.root));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::builtin_servers;
+
+    fn python() -> ServerDef {
+        builtin_servers().into_iter().find(|d| d.id == "python").unwrap()
+    }
+
+    #[test]
+    fn the_nearest_marker_inside_the_run_root_wins() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join("pkg/sub")).unwrap();
+        std::fs::write(root.join("pyproject.toml"), "").unwrap();
+        std::fs::write(root.join("pkg/setup.py"), "").unwrap();
+        std::fs::write(root.join("pkg/sub/a.py"), "").unwrap();
+        let found = find_root(&python(), &root, &root.join("pkg/sub/a.py")).unwrap();
+        assert_eq!(found, RootMatch { root: root.join("pkg"), marker: "setup.py".into() });
+        // A marker above the run's root does not count.
+        let inner = root.join("pkg/sub");
+        assert_eq!(find_root(&python(), &inner, &inner.join("a.py")), None);
+    }
+
+    #[test]
+    fn project_local_bin_folders_are_searched_after_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let bin = root.join(".venv/bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        let program = bin.join("agent-tools-test-no-such-server");
+        std::fs::write(&program, "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let dirs = search_dirs(&[], &root, &root);
+        assert_eq!(resolve_program("agent-tools-test-no-such-server", &dirs, &root), Some(program));
+    }
+
+    #[test]
+    fn the_scan_reports_files_and_markers_per_server() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join("web/node_modules/x")).unwrap();
+        std::fs::write(root.join("web/package.json"), "{}").unwrap();
+        std::fs::write(root.join("web/node_modules/x/index.js"), "").unwrap();
+        std::fs::write(root.join("main.go"), "").unwrap();
+        let scan = scan(&root, &builtin_servers());
+        assert_eq!(scan["typescript"].files, 0, "node_modules is skipped");
+        assert_eq!(scan["typescript"].roots[0].root, root.join("web"));
+        assert_eq!(scan["go"].files, 1);
+        assert!(scan["go"].roots.is_empty());
+    }
+}

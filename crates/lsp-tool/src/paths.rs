@@ -1,0 +1,107 @@
+//! Paths: `file://` URIs, confinement to the run's root, and paths shown relative to it.
+
+use std::{
+    path::{Component, Path, PathBuf},
+    str::FromStr,
+};
+
+use lsp_types::Uri;
+
+/// The `file://` URI of an absolute path.
+pub fn uri_from_path(path: &Path) -> Option<Uri> {
+    let url = url::Url::from_file_path(path).ok()?;
+    Uri::from_str(url.as_str()).ok()
+}
+
+/// The path of a `file://` URI; `None` for other schemes.
+pub fn path_from_uri(uri: &Uri) -> Option<PathBuf> {
+    let url = url::Url::parse(uri.as_str()).ok()?;
+    if url.scheme() != "file" {
+        return None;
+    }
+    url.to_file_path().ok()
+}
+
+/// Removes `.` and `..` without touching the file system.
+fn normalize(path: &Path) -> Option<PathBuf> {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::ParentDir => {
+                if !out.pop() {
+                    return None;
+                }
+            }
+            Component::CurDir => {}
+            other => out.push(other.as_os_str()),
+        }
+    }
+    Some(out)
+}
+
+/// Resolves a user-given path (relative to `root`, or absolute) to a path inside `root`,
+/// following symlinks of the existing part; the error says what would work.
+pub fn resolve_in_root(root: &Path, arg: &str, arg_name: &str) -> Result<PathBuf, String> {
+    if arg.trim().is_empty() {
+        return Err(format!("argument `{arg_name}` is empty; give a path relative to the root"));
+    }
+    let requested = Path::new(arg);
+    let joined =
+        if requested.is_absolute() { requested.to_path_buf() } else { root.join(requested) };
+    let outside = || {
+        format!(
+            "argument `{arg_name}`: {arg} is outside the run's root {}; use a path inside it",
+            root.display()
+        )
+    };
+    let normalized = normalize(&joined).ok_or_else(outside)?;
+    if !normalized.starts_with(root) {
+        return Err(outside());
+    }
+    let resolved = match std::fs::canonicalize(&normalized) {
+        Ok(p) => p,
+        Err(_) => normalized,
+    };
+    if !resolved.starts_with(root) {
+        return Err(format!(
+            "argument `{arg_name}`: {arg} resolves through a symlink to {}, outside the run's root",
+            resolved.display()
+        ));
+    }
+    Ok(resolved)
+}
+
+/// True when `path` (absolute, normalised) lies inside `root`.
+pub fn is_inside(root: &Path, path: &Path) -> bool {
+    normalize(path).is_some_and(|p| p.starts_with(root))
+}
+
+/// `path` relative to `root` for output, or the absolute path when it lies elsewhere.
+pub fn display_relative(root: &Path, path: &Path) -> String {
+    match path.strip_prefix(root) {
+        Ok(rel) if rel.as_os_str().is_empty() => ".".to_string(),
+        Ok(rel) => rel.display().to_string(),
+        Err(_) => path.display().to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uris_round_trip_paths_with_spaces_and_accents() {
+        let path = Path::new("/tmp/a dir/é.py");
+        let uri = uri_from_path(path).unwrap();
+        assert_eq!(uri.as_str(), "file:///tmp/a%20dir/%C3%A9.py");
+        assert_eq!(path_from_uri(&uri).unwrap(), path);
+    }
+
+    #[test]
+    fn paths_that_climb_out_of_the_root_are_refused() {
+        let root = Path::new("/nonexistent-root");
+        assert!(resolve_in_root(root, "../etc/passwd", "file").unwrap_err().contains("outside"));
+        assert!(resolve_in_root(root, "/etc/passwd", "file").unwrap_err().contains("outside"));
+        assert_eq!(resolve_in_root(root, "a/../b.py", "file").unwrap(), root.join("b.py"));
+    }
+}

@@ -1,0 +1,650 @@
+//! `lsp_rename`: `prepareRename`, then the server's WorkspaceEdit applied all or nothing.
+//!
+//! Every document version and on-disk content is checked first, every new file content is
+//! computed in memory, then all files are written atomically with rollback, and the changed
+//! files are synced back to the server.
+
+use std::{
+    collections::BTreeMap,
+    io::Write,
+    os::unix::fs::PermissionsExt,
+    path::{Path, PathBuf},
+};
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::{
+    actions::{LspOutput, locate},
+    encoding::{ColumnUnit, byte_offset, convert_column},
+    error::LspError,
+    paths::{display_relative, is_inside, path_from_uri, resolve_in_root, uri_from_path},
+    supervisor::{Supervisor, server_label},
+};
+
+/// Arguments of `lsp_rename`.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RenameArgs {
+    /// File where the symbol stands, relative to the workspace root.
+    pub file: String,
+    /// 1-based line of the symbol.
+    #[schemars(range(min = 1))]
+    pub line: u32,
+    /// Text on that line that marks the symbol (whole-word match preferred).
+    pub symbol: String,
+    /// Which occurrence of `symbol` on the line, 1-based (default 1).
+    #[serde(default)]
+    #[schemars(range(min = 1))]
+    pub occurrence: Option<u32>,
+    /// The new name.
+    pub new_name: String,
+}
+
+/// One step of a WorkspaceEdit, in order.
+#[derive(Debug, Clone, PartialEq)]
+pub enum EditOp {
+    Text { path: PathBuf, version: Option<i32>, edits: Vec<(Value, String)> },
+    Create { path: PathBuf, overwrite: bool, ignore_if_exists: bool },
+    Rename { from: PathBuf, to: PathBuf, overwrite: bool, ignore_if_exists: bool },
+    Delete { path: PathBuf, ignore_if_not_exists: bool },
+}
+
+fn uri_path(value: Option<&Value>) -> Result<PathBuf, String> {
+    let text = value.and_then(Value::as_str).ok_or("an edit without a uri")?;
+    let uri: lsp_types::Uri = text.parse().map_err(|_| format!("an invalid uri {text}"))?;
+    path_from_uri(&uri).ok_or_else(|| format!("a non-file uri {text}"))
+}
+
+fn text_edits(list: Option<&Value>) -> Vec<(Value, String)> {
+    list.and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|e| {
+            (
+                e.get("range").cloned().unwrap_or(Value::Null),
+                e.get("newText").and_then(Value::as_str).unwrap_or("").to_string(),
+            )
+        })
+        .collect()
+}
+
+/// Reads a WorkspaceEdit (`documentChanges` preferred over `changes`) into ordered steps.
+pub fn parse_workspace_edit(edit: &Value) -> Result<Vec<EditOp>, String> {
+    let mut ops = Vec::new();
+    if let Some(changes) = edit.get("documentChanges").and_then(Value::as_array) {
+        for change in changes {
+            let flag = |k: &str| {
+                change.pointer(&format!("/options/{k}")).and_then(Value::as_bool) == Some(true)
+            };
+            match change.get("kind").and_then(Value::as_str) {
+                Some("create") => ops.push(EditOp::Create {
+                    path: uri_path(change.get("uri"))?,
+                    overwrite: flag("overwrite"),
+                    ignore_if_exists: flag("ignoreIfExists"),
+                }),
+                Some("rename") => ops.push(EditOp::Rename {
+                    from: uri_path(change.get("oldUri"))?,
+                    to: uri_path(change.get("newUri"))?,
+                    overwrite: flag("overwrite"),
+                    ignore_if_exists: flag("ignoreIfExists"),
+                }),
+                Some("delete") => {
+                    if flag("recursive") {
+                        return Err(
+                            "the edit deletes a folder recursively, which this tool does not do"
+                                .into(),
+                        );
+                    }
+                    ops.push(EditOp::Delete {
+                        path: uri_path(change.get("uri"))?,
+                        ignore_if_not_exists: flag("ignoreIfNotExists"),
+                    })
+                }
+                Some(other) => return Err(format!("an unknown resource operation `{other}`")),
+                None => ops.push(EditOp::Text {
+                    path: uri_path(change.pointer("/textDocument/uri"))?,
+                    version: change
+                        .pointer("/textDocument/version")
+                        .and_then(Value::as_i64)
+                        .map(|v| v as i32),
+                    edits: text_edits(change.get("edits")),
+                }),
+            }
+        }
+    } else if let Some(changes) = edit.get("changes").and_then(Value::as_object) {
+        let mut sorted: Vec<(&String, &Value)> = changes.iter().collect();
+        sorted.sort_by_key(|(k, _)| k.as_str());
+        for (uri, edits) in sorted {
+            ops.push(EditOp::Text {
+                path: uri_path(Some(&Value::String(uri.clone())))?,
+                version: None,
+                edits: text_edits(Some(edits)),
+            });
+        }
+    }
+    Ok(ops)
+}
+
+fn offset_of(text: &str, line_starts: &[usize], pos: &Value, encoding: ColumnUnit) -> usize {
+    let line = pos.get("line").and_then(Value::as_u64).unwrap_or(0) as usize;
+    let character =
+        pos.get("character").and_then(Value::as_u64).unwrap_or(0).min(u32::MAX as u64) as u32;
+    let Some(&start) = line_starts.get(line) else { return text.len() };
+    let end = line_starts.get(line + 1).copied().unwrap_or(text.len());
+    let line_text = text[start..end].trim_end_matches('\n').trim_end_matches('\r');
+    start + byte_offset(line_text, character, encoding)
+}
+
+/// Applies text edits (ranges in `encoding`) to `text`; overlapping edits are an error.
+pub fn apply_text_edits(
+    text: &str,
+    edits: &[(Value, String)],
+    encoding: ColumnUnit,
+) -> Result<String, String> {
+    let mut line_starts = vec![0];
+    line_starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
+    let mut spans: Vec<(usize, usize, usize, &str)> = edits
+        .iter()
+        .enumerate()
+        .map(|(i, (range, new_text))| {
+            let start =
+                offset_of(text, &line_starts, range.get("start").unwrap_or(&Value::Null), encoding);
+            let end =
+                offset_of(text, &line_starts, range.get("end").unwrap_or(&Value::Null), encoding);
+            (start, end.max(start), i, new_text.as_str())
+        })
+        .collect();
+    spans.sort_by_key(|&(s, e, i, _)| (s, e, i));
+    for pair in spans.windows(2) {
+        if pair[1].0 < pair[0].1 {
+            return Err("the server sent overlapping edits".into());
+        }
+    }
+    let mut out = text.to_string();
+    for &(start, end, _, new_text) in spans.iter().rev() {
+        out.replace_range(start..end, new_text);
+    }
+    Ok(out)
+}
+
+/// The planned result of a WorkspaceEdit: new content per file (`None` = delete) and edit counts.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct EditPlan {
+    pub files: BTreeMap<PathBuf, Option<String>>,
+    pub edits_per_file: BTreeMap<PathBuf, usize>,
+    pub renamed: Vec<(PathBuf, PathBuf)>,
+    pub created: Vec<PathBuf>,
+    pub deleted: Vec<PathBuf>,
+}
+
+/// Computes every new file content in memory. `server_doc` gives the version and text the
+/// server has for a path (if open); a version or content mismatch rejects the whole edit.
+pub fn plan_edit(
+    root: &Path,
+    ops: &[EditOp],
+    encoding: ColumnUnit,
+    server_doc: &dyn Fn(&Path) -> Option<(i32, String)>,
+) -> Result<EditPlan, String> {
+    let mut plan = EditPlan::default();
+    let current = |plan: &EditPlan, path: &Path| -> Result<Option<String>, String> {
+        if let Some(state) = plan.files.get(path) {
+            return Ok(state.clone());
+        }
+        match std::fs::read(path) {
+            Ok(bytes) => String::from_utf8(bytes)
+                .map(Some)
+                .map_err(|_| format!("{} is not UTF-8 text", display_relative(root, path))),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(format!("cannot read {}: {e}", display_relative(root, path))),
+        }
+    };
+    let check_inside = |path: &Path| {
+        if is_inside(root, path) {
+            Ok(())
+        } else {
+            Err(format!("the edit touches {}, outside the workspace root", path.display()))
+        }
+    };
+    for op in ops {
+        match op {
+            EditOp::Text { path, version, edits } => {
+                check_inside(path)?;
+                let shown = display_relative(root, path);
+                let Some(text) = current(&plan, path)? else {
+                    return Err(format!("the edit changes {shown}, which does not exist"));
+                };
+                if !plan.files.contains_key(path)
+                    && let Some((open_version, open_text)) = server_doc(path)
+                {
+                    if let Some(v) = version
+                        && *v != open_version
+                    {
+                        return Err(format!(
+                            "{shown} is at version {open_version} but the edit was computed for version {v}"
+                        ));
+                    }
+                    if open_text != text {
+                        return Err(format!(
+                            "{shown} changed on disk while the rename was computed"
+                        ));
+                    }
+                }
+                let new_text = apply_text_edits(&text, edits, encoding)
+                    .map_err(|e| format!("{shown}: {e}"))?;
+                *plan.edits_per_file.entry(path.clone()).or_default() += edits.len();
+                plan.files.insert(path.clone(), Some(new_text));
+            }
+            EditOp::Create { path, overwrite, ignore_if_exists } => {
+                check_inside(path)?;
+                if current(&plan, path)?.is_some() {
+                    if *overwrite {
+                        plan.files.insert(path.clone(), Some(String::new()));
+                    } else if !*ignore_if_exists {
+                        return Err(format!(
+                            "the edit creates {}, which exists",
+                            display_relative(root, path)
+                        ));
+                    }
+                    continue;
+                }
+                plan.files.insert(path.clone(), Some(String::new()));
+                plan.created.push(path.clone());
+            }
+            EditOp::Rename { from, to, overwrite, ignore_if_exists } => {
+                check_inside(from)?;
+                check_inside(to)?;
+                let Some(text) = current(&plan, from)? else {
+                    return Err(format!(
+                        "the edit renames {}, which does not exist",
+                        display_relative(root, from)
+                    ));
+                };
+                if current(&plan, to)?.is_some() && !*overwrite {
+                    if *ignore_if_exists {
+                        continue;
+                    }
+                    return Err(format!(
+                        "the edit renames onto {}, which exists",
+                        display_relative(root, to)
+                    ));
+                }
+                plan.files.insert(from.clone(), None);
+                plan.files.insert(to.clone(), Some(text));
+                if let Some(n) = plan.edits_per_file.remove(from) {
+                    plan.edits_per_file.insert(to.clone(), n);
+                }
+                plan.renamed.push((from.clone(), to.clone()));
+            }
+            EditOp::Delete { path, ignore_if_not_exists } => {
+                check_inside(path)?;
+                if path.is_dir() {
+                    return Err(format!(
+                        "the edit deletes the folder {}, which this tool does not do",
+                        display_relative(root, path)
+                    ));
+                }
+                if current(&plan, path)?.is_none() {
+                    if *ignore_if_not_exists {
+                        continue;
+                    }
+                    return Err(format!(
+                        "the edit deletes {}, which does not exist",
+                        display_relative(root, path)
+                    ));
+                }
+                plan.files.insert(path.clone(), None);
+                plan.deleted.push(path.clone());
+            }
+        }
+    }
+    // Drop files whose final content equals what is on disk.
+    let unchanged: Vec<PathBuf> = plan
+        .files
+        .iter()
+        .filter(|(p, state)| std::fs::read_to_string(p).ok() == **state)
+        .map(|(p, _)| p.clone())
+        .collect();
+    for p in unchanged {
+        plan.files.remove(&p);
+    }
+    Ok(plan)
+}
+
+fn prepare_temp(path: &Path, contents: &[u8]) -> std::io::Result<tempfile::NamedTempFile> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir)?;
+    let mut temp = tempfile::Builder::new().prefix(".agent-tools-").tempfile_in(dir)?;
+    temp.write_all(contents)?;
+    temp.as_file().sync_all()?;
+    let mode = std::fs::metadata(path).map(|m| m.permissions().mode()).unwrap_or(0o644);
+    std::fs::set_permissions(temp.path(), std::fs::Permissions::from_mode(mode))?;
+    Ok(temp)
+}
+
+/// Writes the plan: temp files first, then renames and deletions; if any step fails, every
+/// file already changed is restored.
+pub fn write_plan(plan: &EditPlan) -> std::io::Result<()> {
+    let changes: Vec<(&PathBuf, &Option<String>)> = plan.files.iter().collect();
+    let originals: Vec<Option<Vec<u8>>> =
+        changes.iter().map(|(p, _)| std::fs::read(p).ok()).collect();
+    let mut prepared = Vec::new();
+    for (path, state) in &changes {
+        prepared.push(match state {
+            Some(text) => Some(prepare_temp(path, text.as_bytes())?),
+            None => None,
+        });
+    }
+    let mut done = 0;
+    let mut failure = None;
+    for ((path, _), temp) in changes.iter().zip(prepared) {
+        let step = match temp {
+            Some(temp) => temp.persist(path).map(|_| ()).map_err(|e| e.error),
+            None => match std::fs::remove_file(path) {
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+                other => other,
+            },
+        };
+        if let Err(e) = step {
+            failure = Some(e);
+            break;
+        }
+        done += 1;
+    }
+    let Some(err) = failure else { return Ok(()) };
+    for ((path, _), original) in changes.iter().zip(&originals).take(done) {
+        let _ = match original {
+            Some(bytes) => prepare_temp(path, bytes)
+                .and_then(|t| t.persist(path).map(|_| ()).map_err(|e| e.error)),
+            None => std::fs::remove_file(path),
+        };
+    }
+    Err(err)
+}
+
+impl Supervisor {
+    /// Runs one `lsp_rename` call.
+    pub async fn rename(
+        &self,
+        args: RenameArgs,
+        cancel: &CancellationToken,
+    ) -> Result<LspOutput, LspError> {
+        let path = resolve_in_root(self.root(), &args.file, "file").map_err(LspError::Invalid)?;
+        let shown = display_relative(self.root(), &path);
+        if !path.is_file() {
+            return Err(LspError::Invalid(format!(
+                "argument `file`: {} is not an existing file",
+                args.file
+            )));
+        }
+        if args.new_name.trim().is_empty() {
+            return Err(LspError::Invalid("argument `new_name` is empty".into()));
+        }
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| LspError::Invalid(format!("cannot read {shown}: {e}")))?;
+        locate(&text, &shown, args.line, &args.symbol, args.occurrence)?;
+        let target = self.target_for(&path)?;
+        let server = self.server(&target, cancel).await?;
+        server.resync_open().await;
+        let doc = server.sync(&path, &target.language_id, false).await.map_err(LspError::Failed)?;
+        let located = locate(&doc.text, &shown, args.line, &args.symbol, args.occurrence)?;
+        let label = server_label(&server);
+        if !server.supports("renameProvider") {
+            return Err(LspError::Failed(format!("{label} does not offer rename")));
+        }
+        let budget = std::time::Duration::from_millis(self.config().ready_timeout_ms);
+        server.wait_ready(std::time::Instant::now() + budget, cancel).await.map_err(|busy| {
+            LspError::NotReady(format!(
+                "rename: not ready: the server is {busy}; nothing was changed; try again shortly"
+            ))
+        })?;
+        let uri = uri_from_path(&path).map(|u| u.as_str().to_string());
+        let character = convert_column(
+            &located.line_text,
+            located.start as u32,
+            ColumnUnit::Utf8,
+            server.encoding,
+        );
+        let position = json!({"line": located.line, "character": character});
+        let col = convert_column(
+            &located.line_text,
+            located.start as u32,
+            ColumnUnit::Utf8,
+            ColumnUnit::Char,
+        ) + 1;
+        let at = format!("`{}` at {shown}:{}:{col}", args.symbol, args.line);
+        let fail = |what: &str, e: crate::transport::RequestError| {
+            LspError::Failed(format!("rename of {at}: {what} failed: {e}; nothing was changed"))
+        };
+        let prepare =
+            server.capabilities.pointer("/renameProvider/prepareProvider").and_then(Value::as_bool)
+                == Some(true);
+        if prepare {
+            let answer = server
+                .request(
+                    "textDocument/prepareRename",
+                    json!({"textDocument": {"uri": uri}, "position": position}),
+                    cancel,
+                )
+                .await;
+            match answer {
+                Ok(Value::Null) => {
+                    return Err(LspError::Invalid(format!(
+                        "{at} cannot be renamed: {label} says there is no renameable symbol there; nothing was changed"
+                    )));
+                }
+                Ok(_) => {}
+                Err(crate::transport::RequestError::Server { message, .. }) => {
+                    return Err(LspError::Invalid(format!(
+                        "{at} cannot be renamed: {message}; nothing was changed"
+                    )));
+                }
+                Err(e) => return Err(fail("prepareRename", e)),
+            }
+        }
+        let edit = server
+            .request(
+                "textDocument/rename",
+                json!({"textDocument": {"uri": uri}, "position": position, "newName": args.new_name}),
+                cancel,
+            )
+            .await
+            .map_err(|e| match e {
+                crate::transport::RequestError::Server { message, .. } => {
+                    LspError::Invalid(format!("{at} cannot be renamed to `{}`: {message}; nothing was changed", args.new_name))
+                }
+                other => fail("rename", other),
+            })?;
+        if edit.is_null() {
+            return Err(LspError::Invalid(format!(
+                "{at}: {label} returned no edit; nothing was changed"
+            )));
+        }
+        let ops = parse_workspace_edit(&edit).map_err(|e| {
+            LspError::Failed(format!(
+                "rename of {at}: the server's edit has {e}; nothing was changed"
+            ))
+        })?;
+        // Snapshot what the server has for every document the edit touches.
+        let mut open = BTreeMap::new();
+        for op in &ops {
+            if let EditOp::Text { path, .. } = op
+                && let Some(doc) = server.open_doc(path).await
+            {
+                open.insert(path.clone(), doc);
+            }
+        }
+        let plan = plan_edit(self.root(), &ops, server.encoding, &|p| open.get(p).cloned())
+            .map_err(|e| {
+                LspError::Failed(format!("rename of {at} rejected: {e}; nothing was changed"))
+            })?;
+        if plan.files.is_empty() {
+            return Ok(LspOutput {
+                text: format!("rename of {at} to `{}` changes nothing", args.new_name),
+                structured: json!({"files": [], "edits": 0}),
+                changed_files: Vec::new(),
+            });
+        }
+        write_plan(&plan).map_err(|e| {
+            LspError::Failed(format!(
+                "rename of {at}: writing failed ({e}); every file was restored"
+            ))
+        })?;
+        // Sync what changed: open documents get didChange + didSave, the rest a watched-file event.
+        let mut events = Vec::new();
+        for (changed, state) in &plan.files {
+            match state {
+                Some(_) => {
+                    if server.open_doc(changed).await.is_some() {
+                        let ext = changed.extension().and_then(|e| e.to_str()).unwrap_or("");
+                        let language =
+                            server.def.language_of(ext).unwrap_or(&target.language_id).to_string();
+                        let _ = server.sync(changed, &language, true).await;
+                    } else {
+                        let kind = if plan.created.contains(changed)
+                            || plan.renamed.iter().any(|(_, to)| to == changed)
+                        {
+                            1
+                        } else {
+                            2
+                        };
+                        events.push((changed.clone(), kind));
+                    }
+                }
+                None => {
+                    server.close(changed).await;
+                    events.push((changed.clone(), 3));
+                }
+            }
+        }
+        server.files_changed(&events).await;
+        if !plan.renamed.is_empty() {
+            let files: Vec<Value> = plan
+                .renamed
+                .iter()
+                .map(|(a, b)| json!({"oldUri": uri_from_path(a).map(|u| u.as_str().to_string()), "newUri": uri_from_path(b).map(|u| u.as_str().to_string())}))
+                .collect();
+            server.notify("workspace/didRenameFiles", json!({"files": files})).await;
+        }
+        let total: usize = plan.edits_per_file.values().sum();
+        let mut lines = vec![format!(
+            "renamed {at} to `{}`: {total} edit(s) in {} file(s)",
+            args.new_name,
+            plan.edits_per_file.len()
+        )];
+        let mut files = Vec::new();
+        for (p, n) in &plan.edits_per_file {
+            let rel = display_relative(self.root(), p);
+            lines.push(format!("  {rel}: {n} edit(s)"));
+            files.push(json!({"path": rel, "edits": n}));
+        }
+        for (a, b) in &plan.renamed {
+            lines.push(format!(
+                "  renamed file {} → {}",
+                display_relative(self.root(), a),
+                display_relative(self.root(), b)
+            ));
+        }
+        for p in &plan.created {
+            lines.push(format!("  created {}", display_relative(self.root(), p)));
+        }
+        for p in &plan.deleted {
+            lines.push(format!("  deleted {}", display_relative(self.root(), p)));
+        }
+        Ok(LspOutput {
+            text: lines.join("\n"),
+            structured: json!({"files": files, "edits": total}),
+            changed_files: plan.files.keys().cloned().collect(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn range(l1: u32, c1: u32, l2: u32, c2: u32) -> Value {
+        json!({"start": {"line": l1, "character": c1}, "end": {"line": l2, "character": c2}})
+    }
+
+    #[test]
+    fn text_edits_apply_from_the_end_with_utf16_columns() {
+        let text = "s = \"é🙂\"; old(old)\nold\n";
+        let edits = vec![
+            (range(0, 11, 0, 14), "new".to_string()),
+            (range(0, 15, 0, 18), "new".to_string()),
+            (range(1, 0, 1, 3), "new".to_string()),
+        ];
+        assert_eq!(
+            apply_text_edits(text, &edits, ColumnUnit::Utf16).unwrap(),
+            "s = \"é🙂\"; new(new)\nnew\n"
+        );
+        let overlapping =
+            vec![(range(0, 0, 0, 5), "a".to_string()), (range(0, 3, 0, 6), "b".to_string())];
+        assert!(apply_text_edits(text, &overlapping, ColumnUnit::Utf16).is_err());
+    }
+
+    #[test]
+    fn a_stale_version_rejects_the_whole_edit_and_nothing_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::write(root.join("a.py"), "x = 1\n").unwrap();
+        std::fs::write(root.join("b.py"), "print(x)\n").unwrap();
+        let edit = json!({"documentChanges": [
+            {"textDocument": {"uri": uri_from_path(&root.join("a.py")).unwrap().as_str(), "version": 1}, "edits": [{"range": range(0,0,0,1), "newText": "y"}]},
+            {"textDocument": {"uri": uri_from_path(&root.join("b.py")).unwrap().as_str(), "version": 3}, "edits": [{"range": range(0,6,0,7), "newText": "y"}]},
+        ]});
+        let ops = parse_workspace_edit(&edit).unwrap();
+        let b = root.join("b.py");
+        let err = plan_edit(&root, &ops, ColumnUnit::Utf16, &|p| {
+            (p == b).then(|| (4, "print(x)\n".to_string()))
+        })
+        .unwrap_err();
+        assert_eq!(err, "b.py is at version 4 but the edit was computed for version 3");
+        let plan = plan_edit(&root, &ops, ColumnUnit::Utf16, &|_| None).unwrap();
+        write_plan(&plan).unwrap();
+        assert_eq!(std::fs::read_to_string(root.join("a.py")).unwrap(), "y = 1\n");
+        assert_eq!(std::fs::read_to_string(root.join("b.py")).unwrap(), "print(y)\n");
+    }
+
+    #[test]
+    fn resource_operations_create_rename_and_delete_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::write(root.join("old.ts"), "export const a = 1;\n").unwrap();
+        std::fs::write(root.join("gone.ts"), "").unwrap();
+        let u = |n: &str| uri_from_path(&root.join(n)).unwrap().as_str().to_string();
+        let edit = json!({"documentChanges": [
+            {"kind": "rename", "oldUri": u("old.ts"), "newUri": u("new.ts")},
+            {"textDocument": {"uri": u("new.ts"), "version": null}, "edits": [{"range": range(0,13,0,14), "newText": "b"}]},
+            {"kind": "create", "uri": u("made.ts")},
+            {"kind": "delete", "uri": u("gone.ts")},
+        ]});
+        let plan =
+            plan_edit(&root, &parse_workspace_edit(&edit).unwrap(), ColumnUnit::Utf16, &|_| None)
+                .unwrap();
+        write_plan(&plan).unwrap();
+        assert!(!root.join("old.ts").exists() && !root.join("gone.ts").exists());
+        assert_eq!(std::fs::read_to_string(root.join("new.ts")).unwrap(), "export const b = 1;\n");
+        assert_eq!(std::fs::read_to_string(root.join("made.ts")).unwrap(), "");
+    }
+
+    #[test]
+    fn an_edit_outside_the_root_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap().join("inner");
+        std::fs::create_dir_all(&root).unwrap();
+        let ops = vec![EditOp::Create {
+            path: root.parent().unwrap().join("x.py"),
+            overwrite: false,
+            ignore_if_exists: false,
+        }];
+        assert!(
+            plan_edit(&root, &ops, ColumnUnit::Utf16, &|_| None)
+                .unwrap_err()
+                .contains("outside the workspace root")
+        );
+    }
+}

@@ -1,0 +1,1155 @@
+//! One language-server process: start, `initialize`, document sync, diagnostics, readiness and a
+//! bounded shutdown.
+//!
+//! The process runs in its own process group (so SIGTERM/SIGKILL reach the helpers it starts,
+//! such as tsserver or `go list`), dies with us (`PR_SET_PDEATHSIG`), and has its stderr drained
+//! into tracing and a small ring kept for crash reports.
+
+use std::{
+    collections::{HashMap, VecDeque},
+    path::{Path, PathBuf},
+    process::Stdio,
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
+    time::{Duration, Instant, SystemTime},
+};
+
+use parking_lot::Mutex;
+use serde::Serialize;
+use serde_json::{Value, json};
+use tokio::{io::AsyncBufReadExt, sync::Notify};
+use tokio_util::sync::CancellationToken;
+
+use crate::{
+    config::ServerDef,
+    discover::ResolvedCommand,
+    encoding::ColumnUnit,
+    paths::{path_from_uri, uri_from_path},
+    transport::{Handler, RequestError, Rpc},
+};
+
+/// Bytes of stderr kept for crash reports.
+const STDERR_TAIL_BYTES: usize = 8 * 1024;
+/// After a versionless push, how long to wait for a follow-up push before taking it.
+const VERSIONLESS_SETTLE: Duration = Duration::from_millis(150);
+
+/// Timeouts a server works with.
+#[derive(Debug, Clone)]
+pub(crate) struct Timeouts {
+    pub request: Duration,
+    pub startup: Duration,
+}
+
+/// Progress the server reported with `$/progress` (or a server-specific status).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Progress {
+    pub title: String,
+    pub message: Option<String>,
+    pub percentage: Option<u32>,
+}
+
+#[derive(Debug, Clone)]
+struct PushEntry {
+    version: Option<i32>,
+    items: Vec<lsp_types::Diagnostic>,
+    seq: u64,
+}
+
+#[derive(Default)]
+struct SharedState {
+    /// Active progress by token (begun, not ended).
+    progress: HashMap<String, Progress>,
+    /// Whether the server signalled that its project is loaded or loading (progress began, or
+    /// it logged its ready message).
+    warmed_up: bool,
+    /// rust-analyzer's `experimental/serverStatus`.
+    quiescent: Option<bool>,
+    push: HashMap<PathBuf, PushEntry>,
+    /// Incremented on every publishDiagnostics.
+    push_seq: u64,
+    /// Dynamic registrations of `textDocument/diagnostic`: registration id → identifier.
+    pull_registrations: Vec<(String, Option<String>)>,
+}
+
+/// The part of a server the reader task touches.
+struct Shared {
+    name: String,
+    root: PathBuf,
+    settings: Value,
+    ready_message: Option<String>,
+    state: Mutex<SharedState>,
+    changed: Notify,
+}
+
+fn progress_token(value: Option<&Value>) -> String {
+    match value {
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => other.to_string(),
+        None => String::new(),
+    }
+}
+
+/// Looks up a dotted section (`python.analysis`) in the settings.
+fn lookup_section(settings: &Value, section: Option<&str>) -> Value {
+    let Some(section) = section.filter(|s| !s.is_empty()) else { return settings.clone() };
+    let mut current = settings;
+    for part in section.split('.') {
+        match current.get(part) {
+            Some(next) => current = next,
+            None => return Value::Null,
+        }
+    }
+    current.clone()
+}
+
+impl Handler for Shared {
+    fn notification(&self, method: &str, params: Value) {
+        tracing::trace!(server = %self.name, "<- {method} {params}");
+        match method {
+            "textDocument/publishDiagnostics" => {
+                let Ok(p) = serde_json::from_value::<lsp_types::PublishDiagnosticsParams>(params)
+                else {
+                    return;
+                };
+                let Some(path) = path_from_uri(&p.uri) else { return };
+                let mut state = self.state.lock();
+                state.push_seq += 1;
+                let seq = state.push_seq;
+                state
+                    .push
+                    .insert(path, PushEntry { version: p.version, items: p.diagnostics, seq });
+            }
+            "$/progress" => {
+                let token = progress_token(params.get("token"));
+                let value = params.get("value").cloned().unwrap_or(Value::Null);
+                let text = |k: &str| value.get(k).and_then(Value::as_str).map(str::to_string);
+                let pct = value.get("percentage").and_then(Value::as_u64).map(|p| p as u32);
+                let mut state = self.state.lock();
+                match value.get("kind").and_then(Value::as_str) {
+                    Some("begin") => {
+                        state.warmed_up = true;
+                        state.progress.insert(
+                            token,
+                            Progress {
+                                title: text("title").unwrap_or_default(),
+                                message: text("message"),
+                                percentage: pct,
+                            },
+                        );
+                    }
+                    Some("report") => {
+                        if let Some(p) = state.progress.get_mut(&token) {
+                            if let Some(m) = text("message") {
+                                p.message = Some(m);
+                            }
+                            if pct.is_some() {
+                                p.percentage = pct;
+                            }
+                        }
+                    }
+                    Some("end") => {
+                        state.progress.remove(&token);
+                    }
+                    _ => {}
+                }
+            }
+            "experimental/serverStatus" => {
+                let quiescent = params.get("quiescent").and_then(Value::as_bool);
+                self.state.lock().quiescent = quiescent;
+            }
+            "$/analyzerStatus" => {
+                // Dart: {isAnalyzing: bool}.
+                let analyzing = params.get("isAnalyzing").and_then(Value::as_bool) == Some(true);
+                let mut state = self.state.lock();
+                if analyzing {
+                    state.progress.insert(
+                        "$/analyzerStatus".into(),
+                        Progress { title: "analyzing".into(), ..Default::default() },
+                    );
+                } else {
+                    state.progress.remove("$/analyzerStatus");
+                }
+            }
+            "window/logMessage" | "window/showMessage" => {
+                let message = params.get("message").and_then(Value::as_str).unwrap_or("");
+                tracing::debug!(server = %self.name, "{method}: {message}");
+                match &self.ready_message {
+                    Some(ready) if message.contains(ready.as_str()) => {
+                        self.state.lock().warmed_up = true;
+                    }
+                    _ => return,
+                }
+            }
+            _ => {
+                tracing::trace!(server = %self.name, "notification {method}");
+                return;
+            }
+        }
+        self.changed.notify_waiters();
+    }
+
+    fn request(&self, method: &str, params: Value) -> Result<Value, (i64, String)> {
+        tracing::trace!(server = %self.name, "<- request {method} {params}");
+        let reply = match method {
+            "workspace/configuration" => {
+                let items =
+                    params.get("items").and_then(Value::as_array).cloned().unwrap_or_default();
+                Ok(Value::Array(
+                    items
+                        .iter()
+                        .map(|item| {
+                            lookup_section(
+                                &self.settings,
+                                item.get("section").and_then(Value::as_str),
+                            )
+                        })
+                        .collect(),
+                ))
+            }
+            "client/registerCapability" => {
+                let regs = params
+                    .get("registrations")
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default();
+                let mut state = self.state.lock();
+                for reg in regs {
+                    if reg.get("method").and_then(Value::as_str) == Some("textDocument/diagnostic")
+                    {
+                        let id = reg.get("id").and_then(Value::as_str).unwrap_or("").to_string();
+                        let identifier = reg
+                            .pointer("/registerOptions/identifier")
+                            .and_then(Value::as_str)
+                            .map(str::to_string);
+                        state.pull_registrations.push((id, identifier));
+                    }
+                }
+                Ok(Value::Null)
+            }
+            "client/unregisterCapability" => {
+                // The protocol spells the field `unregisterations`.
+                let regs = params
+                    .get("unregisterations")
+                    .or_else(|| params.get("unregistrations"))
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default();
+                let mut state = self.state.lock();
+                for reg in regs {
+                    let id = reg.get("id").and_then(Value::as_str).unwrap_or("");
+                    state.pull_registrations.retain(|(r, _)| r != id);
+                }
+                Ok(Value::Null)
+            }
+            "window/workDoneProgress/create"
+            | "workspace/diagnostic/refresh"
+            | "workspace/semanticTokens/refresh"
+            | "workspace/inlayHint/refresh"
+            | "workspace/inlineValue/refresh"
+            | "workspace/codeLens/refresh"
+            | "workspace/foldingRange/refresh"
+            | "window/showMessageRequest" => Ok(Value::Null),
+            "window/showDocument" => Ok(json!({"success": false})),
+            "workspace/workspaceFolders" => Ok(json!([{
+                "uri": uri_from_path(&self.root).map(|u| u.as_str().to_string()),
+                "name": self.root.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default(),
+            }])),
+            "workspace/applyEdit" => Ok(json!({
+                "applied": false,
+                "failureReason": "this client applies edits only through its lsp_rename tool",
+            })),
+            _ => Err((-32601, format!("method not supported by this client: {method}"))),
+        };
+        self.changed.notify_waiters();
+        reply
+    }
+}
+
+/// A document as the server last saw it.
+#[derive(Debug, Clone)]
+struct Doc {
+    version: i32,
+    text: String,
+    mtime: Option<SystemTime>,
+    len: u64,
+    /// `push_seq` just before the last didOpen/didChange.
+    sent_seq: u64,
+}
+
+/// A document after a sync: the version the server now has.
+#[derive(Debug, Clone)]
+pub(crate) struct SyncedDoc {
+    pub path: PathBuf,
+    pub version: i32,
+    pub text: String,
+    sent_seq: u64,
+}
+
+/// Why the diagnostics of a version could not be had.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DiagnosticsWait {
+    /// The deadline passed; `indexing` says what the server was busy with.
+    Timeout {
+        waited: Duration,
+        indexing: Option<String>,
+    },
+    Cancelled,
+    /// The server exited.
+    Closed,
+    Failed(String),
+}
+
+impl std::fmt::Display for DiagnosticsWait {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DiagnosticsWait::Timeout { indexing: Some(what), .. } => write!(f, "server {what}"),
+            DiagnosticsWait::Timeout { waited, .. } => {
+                write!(f, "no diagnostics for this version within {} ms", waited.as_millis())
+            }
+            DiagnosticsWait::Cancelled => write!(f, "cancelled"),
+            DiagnosticsWait::Closed => write!(f, "server exited"),
+            DiagnosticsWait::Failed(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+/// How a server delivers diagnostics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DiagnosticMode {
+    Pull,
+    Push,
+}
+
+impl DiagnosticMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DiagnosticMode::Pull => "pull",
+            DiagnosticMode::Push => "push",
+        }
+    }
+}
+
+/// A running server.
+pub(crate) struct Server {
+    pub def: Arc<ServerDef>,
+    pub root: PathBuf,
+    pub command: ResolvedCommand,
+    pub pid: u32,
+    pub encoding: ColumnUnit,
+    pub capabilities: Value,
+    pub server_name: Option<String>,
+    pub server_version: Option<String>,
+    timeouts: Timeouts,
+    rpc: Arc<Rpc>,
+    shared: Arc<Shared>,
+    docs: tokio::sync::Mutex<HashMap<PathBuf, Doc>>,
+    /// When the first document was opened (the start of the warm-up).
+    first_open: Mutex<Option<Instant>>,
+    exited: CancellationToken,
+    exit_status: Arc<Mutex<Option<String>>>,
+    stderr_tail: Arc<Mutex<VecDeque<u8>>>,
+    shutting_down: AtomicBool,
+}
+
+/// Why a server did not start.
+#[derive(Debug, Clone)]
+pub(crate) struct StartError {
+    pub message: String,
+}
+
+fn client_capabilities() -> Value {
+    json!({
+        "general": {"positionEncodings": ["utf-8", "utf-16"]},
+        "window": {"workDoneProgress": true, "showDocument": {"support": false}},
+        "workspace": {
+            "applyEdit": true,
+            "configuration": true,
+            "workspaceFolders": true,
+            "didChangeConfiguration": {"dynamicRegistration": true},
+            "symbol": {"dynamicRegistration": false},
+            "diagnostics": {"refreshSupport": true},
+            "workspaceEdit": {
+                "documentChanges": true,
+                "resourceOperations": ["create", "rename", "delete"],
+                "failureHandling": "abort",
+                "normalizesLineEndings": false
+            },
+            "fileOperations": {"didRename": true, "didCreate": true, "didDelete": true},
+            "didChangeWatchedFiles": {"dynamicRegistration": true, "relativePatternSupport": false}
+        },
+        "textDocument": {
+            "synchronization": {"dynamicRegistration": false, "didSave": true, "willSave": false},
+            "publishDiagnostics": {
+                "relatedInformation": true,
+                "versionSupport": true,
+                "tagSupport": {"valueSet": [1, 2]},
+                "codeDescriptionSupport": true,
+                "dataSupport": true
+            },
+            "diagnostic": {"dynamicRegistration": true, "relatedDocumentSupport": true},
+            "definition": {"linkSupport": true},
+            "typeDefinition": {"linkSupport": true},
+            "implementation": {"linkSupport": true},
+            "declaration": {"linkSupport": true},
+            "references": {},
+            "hover": {"contentFormat": ["markdown", "plaintext"]},
+            "documentSymbol": {"hierarchicalDocumentSymbolSupport": true},
+            "codeAction": {
+                "codeActionLiteralSupport": {"codeActionKind": {"valueSet": [
+                    "", "quickfix", "refactor", "refactor.extract", "refactor.inline",
+                    "refactor.rewrite", "source", "source.organizeImports", "source.fixAll"
+                ]}},
+                "isPreferredSupport": true,
+                "disabledSupport": true,
+                "dataSupport": true
+            },
+            "rename": {"prepareSupport": true}
+        },
+        "experimental": {"serverStatusNotification": true}
+    })
+}
+
+fn spawn_error(def: &ServerDef, command: &ResolvedCommand, what: &str) -> StartError {
+    StartError {
+        message: format!(
+            "{} server `{}` could not start: {what}",
+            def.display_languages(),
+            command.program.display()
+        ),
+    }
+}
+
+impl Server {
+    /// Starts the process and completes `initialize`.
+    pub(crate) async fn start(
+        def: Arc<ServerDef>,
+        root: PathBuf,
+        command: ResolvedCommand,
+        timeouts: Timeouts,
+        cancel: &CancellationToken,
+    ) -> Result<Arc<Server>, StartError> {
+        let mut cmd = tokio::process::Command::new(&command.program);
+        cmd.args(&command.args)
+            .current_dir(&root)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .process_group(0);
+        // SAFETY: prctl is async-signal-safe; the closure touches no memory of the parent.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
+        let mut child = cmd.spawn().map_err(|e| spawn_error(&def, &command, &e.to_string()))?;
+        let pid = child.id().unwrap_or(0);
+        // Until `initialize` succeeds, a dropped (cancelled) start must not leave the process.
+        let mut guard = KillGuard { pid, armed: true };
+        let (Some(stdin), Some(stdout), Some(stderr)) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
+            return Err(spawn_error(&def, &command, "its pipes could not be opened"));
+        };
+        let name = format!("{}@{}", def.id, root.display());
+
+        let stderr_tail = Arc::new(Mutex::new(VecDeque::with_capacity(STDERR_TAIL_BYTES)));
+        let tail = stderr_tail.clone();
+        let stderr_name = name.clone();
+        tokio::spawn(async move {
+            let mut lines = tokio::io::BufReader::new(stderr).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                tracing::debug!(target: "agent_tools_lsp::stderr", server = %stderr_name, "{line}");
+                let mut tail = tail.lock();
+                tail.extend(line.bytes().chain(std::iter::once(b'\n')));
+                while tail.len() > STDERR_TAIL_BYTES {
+                    tail.pop_front();
+                }
+            }
+        });
+
+        let exited = CancellationToken::new();
+        let exit_status = Arc::new(Mutex::new(None));
+        let (exited2, status2) = (exited.clone(), exit_status.clone());
+        tokio::spawn(async move {
+            let status = child.wait().await;
+            *status2.lock() = Some(match status {
+                Ok(s) => s.to_string(),
+                Err(e) => format!("unknown ({e})"),
+            });
+            exited2.cancel();
+        });
+
+        let shared = Arc::new(Shared {
+            name: name.clone(),
+            root: root.clone(),
+            settings: def.settings.clone(),
+            ready_message: def.ready_message.clone(),
+            state: Mutex::new(SharedState::default()),
+            changed: Notify::new(),
+        });
+        let rpc = Rpc::start(stdout, stdin, shared.clone(), &name);
+
+        let root_uri = uri_from_path(&root).map(|u| u.as_str().to_string());
+        let mut params = json!({
+            "processId": std::process::id(),
+            "clientInfo": {"name": "agent-tools", "version": env!("CARGO_PKG_VERSION")},
+            "rootUri": root_uri,
+            "rootPath": root.display().to_string(),
+            "workspaceFolders": [{
+                "uri": root_uri,
+                "name": root.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default(),
+            }],
+            "capabilities": client_capabilities(),
+        });
+        if let Some(options) = &def.initialization_options {
+            params["initializationOptions"] = options.clone();
+        }
+        let tail_text = |tail: &Arc<Mutex<VecDeque<u8>>>| {
+            let bytes: Vec<u8> = tail.lock().iter().copied().collect();
+            let text = String::from_utf8_lossy(&bytes).trim().to_string();
+            let lines: Vec<&str> = text.lines().collect();
+            lines[lines.len().saturating_sub(8)..].join("\n")
+        };
+        let init = tokio::select! {
+            r = rpc.request("initialize", params, timeouts.startup, cancel) => r,
+            _ = exited.cancelled() => Err(RequestError::Closed),
+        };
+        let init = match init {
+            Ok(v) => v,
+            Err(e) => {
+                // Let the exit status and the last stderr lines arrive.
+                let _ = tokio::time::timeout(Duration::from_millis(300), exited.cancelled()).await;
+                let _ = libc_killpg(pid, libc::SIGKILL);
+                let status = exit_status.lock().clone();
+                let mut what = match (&e, status) {
+                    (RequestError::Closed, Some(status)) => {
+                        format!("it exited during initialize ({status})")
+                    }
+                    _ => format!("initialize failed: {e}"),
+                };
+                let tail = tail_text(&stderr_tail);
+                if !tail.is_empty() {
+                    what.push_str(&format!("; its stderr ends with:\n{tail}"));
+                }
+                return Err(spawn_error(&def, &command, &what));
+            }
+        };
+        guard.armed = false;
+        let capabilities = init.get("capabilities").cloned().unwrap_or(Value::Null);
+        let encoding =
+            ColumnUnit::from_lsp(capabilities.get("positionEncoding").and_then(Value::as_str));
+        let server_name =
+            init.pointer("/serverInfo/name").and_then(Value::as_str).map(str::to_string);
+        let server_version =
+            init.pointer("/serverInfo/version").and_then(Value::as_str).map(str::to_string);
+        let _ = rpc.notify("initialized", json!({})).await;
+        Ok(Arc::new(Server {
+            def,
+            root,
+            command,
+            pid,
+            encoding,
+            capabilities,
+            server_name,
+            server_version,
+            timeouts,
+            rpc,
+            shared,
+            docs: tokio::sync::Mutex::new(HashMap::new()),
+            first_open: Mutex::new(None),
+            exited,
+            exit_status,
+            stderr_tail,
+            shutting_down: AtomicBool::new(false),
+        }))
+    }
+
+    /// True once the process exited or its connection closed.
+    pub(crate) fn is_dead(&self) -> bool {
+        self.exited.is_cancelled() || self.rpc.closed().is_cancelled()
+    }
+
+    pub(crate) fn exit_status(&self) -> Option<String> {
+        self.exit_status.lock().clone()
+    }
+
+    /// The last lines the server wrote to stderr.
+    pub(crate) fn stderr_tail(&self) -> String {
+        let bytes: Vec<u8> = self.stderr_tail.lock().iter().copied().collect();
+        let text = String::from_utf8_lossy(&bytes).trim().to_string();
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(8)..].join("\n")
+    }
+
+    /// Pull when a static or dynamic `textDocument/diagnostic` provider exists (or the server
+    /// is typescript-language-server, which answers tsserver's synchronous diagnostics).
+    pub(crate) fn diagnostic_mode(&self) -> DiagnosticMode {
+        if self.pull_identifiers().is_empty() && !self.tsserver_pull() {
+            DiagnosticMode::Push
+        } else {
+            DiagnosticMode::Pull
+        }
+    }
+
+    /// typescript-language-server publishes without versions and in phases (syntax, semantics,
+    /// suggestions), so a push cannot be tied to a version; its `typescript.tsserverRequest`
+    /// command runs tsserver's synchronous diagnostics for the content it has.
+    fn tsserver_pull(&self) -> bool {
+        self.capabilities
+            .pointer("/executeCommandProvider/commands")
+            .and_then(Value::as_array)
+            .is_some_and(|c| c.iter().any(|c| c == "typescript.tsserverRequest"))
+    }
+
+    async fn tsserver_diagnostics(
+        &self,
+        doc: &SyncedDoc,
+        deadline: Instant,
+        cancel: &CancellationToken,
+    ) -> Result<Vec<lsp_types::Diagnostic>, RequestError> {
+        let uri = uri_from_path(&doc.path).map(|u| u.as_str().to_string());
+        let mut items = Vec::new();
+        for command in ["syntacticDiagnosticsSync", "semanticDiagnosticsSync"] {
+            let params = json!({
+                "command": "typescript.tsserverRequest",
+                "arguments": [command, {"file": uri, "includeLinePosition": false}],
+            });
+            let answer =
+                self.request_until("workspace/executeCommand", params, deadline, cancel).await?;
+            let body = answer.get("body").unwrap_or(&answer);
+            for d in body.as_array().into_iter().flatten() {
+                let pos = |k: &str| {
+                    let n = |f: &str| {
+                        d.pointer(&format!("/{k}/{f}")).and_then(Value::as_u64).unwrap_or(1)
+                    };
+                    json!({"line": n("line").saturating_sub(1), "character": n("offset").saturating_sub(1)})
+                };
+                let severity = match d.get("category").and_then(Value::as_str) {
+                    Some("warning") => 2,
+                    Some("suggestion") => 4,
+                    Some("message") => 3,
+                    _ => 1,
+                };
+                let mut diag = json!({
+                    "range": {"start": pos("start"), "end": pos("end")},
+                    "severity": severity,
+                    "source": "typescript",
+                    "message": d.get("text").and_then(Value::as_str).unwrap_or(""),
+                });
+                if let Some(code) = d.get("code").and_then(Value::as_i64) {
+                    diag["code"] = json!(code);
+                }
+                if d.get("reportsUnnecessary")
+                    .is_some_and(|v| !v.is_null() && v != &Value::Bool(false))
+                {
+                    diag["tags"] = json!([1]);
+                }
+                if let Ok(parsed) = serde_json::from_value::<lsp_types::Diagnostic>(diag) {
+                    items.push(parsed);
+                }
+            }
+        }
+        Ok(items)
+    }
+
+    fn pull_identifiers(&self) -> Vec<Option<String>> {
+        let mut ids = Vec::new();
+        if let Some(provider) = self.capabilities.get("diagnosticProvider")
+            && !provider.is_null()
+            && provider != &Value::Bool(false)
+        {
+            ids.push(provider.get("identifier").and_then(Value::as_str).map(str::to_string));
+        }
+        for (_, identifier) in &self.shared.state.lock().pull_registrations {
+            if !ids.contains(identifier) {
+                ids.push(identifier.clone());
+            }
+        }
+        ids
+    }
+
+    /// Whether the server offers a capability (`definitionProvider`, …).
+    pub(crate) fn supports(&self, capability: &str) -> bool {
+        match self.capabilities.get(capability) {
+            None | Some(Value::Null) | Some(Value::Bool(false)) => false,
+            Some(_) => true,
+        }
+    }
+
+    /// What the server is busy with, if anything: `indexing (45%): Indexing files`.
+    pub(crate) fn busy(&self) -> Option<String> {
+        let state = self.shared.state.lock();
+        let describe = |p: &Progress| {
+            let mut s = "indexing".to_string();
+            if let Some(pct) = p.percentage {
+                s.push_str(&format!(" ({pct}%)"));
+            }
+            let detail: Vec<&str> = [Some(p.title.as_str()), p.message.as_deref()]
+                .into_iter()
+                .flatten()
+                .filter(|t| !t.is_empty())
+                .collect();
+            if !detail.is_empty() {
+                s.push_str(&format!(": {}", detail.join(" ")));
+            }
+            s
+        };
+        if let Some(p) = state.progress.values().next() {
+            return Some(describe(p));
+        }
+        if state.quiescent == Some(false) {
+            return Some("indexing (not quiescent)".into());
+        }
+        None
+    }
+
+    /// Waits until the server is not busy, at most until `deadline`; the error says what it
+    /// was still busy with.
+    pub(crate) async fn wait_ready(
+        &self,
+        deadline: Instant,
+        cancel: &CancellationToken,
+    ) -> Result<(), String> {
+        // Servers that load their project lazily announce it a moment after the first open;
+        // an answer before that would come from a half-loaded project.
+        let warmup_end =
+            self.first_open.lock().map(|t| t + Duration::from_millis(self.def.warmup_ms));
+        while let Some(end) = warmup_end {
+            let notified = self.shared.changed.notified();
+            let now = Instant::now();
+            if self.shared.state.lock().warmed_up || now >= end || now >= deadline {
+                break;
+            }
+            tokio::select! {
+                _ = notified => {}
+                _ = tokio::time::sleep(end.min(deadline) - now) => {}
+                _ = cancel.cancelled() => return Err("cancelled".into()),
+                _ = self.exited.cancelled() => return Err("the server exited".into()),
+            }
+        }
+        loop {
+            let notified = self.shared.changed.notified();
+            let Some(busy) = self.busy() else { return Ok(()) };
+            let now = Instant::now();
+            if now >= deadline {
+                return Err(busy);
+            }
+            tokio::select! {
+                _ = notified => {}
+                _ = tokio::time::sleep(deadline - now) => {}
+                _ = cancel.cancelled() => return Err("cancelled".into()),
+                _ = self.exited.cancelled() => return Err("the server exited".into()),
+            }
+        }
+    }
+
+    /// A request with the configured timeout; `ContentModified`/`ServerCancelled` are retried
+    /// with a short backoff while the timeout lasts.
+    pub(crate) async fn request(
+        &self,
+        method: &str,
+        params: Value,
+        cancel: &CancellationToken,
+    ) -> Result<Value, RequestError> {
+        match self
+            .request_until(method, params, Instant::now() + self.timeouts.request, cancel)
+            .await
+        {
+            Err(RequestError::Timeout(_)) => Err(RequestError::Timeout(self.timeouts.request)),
+            other => other,
+        }
+    }
+
+    pub(crate) async fn request_until(
+        &self,
+        method: &str,
+        params: Value,
+        deadline: Instant,
+        cancel: &CancellationToken,
+    ) -> Result<Value, RequestError> {
+        let mut backoff = Duration::from_millis(50);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(RequestError::Timeout(self.timeouts.request));
+            }
+            match self.rpc.request(method, params.clone(), left, cancel).await {
+                Err(RequestError::Server { code: -32801 | -32802, .. })
+                    if Instant::now() + backoff < deadline =>
+                {
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(Duration::from_millis(800));
+                }
+                other => return other,
+            }
+        }
+    }
+
+    pub(crate) async fn notify(&self, method: &str, params: Value) {
+        let _ = self.rpc.notify(method, params).await;
+    }
+
+    fn save_includes_text(&self) -> bool {
+        self.capabilities.pointer("/textDocumentSync/save/includeText").and_then(Value::as_bool)
+            == Some(true)
+    }
+
+    /// Makes the server's copy of `path` equal to the file on disk: `didOpen` on first use,
+    /// `didChange` (full text, next version) when the content differs, then `didSave` when
+    /// `save` is set and something was sent.
+    pub(crate) async fn sync(
+        &self,
+        path: &Path,
+        language_id: &str,
+        save: bool,
+    ) -> Result<SyncedDoc, String> {
+        let bytes =
+            std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let text = String::from_utf8(bytes)
+            .map_err(|_| format!("{} is not UTF-8 text", path.display()))?;
+        self.sync_text(path, language_id, text, save).await
+    }
+
+    /// Like [`Server::sync`] with given content (which must be what is on disk, or what the
+    /// caller wants the server to see as the file's content).
+    pub(crate) async fn sync_text(
+        &self,
+        path: &Path,
+        language_id: &str,
+        text: String,
+        save: bool,
+    ) -> Result<SyncedDoc, String> {
+        let uri =
+            uri_from_path(path).ok_or_else(|| format!("{} has no file URI", path.display()))?;
+        let meta = std::fs::metadata(path).ok();
+        let mtime = meta.as_ref().and_then(|m| m.modified().ok());
+        let len = meta.as_ref().map_or(0, |m| m.len());
+        let mut docs = self.docs.lock().await;
+        let seq_now = self.shared.state.lock().push_seq;
+        let (version, sent, sent_seq) = match docs.get_mut(path) {
+            None => {
+                self.first_open.lock().get_or_insert_with(Instant::now);
+                self.notify(
+                    "textDocument/didOpen",
+                    json!({"textDocument": {"uri": uri, "languageId": language_id, "version": 1, "text": text}}),
+                )
+                .await;
+                docs.insert(
+                    path.to_path_buf(),
+                    Doc { version: 1, text: text.clone(), mtime, len, sent_seq: seq_now },
+                );
+                (1, true, seq_now)
+            }
+            Some(doc) if doc.text != text => {
+                doc.version += 1;
+                doc.text.clone_from(&text);
+                doc.mtime = mtime;
+                doc.len = len;
+                doc.sent_seq = seq_now;
+                self.notify(
+                    "textDocument/didChange",
+                    json!({"textDocument": {"uri": uri, "version": doc.version}, "contentChanges": [{"text": text}]}),
+                )
+                .await;
+                (doc.version, true, seq_now)
+            }
+            Some(doc) => {
+                doc.mtime = mtime;
+                doc.len = len;
+                (doc.version, false, doc.sent_seq)
+            }
+        };
+        if save && sent {
+            let mut params = json!({"textDocument": {"uri": uri}});
+            if self.save_includes_text() {
+                params["text"] = Value::String(text.clone());
+            }
+            self.notify("textDocument/didSave", params).await;
+        }
+        Ok(SyncedDoc { path: path.to_path_buf(), version, text, sent_seq })
+    }
+
+    /// Re-reads every open document whose size or modification time changed, and sends what
+    /// differs; documents deleted from disk are closed. Edits made outside the tools are seen.
+    pub(crate) async fn resync_open(&self) {
+        let stale: Vec<PathBuf> = {
+            let docs = self.docs.lock().await;
+            docs.iter()
+                .filter(|(path, doc)| {
+                    let meta = std::fs::metadata(path).ok();
+                    let mtime = meta.as_ref().and_then(|m| m.modified().ok());
+                    meta.is_none() || mtime != doc.mtime || meta.map(|m| m.len()) != Some(doc.len)
+                })
+                .map(|(p, _)| p.clone())
+                .collect()
+        };
+        for path in stale {
+            if path.exists() {
+                let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+                let language = self.def.language_of(ext).unwrap_or("plaintext").to_string();
+                let _ = self.sync(&path, &language, false).await;
+            } else {
+                self.close(&path).await;
+            }
+        }
+    }
+
+    /// Tells the server a document is closed (deleted or renamed away).
+    pub(crate) async fn close(&self, path: &Path) {
+        if self.docs.lock().await.remove(path).is_some()
+            && let Some(uri) = uri_from_path(path)
+        {
+            self.notify("textDocument/didClose", json!({"textDocument": {"uri": uri}})).await;
+        }
+        self.shared.state.lock().push.remove(path);
+    }
+
+    /// Tells the server about files changed on disk that it does not have open
+    /// (`workspace/didChangeWatchedFiles`: 1 created, 2 changed, 3 deleted).
+    pub(crate) async fn files_changed(&self, changes: &[(PathBuf, u8)]) {
+        if changes.is_empty() {
+            return;
+        }
+        let events: Vec<Value> = changes
+            .iter()
+            .filter_map(|(p, kind)| uri_from_path(p).map(|u| json!({"uri": u, "type": kind})))
+            .collect();
+        self.notify("workspace/didChangeWatchedFiles", json!({"changes": events})).await;
+    }
+
+    /// The version and text the server has for `path`, if it is open.
+    pub(crate) async fn open_doc(&self, path: &Path) -> Option<(i32, String)> {
+        self.docs.lock().await.get(path).map(|d| (d.version, d.text.clone()))
+    }
+
+    /// The diagnostics of exactly `doc`'s version: pulled where the server offers it, else the
+    /// push for that version (or, from servers that send no version, the first push after our
+    /// change), at most until `deadline`.
+    pub(crate) async fn diagnostics(
+        &self,
+        doc: &SyncedDoc,
+        deadline: Instant,
+        cancel: &CancellationToken,
+    ) -> Result<Vec<lsp_types::Diagnostic>, DiagnosticsWait> {
+        let started = Instant::now();
+        let timeout = |server: &Server| DiagnosticsWait::Timeout {
+            waited: started.elapsed(),
+            indexing: server.busy(),
+        };
+        loop {
+            if self.is_dead() {
+                return Err(DiagnosticsWait::Closed);
+            }
+            let notified = self.shared.changed.notified();
+            let identifiers = self.pull_identifiers();
+            if identifiers.is_empty() && self.tsserver_pull() {
+                return self.tsserver_diagnostics(doc, deadline, cancel).await.map_err(
+                    |e| match e {
+                        RequestError::Timeout(_) => timeout(self),
+                        RequestError::Cancelled => DiagnosticsWait::Cancelled,
+                        RequestError::Closed => DiagnosticsWait::Closed,
+                        other => DiagnosticsWait::Failed(other.to_string()),
+                    },
+                );
+            }
+            if !identifiers.is_empty() {
+                return self.pull(doc, identifiers, deadline, cancel).await.map_err(|e| match e {
+                    RequestError::Timeout(_) => timeout(self),
+                    RequestError::Cancelled => DiagnosticsWait::Cancelled,
+                    RequestError::Closed => DiagnosticsWait::Closed,
+                    other => DiagnosticsWait::Failed(other.to_string()),
+                });
+            }
+            let fresh = {
+                let state = self.shared.state.lock();
+                state.push.get(&doc.path).and_then(|entry| match entry.version {
+                    Some(v) if v == doc.version => Some((entry.items.clone(), true)),
+                    None if entry.seq > doc.sent_seq => Some((entry.items.clone(), false)),
+                    _ => None,
+                })
+            };
+            if let Some((items, versioned)) = fresh {
+                if versioned {
+                    return Ok(items);
+                }
+                return Ok(self.settle_versionless(&doc.path, items, deadline, cancel).await);
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Err(timeout(self));
+            }
+            tokio::select! {
+                _ = notified => {}
+                _ = tokio::time::sleep(deadline - now) => {}
+                _ = cancel.cancelled() => return Err(DiagnosticsWait::Cancelled),
+                _ = self.exited.cancelled() => return Err(DiagnosticsWait::Closed),
+            }
+        }
+    }
+
+    /// A server that sends no version publishes in phases (tsserver: syntax, then semantics,
+    /// then suggestions, each a push). Waits until the pushes for `path` go quiet: 150 ms after
+    /// a non-empty push, 600 ms after an empty one (the semantic phase may still be running),
+    /// never past `deadline`.
+    async fn settle_versionless(
+        &self,
+        path: &Path,
+        mut items: Vec<lsp_types::Diagnostic>,
+        deadline: Instant,
+        cancel: &CancellationToken,
+    ) -> Vec<lsp_types::Diagnostic> {
+        let mut seq = self.shared.state.lock().push.get(path).map_or(0, |e| e.seq);
+        loop {
+            let notified = self.shared.changed.notified();
+            let quiet = if items.is_empty() { VERSIONLESS_SETTLE * 4 } else { VERSIONLESS_SETTLE };
+            let until = (Instant::now() + quiet).min(deadline);
+            tokio::select! {
+                _ = notified => {}
+                _ = tokio::time::sleep(until.saturating_duration_since(Instant::now())) => return items,
+                _ = cancel.cancelled() => return items,
+            }
+            let state = self.shared.state.lock();
+            if let Some(entry) = state.push.get(path)
+                && entry.seq != seq
+            {
+                seq = entry.seq;
+                items = entry.items.clone();
+            }
+        }
+    }
+
+    async fn pull(
+        &self,
+        doc: &SyncedDoc,
+        identifiers: Vec<Option<String>>,
+        deadline: Instant,
+        cancel: &CancellationToken,
+    ) -> Result<Vec<lsp_types::Diagnostic>, RequestError> {
+        let uri = uri_from_path(&doc.path).map(|u| u.as_str().to_string());
+        let requests = identifiers.into_iter().map(|identifier| {
+            let mut params = json!({"textDocument": {"uri": uri}});
+            if let Some(id) = identifier {
+                params["identifier"] = Value::String(id);
+            }
+            self.request_until("textDocument/diagnostic", params, deadline, cancel)
+        });
+        let mut items = Vec::new();
+        for result in join_all(requests).await {
+            let report = result?;
+            if let Some(list) = report.get("items").and_then(Value::as_array) {
+                items.extend(list.iter().filter_map(|d| {
+                    serde_json::from_value::<lsp_types::Diagnostic>(d.clone()).ok()
+                }));
+            }
+        }
+        // A server that also pushes (rust-analyzer's flycheck) adds what it pushed for this version.
+        let state = self.shared.state.lock();
+        if let Some(entry) = state.push.get(&doc.path)
+            && entry.version == Some(doc.version)
+        {
+            for d in &entry.items {
+                if !items.contains(d) {
+                    items.push(d.clone());
+                }
+            }
+        }
+        Ok(items)
+    }
+
+    /// Ends the server: `shutdown` → `exit` → SIGTERM → SIGKILL of its process group, each step
+    /// bounded; returns once no process of the group is left (or after the last step).
+    pub(crate) async fn shutdown(&self) {
+        self.shutting_down.store(true, Ordering::SeqCst);
+        let never = CancellationToken::new();
+        if !self.is_dead() {
+            let _ = self.rpc.request("shutdown", Value::Null, Duration::from_secs(2), &never).await;
+            let _ = self.rpc.notify("exit", Value::Null).await;
+            let _ = tokio::time::timeout(Duration::from_secs(1), self.exited.cancelled()).await;
+        }
+        for (signal, wait) in
+            [(libc::SIGTERM, Duration::from_secs(2)), (libc::SIGKILL, Duration::from_secs(2))]
+        {
+            if !self.group_alive() && self.exited.is_cancelled() {
+                break;
+            }
+            let _ = libc_killpg(self.pid, signal);
+            let until = Instant::now() + wait;
+            while Instant::now() < until && (self.group_alive() || !self.exited.is_cancelled()) {
+                tokio::time::sleep(Duration::from_millis(25)).await;
+            }
+        }
+        self.rpc.closed().cancel();
+    }
+
+    /// Kills the process group at once (tests; a server that must not linger).
+    #[allow(dead_code)]
+    pub(crate) fn kill_now(&self) {
+        let _ = libc_killpg(self.pid, libc::SIGKILL);
+    }
+
+    pub(crate) fn is_shutting_down(&self) -> bool {
+        self.shutting_down.load(Ordering::SeqCst)
+    }
+
+    /// Whether any process of the server's group is alive.
+    pub(crate) fn group_alive(&self) -> bool {
+        self.pid != 0 && libc_killpg(self.pid, 0) == 0
+    }
+}
+
+/// Kills a process group when dropped while armed.
+struct KillGuard {
+    pid: u32,
+    armed: bool,
+}
+
+impl Drop for KillGuard {
+    fn drop(&mut self) {
+        if self.armed {
+            let _ = libc_killpg(self.pid, libc::SIGKILL);
+        }
+    }
+}
+
+fn libc_killpg(pid: u32, signal: i32) -> i32 {
+    if pid == 0 {
+        return -1;
+    }
+    // SAFETY: killpg has no memory-safety preconditions.
+    unsafe { libc::killpg(pid as libc::pid_t, signal) }
+}
+
+/// Whether a process group still has members (for tests of orphan freedom).
+pub fn process_group_alive(pgid: u32) -> bool {
+    libc_killpg(pgid, 0) == 0
+}
+
+/// Runs futures concurrently and collects their outputs in order (no extra dependency).
+pub(crate) async fn join_all<F: std::future::Future>(
+    futures: impl IntoIterator<Item = F>,
+) -> Vec<F::Output> {
+    let mut set = Vec::new();
+    for f in futures {
+        set.push(Box::pin(f));
+    }
+    let mut out: Vec<Option<F::Output>> = (0..set.len()).map(|_| None).collect();
+    std::future::poll_fn(|cx| {
+        let mut pending = false;
+        for (i, f) in set.iter_mut().enumerate() {
+            if out[i].is_none() {
+                match f.as_mut().poll(cx) {
+                    std::task::Poll::Ready(v) => out[i] = Some(v),
+                    std::task::Poll::Pending => pending = true,
+                }
+            }
+        }
+        if pending { std::task::Poll::Pending } else { std::task::Poll::Ready(()) }
+    })
+    .await;
+    out.into_iter().flatten().collect()
+}

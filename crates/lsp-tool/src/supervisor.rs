@@ -1,0 +1,762 @@
+//! The supervisor: which server serves a file, one process per (server, root) started lazily
+//! under a spawn lock, crash restarts with a cap, reload, status, and shutdown of everything.
+
+use std::{
+    collections::HashMap,
+    path::{Path, PathBuf},
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+use parking_lot::Mutex;
+use serde::Serialize;
+use tokio_util::sync::CancellationToken;
+
+use crate::{
+    config::{LspConfig, ServerDef},
+    diagnostics::Diagnostic,
+    discover::{self, ResolvedCommand, RootMatch},
+    error::LspError,
+    paths::display_relative,
+    server::{DiagnosticMode, DiagnosticsWait, Server, SyncedDoc, Timeouts, join_all},
+};
+
+/// The life stage of one (server, root).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ServerState {
+    NotStarted,
+    Starting,
+    Indexing(String),
+    Ready,
+    Crashed,
+    Stopped,
+}
+
+impl ServerState {
+    pub fn describe(&self) -> String {
+        match self {
+            ServerState::NotStarted => "not started".into(),
+            ServerState::Starting => "starting".into(),
+            ServerState::Indexing(what) => what.clone(),
+            ServerState::Ready => "ready".into(),
+            ServerState::Crashed => "crashed".into(),
+            ServerState::Stopped => "stopped".into(),
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct SlotRecord {
+    starting: bool,
+    crashes: u32,
+    /// Starts that followed a crash, for the per-minute cap.
+    restarts: Vec<Instant>,
+    last_crash: Option<String>,
+    stopped: bool,
+}
+
+struct Slot {
+    def: Arc<ServerDef>,
+    root: RootMatch,
+    /// The spawn lock: held while the server starts, so concurrent calls do not start two.
+    server: tokio::sync::Mutex<Option<Arc<Server>>>,
+    /// The running server, readable without the spawn lock (for status while starting).
+    current: Mutex<Option<Arc<Server>>>,
+    record: Mutex<SlotRecord>,
+}
+
+/// Which server serves a file, and from where.
+#[derive(Debug, Clone)]
+pub(crate) struct Target {
+    pub def: Arc<ServerDef>,
+    pub language_id: String,
+    pub root: RootMatch,
+    pub command: ResolvedCommand,
+}
+
+/// One row of `status`: a language present in the run's root and what serves it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RootStatus {
+    /// Server id, for example `python`.
+    pub server: String,
+    pub languages: String,
+    /// Project root relative to the run's root (`.` for the root itself), if a marker was found.
+    pub root: Option<String>,
+    pub marker: Option<String>,
+    /// Source files of this language seen by the bounded scan.
+    pub files: usize,
+    pub binary: Option<String>,
+    pub version: Option<String>,
+    pub state: ServerState,
+    pub diagnostics: Option<DiagnosticMode>,
+    pub encoding: Option<String>,
+    pub pid: Option<u32>,
+    pub crashes: u32,
+    pub last_crash: Option<String>,
+    /// Why nothing starts here, and how to fix it, when the intersection rule fails.
+    pub missing: Option<String>,
+}
+
+impl RootStatus {
+    pub fn render(&self) -> String {
+        let root = self.root.as_deref().unwrap_or("-");
+        let mut line = format!("{} (root {root}", self.languages);
+        if let Some(marker) = &self.marker {
+            line.push_str(&format!(", marker {marker}"));
+        }
+        line.push_str("): ");
+        match &self.binary {
+            Some(binary) => {
+                line.push_str(binary);
+                if let Some(v) = &self.version {
+                    line.push_str(&format!(" ({v})"));
+                }
+            }
+            None => line.push_str("no binary"),
+        }
+        line.push_str(&format!(" — {}", self.state.describe()));
+        if let Some(mode) = self.diagnostics {
+            line.push_str(&format!("; diagnostics: {}", mode.as_str()));
+        }
+        if let Some(enc) = &self.encoding {
+            line.push_str(&format!("; encoding: {enc}"));
+        }
+        if let Some(pid) = self.pid {
+            line.push_str(&format!("; pid {pid}"));
+        }
+        if self.crashes > 0 {
+            line.push_str(&format!("; crashed {} time(s)", self.crashes));
+            if let Some(c) = &self.last_crash {
+                line.push_str(&format!(" (last: {})", c.lines().next().unwrap_or("")));
+            }
+        }
+        if let Some(missing) = &self.missing {
+            line.push_str(&format!("\n    nothing starts: {missing}"));
+        }
+        line
+    }
+}
+
+struct Inner {
+    root: PathBuf,
+    config: LspConfig,
+    defs: Result<Vec<Arc<ServerDef>>, String>,
+    extra_paths: Vec<PathBuf>,
+    slots: Mutex<HashMap<(String, PathBuf), Arc<Slot>>>,
+    versions: Mutex<HashMap<PathBuf, Result<Option<String>, String>>>,
+    closing: CancellationToken,
+}
+
+/// The language-server supervisor of one run. Cheap to clone.
+#[derive(Clone)]
+pub struct Supervisor {
+    inner: Arc<Inner>,
+}
+
+/// A document synced to its server, ready to wait for its diagnostics.
+pub struct DocHandle {
+    server: Arc<Server>,
+    doc: SyncedDoc,
+}
+
+impl DocHandle {
+    pub fn version(&self) -> i32 {
+        self.doc.version
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.doc.path
+    }
+
+    /// The content the server has for this version.
+    pub fn text(&self) -> &str {
+        &self.doc.text
+    }
+
+    /// A short label for the server: `basedpyright`, `clangd`, or the server id.
+    pub fn server_label(&self) -> String {
+        server_label(&self.server)
+    }
+
+    pub fn diagnostic_mode(&self) -> DiagnosticMode {
+        self.server.diagnostic_mode()
+    }
+}
+
+/// What syncing a file for diagnostics found.
+pub enum SyncOutcome {
+    /// No server covers this file (no server for the language, no marker, or no binary).
+    NotCovered,
+    /// A server covers it but is not usable now (starting, crashed); the text says why.
+    NotReady(String),
+    Synced(DocHandle),
+}
+
+pub(crate) fn server_label(server: &Server) -> String {
+    if let Some(name) = &server.server_name {
+        let name = name.trim_end_matches(" language server").trim_end_matches("-language-server");
+        return name.to_string();
+    }
+    server
+        .command
+        .program
+        .file_name()
+        .map(|n| n.to_string_lossy().trim_end_matches("-langserver").to_string())
+        .unwrap_or_else(|| server.def.id.clone())
+}
+
+impl Supervisor {
+    /// A supervisor for the run rooted at `root` (made canonical). A broken `[lsp]` section is
+    /// reported by every call instead of failing the run.
+    pub fn new(root: impl Into<PathBuf>, config: LspConfig) -> Supervisor {
+        let root = root.into();
+        let root = std::fs::canonicalize(&root).unwrap_or(root);
+        let defs = config.servers().map(|d| d.into_iter().map(Arc::new).collect());
+        let extra_paths = config.extra_paths.iter().map(|p| expand_home(p)).collect();
+        Supervisor {
+            inner: Arc::new(Inner {
+                root,
+                config,
+                defs,
+                extra_paths,
+                slots: Mutex::new(HashMap::new()),
+                versions: Mutex::new(HashMap::new()),
+                closing: CancellationToken::new(),
+            }),
+        }
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.inner.root
+    }
+
+    pub(crate) fn extra_paths(&self) -> &[PathBuf] {
+        &self.inner.extra_paths
+    }
+
+    pub fn config(&self) -> &LspConfig {
+        &self.inner.config
+    }
+
+    pub(crate) fn defs(&self) -> Result<&[Arc<ServerDef>], LspError> {
+        self.inner.defs.as_deref().map_err(|e| LspError::Invalid(format!("configuration: {e}")))
+    }
+
+    pub(crate) fn timeouts(&self) -> Timeouts {
+        Timeouts {
+            request: Duration::from_millis(self.inner.config.request_timeout_ms),
+            startup: Duration::from_millis(self.inner.config.startup_timeout_ms),
+        }
+    }
+
+    /// The server definition and language id for a file's extension.
+    pub(crate) fn def_for(
+        &self,
+        path: &Path,
+    ) -> Result<Option<(Arc<ServerDef>, String)>, LspError> {
+        let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+        Ok(self.defs()?.iter().find_map(|d| d.language_of(ext).map(|l| (d.clone(), l.to_string()))))
+    }
+
+    /// Applies the intersection rule for `path`: a marker and a binary, or an `Unavailable`
+    /// that says which half is missing.
+    pub(crate) fn target_for(&self, path: &Path) -> Result<Target, LspError> {
+        let shown = display_relative(&self.inner.root, path);
+        let Some((def, language_id)) = self.def_for(path)? else {
+            let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+            return Err(LspError::Unavailable {
+                resource: "lsp".into(),
+                reason: if ext.is_empty() {
+                    format!("{shown} has no file extension, so no language server is known for it")
+                } else {
+                    format!("no language server is configured for .{ext} files ({shown})")
+                },
+                fix: "add one under [lsp.servers.<id>] in agent-tools.toml".into(),
+            });
+        };
+        let root = discover::find_root(&def, &self.inner.root, path);
+        let project_root = root.as_ref().map_or_else(
+            || path.parent().unwrap_or(&self.inner.root).to_path_buf(),
+            |r| r.root.clone(),
+        );
+        let command = discover::resolve_command(
+            &def,
+            &self.inner.extra_paths,
+            &project_root,
+            &self.inner.root,
+        );
+        if let Some(c) = &command
+            && let Err(failure) = self.probe(c, &def)
+        {
+            return Err(LspError::Unavailable {
+                resource: format!("lsp ({})", def.display_languages()),
+                reason: format!(
+                    "{} resolves but does not run (`{} {}` says: {failure})",
+                    c.program.display(),
+                    c.program.display(),
+                    def.version_args.as_deref().unwrap_or_default().join(" ")
+                ),
+                fix: def.install_hint.clone(),
+            });
+        }
+        match (root, command) {
+            (Some(root), Some(command)) => Ok(Target { def, language_id, root, command }),
+            (root, command) => Err(LspError::Unavailable {
+                resource: format!("lsp ({})", def.display_languages()),
+                reason: missing_half(&def, root.as_ref(), command.as_ref(), &self.inner.root, path),
+                fix: if command.is_none() {
+                    def.install_hint.clone()
+                } else {
+                    format!("create one of {} at the project's root", def.root_markers.join(", "))
+                },
+            }),
+        }
+    }
+
+    fn slot(&self, target: &Target) -> Arc<Slot> {
+        let key = (target.def.id.clone(), target.root.root.clone());
+        self.inner
+            .slots
+            .lock()
+            .entry(key)
+            .or_insert_with(|| {
+                Arc::new(Slot {
+                    def: target.def.clone(),
+                    root: target.root.clone(),
+                    server: tokio::sync::Mutex::new(None),
+                    current: Mutex::new(None),
+                    record: Mutex::new(SlotRecord::default()),
+                })
+            })
+            .clone()
+    }
+
+    /// The running server for `target`, started (or restarted after a crash) if needed.
+    pub(crate) async fn server(
+        &self,
+        target: &Target,
+        cancel: &CancellationToken,
+    ) -> Result<Arc<Server>, LspError> {
+        if self.inner.closing.is_cancelled() {
+            return Err(LspError::Failed("the run is ending; no server starts now".into()));
+        }
+        let slot = self.slot(target);
+        let mut guard = tokio::select! {
+            g = slot.server.lock() => g,
+            _ = cancel.cancelled() => return Err(LspError::Failed("cancelled".into())),
+            _ = self.inner.closing.cancelled() => return Err(LspError::Failed("the run is ending".into())),
+        };
+        let mut after_crash = false;
+        if let Some(server) = guard.as_ref() {
+            if !server.is_dead() {
+                return Ok(server.clone());
+            }
+            let status = server.exit_status().unwrap_or_else(|| "connection closed".into());
+            let tail = server.stderr_tail();
+            let mut record = slot.record.lock();
+            if !server.is_shutting_down() {
+                record.crashes += 1;
+                record.last_crash = Some(if tail.is_empty() {
+                    format!("exited: {status}")
+                } else {
+                    format!("exited: {status}; stderr: {tail}")
+                });
+                after_crash = true;
+            }
+            drop(record);
+            // Make sure nothing of the old group lingers before a new one starts.
+            server.kill_now();
+            *guard = None;
+            *slot.current.lock() = None;
+        } else if slot.record.lock().crashes > 0 {
+            after_crash = true;
+        }
+        if after_crash {
+            let cap = self.inner.config.max_restarts_per_minute as usize;
+            let mut record = slot.record.lock();
+            record.restarts.retain(|t| t.elapsed() < Duration::from_secs(60));
+            if record.restarts.len() >= cap {
+                let wait = record
+                    .restarts
+                    .first()
+                    .map_or(60, |t| 60u64.saturating_sub(t.elapsed().as_secs()));
+                return Err(LspError::Failed(format!(
+                    "the {} server for {} crashed {} time(s) and was restarted {cap} times in the last minute; \
+                     not restarting it for another {wait} s (last crash: {}). Call lsp with action `reload` to force a restart",
+                    target.def.display_languages(),
+                    display_relative(&self.inner.root, &target.root.root),
+                    record.crashes,
+                    record.last_crash.as_deref().unwrap_or("unknown"),
+                )));
+            }
+            record.restarts.push(Instant::now());
+        }
+        slot.record.lock().starting = true;
+        let started = tokio::select! {
+            s = Server::start(target.def.clone(), target.root.root.clone(), target.command.clone(), self.timeouts(), cancel) => s,
+            _ = self.inner.closing.cancelled() => {
+                slot.record.lock().starting = false;
+                return Err(LspError::Failed("the run is ending".into()));
+            }
+        };
+        let mut record = slot.record.lock();
+        record.starting = false;
+        record.stopped = false;
+        match started {
+            Ok(server) => {
+                drop(record);
+                *guard = Some(server.clone());
+                *slot.current.lock() = Some(server.clone());
+                Ok(server)
+            }
+            Err(e) => {
+                record.crashes += 1;
+                record.last_crash = Some(e.message.clone());
+                Err(LspError::Failed(e.message))
+            }
+        }
+    }
+
+    /// Restarts the server of `target` (not counted as a crash; resets the restart cap).
+    pub(crate) async fn reload_target(
+        &self,
+        target: &Target,
+        cancel: &CancellationToken,
+    ) -> Result<Arc<Server>, LspError> {
+        let slot = self.slot(target);
+        {
+            let mut guard = slot.server.lock().await;
+            if let Some(server) = guard.take() {
+                server.shutdown().await;
+            }
+            *slot.current.lock() = None;
+            let mut record = slot.record.lock();
+            record.restarts.clear();
+            record.crashes = 0;
+        }
+        self.server(target, cancel).await
+    }
+
+    /// Every (server, root) that has a running server.
+    pub(crate) fn running(&self) -> Vec<Arc<Server>> {
+        self.inner
+            .slots
+            .lock()
+            .values()
+            .filter_map(|s| s.current.lock().clone())
+            .filter(|s| !s.is_dead())
+            .collect()
+    }
+
+    /// Targets for every language present in the run's root with both marker and binary.
+    pub(crate) fn present_targets(&self) -> Result<Vec<Target>, LspError> {
+        let defs = self.defs()?.to_vec();
+        let plain: Vec<ServerDef> = defs.iter().map(|d| (**d).clone()).collect();
+        let scan = discover::scan(&self.inner.root, &plain);
+        let mut out = Vec::new();
+        for def in defs {
+            let Some(presence) = scan.get(&def.id) else { continue };
+            if presence.files == 0 {
+                continue;
+            }
+            for root in &presence.roots {
+                if let Some(command) = discover::resolve_command(
+                    &def,
+                    &self.inner.extra_paths,
+                    &root.root,
+                    &self.inner.root,
+                ) {
+                    let language_id = def.languages.keys().next().cloned().unwrap_or_default();
+                    out.push(Target { def: def.clone(), language_id, root: root.clone(), command });
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The program's version (`Ok(None)` when it has no version flag), or why it does not run.
+    fn probe(&self, command: &ResolvedCommand, def: &ServerDef) -> Result<Option<String>, String> {
+        let Some(args) = def.version_args.as_ref() else { return Ok(None) };
+        if let Some(v) = self.inner.versions.lock().get(&command.program) {
+            return v.clone();
+        }
+        let v = discover::probe_version(&command.program, args);
+        self.inner.versions.lock().insert(command.program.clone(), v.clone());
+        v
+    }
+
+    fn version_of(&self, command: &ResolvedCommand, def: &ServerDef) -> Option<String> {
+        self.probe(command, def).unwrap_or_else(Some)
+    }
+
+    /// Status of every language present in the run's root and of every server started.
+    /// Blocking (it may run `--version` probes): call from a blocking context.
+    pub fn status_blocking(&self) -> Result<Vec<RootStatus>, LspError> {
+        let defs = self.defs()?.to_vec();
+        let plain: Vec<ServerDef> = defs.iter().map(|d| (**d).clone()).collect();
+        let scan = discover::scan(&self.inner.root, &plain);
+        let slots: Vec<Arc<Slot>> = self.inner.slots.lock().values().cloned().collect();
+        let mut rows = Vec::new();
+        for def in &defs {
+            let presence = scan.get(&def.id).cloned().unwrap_or_default();
+            let mut roots: Vec<RootMatch> = presence.roots.clone();
+            for slot in slots.iter().filter(|s| s.def.id == def.id) {
+                if !roots.contains(&slot.root) {
+                    roots.push(slot.root.clone());
+                }
+            }
+            if presence.files == 0 && slots.iter().all(|s| s.def.id != def.id) {
+                // Markers alone (a package.json in a Python project) are not a language present.
+                continue;
+            }
+            if roots.is_empty() {
+                let example = presence.example.clone().unwrap_or_else(|| self.inner.root.clone());
+                let command = discover::resolve_command(
+                    def,
+                    &self.inner.extra_paths,
+                    &self.inner.root,
+                    &self.inner.root,
+                );
+                rows.push(RootStatus {
+                    server: def.id.clone(),
+                    languages: def.display_languages(),
+                    root: None,
+                    marker: None,
+                    files: presence.files,
+                    binary: command.as_ref().map(|c| c.program.display().to_string()),
+                    version: command.as_ref().and_then(|c| self.version_of(c, def)),
+                    state: ServerState::NotStarted,
+                    diagnostics: None,
+                    encoding: None,
+                    pid: None,
+                    crashes: 0,
+                    last_crash: None,
+                    missing: Some(format!(
+                        "{}; {}",
+                        missing_half(def, None, command.as_ref(), &self.inner.root, &example),
+                        if command.is_none() {
+                            def.install_hint.clone()
+                        } else {
+                            format!("create one of {}", def.root_markers.join(", "))
+                        }
+                    )),
+                });
+                continue;
+            }
+            for root in roots {
+                let command = discover::resolve_command(
+                    def,
+                    &self.inner.extra_paths,
+                    &root.root,
+                    &self.inner.root,
+                );
+                let slot = slots.iter().find(|s| s.def.id == def.id && s.root.root == root.root);
+                let server = slot.and_then(|s| s.current.lock().clone());
+                let (starting, crashes, last_crash, stopped) =
+                    slot.map_or((false, 0, None, false), |s| {
+                        let r = s.record.lock();
+                        (r.starting, r.crashes, r.last_crash.clone(), r.stopped)
+                    });
+                let state = match &server {
+                    _ if starting => ServerState::Starting,
+                    Some(s) if s.is_dead() && !s.is_shutting_down() => ServerState::Crashed,
+                    Some(s) if s.is_dead() => ServerState::Stopped,
+                    Some(s) => s.busy().map_or(ServerState::Ready, ServerState::Indexing),
+                    None if stopped => ServerState::Stopped,
+                    None if crashes > 0 => ServerState::Crashed,
+                    None => ServerState::NotStarted,
+                };
+                let live = server.as_ref().filter(|s| !s.is_dead());
+                let version = match live {
+                    Some(s) => s
+                        .server_version
+                        .clone()
+                        .map(|v| format!("{} {v}", server_label(s)))
+                        .or_else(|| self.version_of(&s.command, def)),
+                    None => command.as_ref().and_then(|c| self.version_of(c, def)),
+                };
+                rows.push(RootStatus {
+                    server: def.id.clone(),
+                    languages: def.display_languages(),
+                    root: Some(display_relative(&self.inner.root, &root.root)),
+                    marker: Some(root.marker.clone()),
+                    files: presence.files,
+                    binary: live
+                        .map(|s| s.command.program.display().to_string())
+                        .or_else(|| command.as_ref().map(|c| c.program.display().to_string())),
+                    version,
+                    state,
+                    diagnostics: live.map(|s| s.diagnostic_mode()),
+                    encoding: live.map(|s| s.encoding.as_str().to_string()),
+                    pid: live.map(|s| s.pid),
+                    crashes,
+                    last_crash,
+                    missing: match (&command, live) {
+                        (None, None) => Some(format!(
+                            "{}; {}",
+                            missing_half(def, Some(&root), None, &self.inner.root, &root.root),
+                            def.install_hint
+                        )),
+                        (Some(c), None) => self.probe(c, def).err().map(|failure| {
+                            format!(
+                                "{} does not run ({failure}); {}",
+                                c.program.display(),
+                                def.install_hint
+                            )
+                        }),
+                        _ => None,
+                    },
+                });
+            }
+        }
+        Ok(rows)
+    }
+
+    /// [`Supervisor::status_blocking`] from async code.
+    pub async fn status(&self) -> Result<Vec<RootStatus>, LspError> {
+        let this = self.clone();
+        tokio::task::spawn_blocking(move || this.status_blocking())
+            .await
+            .map_err(|e| LspError::Failed(format!("status failed: {e}")))?
+    }
+
+    /// Pids (process-group ids) of every server process started and not yet reaped.
+    pub fn server_pids(&self) -> Vec<u32> {
+        self.inner
+            .slots
+            .lock()
+            .values()
+            .filter_map(|s| s.current.lock().as_ref().map(|s| s.pid))
+            .collect()
+    }
+
+    /// Ends every server of the run: in-flight starts are abandoned, each server gets
+    /// `shutdown` → `exit` → SIGTERM → SIGKILL of its group, all in parallel and bounded.
+    pub async fn shutdown(&self) {
+        self.inner.closing.cancel();
+        let slots: Vec<Arc<Slot>> = self.inner.slots.lock().values().cloned().collect();
+        join_all(slots.into_iter().map(|slot| async move {
+            let server =
+                match tokio::time::timeout(Duration::from_secs(5), slot.server.lock()).await {
+                    Ok(mut guard) => guard.take(),
+                    Err(_) => slot.current.lock().clone(),
+                };
+            if let Some(server) = server {
+                server.shutdown().await;
+            }
+            *slot.current.lock() = None;
+            slot.record.lock().stopped = true;
+        }))
+        .await;
+    }
+
+    // ------------------------------------------------------------ diagnostics on write
+
+    /// Sends the file's content to the server that covers it (`didOpen`, or `didChange` with a
+    /// new version, then `didSave` when `save`). `text` is the content to send; `None` reads
+    /// the file. Waits for a server that is still starting at most `startup_wait` (the start
+    /// goes on in the background).
+    pub async fn sync_document(
+        &self,
+        path: &Path,
+        text: Option<String>,
+        save: bool,
+        startup_wait: Duration,
+        cancel: &CancellationToken,
+    ) -> SyncOutcome {
+        let Ok(target) = self.target_for(path) else { return SyncOutcome::NotCovered };
+        let this = self.clone();
+        let start_target = target.clone();
+        let run_cancel = self.inner.closing.child_token();
+        let start = tokio::spawn(async move { this.server(&start_target, &run_cancel).await });
+        let server = tokio::select! {
+            r = start => r,
+            _ = tokio::time::sleep(startup_wait) => return SyncOutcome::NotReady("server starting".into()),
+            _ = cancel.cancelled() => return SyncOutcome::NotReady("cancelled".into()),
+        };
+        let server = match server {
+            Ok(Ok(s)) => s,
+            Ok(Err(e)) => {
+                return SyncOutcome::NotReady(format!(
+                    "server unavailable: {}",
+                    first_line(&e.to_string())
+                ));
+            }
+            Err(e) => return SyncOutcome::NotReady(format!("server unavailable: {e}")),
+        };
+        let synced = match text {
+            Some(text) => server.sync_text(path, &target.language_id, text, save).await,
+            None => server.sync(path, &target.language_id, save).await,
+        };
+        match synced {
+            Ok(doc) => SyncOutcome::Synced(DocHandle { server, doc }),
+            Err(e) => SyncOutcome::NotReady(e),
+        }
+    }
+
+    /// The diagnostics of exactly the synced version, at most until `deadline`.
+    pub async fn document_diagnostics(
+        &self,
+        handle: &DocHandle,
+        deadline: Instant,
+        cancel: &CancellationToken,
+    ) -> Result<Vec<Diagnostic>, DiagnosticsWait> {
+        let items = handle.server.diagnostics(&handle.doc, deadline, cancel).await?;
+        Ok(items
+            .iter()
+            .map(|d| {
+                Diagnostic::from_lsp(
+                    d,
+                    &handle.doc.path,
+                    &self.inner.root,
+                    &handle.doc.text,
+                    handle.server.encoding,
+                )
+            })
+            .collect())
+    }
+
+    /// What the server covering `path` is busy with, if it runs and is busy.
+    pub fn busy(&self, handle: &DocHandle) -> Option<String> {
+        handle.server.busy()
+    }
+}
+
+fn first_line(s: &str) -> &str {
+    s.lines().next().unwrap_or("")
+}
+
+fn expand_home(p: &str) -> PathBuf {
+    match p.strip_prefix("~/") {
+        Some(rest) => std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default().join(rest),
+        None => PathBuf::from(p),
+    }
+}
+
+/// Says which half of the intersection rule failed.
+fn missing_half(
+    def: &ServerDef,
+    root: Option<&RootMatch>,
+    command: Option<&ResolvedCommand>,
+    run_root: &Path,
+    path: &Path,
+) -> String {
+    let marker_part = match root {
+        Some(r) => format!("marker {} found in {}", r.marker, display_relative(run_root, &r.root)),
+        None => format!(
+            "no root marker ({}) between {} and the run's root",
+            def.root_markers.join(", "),
+            display_relative(run_root, path.parent().unwrap_or(run_root))
+        ),
+    };
+    let binary_part = match command {
+        Some(c) => format!("binary resolved at {}", c.program.display()),
+        None => format!(
+            "none of {} resolves (searched PATH, .venv/bin, venv/bin, node_modules/.bin)",
+            def.program_names().join(", ")
+        ),
+    };
+    format!("{marker_part}, but {binary_part}")
+        .replace(", but binary resolved", "; binary resolved")
+}

@@ -1,0 +1,291 @@
+//! The command backend: each worker is an external agent command configured per tier, run in
+//! the run's root with the briefing on stdin and its id, tier and ceiling in the environment.
+//!
+//! Every attempt runs in its own process group, so a stop reaches everything it started; when an
+//! attempt ends, whatever it left behind in its group is killed too.
+
+use std::{path::PathBuf, process::Stdio, sync::Arc, time::Duration};
+
+use async_trait::async_trait;
+use tokio::{
+    io::{AsyncRead, AsyncReadExt, AsyncWriteExt},
+    process::Command,
+    sync::watch,
+};
+
+use crate::{
+    backend::{
+        Ceiling, ExitReport, StartRequest, StopReport, Stream, WorkerBackend, WorkerEvents,
+        WorkerHandle, WorkerTier,
+    },
+    buffer::Utf8Carry,
+    config::{CommandLine, VibeConfig},
+};
+
+/// Environment variables a worker command receives.
+pub const ENV_WORKER_ID: &str = "AGENT_TOOLS_VIBE_WORKER_ID";
+pub const ENV_LABEL: &str = "AGENT_TOOLS_VIBE_LABEL";
+pub const ENV_TIER: &str = "AGENT_TOOLS_VIBE_TIER";
+pub const ENV_CEILING: &str = "AGENT_TOOLS_VIBE_CEILING";
+pub const ENV_REVISION: &str = "AGENT_TOOLS_VIBE_REVISION";
+pub const ENV_ATTEMPT: &str = "AGENT_TOOLS_VIBE_ATTEMPT";
+
+/// How long to wait for an exit after SIGKILL, and for output to drain after an exit.
+const AFTER_KILL: Duration = Duration::from_secs(3);
+
+/// Runs workers as the commands of `[vibe.fast]` and `[vibe.good]`.
+#[derive(Debug, Clone)]
+pub struct CommandBackend {
+    root: PathBuf,
+    config: Arc<VibeConfig>,
+}
+
+impl CommandBackend {
+    /// Workers run in `root` with the commands of `config`.
+    pub fn new(root: impl Into<PathBuf>, config: VibeConfig) -> Self {
+        CommandBackend { root: root.into(), config: Arc::new(config) }
+    }
+
+    fn command_for(&self, tier: WorkerTier, ceiling: Ceiling) -> Result<&CommandLine, String> {
+        let commands = self.config.tier(tier);
+        let (command, setting) = if ceiling >= Ceiling::Exec {
+            (commands.command.as_ref(), "command")
+        } else {
+            (commands.read_only_command.as_ref(), "read_only_command")
+        };
+        command.ok_or_else(|| format!("vibe.{}.{setting} is not set", tier.as_str()))
+    }
+}
+
+#[async_trait]
+impl WorkerBackend for CommandBackend {
+    fn plan(&self, tier: WorkerTier, caller: Ceiling) -> Result<Ceiling, String> {
+        let name = tier.as_str();
+        let commands = self.config.tier(tier);
+        if caller >= Ceiling::Exec {
+            return match &commands.command {
+                Some(_) => Ok(Ceiling::Exec),
+                None => Err(format!(
+                    "no command is configured for {name} workers: set `vibe.{name}.command` in \
+                     agent-tools.toml (the agent command that reads its briefing on stdin, for \
+                     example a coding-agent CLI in non-interactive mode)"
+                )),
+            };
+        }
+        match (&commands.read_only_command, &commands.command) {
+            (Some(_), _) => Ok(Ceiling::Read),
+            (None, Some(command)) => Err(format!(
+                "this surface is limited to {}-tier tools, and a {name} worker runs `{}`, which \
+                 may change files or run commands; starting it would delegate around that limit. \
+                 Set `vibe.{name}.read_only_command` in agent-tools.toml to a command that cannot \
+                 write (for example the agent CLI in its read-only mode), or spawn from a surface \
+                 that allows exec-tier tools",
+                caller.as_str(),
+                command.display()
+            )),
+            (None, None) => Err(format!(
+                "no command is configured for {name} workers, and this surface is limited to \
+                 {}-tier tools: set `vibe.{name}.read_only_command` in agent-tools.toml to a \
+                 command that cannot write",
+                caller.as_str()
+            )),
+        }
+    }
+
+    async fn start(
+        &self,
+        request: StartRequest,
+        events: WorkerEvents,
+    ) -> Result<Box<dyn WorkerHandle>, String> {
+        let command = self.command_for(request.tier, request.ceiling)?;
+        let (program, args) = command.argv().map_err(|e| {
+            format!("vibe.{}: {e}; give the agent command to run", request.tier.as_str())
+        })?;
+        let mut cmd = Command::new(&program);
+        cmd.args(&args)
+            .current_dir(&self.root)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .env(ENV_WORKER_ID, &request.worker_id)
+            .env(ENV_LABEL, &request.label)
+            .env(ENV_TIER, request.tier.as_str())
+            .env(ENV_CEILING, request.ceiling.as_str())
+            .env(ENV_REVISION, request.revision.to_string())
+            .env(ENV_ATTEMPT, request.attempt.to_string())
+            .process_group(0)
+            .kill_on_drop(true);
+        let mut child = cmd.spawn().map_err(|e| {
+            format!("cannot start `{}` in {}: {e}", command.display(), self.root.display())
+        })?;
+        let Some(pid) = child.id().and_then(|p| i32::try_from(p).ok()) else {
+            return Err(format!("`{}` exited before it could be tracked", command.display()));
+        };
+        let guard = GroupGuard { pgid: pid, armed: true };
+
+        if let Some(mut stdin) = child.stdin.take() {
+            let briefing = request.briefing.clone();
+            tokio::spawn(async move {
+                // A worker that does not read its stdin is its own business; never block on it.
+                let _ = stdin.write_all(briefing.as_bytes()).await;
+                let _ = stdin.shutdown().await;
+            });
+        }
+        let readers: Vec<_> = [
+            child
+                .stdout
+                .take()
+                .map(|s| (Stream::Stdout, Box::new(s) as Box<dyn AsyncRead + Send + Unpin>)),
+            child
+                .stderr
+                .take()
+                .map(|s| (Stream::Stderr, Box::new(s) as Box<dyn AsyncRead + Send + Unpin>)),
+        ]
+        .into_iter()
+        .flatten()
+        .map(|(stream, reader)| tokio::spawn(forward(reader, stream, events.clone())))
+        .collect();
+
+        let (exited_tx, exited_rx) = watch::channel(false);
+        tokio::spawn(async move {
+            let mut guard = guard;
+            let status = child.wait().await;
+            // The leader is gone; whatever it left in its group goes with it.
+            kill_group(guard.pgid, libc::SIGKILL);
+            guard.armed = false;
+            for reader in readers {
+                let _ = tokio::time::timeout(AFTER_KILL, reader).await;
+            }
+            events.exited(exit_report(status));
+            let _ = exited_tx.send(true);
+        });
+        Ok(Box::new(CommandHandle { pgid: pid, exited: exited_rx }))
+    }
+
+    fn describe(&self) -> Vec<String> {
+        [WorkerTier::Fast, WorkerTier::Good]
+            .into_iter()
+            .map(|tier| {
+                let name = tier.as_str();
+                let commands = self.config.tier(tier);
+                let full = commands.command.as_ref().map_or_else(
+                    || format!("not set (set vibe.{name}.command)"),
+                    |c| format!("`{}`", c.display()),
+                );
+                let read_only = commands.read_only_command.as_ref().map_or_else(
+                    || "not set (spawning from a read-only surface is refused)".to_string(),
+                    |c| format!("`{}`", c.display()),
+                );
+                format!("{name} workers: command {full}; read-only command {read_only}")
+            })
+            .collect()
+    }
+}
+
+async fn forward(
+    mut reader: Box<dyn AsyncRead + Send + Unpin>,
+    stream: Stream,
+    events: WorkerEvents,
+) {
+    let mut carry = Utf8Carry::default();
+    let mut buf = vec![0u8; 8192];
+    loop {
+        match reader.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                let text = carry.decode(&buf[..n]);
+                if !text.is_empty() {
+                    events.output(stream, text);
+                }
+            }
+        }
+    }
+    let rest = carry.finish();
+    if !rest.is_empty() {
+        events.output(stream, rest);
+    }
+}
+
+fn exit_report(status: std::io::Result<std::process::ExitStatus>) -> ExitReport {
+    use std::os::unix::process::ExitStatusExt;
+    match status {
+        Ok(status) => {
+            let detail = match (status.code(), status.signal()) {
+                (Some(code), _) => format!("exit code {code}"),
+                (None, Some(signal)) => format!("killed by signal {signal}"),
+                (None, None) => "ended".to_string(),
+            };
+            ExitReport {
+                success: status.success(),
+                code: status.code(),
+                signal: status.signal(),
+                detail,
+            }
+        }
+        Err(e) => ExitReport {
+            success: false,
+            code: None,
+            signal: None,
+            detail: format!("its exit could not be observed: {e}"),
+        },
+    }
+}
+
+fn kill_group(pgid: i32, signal: i32) {
+    if pgid > 1 {
+        // SAFETY: kill(2) with a negative pid signals a process group; no memory is involved.
+        unsafe {
+            libc::kill(-pgid, signal);
+        }
+    }
+}
+
+/// Kills the group if the task watching it is dropped before the group ended (the runtime shut
+/// down under it): no worker outlives its host.
+struct GroupGuard {
+    pgid: i32,
+    armed: bool,
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        if self.armed {
+            kill_group(self.pgid, libc::SIGKILL);
+        }
+    }
+}
+
+struct CommandHandle {
+    pgid: i32,
+    exited: watch::Receiver<bool>,
+}
+
+impl CommandHandle {
+    async fn exited_within(&self, within: Duration) -> bool {
+        let mut exited = self.exited.clone();
+        tokio::time::timeout(within, exited.wait_for(|e| *e)).await.is_ok_and(|r| r.is_ok())
+    }
+}
+
+#[async_trait]
+impl WorkerHandle for CommandHandle {
+    async fn stop(&self, grace: Duration) -> StopReport {
+        if *self.exited.borrow() {
+            return StopReport { forced: false, detail: "it had already exited".into() };
+        }
+        kill_group(self.pgid, libc::SIGTERM);
+        if self.exited_within(grace).await {
+            return StopReport { forced: false, detail: "stopped by SIGTERM".into() };
+        }
+        kill_group(self.pgid, libc::SIGKILL);
+        let detail = if self.exited_within(AFTER_KILL).await {
+            format!(
+                "it did not stop within {} of SIGTERM, so it was killed with SIGKILL",
+                crate::render::seconds(grace)
+            )
+        } else {
+            "it was killed with SIGKILL, but its exit was not observed in time".to_string()
+        };
+        StopReport { forced: true, detail }
+    }
+}

@@ -1,0 +1,155 @@
+//! `ask_user` and approval cards over MCP elicitation, with the official Python client:
+//! accept with option 2, decline, cancel, and a client without the capability.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::support::{McpScript, TempProject, assert_no_survivors, require, test_python, text_of};
+
+/// Runs `script`; returns the driver's whole output (`results`, `elicitations`).
+fn check(project: &TempProject, script: McpScript) -> Option<Value> {
+    let python = test_python();
+    if !require("python venv with the `mcp` SDK", python.is_some(), "run `cargo xtask setup`") {
+        return None;
+    }
+    let marker = script.marker().to_string();
+    let out = script.run(&python.unwrap());
+    assert_no_survivors(&marker, Duration::from_secs(10));
+    let _ = project;
+    Some(out)
+}
+
+fn database_question() -> Value {
+    json!({
+        "question": "Which database should the cache use?",
+        "context": "The schema depends on it.",
+        "options": [
+            {"label": "Redis", "description": "already deployed"},
+            {"label": "SQLite"},
+            {"label": "Postgres"}
+        ]
+    })
+}
+
+fn tool_names(listed: &Value) -> Vec<&str> {
+    listed["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect()
+}
+
+#[test]
+fn a_client_that_accepts_option_2_gets_that_answer() {
+    let project = TempProject::new(&[]);
+    let script = McpScript::new(&project.root, &[])
+        .elicitation("accept", json!({"choice": "2. SQLite"}))
+        .list_tools()
+        .call("ask_user", database_question());
+    let Some(out) = check(&project, script) else { return };
+    let results = out["results"].as_array().unwrap();
+    assert!(tool_names(&results[1]).contains(&"ask_user"), "{:?}", results[1]);
+    let ask = results[1]["tools"].as_array().unwrap().iter().find(|t| t["name"] == "ask_user");
+    assert_eq!(ask.unwrap()["readOnly"], true, "ask_user is tier read");
+
+    let answer = &results[2];
+    assert_eq!(answer["isError"], false, "{}", text_of(answer));
+    assert!(
+        text_of(answer).starts_with("Card 1 answered by the operator of "),
+        "{}",
+        text_of(answer)
+    );
+    assert!(text_of(answer).ends_with("\nChosen: 2. SQLite"), "{}", text_of(answer));
+    assert_eq!(answer["structured"]["status"], "answered");
+    assert_eq!(answer["structured"]["selected"], json!([{"number": 2, "label": "SQLite"}]));
+
+    let elicitations = out["elicitations"].as_array().unwrap();
+    assert_eq!(elicitations.len(), 1);
+    let form = &elicitations[0];
+    let message = form["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("Card 1 · question\nWhich database should the cache use?"),
+        "{message}"
+    );
+    assert!(message.contains("1. Redis — already deployed"), "{message}");
+    assert_eq!(
+        form["schema"]["properties"]["choice"]["enum"],
+        json!(["1. Redis", "2. SQLite", "3. Postgres"])
+    );
+    assert_eq!(form["schema"]["required"], json!(["choice"]));
+    assert!(form["schema"]["properties"].get("text").is_none(), "no free text was allowed");
+}
+
+#[test]
+fn a_client_that_declines_skips_the_card_without_an_error() {
+    let project = TempProject::new(&[]);
+    let script = McpScript::new(&project.root, &[])
+        .elicitation("decline", Value::Null)
+        .call("ask_user", database_question());
+    let Some(out) = check(&project, script) else { return };
+    let result = &out["results"][1];
+    assert_eq!(result["isError"], false, "a skip is a success");
+    assert_eq!(result["structured"]["status"], "skipped");
+    assert_eq!(result["structured"]["how"], "declined");
+    let text = text_of(result);
+    assert!(text.contains("declined to answer"), "{text}");
+    assert!(text.contains("do not ask this question again"), "{text}");
+}
+
+#[test]
+fn a_client_that_cancels_skips_the_card_and_says_so() {
+    let project = TempProject::new(&[]);
+    let script = McpScript::new(&project.root, &[])
+        .elicitation("cancel", Value::Null)
+        .call("ask_user", database_question());
+    let Some(out) = check(&project, script) else { return };
+    let result = &out["results"][1];
+    assert_eq!(result["isError"], false);
+    assert_eq!(result["structured"]["how"], "dismissed");
+    assert!(text_of(result).contains("cancelled it"), "{}", text_of(result));
+}
+
+#[test]
+fn a_client_without_the_elicitation_capability_does_not_see_ask_user() {
+    let project = TempProject::new(&[]);
+    let script =
+        McpScript::new(&project.root, &[]).list_tools().call("ask_user", database_question());
+    let Some(out) = check(&project, script) else { return };
+    let results = out["results"].as_array().unwrap();
+    assert!(!tool_names(&results[1]).contains(&"ask_user"), "{:?}", results[1]);
+    assert_eq!(results[2]["isError"], true);
+    assert!(text_of(&results[2]).contains("unknown tool `ask_user`"), "{}", text_of(&results[2]));
+    assert!(out["elicitations"].as_array().unwrap().is_empty());
+}
+
+#[test]
+fn a_declined_approval_card_denies_the_write() {
+    let project =
+        TempProject::new(&[("agent-tools.toml", "[approval]\npolicy = \"before_write\"\n")]);
+    let script = McpScript::new(&project.root, &[])
+        .elicitation("decline", Value::Null)
+        .call("write", json!({"path": "a.txt", "content": "x\n"}));
+    let Some(out) = check(&project, script) else { return };
+    let result = &out["results"][1];
+    assert_eq!(result["isError"], true);
+    assert!(
+        text_of(result).starts_with("write: did not run, approval denied"),
+        "{}",
+        text_of(result)
+    );
+    assert!(!project.root.join("a.txt").exists());
+    let message = out["elicitations"][0]["message"].as_str().unwrap();
+    assert!(message.starts_with("Card 1 · approval\nAllow `write` (write-tier)?"), "{message}");
+}
+
+#[test]
+fn an_approval_with_nobody_to_ask_fails_closed() {
+    let project =
+        TempProject::new(&[("agent-tools.toml", "[approval]\npolicy = \"before_write\"\n")]);
+    let script = McpScript::new(&project.root, &[])
+        .call("write", json!({"path": "a.txt", "content": "x\n"}))
+        .call("read", json!({"path": "agent-tools.toml"}));
+    let Some(out) = check(&project, script) else { return };
+    let write = &out["results"][1];
+    assert_eq!(write["isError"], true);
+    assert!(text_of(write).contains("approvals fail closed"), "{}", text_of(write));
+    assert!(!project.root.join("a.txt").exists());
+    assert_eq!(out["results"][2]["isError"], false, "reads need no approval");
+}

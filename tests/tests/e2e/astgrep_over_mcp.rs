@@ -1,0 +1,133 @@
+//! astgrep over MCP with the official Python client: search, stage, accept, and a stale accept
+//! rejected with no file touched.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::support::{McpScript, TempProject, assert_no_survivors, require, test_python, text_of};
+
+fn check(script: McpScript) -> Option<Vec<Value>> {
+    let python = test_python();
+    if !require("python venv with the `mcp` SDK", python.is_some(), "run `cargo xtask setup`") {
+        return None;
+    }
+    let marker = script.marker().to_string();
+    let out = script.run(&python.unwrap());
+    assert_no_survivors(&marker, Duration::from_secs(10));
+    Some(out["results"].as_array().cloned().unwrap_or_default())
+}
+
+const GUARD: &str = "class A {\n  void close() {\n    if (c != null) c.dispose();\n    if (c != null) d.dispose();\n  }\n}\n";
+
+#[test]
+fn search_stage_and_accept_over_mcp() {
+    let project = TempProject::new(&[
+        ("lib/a.dart", GUARD),
+        ("src/main.py", "def main():\n    print('hi', end='')\n    print()\n"),
+    ]);
+    let script = McpScript::new(&project.root, &[])
+        .list_tools()
+        .call(
+            "ast_grep",
+            json!({"pattern": "if ($X != null) $X.dispose();", "path": "lib", "language": "dart"}),
+        )
+        .call(
+            "ast_edit",
+            json!({"pattern": "print($$$ARGS)", "rewrite": "log($$$ARGS)", "path": "src/main.py"}),
+        )
+        .call("resolve", json!({"edit_id": "edit_1", "action": "accept"}));
+    let Some(results) = check(script) else { return };
+    let tools: Vec<&str> =
+        results[1]["tools"].as_array().unwrap().iter().filter_map(|t| t["name"].as_str()).collect();
+    for name in ["ast_grep", "ast_edit", "resolve"] {
+        assert!(tools.contains(&name), "{name} missing from {tools:?}");
+    }
+    let ast_grep = results[1]["tools"].as_array().unwrap().iter().find(|t| t["name"] == "ast_grep");
+    assert_eq!(ast_grep.unwrap()["readOnly"], true);
+
+    let found = text_of(&results[2]);
+    assert_eq!(results[2]["isError"], false, "{found}");
+    assert!(found.contains("1 match in 1 file"), "{found}");
+    assert!(found.contains("lib/a.dart:3:5  if (c != null) c.dispose();"), "{found}");
+    assert!(found.contains("$X = c"), "{found}");
+
+    let staged = text_of(&results[3]);
+    assert!(
+        staged.starts_with(
+            "(proposed) 2 replacements in 1 file … call resolve with edit_id \"edit_1\""
+        ),
+        "{staged}"
+    );
+    assert!(staged.contains("+    log('hi', end='')"), "{staged}");
+
+    let accepted = text_of(&results[4]);
+    assert_eq!(results[4]["isError"], false, "{accepted}");
+    assert_eq!(accepted, "accepted edit_1: wrote 2 replacements to 1 file: src/main.py");
+    assert_eq!(
+        std::fs::read_to_string(project.root.join("src/main.py")).unwrap(),
+        "def main():\n    log('hi', end='')\n    log()\n"
+    );
+}
+
+#[test]
+fn a_stale_accept_over_mcp_is_rejected_and_touches_no_file() {
+    let one = "fn one() {\n    a.unwrap();\n}\n";
+    let two = "fn two() {\n    b.unwrap();\n}\n";
+    let project = TempProject::new(&[("src/one.rs", one), ("src/two.rs", two)]);
+    let two_edited = "fn two() {\n    b.unwrap(); // edited after staging\n}\n";
+    let script = McpScript::new(&project.root, &[])
+        .call(
+            "ast_edit",
+            json!({"pattern": "$A.unwrap()", "rewrite": "$A.expect(\"x\")", "path": "src", "language": "rust"}),
+        )
+        .call("write", json!({"path": "src/two.rs", "content": two_edited}))
+        .call("resolve", json!({"edit_id": "edit_1", "action": "accept"}))
+        .call("resolve", json!({"edit_id": "edit_1", "action": "accept"}));
+    let Some(results) = check(script) else { return };
+    let staged = text_of(&results[1]);
+    assert!(staged.starts_with("(proposed) 2 replacements in 2 files"), "{staged}");
+    assert_eq!(results[2]["isError"], false, "{}", text_of(&results[2]));
+
+    let rejected = text_of(&results[3]);
+    assert_eq!(results[3]["isError"], true, "{rejected}");
+    assert!(rejected.contains("src/two.rs (changed)"), "{rejected}");
+    assert!(rejected.contains("Nothing was written"), "{rejected}");
+    assert!(rejected.contains("call ast_edit again"), "{rejected}");
+    assert_eq!(std::fs::read_to_string(project.root.join("src/one.rs")).unwrap(), one);
+    assert_eq!(std::fs::read_to_string(project.root.join("src/two.rs")).unwrap(), two_edited);
+
+    let again = text_of(&results[4]);
+    assert_eq!(results[4]["isError"], true, "{again}");
+    assert!(again.contains("already rejected"), "{again}");
+    let leftovers: Vec<String> = std::fs::read_dir(project.root.join("src"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with('.'))
+        .collect();
+    assert!(leftovers.is_empty(), "temporary files left: {leftovers:?}");
+}
+
+#[test]
+fn an_unparsable_pattern_over_mcp_is_an_error_not_a_silent_zero() {
+    let project = TempProject::new(&[("lib/a.dart", GUARD)]);
+    let script = McpScript::new(&project.root, &["--surface", "plan"])
+        .list_tools()
+        .call("ast_grep", json!({"pattern": "if ($X != null", "path": "lib/a.dart"}))
+        .call("ast_grep", json!({"pattern": "$X.dispose()", "path": "../"}));
+    let Some(results) = check(script) else { return };
+    let tools: Vec<&str> =
+        results[1]["tools"].as_array().unwrap().iter().filter_map(|t| t["name"].as_str()).collect();
+    assert!(
+        tools.contains(&"ast_grep") && !tools.contains(&"ast_edit") && !tools.contains(&"resolve")
+    );
+    let err = text_of(&results[2]);
+    assert_eq!(results[2]["isError"], true, "{err}");
+    assert!(
+        err.contains("unparsable as dart: tried statement, expression, class member, declaration"),
+        "{err}"
+    );
+    let err = text_of(&results[3]);
+    assert!(err.contains("outside the run's root"), "{err}");
+}

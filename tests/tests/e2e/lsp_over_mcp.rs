@@ -1,0 +1,108 @@
+//! `lsp`, `lsp_rename` and diagnostics on write over MCP with a real basedpyright: a client's
+//! `write` result carries the new diagnostics, and no server process outlives the connection.
+
+use std::{path::PathBuf, time::Duration};
+
+use serde_json::{Value, json};
+
+use crate::support::{McpScript, TempProject, assert_no_survivors, require, test_python, text_of};
+
+fn tools_home() -> PathBuf {
+    std::env::var_os("AGENT_TOOLS_TEST_HOME").map(PathBuf::from).unwrap_or_else(|| {
+        let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default();
+        home.join(".cache/agent-tools-test")
+    })
+}
+
+/// A Python project whose `agent-tools.toml` points the host at the test venv's basedpyright.
+fn python_project() -> TempProject {
+    let config =
+        format!("[lsp]\nextra_paths = [\"{}\"]\n", tools_home().join("venv/bin").display());
+    TempProject::new(&[
+        ("agent-tools.toml", &config),
+        ("pyproject.toml", "[project]\nname = \"demo\"\nversion = \"0.1.0\"\n"),
+        ("shapes.py", "def make_square(side: float) -> float:\n    return side * side\n"),
+        ("main.py", "from shapes import make_square\n\nprint(make_square(2.0))\n"),
+    ])
+}
+
+fn check(script: McpScript) -> Option<Vec<Value>> {
+    let python = test_python();
+    if !require("python venv with the `mcp` SDK", python.is_some(), "run `cargo xtask setup`") {
+        return None;
+    }
+    let server = tools_home().join("venv/bin/basedpyright-langserver");
+    if !require(
+        "basedpyright",
+        server.exists(),
+        "run `cargo xtask setup` (pip install basedpyright)",
+    ) {
+        return None;
+    }
+    let marker = script.marker().to_string();
+    let out = script.run(&python.unwrap());
+    // The run's language server was started (through the host) and must be gone with it.
+    assert_no_survivors(&marker, Duration::from_secs(15));
+    Some(out["results"].as_array().cloned().unwrap_or_default())
+}
+
+#[test]
+fn a_client_navigates_renames_and_gets_new_diagnostics_on_write() {
+    let project = python_project();
+    let script = McpScript::new(&project.root, &[])
+        .list_tools()
+        .call("lsp", json!({"action": "status"}))
+        .call("lsp", json!({"action": "definition", "file": "main.py", "line": 3, "symbol": "make_square"}))
+        .call("write", json!({"path": "main.py", "content": "from shapes import make_square\n\nlabel: str = make_square(2.0)\n"}))
+        .call("lsp_rename", json!({"file": "shapes.py", "line": 1, "symbol": "make_square", "new_name": "square_area"}))
+        .call("lsp", json!({"action": "definition", "file": "main.py", "line": 3}));
+    let Some(results) = check(script) else { return };
+    let names: Vec<&str> = results[1]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"lsp") && names.contains(&"lsp_rename"), "{names:?}");
+    let status = text_of(&results[2]);
+    assert!(
+        status.contains("python (root ., marker pyproject.toml)")
+            && status.contains("— not started"),
+        "{status}"
+    );
+    let def = text_of(&results[3]);
+    assert!(def.contains("shapes.py:1:5  def make_square(side: float) -> float:"), "{def}");
+    let write = text_of(&results[4]);
+    assert_eq!(results[4]["isError"], false, "{write}");
+    assert!(write.starts_with("replaced main.py"), "{write}");
+    assert!(
+        write.contains("The write was applied. Diagnostics (basedpyright): 1 new error\nmain.py:3:14 error [reportAssignmentType]"),
+        "{write}"
+    );
+    let rename = text_of(&results[5]);
+    assert!(rename.contains("3 edit(s) in 2 file(s)"), "{rename}");
+    assert!(
+        std::fs::read_to_string(project.root.join("main.py")).unwrap().contains("square_area(2.0)")
+    );
+    let missing_symbol = text_of(&results[6]);
+    assert_eq!(results[6]["isError"], true);
+    assert!(
+        missing_symbol.contains("needs `symbol`")
+            && missing_symbol.contains("label: str = square_area(2.0)"),
+        "{missing_symbol}"
+    );
+}
+
+#[test]
+fn a_plan_surface_sees_lsp_but_not_lsp_rename() {
+    let project = python_project();
+    let script = McpScript::new(&project.root, &["--surface", "plan"]).list_tools();
+    let Some(results) = check(script) else { return };
+    let names: Vec<&str> = results[1]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"lsp") && !names.contains(&"lsp_rename"), "{names:?}");
+}

@@ -1,0 +1,124 @@
+//! The vibe_* tools through `agent-tools mcp --vibe` with the official Python client: spawn,
+//! wait, list; absent without vibe mode; refused from plan mode; no worker outlives the run.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::support::{McpScript, TempProject, assert_no_survivors, require, test_python, text_of};
+
+const CONFIG: &str = "[vibe.fast]\ncommand = \"sh ./worker.sh\"\n";
+const WORKER: &str = "printf 'done: '\ncat\necho\necho \"as $AGENT_TOOLS_VIBE_WORKER_ID\"\n";
+
+fn check(project: &TempProject, script: McpScript) -> Option<Vec<Value>> {
+    let python = test_python();
+    if !require("python venv with the `mcp` SDK", python.is_some(), "run `cargo xtask setup`") {
+        return None;
+    }
+    let marker = script.marker().to_string();
+    let out = script.run(&python.unwrap());
+    assert_no_survivors(&marker, Duration::from_secs(15));
+    let _ = project;
+    Some(out["results"].as_array().cloned().unwrap_or_default())
+}
+
+fn vibe_tools(listed: &Value) -> Vec<(String, bool)> {
+    listed["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["name"].as_str().is_some_and(|n| n.starts_with("vibe_")))
+        .map(|t| (t["name"].as_str().unwrap().to_string(), t["readOnly"] == true))
+        .collect()
+}
+
+#[test]
+fn a_worker_is_spawned_waited_for_and_listed() {
+    let project = TempProject::new(&[("agent-tools.toml", CONFIG), ("worker.sh", WORKER)]);
+    let script = McpScript::new(&project.root, &["--vibe"])
+        .list_tools()
+        .call("vibe_spawn", json!({"brief": "Summarise the README.", "label": "summary"}))
+        .call("vibe_wait", json!({"worker_id": "w1", "timeout_seconds": 120}))
+        .call("vibe_list", json!({}));
+    let Some(results) = check(&project, script) else { return };
+    let tools = vibe_tools(&results[1]);
+    let expected: Vec<(String, bool)> =
+        ["vibe_kill", "vibe_list", "vibe_send", "vibe_spawn", "vibe_wait"]
+            .iter()
+            .map(|n| (n.to_string(), true))
+            .collect();
+    assert_eq!(tools, expected, "all five, tier read");
+
+    let spawned = &results[2];
+    assert_eq!(spawned["isError"], false, "{}", text_of(spawned));
+    assert!(
+        text_of(spawned).starts_with("w1 started: \"summary\" (fast worker, exec ceiling)"),
+        "{}",
+        text_of(spawned)
+    );
+
+    let waited = &results[3];
+    assert_eq!(waited["isError"], false, "{}", text_of(waited));
+    assert_eq!(waited["structured"]["worker"]["state"], "completed", "{}", text_of(waited));
+    assert!(
+        text_of(waited).ends_with("Result:\ndone: Summarise the README.\nas w1"),
+        "{}",
+        text_of(waited)
+    );
+
+    let listed = &results[4];
+    assert!(
+        text_of(listed)
+            .starts_with("1 worker (slots 0/4 in use):\nw1 completed · fast · \"summary\""),
+        "{}",
+        text_of(listed)
+    );
+    assert_eq!(listed["structured"]["slots_max"], 4);
+}
+
+#[test]
+fn without_vibe_mode_there_are_no_vibe_tools() {
+    let project = TempProject::new(&[("agent-tools.toml", CONFIG), ("worker.sh", WORKER)]);
+    let script = McpScript::new(&project.root, &[]).list_tools();
+    let Some(results) = check(&project, script) else { return };
+    assert!(vibe_tools(&results[1]).is_empty(), "{:?}", results[1]);
+}
+
+#[test]
+fn the_setting_turns_vibe_mode_on_too() {
+    let config = format!("[vibe]\nenabled = true\n\n{CONFIG}");
+    let project = TempProject::new(&[("agent-tools.toml", &config), ("worker.sh", WORKER)]);
+    let script = McpScript::new(&project.root, &[]).list_tools();
+    let Some(results) = check(&project, script) else { return };
+    assert_eq!(vibe_tools(&results[1]).len(), 5);
+}
+
+#[test]
+fn plan_mode_cannot_delegate_to_a_writing_worker() {
+    let project = TempProject::new(&[("agent-tools.toml", CONFIG), ("worker.sh", WORKER)]);
+    let script = McpScript::new(&project.root, &["--vibe", "--surface", "plan"])
+        .call("vibe_spawn", json!({"brief": "Rewrite main.rs.", "label": "rewrite"}));
+    let Some(results) = check(&project, script) else { return };
+    assert_eq!(results[1]["isError"], true);
+    assert!(
+        text_of(&results[1]).contains("Set `vibe.fast.read_only_command`"),
+        "{}",
+        text_of(&results[1])
+    );
+}
+
+#[test]
+fn a_worker_still_running_when_the_client_leaves_is_stopped() {
+    let project = TempProject::new(&[
+        ("agent-tools.toml", "[vibe.fast]\ncommand = \"sh ./slow.sh\"\n"),
+        ("slow.sh", "echo working\nsleep 120 &\nwait\n"),
+    ]);
+    let script = McpScript::new(&project.root, &["--vibe"])
+        .call("vibe_spawn", json!({"brief": "Take long.", "label": "long"}))
+        .call("vibe_wait", json!({"worker_id": "w1", "timeout_seconds": 1}));
+    // `check` fails if any process of the run (the worker and its `sleep`) survives.
+    let Some(results) = check(&project, script) else { return };
+    assert_eq!(results[2]["isError"], false, "a wait timeout is not an error");
+    assert_eq!(results[2]["structured"]["timed_out"], true);
+    assert_eq!(results[2]["structured"]["worker"]["state"], "running");
+}

@@ -1,0 +1,270 @@
+//! `cargo xtask bench astgrep`: our structural search against the ast-grep CLI, side by side.
+//!
+//! Corpus: the Rust sources of the cargo registry (`~/.cargo/registry/src`) and the Python
+//! standard library of `python3`. For each pattern both tools search the same directory with all
+//! CPUs; after one warm-up run each, `RUNS` timed runs alternate between the two and the median
+//! wall time is compared. Ours runs through the library's `astgrep` example (release build,
+//! `max_results` 1, so it reports a count); ast-grep runs `ast-grep run --json=stream`, whose
+//! lines are counted. Wall time and the child's CPU time (user + system, from
+//! `/proc/self/stat`) are both reported: on a shared machine CPU time is the steadier figure.
+//! Extra arguments: `--runs N`.
+
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+use std::{
+    path::{Path, PathBuf},
+    process::{Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use anyhow::{Context, Result, bail};
+
+/// (language, corpus, pattern): kinds differ (selective call, statement with a block, typed let,
+/// an unselective call, Python calls and a `with` block).
+const PATTERNS: &[(&str, &str, &str)] = &[
+    ("rust", "rust", "$A.unwrap()"),
+    ("rust", "rust", "if let Some($X) = $Y { $$$B }"),
+    ("rust", "rust", "let $X: $T = $E;"),
+    ("rust", "rust", "$F($$$ARGS)"),
+    ("python", "python", "print($$$ARGS)"),
+    ("python", "python", "isinstance($X, $T)"),
+    ("python", "python", "with open($F) as $V: $$$B"),
+];
+
+const DEFAULT_RUNS: usize = 3;
+
+fn corpus(name: &str) -> Result<PathBuf> {
+    match name {
+        "rust" => {
+            let home = std::env::var_os("CARGO_HOME").map(PathBuf::from).unwrap_or_else(|| {
+                PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cargo")
+            });
+            Ok(home.join("registry").join("src"))
+        }
+        "python" => {
+            let out = Command::new("python3")
+                .args(["-c", "import sysconfig; print(sysconfig.get_paths()['stdlib'])"])
+                .output()
+                .context("python3 is needed to find the Python standard library")?;
+            Ok(PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
+        }
+        other => bail!("unknown corpus {other}"),
+    }
+}
+
+fn size_of(dir: &Path, ext: &str) -> (usize, u64) {
+    let mut files = 0;
+    let mut bytes = 0;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let path = entry.path();
+            match entry.file_type() {
+                Ok(t) if t.is_dir() => stack.push(path),
+                Ok(t) if t.is_file() && path.extension().is_some_and(|e| e == ext) => {
+                    files += 1;
+                    bytes += entry.metadata().map(|m| m.len()).unwrap_or(0);
+                }
+                _ => {}
+            }
+        }
+    }
+    (files, bytes)
+}
+
+fn ast_grep() -> Result<PathBuf> {
+    let venv = crate::setup::venv().join("bin").join("ast-grep");
+    if venv.exists() {
+        return Ok(venv);
+    }
+    let found = Command::new("sh").args(["-c", "command -v ast-grep"]).output()?;
+    if found.status.success() {
+        return Ok(PathBuf::from(String::from_utf8_lossy(&found.stdout).trim()));
+    }
+    bail!(
+        "ast-grep is not installed; run `cargo xtask setup` (it installs ast-grep-cli 0.51 into the test venv)"
+    )
+}
+
+/// CPU time (user + system) of this process's waited-for children, from `/proc/self/stat`.
+fn children_cpu() -> Duration {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the command name (which may contain spaces) start at field 3.
+    let rest = stat.rsplit_once(") ").map_or("", |(_, r)| r);
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // cutime and cstime are fields 16 and 17 (1-based), i.e. 13 and 14 here; clock ticks of 10 ms.
+    let ticks: u64 = [13, 14].iter().filter_map(|i| fields.get(*i)?.parse::<u64>().ok()).sum();
+    Duration::from_millis(ticks * 10)
+}
+
+/// One timed run: wall time, CPU time of the child, stdout.
+struct Run {
+    wall: Duration,
+    cpu: Duration,
+    stdout: Vec<u8>,
+}
+
+/// Runs `cmd`, returning wall time, CPU time and stdout.
+fn timed(cmd: &mut Command) -> Result<Run> {
+    let cpu_before = children_cpu();
+    let start = Instant::now();
+    let out = cmd.stderr(Stdio::inherit()).output().with_context(|| format!("{cmd:?}"))?;
+    let wall = start.elapsed();
+    let cpu = children_cpu().saturating_sub(cpu_before);
+    if !out.status.success() {
+        bail!("{cmd:?} failed with {}", out.status);
+    }
+    Ok(Run { wall, cpu, stdout: out.stdout })
+}
+
+fn ours_count(stdout: &[u8]) -> Result<(u64, String)> {
+    let text = String::from_utf8_lossy(stdout);
+    let value: serde_like::Line = serde_like::parse(&text)?;
+    Ok((value.matches, value.context))
+}
+
+/// Just enough JSON reading for the example's one line, without a JSON dependency in xtask.
+mod serde_like {
+    use anyhow::{Context, Result};
+
+    pub(super) struct Line {
+        pub(super) matches: u64,
+        pub(super) context: String,
+    }
+
+    fn field<'a>(text: &'a str, key: &str) -> Option<&'a str> {
+        let at = text.find(&format!("\"{key}\":"))? + key.len() + 3;
+        let rest = &text[at..];
+        let end = rest.find([',', '}']).unwrap_or(rest.len());
+        Some(rest[..end].trim().trim_matches('"'))
+    }
+
+    pub(super) fn parse(text: &str) -> Result<Line> {
+        let matches = field(text, "matches")
+            .and_then(|m| m.parse().ok())
+            .with_context(|| format!("no match count in {text:?}"))?;
+        let context = field(text, "context").unwrap_or("?").to_string();
+        Ok(Line { matches, context })
+    }
+}
+
+fn ratio(theirs: Duration, ours: Duration) -> f64 {
+    theirs.as_secs_f64() / ours.as_secs_f64().max(1e-9)
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+pub(crate) fn run(args: &[String]) -> Result<()> {
+    let runs = match args.iter().position(|a| a == "--runs") {
+        Some(i) => args.get(i + 1).and_then(|n| n.parse().ok()).unwrap_or(DEFAULT_RUNS),
+        None => DEFAULT_RUNS,
+    }
+    .max(1);
+    let sg = ast_grep()?;
+    let version = Command::new(&sg).arg("--version").output()?;
+    crate::step("cargo build --release -p agent-tools-astgrep --example astgrep");
+    crate::run(crate::cargo().args([
+        "build",
+        "--release",
+        "-p",
+        "agent-tools-astgrep",
+        "--example",
+        "astgrep",
+    ]))?;
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| crate::project_root().join("target"));
+    let ours = target.join("release").join("examples").join("astgrep");
+    let cpus = std::thread::available_parallelism().map_or(1, usize::from);
+    println!(
+        "astgrep bench: ours ({}) vs {} on {cpus} CPUs, median of {runs} runs after a warm-up",
+        ours.display(),
+        String::from_utf8_lossy(&version.stdout).trim()
+    );
+    for name in ["rust", "python"] {
+        let dir = corpus(name)?;
+        let ext = if name == "rust" { "rs" } else { "py" };
+        let (files, bytes) = size_of(&dir, ext);
+        println!(
+            "corpus {name}: {} ({files} .{ext} files, {:.1} MB)",
+            dir.display(),
+            bytes as f64 / 1e6
+        );
+    }
+    println!();
+    println!(
+        "| pattern | lang | ours wall (s) | ast-grep wall (s) | wall ratio | ours CPU (s) | ast-grep CPU (s) | CPU ratio | ours matches | ast-grep matches | our context |"
+    );
+    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|");
+    let mut total_ours = Duration::ZERO;
+    let mut total_sg = Duration::ZERO;
+    let mut cpu_ours = Duration::ZERO;
+    let mut cpu_sg = Duration::ZERO;
+    for (lang, corpus_name, pattern) in PATTERNS {
+        let dir = corpus(corpus_name)?;
+        let ours_cmd = || {
+            let mut c = Command::new(&ours);
+            c.args([*pattern, *lang]).arg(&dir);
+            c
+        };
+        let sg_cmd = || {
+            let mut c = Command::new(&sg);
+            c.args(["run", "--pattern", pattern, "--lang", lang, "--json=stream"]).arg(&dir);
+            c
+        };
+        timed(&mut ours_cmd())?;
+        timed(&mut sg_cmd())?;
+        let mut t_ours = Vec::new();
+        let mut t_sg = Vec::new();
+        let mut c_ours = Vec::new();
+        let mut c_sg = Vec::new();
+        let mut ours_out = Vec::new();
+        let mut sg_out = Vec::new();
+        for i in 0..runs {
+            let (a, b) = if i % 2 == 0 {
+                let a = timed(&mut ours_cmd())?;
+                (a, timed(&mut sg_cmd())?)
+            } else {
+                let b = timed(&mut sg_cmd())?;
+                (timed(&mut ours_cmd())?, b)
+            };
+            t_ours.push(a.wall);
+            t_sg.push(b.wall);
+            c_ours.push(a.cpu);
+            c_sg.push(b.cpu);
+            ours_out = a.stdout;
+            sg_out = b.stdout;
+        }
+        let (ours_matches, context) = ours_count(&ours_out)?;
+        let sg_matches = sg_out.split(|b| *b == b'\n').filter(|l| !l.is_empty()).count();
+        let (mo, ms) = (median(t_ours), median(t_sg));
+        let (co, cs) = (median(c_ours), median(c_sg));
+        total_ours += mo;
+        total_sg += ms;
+        cpu_ours += co;
+        cpu_sg += cs;
+        println!(
+            "| `{}` | {lang} | {:.2} | {:.2} | {:.2}× | {:.2} | {:.2} | {:.2}× | {ours_matches} | {sg_matches} | {context} |",
+            pattern.replace('|', "\\|"),
+            mo.as_secs_f64(),
+            ms.as_secs_f64(),
+            ratio(ms, mo),
+            co.as_secs_f64(),
+            cs.as_secs_f64(),
+            ratio(cs, co),
+        );
+    }
+    println!(
+        "| **all patterns** | | {:.2} | {:.2} | {:.2}× | {:.2} | {:.2} | {:.2}× | | | |",
+        total_ours.as_secs_f64(),
+        total_sg.as_secs_f64(),
+        ratio(total_sg, total_ours),
+        cpu_ours.as_secs_f64(),
+        cpu_sg.as_secs_f64(),
+        ratio(cpu_sg, cpu_ours),
+    );
+    Ok(())
+}
