@@ -1,21 +1,12 @@
 //! astgrep over MCP with the official Python client: search, stage, accept, and a stale accept
 //! rejected with no file touched.
 
-use std::time::Duration;
-
 use serde_json::{Value, json};
 
-use crate::support::{McpScript, TempProject, assert_no_survivors, require, test_python, text_of};
+use crate::support::{McpScript, TempProject, text_of};
 
 fn check(script: McpScript) -> Option<Vec<Value>> {
-    let python = test_python();
-    if !require("python venv with the `mcp` SDK", python.is_some(), "run `cargo xtask setup`") {
-        return None;
-    }
-    let marker = script.marker().to_string();
-    let out = script.run(&python.unwrap());
-    assert_no_survivors(&marker, Duration::from_secs(10));
-    Some(out["results"].as_array().cloned().unwrap_or_default())
+    script.run_and_end().map(crate::support::results)
 }
 
 const GUARD: &str = "class A {\n  void close() {\n    if (c != null) c.dispose();\n    if (c != null) d.dispose();\n  }\n}\n";

@@ -1,11 +1,9 @@
 //! `eval` through `agent-tools mcp`: a cell's value, a figure as MCP image content, the
 //! `tool()` bridge to `read`, the tier ceiling from configuration, and no kernel left behind.
 
-use std::time::Duration;
-
 use serde_json::{Value, json};
 
-use crate::support::{McpScript, TempProject, assert_no_survivors, require, test_python, text_of};
+use crate::support::{McpScript, TempProject, require, test_python, text_of};
 
 /// Serves a project whose `agent-tools.toml` points the kernel at the test venv's Python.
 fn check(extra_config: &str, files: &[(&str, &str)], steps: Vec<Value>) -> Option<Vec<Value>> {
@@ -22,10 +20,7 @@ fn check(extra_config: &str, files: &[(&str, &str)], steps: Vec<Value>) -> Optio
     for step in steps {
         script = script.call(step["tool"].as_str().unwrap_or_default(), step["args"].clone());
     }
-    let marker = script.marker().to_string();
-    let out = script.run(&python);
-    assert_no_survivors(&marker, Duration::from_secs(10));
-    Some(out["results"].as_array().cloned().unwrap_or_default())
+    script.run_and_end().map(crate::support::results)
 }
 
 fn cell(code: &str) -> Value {

@@ -1,11 +1,11 @@
 //! `lsp`, `lsp_rename` and diagnostics on write over MCP with a real basedpyright: a client's
 //! `write` result carries the new diagnostics, and no server process outlives the connection.
 
-use std::{path::PathBuf, time::Duration};
+use std::path::PathBuf;
 
 use serde_json::{Value, json};
 
-use crate::support::{McpScript, TempProject, assert_no_survivors, require, test_python, text_of};
+use crate::support::{McpScript, TempProject, require, text_of};
 
 fn tools_home() -> PathBuf {
     std::env::var_os("AGENT_TOOLS_TEST_HOME").map(PathBuf::from).unwrap_or_else(|| {
@@ -27,10 +27,6 @@ fn python_project() -> TempProject {
 }
 
 fn check(script: McpScript) -> Option<Vec<Value>> {
-    let python = test_python();
-    if !require("python venv with the `mcp` SDK", python.is_some(), "run `cargo xtask setup`") {
-        return None;
-    }
     let server = tools_home().join("venv/bin/basedpyright-langserver");
     if !require(
         "basedpyright",
@@ -39,11 +35,8 @@ fn check(script: McpScript) -> Option<Vec<Value>> {
     ) {
         return None;
     }
-    let marker = script.marker().to_string();
-    let out = script.run(&python.unwrap());
-    // The run's language server was started (through the host) and must be gone with it.
-    assert_no_survivors(&marker, Duration::from_secs(15));
-    Some(out["results"].as_array().cloned().unwrap_or_default())
+    // The run's language server is started through the host and must be gone with it.
+    script.run_and_end().map(crate::support::results)
 }
 
 #[test]

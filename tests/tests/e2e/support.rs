@@ -124,6 +124,25 @@ fn unique() -> u128 {
         .unwrap_or(0)
 }
 
+impl McpScript {
+    /// Runs the script with the test venv's Python, then proves that no process of the run
+    /// outlived it. `None` after a loud skip where the venv is missing outside CI.
+    pub(crate) fn run_and_end(&self) -> Option<Value> {
+        let python = test_python();
+        if !require("python venv with the `mcp` SDK", python.is_some(), "run `cargo xtask setup`") {
+            return None;
+        }
+        let out = self.run(python.as_deref()?);
+        assert_no_survivors(&self.marker, Duration::from_secs(15));
+        Some(out)
+    }
+}
+
+/// The per-step results of the driver's output.
+pub(crate) fn results(out: Value) -> Vec<Value> {
+    out["results"].as_array().cloned().unwrap_or_default()
+}
+
 /// Pids of live processes whose environment carries `marker`.
 pub(crate) fn processes_with_marker(marker: &str) -> Vec<(u32, String)> {
     let needle = format!("AGENT_TOOLS_E2E_MARKER={marker}");
