@@ -183,6 +183,11 @@ pub struct Card {
     pub multi_select: bool,
 }
 
+/// `text` trimmed, or `None` when nothing is left.
+fn trimmed(text: Option<&str>) -> Option<String> {
+    text.map(str::trim).filter(|t| !t.is_empty()).map(str::to_string)
+}
+
 impl Card {
     /// The card for a validated request.
     pub fn from_request(number: u32, kind: CardKind, request: &AskRequest) -> Card {
@@ -190,12 +195,7 @@ impl Card {
             number,
             kind,
             question: request.question.trim().to_string(),
-            context: request
-                .context
-                .as_deref()
-                .map(str::trim)
-                .filter(|c| !c.is_empty())
-                .map(str::to_string),
+            context: trimmed(request.context.as_deref()),
             options: request
                 .options
                 .iter()
@@ -203,12 +203,7 @@ impl Card {
                 .map(|(o, number)| CardOption {
                     number,
                     label: o.label.trim().to_string(),
-                    description: o
-                        .description
-                        .as_deref()
-                        .map(str::trim)
-                        .filter(|d| !d.is_empty())
-                        .map(str::to_string),
+                    description: trimmed(o.description.as_deref()),
                 })
                 .collect(),
             allow_free_text: request.allow_free_text,

@@ -48,9 +48,8 @@ async fn breakpoint_launch_inspect_step_and_run_to_the_exit_code() {
     assert!(
         stop.source.iter().any(|l| l.current && l.line == 11 && l.text.contains("total / count"))
     );
-    let local = |name: &str| stop.locals.iter().find(|v| v.name == name).map(|v| v.value.clone());
-    assert_eq!(local("total").as_deref(), Some("12"));
-    assert_eq!(local("count").as_deref(), Some("2"));
+    assert_eq!(local(stop, "total").as_deref(), Some("12"));
+    assert_eq!(local(stop, "count").as_deref(), Some("2"));
     let text = agent_tools_debug::render(&launched);
     assert!(text.contains("Stopped (stop 1): breakpoint in average at buggy.py:11"), "{text}");
 
@@ -62,18 +61,13 @@ async fn breakpoint_launch_inspect_step_and_run_to_the_exit_code() {
     let scopes = h.ok(json!({"operation": "scopes", "frame_id": stack.frames[0].frame_id})).await;
     let DebugOutcome::Scopes { scopes, .. } = &scopes else { panic!("{scopes:?}") };
     let locals = scopes.iter().find(|s| s.name == "Locals").expect("a Locals scope");
-    let vars = h.ok(json!({"operation": "variables", "reference": locals.reference})).await;
-    let DebugOutcome::Variables(vars) = &vars else { panic!("{vars:?}") };
-    let values = vars.variables.iter().find(|v| v.name == "values").expect("values");
+    let vars = h.variables(locals.reference).await;
+    let values = vars.iter().find(|v| v.name == "values").expect("values");
     assert_eq!(values.value, "[2, 4, 6]");
-    let children =
-        h.ok(json!({"operation": "variables", "reference": values.reference.unwrap()})).await;
-    let DebugOutcome::Variables(children) = &children else { panic!() };
-    assert!(children.variables.iter().any(|v| v.value == "6"), "{children:?}");
+    let children = h.variables(values.reference.unwrap()).await;
+    assert!(children.iter().any(|v| v.value == "6"), "{children:?}");
 
-    let eval = h.ok(json!({"operation": "evaluate", "expression": "total / count"})).await;
-    let DebugOutcome::Evaluate(eval) = &eval else { panic!("{eval:?}") };
-    assert_eq!(eval.result.value, "6.0");
+    assert_eq!(h.evaluate("total / count").await, "6.0");
     let long = h.ok(json!({"operation": "evaluate", "expression": "'x' * 10000"})).await;
     let DebugOutcome::Evaluate(long) = &long else { panic!() };
     assert_eq!(long.result.value.chars().count(), 400);
@@ -99,13 +93,8 @@ async fn breakpoint_launch_inspect_step_and_run_to_the_exit_code() {
         "{again}"
     );
 
-    let done = h.ok(json!({"operation": "continue"})).await;
-    let RunState::Exited { exit_code, .. } = run_state(&done) else {
-        panic!("expected the exit: {}", agent_tools_debug::render(&done))
-    };
-    assert_eq!(*exit_code, Some(3));
-    let all = h.ok(json!({"operation": "output", "since": 0})).await;
-    let text = output_text(&all);
+    assert_eq!(h.continue_to_exit().await, Some(3));
+    let text = h.all_output().await;
     assert!(text.contains("computing the average") && text.contains("average=6.0"), "{text}");
     assert!(text.contains("to stderr"), "{text}");
 
@@ -141,15 +130,7 @@ async fn the_time_limit_ends_the_session_like_terminate() {
     h.ok(json!({"operation": "breakpoints", "file": "buggy.py", "lines": [11]})).await;
     let launched = h.ok(json!({"operation": "launch", "program": "buggy.py"})).await;
     let procs = session_processes(&launched);
-    let mut ended = None;
-    for _ in 0..600 {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        let DebugOutcome::Status(s) = h.ok(json!({"operation": "status"})).await else { panic!() };
-        if s.session.is_none() {
-            ended = s.last_end;
-            break;
-        }
-    }
+    let ended = h.wait_until_ended().await;
     let ended = ended.expect("the session ended by its time limit");
     assert!(ended.contains("time limit (5 s)"), "{ended}");
     assert_gone(&procs);
@@ -311,7 +292,7 @@ async fn a_running_program_is_reported_as_running_then_paused_and_breakpoints_ap
         (stop.reason.as_str(), stop.frame.as_ref().and_then(|f| f.line)),
         ("breakpoint", Some(11))
     );
-    let logged = output_text(&h.ok(json!({"operation": "output", "since": 0})).await);
+    let logged = h.all_output().await;
     assert!(logged.contains("tick n="), "the logpoint printed: {logged}");
     h.ok(json!({"operation": "terminate"})).await;
     assert_gone(&procs);

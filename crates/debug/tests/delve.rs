@@ -4,10 +4,8 @@
 
 mod support;
 
-use std::time::Duration;
-
 use agent_tools_debug::{
-    DebugConfig, DebugOutcome, RunState,
+    DebugConfig, DebugOutcome,
     adapters::{SearchEnv, delve_candidates},
 };
 use serde_json::json;
@@ -36,18 +34,9 @@ async fn go_breakpoint_launch_inspect_step_and_run_to_the_exit_code() {
     h.ok(json!({"operation": "breakpoints", "file": "main.go", "lines": [15]})).await;
     let launched = h.ok(json!({"operation": "launch", "program": "."})).await;
     let procs = session_processes(&launched);
-    let DebugOutcome::Started(started) = &launched else { unreachable!() };
-    assert!(started.breakpoints[0].verified, "{:?}", started.breakpoints);
-    let stop = stopped(&launched);
-    assert_eq!(stop.reason, "breakpoint");
-    let frame = stop.frame.clone().unwrap();
-    assert_eq!(
-        (frame.name.as_str(), frame.path.as_deref(), frame.line),
-        ("main.average", Some("main.go"), Some(15))
-    );
-    let local = |name: &str| stop.locals.iter().find(|v| v.name == name).map(|v| v.value.clone());
-    assert_eq!(local("total").as_deref(), Some("12"));
-    assert_eq!(local("count").as_deref(), Some("2"));
+    let stop = stopped_at_breakpoint(&launched, "main.average", "main.go", 15);
+    assert_eq!(local(stop, "total").as_deref(), Some("12"));
+    assert_eq!(local(stop, "count").as_deref(), Some("2"));
     // The program's output arrives through dlv's own stdout.
     assert!(stop.output.text().contains("computing the average of numbers"), "{:?}", stop.output);
 
@@ -57,29 +46,21 @@ async fn go_breakpoint_launch_inspect_step_and_run_to_the_exit_code() {
     assert_eq!(stack.frames[1].name, "main.main");
     let scopes = h.ok(json!({"operation": "scopes", "frame_id": stack.frames[0].frame_id})).await;
     let DebugOutcome::Scopes { scopes, .. } = &scopes else { panic!() };
-    let vars = h.ok(json!({"operation": "variables", "reference": scopes[0].reference})).await;
-    let DebugOutcome::Variables(vars) = &vars else { panic!() };
-    let values = vars.variables.iter().find(|v| v.name == "values").expect("values");
-    let elems =
-        h.ok(json!({"operation": "variables", "reference": values.reference.unwrap()})).await;
-    let DebugOutcome::Variables(elems) = &elems else { panic!() };
-    let shown: Vec<&str> = elems.variables.iter().map(|v| v.value.as_str()).collect();
+    let vars = h.variables(scopes[0].reference).await;
+    let values = vars.iter().find(|v| v.name == "values").expect("values");
+    let elems = h.variables(values.reference.unwrap()).await;
+    let shown: Vec<&str> = elems.iter().map(|v| v.value.as_str()).collect();
     assert_eq!(shown, ["2", "4", "6"]);
-    let eval = h.ok(json!({"operation": "evaluate", "expression": "total * 2"})).await;
-    let DebugOutcome::Evaluate(eval) = &eval else { panic!() };
-    assert_eq!(eval.result.value, "24");
+    assert_eq!(h.evaluate("total * 2").await, "24");
 
     let step = h.ok(json!({"operation": "step_over"})).await;
     assert_eq!(stopped(&step).reason, "step");
     let again = h.err(json!({"operation": "launch", "program": "."})).await;
     assert!(again.contains("already running"), "{again}");
 
-    let done = h.ok(json!({"operation": "continue"})).await;
-    let RunState::Exited { exit_code, .. } = run_state(&done) else {
-        panic!("{}", agent_tools_debug::render(&done))
-    };
-    assert_eq!(*exit_code, Some(3), "delve prints the status only at disconnect");
-    let all = output_text(&h.ok(json!({"operation": "output", "since": 0})).await);
+    let exit_code = h.continue_to_exit().await;
+    assert_eq!(exit_code, Some(3), "delve prints the status only at disconnect");
+    let all = h.all_output().await;
     assert!(all.contains("average=6") && all.contains("to stderr"), "{all}");
 
     h.ok(json!({"operation": "terminate"})).await;
@@ -109,15 +90,7 @@ async fn the_time_limit_ends_a_delve_session() {
     h.ok(json!({"operation": "breakpoints", "file": "main.go", "lines": [15]})).await;
     let launched = h.ok(json!({"operation": "launch", "program": "."})).await;
     let procs = session_processes(&launched);
-    let mut ended = None;
-    for _ in 0..600 {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        let DebugOutcome::Status(s) = h.ok(json!({"operation": "status"})).await else { panic!() };
-        if s.session.is_none() {
-            ended = s.last_end;
-            break;
-        }
-    }
+    let ended = h.wait_until_ended().await;
     assert!(ended.expect("ended").contains("time limit"));
     assert_gone(&procs);
 }

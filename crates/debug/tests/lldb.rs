@@ -4,10 +4,10 @@
 
 mod support;
 
-use std::{path::PathBuf, process::Command, time::Duration};
+use std::{path::PathBuf, process::Command};
 
 use agent_tools_debug::{
-    DebugConfig, DebugOutcome, RunState,
+    DebugConfig, DebugOutcome,
     adapters::{SearchEnv, lldb_candidates},
 };
 use serde_json::json;
@@ -63,18 +63,9 @@ async fn c_breakpoint_launch_inspect_step_and_run_to_the_exit_code() {
         .ok(json!({"operation": "launch", "program": "buggy", "env": {"GREETING": "hello"}}))
         .await;
     let procs = session_processes(&launched);
-    let DebugOutcome::Started(started) = &launched else { unreachable!() };
-    assert!(started.breakpoints[0].verified, "{:?}", started.breakpoints);
-    let stop = stopped(&launched);
-    assert_eq!(stop.reason, "breakpoint");
-    let frame = stop.frame.clone().unwrap();
-    assert_eq!(
-        (frame.name.as_str(), frame.path.as_deref(), frame.line),
-        ("average", Some("buggy.c"), Some(11))
-    );
-    let local = |name: &str| stop.locals.iter().find(|v| v.name == name).map(|v| v.value.clone());
-    assert_eq!(local("total").as_deref(), Some("12"));
-    assert_eq!(local("count").as_deref(), Some("2"));
+    let stop = stopped_at_breakpoint(&launched, "average", "buggy.c", 11);
+    assert_eq!(local(stop, "total").as_deref(), Some("12"));
+    assert_eq!(local(stop, "count").as_deref(), Some("2"));
 
     let stack = h.ok(json!({"operation": "stack"})).await;
     let DebugOutcome::Stack(stack) = &stack else { panic!() };
@@ -83,30 +74,22 @@ async fn c_breakpoint_launch_inspect_step_and_run_to_the_exit_code() {
     let scopes = h.ok(json!({"operation": "scopes", "frame_id": stack.frames[1].frame_id})).await;
     let DebugOutcome::Scopes { scopes, .. } = &scopes else { panic!() };
     let locals = scopes.iter().find(|s| s.name == "Locals").unwrap();
-    let vars = h.ok(json!({"operation": "variables", "reference": locals.reference})).await;
-    let DebugOutcome::Variables(vars) = &vars else { panic!() };
-    let data = vars.variables.iter().find(|v| v.name == "data").expect("data in main");
-    let elems = h.ok(json!({"operation": "variables", "reference": data.reference.unwrap()})).await;
-    let DebugOutcome::Variables(elems) = &elems else { panic!() };
-    let values: Vec<&str> = elems.variables.iter().map(|v| v.value.as_str()).collect();
+    let vars = h.variables(locals.reference).await;
+    let data = vars.iter().find(|v| v.name == "data").expect("data in main");
+    let elems = h.variables(data.reference.unwrap()).await;
+    let values: Vec<&str> = elems.iter().map(|v| v.value.as_str()).collect();
     assert_eq!(values, ["2", "4", "6"]);
 
     // Evaluated as an expression (`watch`), not as an LLDB command.
-    let eval = h.ok(json!({"operation": "evaluate", "expression": "total * 2"})).await;
-    let DebugOutcome::Evaluate(eval) = &eval else { panic!() };
-    assert_eq!(eval.result.value, "24");
+    assert_eq!(h.evaluate("total * 2").await, "24");
 
     let step = h.ok(json!({"operation": "step_over"})).await;
     assert_eq!(stopped(&step).reason, "step");
     let again = h.err(json!({"operation": "launch", "program": "buggy"})).await;
     assert!(again.contains("already running"), "{again}");
 
-    let done = h.ok(json!({"operation": "continue"})).await;
-    let RunState::Exited { exit_code, .. } = run_state(&done) else {
-        panic!("{}", agent_tools_debug::render(&done))
-    };
-    assert_eq!(*exit_code, Some(3));
-    let all = output_text(&h.ok(json!({"operation": "output", "since": 0})).await);
+    assert_eq!(h.continue_to_exit().await, Some(3));
+    let all = h.all_output().await;
     // stdin is /dev/null (no hang), env arrived as K=V, and stdout/stderr are captured.
     assert!(all.contains("stdin: eof"), "{all}");
     assert!(all.contains("greeting=hello"), "{all}");
@@ -133,9 +116,8 @@ async fn rust_values_are_readable_with_the_formatters() {
     let frame = stop.frame.clone().unwrap();
     assert_eq!(frame.line, Some(9));
     assert!(frame.name.contains("average"), "{frame:?}");
-    let local = |name: &str| stop.locals.iter().find(|v| v.name == name).map(|v| v.value.clone());
-    assert_eq!(local("total").as_deref(), Some("12"));
-    assert_eq!(local("count").as_deref(), Some("2"));
+    assert_eq!(local(stop, "total").as_deref(), Some("12"));
+    assert_eq!(local(stop, "count").as_deref(), Some("2"));
 
     let out = h.ok(json!({"operation": "step_out"})).await;
     let stop = stopped(&out);
@@ -150,12 +132,8 @@ async fn rust_values_are_readable_with_the_formatters() {
     let DebugOutcome::Evaluate(data) = data else { panic!() };
     assert!(data.result.value.contains("size=3"), "Vec shown through the formatters: {data:?}");
 
-    let done = h.ok(json!({"operation": "continue"})).await;
-    let RunState::Exited { exit_code, .. } = run_state(&done) else {
-        panic!("{}", agent_tools_debug::render(&done))
-    };
-    assert_eq!(*exit_code, Some(3));
-    let all = output_text(&h.ok(json!({"operation": "output", "since": 0})).await);
+    assert_eq!(h.continue_to_exit().await, Some(3));
+    let all = h.all_output().await;
     assert!(all.contains("average=6") && all.contains("to stderr"), "{all}");
     h.ok(json!({"operation": "terminate"})).await;
     assert_gone(&procs);
@@ -170,15 +148,7 @@ async fn the_time_limit_ends_an_lldb_session() {
     let launched = h.ok(json!({"operation": "launch", "program": "buggy"})).await;
     let procs = session_processes(&launched);
     stopped(&launched);
-    let mut ended = None;
-    for _ in 0..600 {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        let DebugOutcome::Status(s) = h.ok(json!({"operation": "status"})).await else { panic!() };
-        if s.session.is_none() {
-            ended = s.last_end;
-            break;
-        }
-    }
+    let ended = h.wait_until_ended().await;
     assert!(ended.expect("ended").contains("time limit"));
     assert_gone(&procs);
 }

@@ -163,6 +163,23 @@ pub struct Located {
     pub line_text: String,
 }
 
+impl Located {
+    /// The match's start column in `unit` (a server's position encoding, or characters).
+    pub fn start_in(&self, unit: ColumnUnit) -> u32 {
+        convert_column(&self.line_text, self.start as u32, ColumnUnit::Utf8, unit)
+    }
+
+    /// The match's end column in `unit`.
+    pub fn end_in(&self, unit: ColumnUnit) -> u32 {
+        convert_column(&self.line_text, self.end as u32, ColumnUnit::Utf8, unit)
+    }
+
+    /// The 1-based character column a person reads in `file:line:column`.
+    pub fn display_column(&self) -> u32 {
+        self.start_in(ColumnUnit::Char) + 1
+    }
+}
+
 fn is_ident(c: char) -> bool {
     c.is_alphanumeric() || c == '_' || c == '$'
 }
@@ -529,26 +546,11 @@ impl Supervisor {
                 server_label(&server)
             )));
         }
-        let character = convert_column(
-            &located.line_text,
-            located.start as u32,
-            ColumnUnit::Utf8,
-            server.encoding,
-        );
-        let end_character = convert_column(
-            &located.line_text,
-            located.end as u32,
-            ColumnUnit::Utf8,
-            server.encoding,
-        );
+        let character = located.start_in(server.encoding);
+        let end_character = located.end_in(server.encoding);
         let uri = uri_from_path(&path).map(|u| u.as_str().to_string());
         let position = json!({"line": located.line, "character": character});
-        let col = convert_column(
-            &located.line_text,
-            located.start as u32,
-            ColumnUnit::Utf8,
-            ColumnUnit::Char,
-        ) + 1;
+        let col = located.display_column();
         let at = if located.of > 1 {
             format!(
                 "`{symbol}` at {shown}:{line}:{col} (occurrence {} of {})",

@@ -21,6 +21,8 @@ pub mod paths;
 mod rename;
 mod server;
 mod supervisor;
+#[doc(hidden)]
+pub mod testing;
 mod transport;
 
 pub use lsp_types;
@@ -36,7 +38,7 @@ pub use crate::{
     rename::{
         EditOp, EditPlan, RenameArgs, apply_text_edits, parse_workspace_edit, plan_edit, write_plan,
     },
-    server::{DiagnosticMode, DiagnosticsWait, Progress, process_group_alive},
+    server::{DiagnosticMode, DiagnosticsWait, Progress, join_all, process_group_alive},
     supervisor::{DocHandle, RootStatus, ServerState, Supervisor, SyncOutcome},
 };
 

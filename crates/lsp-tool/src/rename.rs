@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::{
     actions::{LspOutput, locate},
-    encoding::{ColumnUnit, byte_offset, convert_column},
+    encoding::{ColumnUnit, byte_offset},
     error::LspError,
     paths::{display_relative, is_inside, path_from_uri, resolve_in_root, uri_from_path},
     supervisor::{Supervisor, server_label},
@@ -401,19 +401,9 @@ impl Supervisor {
             ))
         })?;
         let uri = uri_from_path(&path).map(|u| u.as_str().to_string());
-        let character = convert_column(
-            &located.line_text,
-            located.start as u32,
-            ColumnUnit::Utf8,
-            server.encoding,
-        );
+        let character = located.start_in(server.encoding);
         let position = json!({"line": located.line, "character": character});
-        let col = convert_column(
-            &located.line_text,
-            located.start as u32,
-            ColumnUnit::Utf8,
-            ColumnUnit::Char,
-        ) + 1;
+        let col = located.display_column();
         let at = format!("`{}` at {shown}:{}:{col}", args.symbol, args.line);
         let fail = |what: &str, e: crate::transport::RequestError| {
             LspError::Failed(format!("rename of {at}: {what} failed: {e}; nothing was changed"))

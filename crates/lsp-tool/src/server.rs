@@ -1130,7 +1130,7 @@ pub fn process_group_alive(pgid: u32) -> bool {
 }
 
 /// Runs futures concurrently and collects their outputs in order (no extra dependency).
-pub(crate) async fn join_all<F: std::future::Future>(
+pub async fn join_all<F: std::future::Future>(
     futures: impl IntoIterator<Item = F>,
 ) -> Vec<F::Output> {
     let mut set = Vec::new();

@@ -12,22 +12,12 @@ use std::{
     time::Duration,
 };
 
-use agent_tools_lsp::{LspArgs, LspConfig, LspError, RenameArgs, Supervisor, process_group_alive};
+use agent_tools_lsp::{
+    LspArgs, LspConfig, LspError, RenameArgs, Supervisor, process_group_alive,
+    testing::{require_program, setup_paths},
+};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
-
-/// Where `cargo xtask setup` puts the test tools.
-fn tools_home() -> PathBuf {
-    if let Some(dir) = std::env::var_os("AGENT_TOOLS_TEST_HOME") {
-        return PathBuf::from(dir);
-    }
-    let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default();
-    home.join(".cache/agent-tools-test")
-}
-
-fn in_ci() -> bool {
-    std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "false")
-}
 
 struct Real {
     _dir: tempfile::TempDir,
@@ -103,22 +93,9 @@ fn check(language: &str) -> Option<Real> {
         "go" => ("gopls", "apt-get install gopls golang-go (cargo xtask setup)"),
         other => panic!("no fixture for {other}"),
     };
-    let extra = vec![
-        tools_home().join("venv/bin").display().to_string(),
-        tools_home().join("npm/node_modules/.bin").display().to_string(),
-    ];
-    let mut dirs: Vec<PathBuf> = extra.iter().map(PathBuf::from).collect();
-    if let Some(path) = std::env::var_os("PATH") {
-        dirs.extend(std::env::split_paths(&path));
-    }
-    let found = dirs.iter().any(|d| d.join(program).is_file())
-        || (language == "c" && dirs.iter().any(|d| d.join("clangd").is_file()));
-    if !found {
-        assert!(
-            !in_ci(),
-            "{program} is missing in CI; the setup step should have installed it ({how})"
-        );
-        eprintln!("\n!!! SKIPPED: {program} is not installed; {how} !!!\n");
+    let extra = setup_paths();
+    let programs: &[&str] = if language == "c" { &[program, "clangd"] } else { &[program] };
+    if !require_program(programs, &extra, how) {
         return None;
     }
     let dir = tempfile::tempdir().expect("temp dir");

@@ -303,6 +303,22 @@ impl Worker {
         }
     }
 
+    /// Settles as killed a worker with no attempt running (queued, or about to start again).
+    fn kill_unstarted(&mut self, now: Instant, detail: &str) {
+        self.state = WorkerState::Killed;
+        self.settled_at = Some(now);
+        self.result = Some(WorkerResult {
+            state: WorkerState::Killed,
+            output: String::new(),
+            output_note: None,
+            stderr: None,
+            detail: detail.into(),
+            revision: self.briefing.len(),
+            attempt: self.attempt,
+            ran_seconds: 0.0,
+        });
+    }
+
     fn view(&self, now: Instant) -> WorkerView {
         let running = matches!(self.state, WorkerState::Running | WorkerState::Stalled);
         WorkerView {
@@ -608,20 +624,8 @@ impl Roster {
             let running = match previous_state {
                 WorkerState::Queued => {
                     state.queue.retain(|&i| i != idx);
-                    let now = Instant::now();
-                    let w = &mut state.workers[idx];
-                    w.state = WorkerState::Killed;
-                    w.settled_at = Some(now);
-                    w.result = Some(WorkerResult {
-                        state: WorkerState::Killed,
-                        output: String::new(),
-                        output_note: None,
-                        stderr: None,
-                        detail: "killed while queued; it never started".into(),
-                        revision: w.briefing.len(),
-                        attempt: w.attempt,
-                        ran_seconds: 0.0,
-                    });
+                    state.workers[idx]
+                        .kill_unstarted(Instant::now(), "killed while queued; it never started");
                     None
                 }
                 WorkerState::Running | WorkerState::Stalled => Some((w.attempt, w.control.clone())),
@@ -682,19 +686,7 @@ impl Roster {
             let queued: Vec<usize> = state.queue.drain(..).collect();
             let now = Instant::now();
             for idx in queued {
-                let w = &mut state.workers[idx];
-                w.state = WorkerState::Killed;
-                w.settled_at = Some(now);
-                w.result = Some(WorkerResult {
-                    state: WorkerState::Killed,
-                    output: String::new(),
-                    output_note: None,
-                    stderr: None,
-                    detail: "the run ended while it was queued".into(),
-                    revision: w.briefing.len(),
-                    attempt: w.attempt,
-                    ran_seconds: 0.0,
-                });
+                state.workers[idx].kill_unstarted(now, "the run ended while it was queued");
             }
             state
                 .workers
@@ -782,20 +774,9 @@ impl Inner {
         let closed = state.closed;
         let w = &mut state.workers[idx];
         if closed {
-            w.state = WorkerState::Killed;
             w.holds_slot = false;
             w.control = None;
-            w.settled_at = Some(now);
-            w.result = Some(WorkerResult {
-                state: WorkerState::Killed,
-                output: String::new(),
-                output_note: None,
-                stderr: None,
-                detail: "the run ended before it could start again".into(),
-                revision: w.briefing.len(),
-                attempt: w.attempt,
-                ran_seconds: 0.0,
-            });
+            w.kill_unstarted(now, "the run ended before it could start again");
             return;
         }
         w.attempt += 1;

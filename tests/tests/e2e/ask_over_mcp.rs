@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use crate::support::{McpScript, TempProject, text_of};
+use crate::support::{McpScript, TempProject, text_of, tool_names};
 
 /// Runs `script`; returns the driver's whole output (`results`, `elicitations`).
 fn check(project: &TempProject, script: McpScript) -> Option<Value> {
@@ -21,10 +21,6 @@ fn database_question() -> Value {
             {"label": "Postgres"}
         ]
     })
-}
-
-fn tool_names(listed: &Value) -> Vec<&str> {
-    listed["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect()
 }
 
 #[test]

@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 
 use crate::support::{
     McpScript, TempProject, assert_no_survivors, host_binary, require, test_python, text_of,
+    tool_names,
 };
 
 fn fixture(path: &str) -> String {
@@ -34,10 +35,7 @@ fn check(project: &TempProject, python: &Path, calls: Vec<(String, Value)>) -> V
     let out = script.run(python);
     assert_no_survivors(&marker, Duration::from_secs(15));
     let results = out["results"].as_array().cloned().unwrap_or_default();
-    let names: Vec<&str> = results[1]["tools"]
-        .as_array()
-        .map(|t| t.iter().filter_map(|x| x["name"].as_str()).collect())
-        .unwrap_or_default();
+    let names = tool_names(&results[1]);
     assert!(names.contains(&"debug"), "the debug tool is served: {names:?}");
     results[2..].to_vec()
 }

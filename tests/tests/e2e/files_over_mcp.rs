@@ -2,18 +2,11 @@
 
 use serde_json::{Value, json};
 
-use crate::support::{McpScript, TempProject, text_of};
+use crate::support::{McpScript, TempProject, text_of, tool_names};
 
 fn check(project: &TempProject, script: McpScript) -> Option<Vec<Value>> {
     let _ = project;
     script.run_and_end().map(crate::support::results)
-}
-
-fn tool_names(listed: &Value) -> Vec<&str> {
-    listed["tools"]
-        .as_array()
-        .map(|tools| tools.iter().filter_map(|t| t["name"].as_str()).collect())
-        .unwrap_or_default()
 }
 
 #[test]

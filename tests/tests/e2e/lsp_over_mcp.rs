@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use serde_json::{Value, json};
 
-use crate::support::{McpScript, TempProject, require, text_of};
+use crate::support::{McpScript, TempProject, require, text_of, tool_names};
 
 fn tools_home() -> PathBuf {
     std::env::var_os("AGENT_TOOLS_TEST_HOME").map(PathBuf::from).unwrap_or_else(|| {
@@ -50,12 +50,7 @@ fn a_client_navigates_renames_and_gets_new_diagnostics_on_write() {
         .call("lsp_rename", json!({"file": "shapes.py", "line": 1, "symbol": "make_square", "new_name": "square_area"}))
         .call("lsp", json!({"action": "definition", "file": "main.py", "line": 3}));
     let Some(results) = check(script) else { return };
-    let names: Vec<&str> = results[1]["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
+    let names = tool_names(&results[1]);
     assert!(names.contains(&"lsp") && names.contains(&"lsp_rename"), "{names:?}");
     let status = text_of(&results[2]);
     assert!(
@@ -91,11 +86,6 @@ fn a_plan_surface_sees_lsp_but_not_lsp_rename() {
     let project = python_project();
     let script = McpScript::new(&project.root, &["--surface", "plan"]).list_tools();
     let Some(results) = check(script) else { return };
-    let names: Vec<&str> = results[1]["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
+    let names = tool_names(&results[1]);
     assert!(names.contains(&"lsp") && !names.contains(&"lsp_rename"), "{names:?}");
 }

@@ -206,6 +206,16 @@ impl Drop for TempProject {
     }
 }
 
+/// The names of the tools in a `tools/list` result from the driver, in its order.
+pub(crate) fn tool_names(listed: &Value) -> Vec<&str> {
+    listed["tools"]
+        .as_array()
+        .expect("a tools/list result")
+        .iter()
+        .map(|t| t["name"].as_str().expect("every tool has a name"))
+        .collect()
+}
+
 /// The text of the first content block of a call result from the driver.
 pub(crate) fn text_of(result: &Value) -> &str {
     result["content"][0]["text"].as_str().unwrap_or("")

@@ -1324,12 +1324,13 @@ fn source_lines(path: &Path, line: u32) -> Vec<SourceLine> {
         .collect()
 }
 
-fn spawn_stdio(
+/// Starts the adapter `argv` in `cwd`, in its own process group, with stdout and stderr piped.
+fn start_adapter(
     argv: &[String],
     cwd: &Path,
-    shared: &Arc<Shared>,
-    tasks: &mut Vec<JoinHandle<()>>,
-) -> Result<(BoxRead, BoxWrite, AdapterProcess), DebugError> {
+    stdin: std::process::Stdio,
+    configure: impl FnOnce(&mut tokio::process::Command),
+) -> Result<AdapterProcess, DebugError> {
     if argv.first().is_none_or(String::is_empty) {
         return Err(DebugError::adapter("the adapter command is empty"));
     }
@@ -1337,22 +1338,35 @@ fn spawn_stdio(
     command
         .args(&argv[1..])
         .current_dir(cwd)
-        .stdin(std::process::Stdio::piped())
+        .stdin(stdin)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
-        .env("PYDEVD_DISABLE_FILE_VALIDATION", "1")
         .process_group(0);
-    let mut child = command
+    configure(&mut command);
+    let child = command
         .spawn()
         .map_err(|e| DebugError::adapter(format!("cannot start `{}`: {e}", argv.join(" "))))?;
     let pid = child.id().and_then(|p| i32::try_from(p).ok()).unwrap_or(0);
-    let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+    Ok(AdapterProcess { child, pid, done: false })
+}
+
+fn spawn_stdio(
+    argv: &[String],
+    cwd: &Path,
+    shared: &Arc<Shared>,
+    tasks: &mut Vec<JoinHandle<()>>,
+) -> Result<(BoxRead, BoxWrite, AdapterProcess), DebugError> {
+    let mut process = start_adapter(argv, cwd, std::process::Stdio::piped(), |command| {
+        command.env("PYDEVD_DISABLE_FILE_VALIDATION", "1");
+    })?;
+    let (Some(stdin), Some(stdout)) = (process.child.stdin.take(), process.child.stdout.take())
+    else {
         return Err(DebugError::adapter("the adapter has no stdio pipes"));
     };
-    if let Some(stderr) = child.stderr.take() {
+    if let Some(stderr) = process.child.stderr.take() {
         tasks.push(forward_lines(shared.clone(), stderr, "stderr", true));
     }
-    Ok((Box::new(stdout), Box::new(stdin), AdapterProcess { child, pid, done: false }))
+    Ok((Box::new(stdout), Box::new(stdin), process))
 }
 
 /// Starts `dlv dap -l 127.0.0.1:0`, reads the port it prints, and connects.
@@ -1363,22 +1377,7 @@ async fn spawn_delve(
     tasks: &mut Vec<JoinHandle<()>>,
     opts: &StartOptions<'_>,
 ) -> Result<(tokio::net::TcpStream, AdapterProcess), DebugError> {
-    if argv.first().is_none_or(String::is_empty) {
-        return Err(DebugError::adapter("the adapter command is empty"));
-    }
-    let mut command = tokio::process::Command::new(&argv[0]);
-    command
-        .args(&argv[1..])
-        .current_dir(cwd)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .process_group(0);
-    let child = command
-        .spawn()
-        .map_err(|e| DebugError::adapter(format!("cannot start `{}`: {e}", argv.join(" "))))?;
-    let pid = child.id().and_then(|p| i32::try_from(p).ok()).unwrap_or(0);
-    let mut process = AdapterProcess { child, pid, done: false };
+    let mut process = start_adapter(argv, cwd, std::process::Stdio::null(), |_| {})?;
     let (Some(stdout), Some(stderr)) = (process.child.stdout.take(), process.child.stderr.take())
     else {
         return Err(DebugError::adapter("dlv has no stdio pipes"));

@@ -12,10 +12,10 @@ use std::{
 
 use agent_tools_debug::{
     DebugArgs, DebugConfig, DebugError, DebugOutcome, DebugSupervisor, RunState, SearchEnv,
-    StopSnapshot,
+    StopSnapshot, VariableView,
     process::{ProcRef, descendants},
 };
-use serde_json::Value;
+use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 /// True in CI, where a missing adapter fails instead of skipping.
@@ -126,6 +126,50 @@ impl Harness {
             Err(e) => e.to_string(),
         }
     }
+
+    /// The children of variable `reference` (first page).
+    pub async fn variables(&self, reference: u64) -> Vec<VariableView> {
+        match self.ok(json!({"operation": "variables", "reference": reference})).await {
+            DebugOutcome::Variables(vars) => vars.variables,
+            other => panic!("expected variables, got {other:?}"),
+        }
+    }
+
+    /// The value `expression` evaluates to in the current frame.
+    pub async fn evaluate(&self, expression: &str) -> String {
+        match self.ok(json!({"operation": "evaluate", "expression": expression})).await {
+            DebugOutcome::Evaluate(eval) => eval.result.value,
+            other => panic!("expected an evaluation, got {other:?}"),
+        }
+    }
+
+    /// Continues a stopped program to its end; its exit code.
+    pub async fn continue_to_exit(&self) -> Option<i64> {
+        let done = self.ok(json!({"operation": "continue"})).await;
+        let RunState::Exited { exit_code, .. } = run_state(&done) else {
+            panic!("expected the exit: {}", agent_tools_debug::render(&done))
+        };
+        *exit_code
+    }
+
+    /// All the program's output since the session began.
+    pub async fn all_output(&self) -> String {
+        output_text(&self.ok(json!({"operation": "output", "since": 0})).await)
+    }
+
+    /// Polls `status` until the session is gone (for a minute at most); how it ended.
+    pub async fn wait_until_ended(&self) -> Option<String> {
+        for _ in 0..600 {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let DebugOutcome::Status(s) = self.ok(json!({"operation": "status"})).await else {
+                panic!()
+            };
+            if s.session.is_none() {
+                return s.last_end;
+            }
+        }
+        None
+    }
 }
 
 /// The run state of a launch/attach/continue/step/pause outcome.
@@ -143,6 +187,31 @@ pub fn stopped(outcome: &DebugOutcome) -> &StopSnapshot {
         RunState::Stopped(s) => s,
         other => panic!("expected a stop, got {other:?}\n{}", agent_tools_debug::render(outcome)),
     }
+}
+
+/// The stop of a launch that verified its first breakpoint and stopped there, in `function`
+/// at `path`:`line`.
+pub fn stopped_at_breakpoint<'a>(
+    launched: &'a DebugOutcome,
+    function: &str,
+    path: &str,
+    line: u32,
+) -> &'a StopSnapshot {
+    let DebugOutcome::Started(started) = launched else { panic!("not a start: {launched:?}") };
+    assert!(started.breakpoints[0].verified, "{:?}", started.breakpoints);
+    let stop = stopped(launched);
+    assert_eq!(stop.reason, "breakpoint");
+    let frame = stop.frame.clone().expect("a user frame");
+    assert_eq!(
+        (frame.name.as_str(), frame.path.as_deref(), frame.line),
+        (function, Some(path), Some(line))
+    );
+    stop
+}
+
+/// The value of the local variable `name` at a stop.
+pub fn local(stop: &StopSnapshot, name: &str) -> Option<String> {
+    stop.locals.iter().find(|v| v.name == name).map(|v| v.value.clone())
 }
 
 /// The adapter's and the program's processes, and everything below the adapter, right now.

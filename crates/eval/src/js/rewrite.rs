@@ -76,14 +76,7 @@ pub(crate) fn rewrite(code: &str) -> String {
             }
             c if c.is_ascii_alphabetic() || c == b'_' || c == b'$' || c >= 0x80 => {
                 let start = i;
-                while i < bytes.len()
-                    && (bytes[i].is_ascii_alphanumeric()
-                        || bytes[i] == b'_'
-                        || bytes[i] == b'$'
-                        || bytes[i] >= 0x80)
-                {
-                    i += 1;
-                }
+                i = identifier_end(bytes, i);
                 let word = &code[start..i];
                 let at_statement = depth == 0 && prev.starts_statement() && !class_pending;
                 if at_statement
@@ -196,6 +189,13 @@ fn class_name(bytes: &[u8], mut i: usize) -> Option<(usize, usize)> {
         i += 1;
     }
     let start = i;
+    let end = identifier_end(bytes, start);
+    let name = std::str::from_utf8(&bytes[start..end]).ok()?;
+    (!name.is_empty() && name != "extends").then_some((start, end))
+}
+
+/// Where the identifier starting at `i` ends (letters, digits, `_`, `$`, any non-ASCII byte).
+fn identifier_end(bytes: &[u8], mut i: usize) -> usize {
     while i < bytes.len()
         && (bytes[i].is_ascii_alphanumeric()
             || bytes[i] == b'_'
@@ -204,8 +204,7 @@ fn class_name(bytes: &[u8], mut i: usize) -> Option<(usize, usize)> {
     {
         i += 1;
     }
-    let name = std::str::from_utf8(&bytes[start..i]).ok()?;
-    (!name.is_empty() && name != "extends").then_some((start, i))
+    i
 }
 
 fn skip_string(bytes: &[u8], start: usize, quote: u8) -> usize {

@@ -19,7 +19,7 @@ use std::{
 
 use agent_tools_lsp::{
     Diagnostic, DiagnosticsWait, DocHandle, Ledger, OnWriteConfig, Supervisor, SyncOutcome,
-    diagnostics::count_phrase,
+    diagnostics::count_phrase, join_all,
 };
 use async_trait::async_trait;
 use serde_json::{Value, json};
@@ -379,43 +379,12 @@ impl Tool for DiagnosticsOnWrite {
     }
 }
 
-/// Runs futures concurrently and collects their outputs in order.
-async fn join_all<F: std::future::Future>(futures: impl IntoIterator<Item = F>) -> Vec<F::Output> {
-    let handles: Vec<_> = futures.into_iter().map(Box::pin).collect();
-    let mut out: Vec<Option<F::Output>> = (0..handles.len()).map(|_| None).collect();
-    let mut handles = handles;
-    std::future::poll_fn(|cx| {
-        let mut pending = false;
-        for (i, f) in handles.iter_mut().enumerate() {
-            if out[i].is_none() {
-                match f.as_mut().poll(cx) {
-                    std::task::Poll::Ready(v) => out[i] = Some(v),
-                    std::task::Poll::Pending => pending = true,
-                }
-            }
-        }
-        if pending { std::task::Poll::Pending } else { std::task::Poll::Ready(()) }
-    })
-    .await;
-    out.into_iter().flatten().collect()
-}
-
 #[cfg(test)]
 mod tests {
+    use agent_tools_lsp::testing::{require_program, setup_paths, tools_home};
+
     use super::*;
     use crate::{RegistryBuilder, RunInfo, Surface, SurfaceKind};
-
-    fn tools_home() -> PathBuf {
-        if let Some(dir) = std::env::var_os("AGENT_TOOLS_TEST_HOME") {
-            return PathBuf::from(dir);
-        }
-        let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default();
-        home.join(".cache/agent-tools-test")
-    }
-
-    fn in_ci() -> bool {
-        std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "false")
-    }
 
     struct Run {
         _dir: tempfile::TempDir,
@@ -441,20 +410,8 @@ mod tests {
     /// A run over `files` with the reference file tools wrapped; `None` (after a loud skip)
     /// when `program` is not installed. `lsp` is merged into the `[lsp]` section.
     fn check(program: &str, how: &str, files: &[(&str, &str)], lsp: Value) -> Option<Run> {
-        let extra = vec![
-            tools_home().join("venv/bin").display().to_string(),
-            tools_home().join("npm/node_modules/.bin").display().to_string(),
-        ];
-        let mut dirs: Vec<PathBuf> = extra.iter().map(PathBuf::from).collect();
-        if let Some(path) = std::env::var_os("PATH") {
-            dirs.extend(std::env::split_paths(&path));
-        }
-        if !dirs.iter().any(|d| d.join(program).is_file()) {
-            assert!(!in_ci(), "{program} is missing in CI; {how}");
-            #[allow(clippy::print_stderr)]
-            {
-                eprintln!("\n!!! SKIPPED: {program} is not installed; {how} !!!\n");
-            }
+        let extra = setup_paths();
+        if !require_program(&[program], &extra, how) {
             return None;
         }
         let dir = tempfile::tempdir().unwrap();
