@@ -18,8 +18,8 @@ use crate::{
     error::AstError,
     lang::{ContextKind, Lang},
     matcher::RawMatch,
-    pattern::Pattern,
-    search::{PatternInfo, explain_empty, one_line, plural},
+    pattern::{Pattern, first_error},
+    search::{PatternInfo, count, explain_empty, one_line, plural},
     walk::{FileCtx, ScanStats, SearchOptions, line_col, resolve_scope, scan},
 };
 
@@ -287,27 +287,6 @@ fn error_count(node: tree_sitter::Node<'_>) -> usize {
     count
 }
 
-fn first_error_offset(node: tree_sitter::Node<'_>) -> Option<usize> {
-    if node.is_error() || node.is_missing() {
-        return Some(node.start_byte());
-    }
-    if !node.has_error() {
-        return None;
-    }
-    let mut cursor = node.walk();
-    if cursor.goto_first_child() {
-        loop {
-            if let Some(at) = first_error_offset(cursor.node()) {
-                return Some(at);
-            }
-            if !cursor.goto_next_sibling() {
-                break;
-            }
-        }
-    }
-    None
-}
-
 struct FileEdit {
     staged: StagedFile,
     proposed: ProposedFile,
@@ -349,7 +328,7 @@ fn edit_file(ctx: FileCtx<'_>, segs: &[Seg]) -> Result<FileEdit, usize> {
     let new_syntax_error = ctx.parser.parse(&new, None).and_then(|tree| {
         let root = tree.root_node();
         if error_count(root) > before {
-            let offset = first_error_offset(root).unwrap_or(0);
+            let offset = first_error(root).unwrap_or(0);
             let (line, col) = line_col(&new, offset);
             Some(format!("{}:{line}:{col}", ctx.rel))
         } else {
@@ -635,12 +614,10 @@ pub fn render_proposal(p: &Proposal) -> String {
         return out;
     };
     let mut out = format!(
-        "(proposed) {} {} in {} {} … call resolve with edit_id \"{id}\" and action \"accept\" to write it, \
+        "(proposed) {} in {} … call resolve with edit_id \"{id}\" and action \"accept\" to write it, \
          or \"discard\"\n",
-        p.replacements,
-        plural(p.replacements, "replacement", "replacements"),
-        p.files.len(),
-        plural(p.files.len(), "file", "files"),
+        count(p.replacements, "replacement", "replacements"),
+        count(p.files.len(), "file", "files"),
     );
     let _ = writeln!(out, "pattern parsed as {} ({})", info.context, info.language);
     if p.skipped_nested > 0 {
@@ -680,24 +657,19 @@ pub fn render_proposal(p: &Proposal) -> String {
 
 /// The model-facing text of a resolution.
 pub fn render_resolution(r: &Resolution) -> String {
+    let replacements = count(r.replacements, "replacement", "replacements");
+    let files = count(r.files, "file", "files");
     match r.action {
-        ResolveAction::Accept => format!(
-            "accepted {}: wrote {} {} to {} {}: {}",
-            r.edit_id,
-            r.replacements,
-            plural(r.replacements, "replacement", "replacements"),
-            r.files,
-            plural(r.files, "file", "files"),
-            r.written.join(", ")
-        ),
-        ResolveAction::Discard => format!(
-            "discarded {} ({} {} in {} {}); nothing was written",
-            r.edit_id,
-            r.replacements,
-            plural(r.replacements, "replacement", "replacements"),
-            r.files,
-            plural(r.files, "file", "files"),
-        ),
+        ResolveAction::Accept => {
+            format!(
+                "accepted {}: wrote {replacements} to {files}: {}",
+                r.edit_id,
+                r.written.join(", ")
+            )
+        }
+        ResolveAction::Discard => {
+            format!("discarded {} ({replacements} in {files}); nothing was written", r.edit_id)
+        }
     }
 }
 

@@ -5,7 +5,10 @@ use std::{fmt, path::Path, sync::OnceLock};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// A bundled grammar.
+use crate::error::AstError;
+
+/// A language this crate knows. Its grammar is compiled in only with its cargo feature
+/// (`lang-<id>`, all on by default): see [`Lang::is_built`].
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
 )]
@@ -177,9 +180,56 @@ impl Lang {
         Lang::ALL.into_iter().find(|l| l.extensions().contains(&ext.as_str()))
     }
 
-    /// Every id, comma-separated, for error messages.
-    pub fn all_ids() -> String {
-        Lang::ALL.iter().map(|l| l.id()).collect::<Vec<_>>().join(", ")
+    /// The cargo feature of agent-tools-astgrep that compiles this language's grammar in.
+    pub fn feature(self) -> &'static str {
+        match self {
+            Lang::Bash => "lang-bash",
+            Lang::C => "lang-c",
+            Lang::Cpp => "lang-cpp",
+            Lang::Dart => "lang-dart",
+            Lang::Go => "lang-go",
+            Lang::Java => "lang-java",
+            Lang::Javascript => "lang-javascript",
+            Lang::Json => "lang-json",
+            Lang::Python => "lang-python",
+            Lang::Rust => "lang-rust",
+            Lang::Tsx => "lang-tsx",
+            Lang::Typescript => "lang-typescript",
+        }
+    }
+
+    /// Whether this language's grammar is compiled into this build (its feature is on).
+    pub fn is_built(self) -> bool {
+        self.ts_language().is_some()
+    }
+
+    /// The languages compiled into this build, in [`Lang::ALL`] order.
+    pub fn built() -> impl Iterator<Item = Lang> {
+        Lang::ALL.into_iter().filter(|l| l.is_built())
+    }
+
+    /// The ids of the languages compiled into this build, comma-separated, for error messages.
+    pub fn built_ids() -> String {
+        let ids: Vec<&str> = Lang::built().map(Lang::id).collect();
+        if ids.is_empty() {
+            "none (this build has no `lang-*` feature of agent-tools-astgrep)".to_string()
+        } else {
+            ids.join(", ")
+        }
+    }
+
+    /// `Ok(self)` if the grammar is compiled in, else an error naming the feature to enable.
+    pub fn require_built(self) -> Result<Lang, AstError> {
+        if self.is_built() { Ok(self) } else { Err(self.not_built()) }
+    }
+
+    fn not_built(self) -> AstError {
+        AstError::Language(format!(
+            "language `{self}` is not in this build: enable the cargo feature `{}` of \
+             agent-tools-astgrep (languages in this build: {})",
+            self.feature(),
+            Lang::built_ids()
+        ))
     }
 
     pub(crate) fn expando(self) -> Expando {
@@ -274,29 +324,46 @@ impl Lang {
         }
     }
 
-    fn ts_language(self) -> tree_sitter::Language {
+    /// The compiled-in grammar, or None when its feature is off.
+    fn ts_language(self) -> Option<tree_sitter::Language> {
         match self {
-            Lang::Bash => tree_sitter_bash::LANGUAGE.into(),
-            Lang::C => tree_sitter_c::LANGUAGE.into(),
-            Lang::Cpp => tree_sitter_cpp::LANGUAGE.into(),
-            Lang::Dart => tree_sitter_dart::LANGUAGE.into(),
-            Lang::Go => tree_sitter_go::LANGUAGE.into(),
-            Lang::Java => tree_sitter_java::LANGUAGE.into(),
-            Lang::Javascript => tree_sitter_javascript::LANGUAGE.into(),
-            Lang::Json => tree_sitter_json::LANGUAGE.into(),
-            Lang::Python => tree_sitter_python::LANGUAGE.into(),
-            Lang::Rust => tree_sitter_rust::LANGUAGE.into(),
-            Lang::Tsx => tree_sitter_typescript::LANGUAGE_TSX.into(),
-            Lang::Typescript => tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into(),
+            #[cfg(feature = "lang-bash")]
+            Lang::Bash => Some(tree_sitter_bash::LANGUAGE.into()),
+            #[cfg(feature = "lang-c")]
+            Lang::C => Some(tree_sitter_c::LANGUAGE.into()),
+            #[cfg(feature = "lang-cpp")]
+            Lang::Cpp => Some(tree_sitter_cpp::LANGUAGE.into()),
+            #[cfg(feature = "lang-dart")]
+            Lang::Dart => Some(tree_sitter_dart::LANGUAGE.into()),
+            #[cfg(feature = "lang-go")]
+            Lang::Go => Some(tree_sitter_go::LANGUAGE.into()),
+            #[cfg(feature = "lang-java")]
+            Lang::Java => Some(tree_sitter_java::LANGUAGE.into()),
+            #[cfg(feature = "lang-javascript")]
+            Lang::Javascript => Some(tree_sitter_javascript::LANGUAGE.into()),
+            #[cfg(feature = "lang-json")]
+            Lang::Json => Some(tree_sitter_json::LANGUAGE.into()),
+            #[cfg(feature = "lang-python")]
+            Lang::Python => Some(tree_sitter_python::LANGUAGE.into()),
+            #[cfg(feature = "lang-rust")]
+            Lang::Rust => Some(tree_sitter_rust::LANGUAGE.into()),
+            #[cfg(feature = "lang-tsx")]
+            Lang::Tsx => Some(tree_sitter_typescript::LANGUAGE_TSX.into()),
+            #[cfg(feature = "lang-typescript")]
+            Lang::Typescript => Some(tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into()),
+            // Reachable only when some `lang-*` feature is off.
+            #[allow(unreachable_patterns)]
+            _ => None,
         }
     }
 
-    /// The grammar and its canonical kind table, built once per process.
-    pub(crate) fn data(self) -> &'static LangData {
-        static DATA: [OnceLock<LangData>; 12] = [const { OnceLock::new() }; 12];
+    /// The grammar and its canonical kind table, built once per process; an error naming the
+    /// cargo feature when the grammar is not compiled in.
+    pub(crate) fn data(self) -> Result<&'static LangData, AstError> {
+        static DATA: [OnceLock<Option<LangData>>; 12] = [const { OnceLock::new() }; 12];
         let index = Lang::ALL.iter().position(|l| *l == self).unwrap_or(0);
-        DATA[index].get_or_init(|| {
-            let language = self.ts_language();
+        let data = DATA[index].get_or_init(|| {
+            let language = self.ts_language()?;
             let count = language.node_kind_count();
             let mut canonical = Vec::with_capacity(count);
             for id in 0..count {
@@ -316,21 +383,28 @@ impl Lang {
                 };
                 canonical.push(canon);
             }
-            LangData { language, canonical }
-        })
+            Some(LangData { language, canonical })
+        });
+        data.as_ref().ok_or_else(|| self.not_built())
     }
+}
 
-    /// A parser set to this language.
-    pub(crate) fn parser(self) -> tree_sitter::Parser {
-        let mut parser = tree_sitter::Parser::new();
-        // The bundled grammars are all ABI 14 or 15, which this tree-sitter accepts; a failure
-        // here would surface as parse() returning None, which callers report.
-        let _ = parser.set_language(&self.data().language);
-        parser
+impl fmt::Debug for LangData {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LangData").field("kinds", &self.canonical.len()).finish_non_exhaustive()
     }
 }
 
 impl LangData {
+    /// A parser set to this grammar.
+    pub(crate) fn parser(&self) -> tree_sitter::Parser {
+        let mut parser = tree_sitter::Parser::new();
+        // The bundled grammars are all ABI 14 or 15, which this tree-sitter accepts; a failure
+        // here would surface as parse() returning None, which callers report.
+        let _ = parser.set_language(&self.language);
+        parser
+    }
+
     pub(crate) fn canon(&self, kind_id: u16) -> u16 {
         self.canonical.get(usize::from(kind_id)).copied().unwrap_or(kind_id)
     }

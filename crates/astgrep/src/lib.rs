@@ -50,7 +50,7 @@ pub use crate::{
 ///
 /// A convenience for tests, fuzzing and hosts that hold text in memory.
 pub fn match_source(pattern: &Pattern, source: &str) -> Vec<RawMatch> {
-    let mut parser = pattern.lang().parser();
+    let mut parser = pattern.data.parser();
     let Some(tree) = parser.parse(source, None) else { return Vec::new() };
     Matcher::new(pattern).find_all(tree.root_node(), source.as_bytes())
 }

@@ -64,7 +64,7 @@ impl<'p> Matcher<'p> {
     pub fn with_budget(pattern: &'p Pattern, budget: u64) -> Self {
         Matcher {
             pattern,
-            data: pattern.lang.data(),
+            data: pattern.data,
             budget,
             steps: 0,
             exceeded: false,

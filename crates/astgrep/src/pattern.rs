@@ -4,7 +4,7 @@ use tree_sitter::Node;
 
 use crate::{
     error::AstError,
-    lang::{ContextKind, Expando, Lang},
+    lang::{ContextKind, Expando, Lang, LangData},
 };
 
 /// One node of a compiled pattern.
@@ -30,6 +30,8 @@ impl PNode {
 #[derive(Debug, Clone)]
 pub struct Pattern {
     pub(crate) lang: Lang,
+    /// The grammar of `lang`: holding it proves the grammar is compiled in.
+    pub(crate) data: &'static LangData,
     /// One node, or a sequence of siblings (a multi-statement pattern).
     pub(crate) nodes: Vec<PNode>,
     /// Names of the capturing metavariables, indexed by `PNode::Var`/`Multi`.
@@ -50,6 +52,7 @@ impl Pattern {
         pattern: &str,
         context: Option<ContextKind>,
     ) -> Result<Pattern, AstError> {
+        let data = lang.data()?;
         let trimmed = pattern.trim();
         if trimmed.is_empty() {
             return Err(AstError::Pattern(
@@ -59,8 +62,7 @@ impl Pattern {
         let lead = pattern.len() - pattern.trim_start().len();
         let subst = substitute(lang, trimmed)?;
         let mut attempts: Vec<(ContextKind, Option<ErrorAt>)> = Vec::new();
-        let mut parser = lang.parser();
-        let data = lang.data();
+        let mut parser = data.parser();
         for (kind, scaffolds) in lang.ladder() {
             if context.is_some_and(|c| c != *kind) {
                 continue;
@@ -113,6 +115,7 @@ impl Pattern {
                 let sexp = render_sexp(&nodes, &builder.vars, &data.language);
                 return Ok(Pattern {
                     lang,
+                    data,
                     nodes,
                     vars: builder.vars,
                     multi: builder.multi,
@@ -207,7 +210,7 @@ impl ErrorAt {
 }
 
 /// Byte offset of the first ERROR or MISSING node in pre-order.
-fn first_error(root: Node<'_>) -> Option<usize> {
+pub(crate) fn first_error(root: Node<'_>) -> Option<usize> {
     let mut cursor = root.walk();
     loop {
         let node = cursor.node();
@@ -292,7 +295,7 @@ fn is_stringish(kind: &str) -> bool {
 
 struct Builder<'s> {
     lang: Lang,
-    data: &'static crate::lang::LangData,
+    data: &'static LangData,
     src: &'s [u8],
     vars: Vec<String>,
     multi: Vec<bool>,

@@ -243,11 +243,9 @@ pub fn render_search(result: &SearchResult) -> String {
         return out;
     }
     out.push_str(&format!(
-        "{} {} in {} {}\n",
-        result.total_matches,
-        plural(result.total_matches, "match", "matches"),
-        result.files_with_matches,
-        plural(result.files_with_matches, "file", "files")
+        "{} in {}\n",
+        count(result.total_matches, "match", "matches"),
+        count(result.files_with_matches, "file", "files")
     ));
     for m in &result.matches {
         let mut lines = m.text.lines();
@@ -360,4 +358,9 @@ pub(crate) fn one_line(s: &str) -> String {
 
 pub(crate) fn plural<'a>(n: usize, one: &'a str, many: &'a str) -> &'a str {
     if n == 1 { one } else { many }
+}
+
+/// `n` and the noun in the right number: "1 file", "3 files".
+pub(crate) fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", plural(n, one, many))
 }

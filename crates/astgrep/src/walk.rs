@@ -108,23 +108,24 @@ pub fn resolve_scope(
     let lang = match language.map(str::trim).filter(|l| !l.is_empty()) {
         Some(id) => Lang::from_id(id).ok_or_else(|| {
             AstError::Language(format!(
-                "unknown language `{id}`; bundled languages: {}",
-                Lang::all_ids()
+                "unknown language `{id}`; languages in this build: {}",
+                Lang::built_ids()
             ))
         })?,
         None if is_file => Lang::from_path(&target).ok_or_else(|| {
             AstError::Language(format!(
                 "cannot infer the language of `{display}` from its extension; pass `language`, one of: {}",
-                Lang::all_ids()
+                Lang::built_ids()
             ))
         })?,
         None => {
             return Err(AstError::Language(format!(
-                "`language` is required when `path` is a directory (`{display}`); bundled languages: {}",
-                Lang::all_ids()
+                "`language` is required when `path` is a directory (`{display}`); languages in this build: {}",
+                Lang::built_ids()
             )));
         }
     };
+    lang.require_built()?;
     Ok(Scope { root, target, is_file, lang, display })
 }
 
@@ -237,7 +238,7 @@ pub(crate) fn scan<T: Send>(
     };
 
     if scope.is_file {
-        let mut parser = scope.lang.parser();
+        let mut parser = pattern.data.parser();
         if let Err(skip) = visit(&scope.target, &mut parser) {
             let what = match skip {
                 Skip::Binary => "is a binary file".to_string(),
@@ -263,7 +264,7 @@ pub(crate) fn scan<T: Send>(
             .require_git(false)
             .build_parallel()
             .run(|| {
-                let mut parser = lang.parser();
+                let mut parser = pattern.data.parser();
                 let visit = &visit;
                 let record = &record;
                 let stop = &stop;

@@ -7,15 +7,8 @@ use agent_tools_astgrep::{
     render_proposal, render_resolution,
 };
 
-fn project(files: &[(&str, &str)]) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().expect("temp dir");
-    for (path, contents) in files {
-        let path = dir.path().join(path);
-        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
-        std::fs::write(path, contents).expect("write");
-    }
-    dir
-}
+mod support;
+use support::project;
 
 /// Stages `pattern` → `rewrite` under `root` in `store`.
 fn check(

@@ -4,15 +4,8 @@ use std::path::Path;
 
 use agent_tools_astgrep::{SearchOptions, SearchRequest, SearchResult, render_search, search};
 
-fn project(files: &[(&str, &[u8])]) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().expect("temp dir");
-    for (path, contents) in files {
-        let path = dir.path().join(path);
-        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
-        std::fs::write(path, contents).expect("write");
-    }
-    dir
-}
+mod support;
+use support::project;
 
 fn request(pattern: &str, path: Option<&str>, language: Option<&str>) -> SearchRequest {
     SearchRequest {
@@ -95,7 +88,7 @@ fn language_is_inferred_from_a_file_and_required_for_a_directory() {
 
 #[test]
 fn bad_paths_and_files_get_clear_errors() {
-    let dir = project(&[
+    let dir = project::<&[u8]>(&[
         ("a.py", b"print(1)\n"),
         ("bin.py", b"print(\0\x01\x02)"),
         ("latin1.py", b"print('caf\xe9')\n"),

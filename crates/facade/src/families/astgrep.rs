@@ -39,7 +39,7 @@ impl RegistryBuilder {
 /// `agent-tools status` lines for this family.
 pub(crate) fn status_details(root: &Path, config: &Config) -> Vec<String> {
     let langs: Vec<String> =
-        Lang::ALL.iter().map(|l| format!("{} (.{})", l.id(), l.extensions().join(", ."))).collect();
+        Lang::built().map(|l| format!("{} (.{})", l.id(), l.extensions().join(", ."))).collect();
     let c = &config.astgrep;
     vec![
         format!("bundled grammars: {}", langs.join(", ")),
