@@ -27,19 +27,19 @@ const APT: &[(&str, &str)] = &[
 /// Python packages for the test venv.
 const PIP: &[&str] = &[
     // The official MCP SDK: the end-to-end client nobody here wrote.
-    "mcp==1.*",
+    "mcp==1.30.*",
     // astgrep: the ast-grep CLI, the reference `cargo xtask bench astgrep` compares against.
     "ast-grep-cli==0.51.*",
     // eval: pandas tables and matplotlib figures in the Python kernel tests.
-    "pandas",
-    "matplotlib",
+    "pandas==3.1.*",
+    "matplotlib==3.11.*",
     // eval: ipykernel driven by jupyter_client, the reference `cargo xtask bench eval` compares against.
-    "ipykernel",
-    "jupyter_client",
+    "ipykernel==7.*",
+    "jupyter_client==8.*",
     // debug: the debugpy adapter (the Debian package is older, 1.6).
     "debugpy==1.8.*",
     // lsp: basedpyright (bundles its own Node), the Python server of the lsp tests.
-    "basedpyright",
+    "basedpyright==1.40.*",
 ];
 
 /// npm packages installed under the tools directory.
