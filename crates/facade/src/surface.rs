@@ -239,8 +239,40 @@ impl Surface {
         {
             return denied;
         }
-        let mut result = tool.call(ctx, args).await;
+        let mut result = call_contained(tool.clone(), ctx.clone(), args).await;
         result.truncate_text(self.max_output_chars);
         result
+    }
+}
+
+/// Runs the tool in a task of its own so that a panic inside it becomes an error result
+/// instead of tearing down the caller (an MCP connection, a harness turn). Dropping the
+/// returned future still cancels the call.
+async fn call_contained(tool: DynTool, ctx: CallContext, args: Value) -> ToolResult {
+    struct AbortOnDrop(tokio::task::AbortHandle);
+    impl Drop for AbortOnDrop {
+        fn drop(&mut self) {
+            self.0.abort();
+        }
+    }
+    let name = tool.spec().name.clone();
+    let task = tokio::spawn(async move { tool.call(&ctx, args).await });
+    let _abort = AbortOnDrop(task.abort_handle());
+    match task.await {
+        Ok(result) => result,
+        Err(err) if err.is_panic() => {
+            let payload = err.into_panic();
+            let message = payload
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "no message".into());
+            tracing::error!(tool = %name, "tool panicked: {message}");
+            ToolResult::error(format!(
+                "{name}: the tool failed internally ({message}); this is a bug in the tool, not in \
+                 your arguments. The run goes on and other tools still work"
+            ))
+        }
+        Err(_) => ToolResult::error(format!("{name}: the call was cancelled")),
     }
 }

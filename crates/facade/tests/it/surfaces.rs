@@ -233,3 +233,44 @@ fn wrappers_layer_over_file_tools_and_keep_their_schema() {
         runtime.block_on(surface.call(&ctx, "write", json!({"path": "a.txt", "content": "y\n"})));
     assert_eq!(result.text, "replaced a.txt (1 lines, 2 bytes)\nchanged: 1");
 }
+
+/// A tool with a bug: it panics.
+struct Panicking(agent_tools::ToolSpec);
+
+#[async_trait::async_trait]
+impl agent_tools::Tool for Panicking {
+    fn spec(&self) -> &agent_tools::ToolSpec {
+        &self.0
+    }
+
+    async fn call(
+        &self,
+        _ctx: &agent_tools::CallContext,
+        _args: serde_json::Value,
+    ) -> agent_tools::ToolResult {
+        panic!("index out of bounds")
+    }
+}
+
+#[test]
+fn a_panicking_tool_becomes_an_error_result_and_the_run_goes_on() {
+    let project = Project::new(&[("a.txt", "x\n")]);
+    let buggy = Panicking(agent_tools::ToolSpec::new::<RelayArgs>("buggy", "panics", Tier::Read));
+    let registry = RegistryBuilder::new()
+        .with_reference_file_tools()
+        .with_tool("test", std::sync::Arc::new(buggy))
+        .build();
+    let surface = registry.surface(SurfaceKind::Build);
+    let run = agent_tools::RunInfo::new(project.dir.path());
+    let runtime = tokio::runtime::Builder::new_current_thread().build().expect("runtime");
+    let ctx = surface.context(&run, None);
+    let result = runtime.block_on(surface.call(&ctx, "buggy", json!({"tool": "x", "args": {}})));
+    assert!(result.is_error);
+    assert!(
+        result.text.starts_with("buggy: the tool failed internally (index out of bounds)"),
+        "{}",
+        result.text
+    );
+    let after = runtime.block_on(surface.call(&ctx, "read", json!({"path": "a.txt"})));
+    assert!(!after.is_error, "{}", after.text);
+}
