@@ -20,6 +20,7 @@ mod error;
 pub mod paths;
 mod rename;
 mod server;
+mod spawn;
 mod supervisor;
 #[doc(hidden)]
 pub mod testing;

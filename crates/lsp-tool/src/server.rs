@@ -2,8 +2,9 @@
 //! bounded shutdown.
 //!
 //! The process runs in its own process group (so SIGTERM/SIGKILL reach the helpers it starts,
-//! such as tsserver or `go list`), dies with us (`PR_SET_PDEATHSIG`), and has its stderr drained
-//! into tracing and a small ring kept for crash reports.
+//! such as tsserver or `go list`), dies with us (`PR_SET_PDEATHSIG`, set by the spawner thread in
+//! [`crate::spawn`]), and has its stderr drained into tracing and a small ring kept for crash
+//! reports.
 
 use std::{
     collections::{HashMap, VecDeque},
@@ -439,14 +440,10 @@ impl Server {
             .stderr(Stdio::piped())
             .kill_on_drop(true)
             .process_group(0);
-        // SAFETY: prctl is async-signal-safe; the closure touches no memory of the parent.
-        unsafe {
-            cmd.pre_exec(|| {
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                Ok(())
-            });
-        }
-        let mut child = cmd.spawn().map_err(|e| spawn_error(&def, &command, &e.to_string()))?;
+        // Forked on the spawner thread: the server is killed when the host process dies.
+        let mut child = crate::spawn::spawn(cmd)
+            .await
+            .map_err(|e| spawn_error(&def, &command, &e.to_string()))?;
         let pid = child.id().unwrap_or(0);
         // Until `initialize` succeeds, a dropped (cancelled) start must not leave the process.
         let mut guard = KillGuard { pid, armed: true };

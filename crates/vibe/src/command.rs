@@ -2,7 +2,8 @@
 //! the run's root with the briefing on stdin and its id, tier and ceiling in the environment.
 //!
 //! Every attempt runs in its own process group, so a stop reaches everything it started; when an
-//! attempt ends, whatever it left behind in its group is killed too.
+//! attempt ends, whatever it left behind in its group is killed too. Workers are forked by the
+//! spawner thread ([`crate::spawn`]), so they are killed when the host process dies.
 
 use std::{path::PathBuf, process::Stdio, sync::Arc, time::Duration};
 
@@ -115,7 +116,7 @@ impl WorkerBackend for CommandBackend {
             .env(ENV_ATTEMPT, request.attempt.to_string())
             .process_group(0)
             .kill_on_drop(true);
-        let mut child = cmd.spawn().map_err(|e| {
+        let mut child = crate::spawn::spawn(cmd).await.map_err(|e| {
             format!("cannot start `{}` in {}: {e}", command.display(), self.root.display())
         })?;
         let Some(pid) = child.id().and_then(|p| i32::try_from(p).ok()) else {

@@ -18,6 +18,7 @@ mod command;
 mod config;
 mod render;
 mod roster;
+mod spawn;
 
 pub use crate::{
     args::{

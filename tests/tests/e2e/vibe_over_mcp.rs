@@ -113,3 +113,107 @@ fn a_worker_still_running_when_the_client_leaves_is_stopped() {
     assert_eq!(results[2]["structured"]["timed_out"], true);
     assert_eq!(results[2]["structured"]["worker"]["state"], "running");
 }
+
+/// Speaks just enough MCP over the host's stdio to start a worker; the host is our own child, so
+/// the test can SIGKILL it.
+struct RawHost {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    lines: std::sync::mpsc::Receiver<String>,
+}
+
+impl RawHost {
+    fn start(root: &std::path::Path, marker: &str) -> RawHost {
+        use std::process::{Command, Stdio};
+        let mut child = Command::new(crate::support::host_binary())
+            .args(["mcp", "--root"])
+            .arg(root)
+            .arg("--vibe")
+            .env("AGENT_TOOLS_E2E_MARKER", marker)
+            .env("RUST_LOG", "warn")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start the host");
+        let stdin = child.stdin.take().expect("host stdin");
+        let stdout = child.stdout.take().expect("host stdout");
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        RawHost { child, stdin, lines }
+    }
+
+    fn send(&mut self, message: Value) {
+        use std::io::Write;
+        writeln!(self.stdin, "{message}").and_then(|()| self.stdin.flush()).expect("write");
+    }
+
+    /// Sends a request and returns the response with its id, skipping notifications.
+    fn request(&mut self, id: u64, method: &str, params: Value) -> Value {
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        loop {
+            let line = self
+                .lines
+                .recv_timeout(std::time::Duration::from_secs(120))
+                .unwrap_or_else(|e| panic!("no answer to {method}: {e}"));
+            let message: Value = serde_json::from_str(&line).expect("a JSON-RPC line");
+            if message["id"] == id {
+                return message;
+            }
+        }
+    }
+}
+
+#[test]
+fn a_worker_dies_with_a_host_that_is_killed() {
+    let project =
+        TempProject::new(&[("agent-tools.toml", "[vibe.fast]\ncommand = [\"sleep\", \"300\"]\n")]);
+    let marker = format!("e2e-vibe-kill-{}", std::process::id());
+    let mut host = RawHost::start(&project.root, &marker);
+    let init = host.request(
+        1,
+        "initialize",
+        json!({
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "raw-e2e", "version": "0"},
+        }),
+    );
+    assert!(init.get("result").is_some(), "{init}");
+    host.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let spawned = host.request(
+        2,
+        "tools/call",
+        json!({"name": "vibe_spawn", "arguments": {"brief": "Take long.", "label": "long"}}),
+    );
+    assert_eq!(spawned["result"]["isError"], false, "{spawned}");
+
+    let worker_runs = || {
+        crate::support::processes_with_marker(&marker)
+            .iter()
+            .any(|(_, cmdline)| cmdline.starts_with("sleep 300"))
+    };
+    for _ in 0..1200 {
+        if worker_runs() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(
+        worker_runs(),
+        "the worker never ran: {:?}",
+        crate::support::processes_with_marker(&marker)
+    );
+
+    // SIGKILL: the host gets no chance to stop its workers itself.
+    host.child.kill().expect("kill the host");
+    host.child.wait().expect("reap the host");
+    crate::support::assert_no_survivors(&marker, std::time::Duration::from_secs(15));
+}
