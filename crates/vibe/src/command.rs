@@ -123,6 +123,7 @@ impl WorkerBackend for CommandBackend {
             return Err(format!("`{}` exited before it could be tracked", command.display()));
         };
         let guard = GroupGuard { pgid: pid, armed: true };
+        let watchdog = start_watchdog(pid);
 
         if let Some(mut stdin) = child.stdin.take() {
             let briefing = request.briefing.clone();
@@ -154,6 +155,8 @@ impl WorkerBackend for CommandBackend {
             // The leader is gone; whatever it left in its group goes with it.
             kill_group(guard.pgid, libc::SIGKILL);
             guard.armed = false;
+            // The group is gone: the watchdog has nothing left to guard (kill_on_drop ends it).
+            drop(watchdog);
             for reader in readers {
                 let _ = tokio::time::timeout(AFTER_KILL, reader).await;
             }
@@ -237,6 +240,30 @@ fn kill_group(pgid: i32, signal: i32) {
         // SAFETY: kill(2) with a negative pid signals a process group; no memory is involved.
         unsafe {
             libc::kill(-pgid, signal);
+        }
+    }
+}
+
+/// Starts a watchdog for the worker's process group: a tiny `sh` that blocks reading a pipe
+/// only this process holds open. PDEATHSIG kills the worker itself when the host dies, but not
+/// what the worker started; when the host dies (even by SIGKILL) the pipe closes, the read
+/// returns, and the watchdog kills the whole group. It is spawned normally (not through the
+/// PDEATHSIG spawner), so that it outlives the host long enough to do that.
+fn start_watchdog(pgid: i32) -> Option<tokio::process::Child> {
+    let mut cmd = Command::new("sh");
+    cmd.args(["-c", "read _; kill -KILL \"-$1\" 2>/dev/null", "agent-tools-vibe-watchdog"])
+        .arg(pgid.to_string())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true);
+    match cmd.spawn() {
+        Ok(child) => Some(child),
+        Err(e) => {
+            tracing::warn!(
+                "no watchdog for worker group {pgid} ({e}); it may outlive a killed host"
+            );
+            None
         }
     }
 }

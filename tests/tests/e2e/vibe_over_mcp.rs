@@ -174,7 +174,11 @@ impl RawHost {
 #[test]
 fn a_worker_dies_with_a_host_that_is_killed() {
     let project =
-        TempProject::new(&[("agent-tools.toml", "[vibe.fast]\ncommand = [\"sleep\", \"300\"]\n")]);
+        // The worker starts a process of its own, as real agent commands do: it must go too.
+        TempProject::new(&[(
+            "agent-tools.toml",
+            "[vibe.fast]\ncommand = [\"sh\", \"-c\", \"sleep 300 & sleep 300\"]\n",
+        )]);
     let marker = format!("e2e-vibe-kill-{}", std::process::id());
     let mut host = RawHost::start(&project.root, &marker);
     let init = host.request(
@@ -198,7 +202,9 @@ fn a_worker_dies_with_a_host_that_is_killed() {
     let worker_runs = || {
         crate::support::processes_with_marker(&marker)
             .iter()
-            .any(|(_, cmdline)| cmdline.starts_with("sleep 300"))
+            .filter(|(_, cmdline)| cmdline.starts_with("sleep 300"))
+            .count()
+            >= 2
     };
     for _ in 0..1200 {
         if worker_runs() {
