@@ -8,6 +8,7 @@ mod cli;
 mod debug_over_mcp;
 mod eval_over_mcp;
 mod files_over_mcp;
+mod host_killed;
 mod lsp_over_mcp;
 mod support;
 mod vibe_over_mcp;

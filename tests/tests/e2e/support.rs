@@ -220,3 +220,83 @@ pub(crate) fn tool_names(listed: &Value) -> Vec<&str> {
 pub(crate) fn text_of(result: &Value) -> &str {
     result["content"][0]["text"].as_str().unwrap_or("")
 }
+
+/// Speaks just enough MCP over the host's stdio to call tools; the host is our own child, so a
+/// test can SIGKILL it.
+pub(crate) struct RawHost {
+    pub(crate) child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    lines: std::sync::mpsc::Receiver<String>,
+}
+
+impl RawHost {
+    pub(crate) fn start(root: &std::path::Path, marker: &str, extra: &[&str]) -> RawHost {
+        use std::process::{Command, Stdio};
+        let mut child = Command::new(crate::support::host_binary())
+            .args(["mcp", "--root"])
+            .arg(root)
+            .args(extra)
+            .env("AGENT_TOOLS_E2E_MARKER", marker)
+            .env("RUST_LOG", "warn")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start the host");
+        let stdin = child.stdin.take().expect("host stdin");
+        let stdout = child.stdout.take().expect("host stdout");
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        RawHost { child, stdin, lines }
+    }
+
+    pub(crate) fn send(&mut self, message: Value) {
+        use std::io::Write;
+        writeln!(self.stdin, "{message}").and_then(|()| self.stdin.flush()).expect("write");
+    }
+
+    /// Sends a request and returns the response with its id, skipping notifications.
+    pub(crate) fn request(&mut self, id: u64, method: &str, params: Value) -> Value {
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        loop {
+            let line = self
+                .lines
+                .recv_timeout(std::time::Duration::from_secs(120))
+                .unwrap_or_else(|e| panic!("no answer to {method}: {e}"));
+            let message: Value = serde_json::from_str(&line).expect("a JSON-RPC line");
+            if message["id"] == id {
+                return message;
+            }
+        }
+    }
+}
+
+impl RawHost {
+    /// `initialize` plus `notifications/initialized`, as a client without capabilities.
+    pub(crate) fn initialize(&mut self) {
+        let init = self.request(
+            0,
+            "initialize",
+            json!({
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "raw-e2e", "version": "0"},
+            }),
+        );
+        assert!(init.get("result").is_some(), "{init}");
+        self.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    }
+
+    /// Calls `tool` and returns the tool result (`content`, `isError`, …).
+    pub(crate) fn call(&mut self, id: u64, tool: &str, args: Value) -> Value {
+        let response = self.request(id, "tools/call", json!({"name": tool, "arguments": args}));
+        response["result"].clone()
+    }
+}

@@ -114,63 +114,6 @@ fn a_worker_still_running_when_the_client_leaves_is_stopped() {
     assert_eq!(results[2]["structured"]["worker"]["state"], "running");
 }
 
-/// Speaks just enough MCP over the host's stdio to start a worker; the host is our own child, so
-/// the test can SIGKILL it.
-struct RawHost {
-    child: std::process::Child,
-    stdin: std::process::ChildStdin,
-    lines: std::sync::mpsc::Receiver<String>,
-}
-
-impl RawHost {
-    fn start(root: &std::path::Path, marker: &str) -> RawHost {
-        use std::process::{Command, Stdio};
-        let mut child = Command::new(crate::support::host_binary())
-            .args(["mcp", "--root"])
-            .arg(root)
-            .arg("--vibe")
-            .env("AGENT_TOOLS_E2E_MARKER", marker)
-            .env("RUST_LOG", "warn")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start the host");
-        let stdin = child.stdin.take().expect("host stdin");
-        let stdout = child.stdout.take().expect("host stdout");
-        let (tx, lines) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            use std::io::BufRead;
-            for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        RawHost { child, stdin, lines }
-    }
-
-    fn send(&mut self, message: Value) {
-        use std::io::Write;
-        writeln!(self.stdin, "{message}").and_then(|()| self.stdin.flush()).expect("write");
-    }
-
-    /// Sends a request and returns the response with its id, skipping notifications.
-    fn request(&mut self, id: u64, method: &str, params: Value) -> Value {
-        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        loop {
-            let line = self
-                .lines
-                .recv_timeout(std::time::Duration::from_secs(120))
-                .unwrap_or_else(|e| panic!("no answer to {method}: {e}"));
-            let message: Value = serde_json::from_str(&line).expect("a JSON-RPC line");
-            if message["id"] == id {
-                return message;
-            }
-        }
-    }
-}
-
 #[test]
 fn a_worker_dies_with_a_host_that_is_killed() {
     let project =
@@ -180,7 +123,7 @@ fn a_worker_dies_with_a_host_that_is_killed() {
             "[vibe.fast]\ncommand = [\"sh\", \"-c\", \"sleep 300 & sleep 300\"]\n",
         )]);
     let marker = format!("e2e-vibe-kill-{}", std::process::id());
-    let mut host = RawHost::start(&project.root, &marker);
+    let mut host = crate::support::RawHost::start(&project.root, &marker, &["--vibe"]);
     let init = host.request(
         1,
         "initialize",

@@ -83,6 +83,16 @@ class _State:
 STATE = _State()
 
 
+def _end_own_group():
+    """Kills the kernel's process group when the kernel leads it (the host starts it so)."""
+    try:
+        if os.getpgid(0) == os.getpid():
+            # SIGKILL takes the kernel too, which is on its way out anyway.
+            os.killpg(os.getpid(), signal.SIGKILL)
+    except Exception:
+        pass
+
+
 def _reader():
     while True:
         try:
@@ -90,7 +100,9 @@ def _reader():
         except Exception:
             frame = None
         if frame is None:
-            # The host is gone: a kernel never outlives its pipe.
+            # The host is gone (perhaps killed, with no chance to end the run): a kernel never
+            # outlives its pipe, and neither does what its cells started in its process group.
+            _end_own_group()
             os._exit(0)
         kind = frame.get("t")
         if kind == "exec":

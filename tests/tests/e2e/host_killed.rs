@@ -1,0 +1,93 @@
+//! A host killed with SIGKILL gets no chance to end its run: every process the run started (a
+//! kernel and what its cell started, a language server, a debug adapter and its debuggee) must
+//! still go with it.
+
+use std::{os::unix::fs::PermissionsExt, path::Path, process::Command, time::Duration};
+
+use serde_json::json;
+
+use crate::support::{
+    RawHost, TempProject, assert_no_survivors, processes_with_marker, require, test_python, text_of,
+};
+
+fn on_path(program: &str) -> bool {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path).any(|dir| dir.join(program).is_file())
+}
+
+#[test]
+fn every_process_of_a_run_dies_with_a_killed_host() {
+    let Some(python) = test_python() else {
+        require("python venv with the `mcp` SDK", false, "run `cargo xtask setup`");
+        return;
+    };
+    let has_debugpy = Command::new(&python)
+        .args(["-c", "import debugpy"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !require("debugpy in the test venv", has_debugpy, "run `cargo xtask setup`")
+        || !require(
+            "basedpyright-langserver on PATH",
+            on_path("basedpyright-langserver"),
+            "run `cargo xtask test`",
+        )
+    {
+        return;
+    }
+    let program = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../crates/debug/tests/fixtures/python/buggy.py"),
+    )
+    .expect("the debug fixture");
+    let wrapper = format!("#!/bin/sh\nexec {} \"$@\"\n", python.display());
+    let config = format!("[eval]\npython = {:?}\n", python.display().to_string());
+    let project = TempProject::new(&[
+        ("pyproject.toml", "[project]\nname = \"buggy\"\n"),
+        ("buggy.py", &program),
+        (".venv/bin/python", &wrapper),
+        ("agent-tools.toml", &config),
+    ]);
+    std::fs::set_permissions(
+        project.root.join(".venv/bin/python"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .expect("chmod");
+    let marker = format!("e2e-host-killed-{}", std::process::id());
+    let mut host = RawHost::start(&project.root, &marker, &[]);
+    host.initialize();
+
+    let cell = host.call(
+        1,
+        "eval",
+        json!({
+            "code": "import subprocess\nchild = subprocess.Popen(['sleep', '300'])\nchild.pid",
+            "description": "start a child process from the kernel",
+        }),
+    );
+    assert_eq!(cell["isError"], false, "{}", text_of(&cell));
+    let symbols = host.call(2, "lsp", json!({"action": "symbols", "file": "buggy.py"}));
+    assert_eq!(symbols["isError"], false, "{}", text_of(&symbols));
+    let breakpoints = host.call(
+        3,
+        "debug",
+        json!({"operation": "breakpoints", "file": "buggy.py", "lines": [11]}),
+    );
+    assert_eq!(breakpoints["isError"], false, "{}", text_of(&breakpoints));
+    let launched = host.call(
+        4,
+        "debug",
+        json!({"operation": "launch", "program": "buggy.py", "wait_seconds": 120}),
+    );
+    assert!(text_of(&launched).contains("Stopped (stop 1)"), "{}", text_of(&launched));
+
+    let running = processes_with_marker(&marker);
+    let has = |needle: &str| running.iter().any(|(_, cmdline)| cmdline.contains(needle));
+    assert!(
+        has("sleep 300") && has("basedpyright") && has("debugpy") && has("buggy.py"),
+        "the kernel's child, the server, the adapter and the debuggee should all run: {running:?}"
+    );
+
+    host.child.kill().expect("kill the host");
+    host.child.wait().expect("reap the host");
+    assert_no_survivors(&marker, Duration::from_secs(20));
+}
