@@ -91,3 +91,75 @@ fn every_process_of_a_run_dies_with_a_killed_host() {
     host.child.wait().expect("reap the host");
     assert_no_survivors(&marker, Duration::from_secs(20));
 }
+
+fn fixture(path: &str) -> String {
+    let file =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../crates/debug/tests/fixtures").join(path);
+    std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()))
+}
+
+/// Launches `program` stopped at `file:line` through a raw host, SIGKILLs the host, and
+/// checks that the adapter and the debuggee (`debuggee` in its command line) are gone.
+fn check_debugger_dies_with_host(
+    project: &TempProject,
+    file: &str,
+    line: u32,
+    program: &str,
+    debuggee: &str,
+) {
+    let marker = format!("e2e-host-killed-{debuggee}-{}", std::process::id());
+    let mut host = RawHost::start(&project.root, &marker, &[]);
+    host.initialize();
+    let set =
+        host.call(1, "debug", json!({"operation": "breakpoints", "file": file, "lines": [line]}));
+    assert_eq!(set["isError"], false, "{}", text_of(&set));
+    let launched = host.call(
+        2,
+        "debug",
+        json!({"operation": "launch", "program": program, "wait_seconds": 300}),
+    );
+    assert!(text_of(&launched).contains("Stopped (stop 1)"), "{}", text_of(&launched));
+    let running = processes_with_marker(&marker);
+    assert!(
+        running.iter().any(|(_, c)| c.contains(debuggee)),
+        "the debuggee should run: {running:?}"
+    );
+    host.child.kill().expect("kill the host");
+    host.child.wait().expect("reap the host");
+    assert_no_survivors(&marker, Duration::from_secs(20));
+}
+
+#[test]
+fn a_delve_session_dies_with_a_killed_host() {
+    if !require(
+        "delve and Go",
+        on_path("dlv") && on_path("go"),
+        "`apt-get install delve golang-go`",
+    ) {
+        return;
+    }
+    let project =
+        TempProject::new(&[("go.mod", &fixture("go/go.mod")), ("main.go", &fixture("go/main.go"))]);
+    check_debugger_dies_with_host(&project, "main.go", 15, ".", "__debug_bin");
+}
+
+#[test]
+fn an_lldb_session_dies_with_a_killed_host() {
+    if !require(
+        "lldb-dap-19 and cc",
+        on_path("lldb-dap-19") && on_path("cc"),
+        "`apt-get install lldb-19 gcc`",
+    ) {
+        return;
+    }
+    let project = TempProject::new(&[
+        ("CMakeLists.txt", "project(buggy C)\n"),
+        ("buggy.c", &fixture("c/buggy.c")),
+    ]);
+    let built = Command::new("cc")
+        .args(["-g", "-O0", "-o", "buggy", "buggy.c"])
+        .current_dir(&project.root)
+        .status();
+    assert!(built.is_ok_and(|s| s.success()), "cc failed");
+    check_debugger_dies_with_host(&project, "buggy.c", 11, "buggy", "buggy");
+}
