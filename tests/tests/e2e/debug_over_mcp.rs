@@ -16,9 +16,7 @@ use crate::support::{
 };
 
 fn fixture(path: &str) -> String {
-    let file =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../crates/debug/tests/fixtures").join(path);
-    std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()))
+    crate::support::debug_fixture(path)
 }
 
 fn debug(args: Value) -> (String, Value) {
@@ -123,17 +121,7 @@ fn lldb_over_mcp_debugs_a_c_program() {
     if !require("lldb-dap", on_path(&names), "`apt-get install lldb-19` (or `cargo xtask setup`)") {
         return;
     }
-    let project = TempProject::new(&[
-        ("CMakeLists.txt", "project(buggy C)\n"),
-        ("buggy.c", &fixture("c/buggy.c")),
-    ]);
-    let built = Command::new("cc")
-        .args(["-g", "-O0", "-o", "buggy", "buggy.c"])
-        .current_dir(&project.root)
-        .status();
-    if !require("a C compiler", built.is_ok_and(|s| s.success()), "`apt-get install gcc`") {
-        return;
-    }
+    let Some(project) = crate::support::built_c_project() else { return };
     let results = check(
         &project,
         &python,

@@ -92,12 +92,6 @@ fn every_process_of_a_run_dies_with_a_killed_host() {
     assert_no_survivors(&marker, Duration::from_secs(20));
 }
 
-fn fixture(path: &str) -> String {
-    let file =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../crates/debug/tests/fixtures").join(path);
-    std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()))
-}
-
 /// Launches `program` stopped at `file:line` through a raw host, SIGKILLs the host, and
 /// checks that the adapter and the debuggee (`debuggee` in its command line) are gone.
 fn check_debugger_dies_with_host(
@@ -138,8 +132,10 @@ fn a_delve_session_dies_with_a_killed_host() {
     ) {
         return;
     }
-    let project =
-        TempProject::new(&[("go.mod", &fixture("go/go.mod")), ("main.go", &fixture("go/main.go"))]);
+    let project = TempProject::new(&[
+        ("go.mod", &crate::support::debug_fixture("go/go.mod")),
+        ("main.go", &crate::support::debug_fixture("go/main.go")),
+    ]);
     check_debugger_dies_with_host(&project, "main.go", 15, ".", "__debug_bin");
 }
 
@@ -152,14 +148,6 @@ fn an_lldb_session_dies_with_a_killed_host() {
     ) {
         return;
     }
-    let project = TempProject::new(&[
-        ("CMakeLists.txt", "project(buggy C)\n"),
-        ("buggy.c", &fixture("c/buggy.c")),
-    ]);
-    let built = Command::new("cc")
-        .args(["-g", "-O0", "-o", "buggy", "buggy.c"])
-        .current_dir(&project.root)
-        .status();
-    assert!(built.is_ok_and(|s| s.success()), "cc failed");
+    let Some(project) = crate::support::built_c_project() else { return };
     check_debugger_dies_with_host(&project, "buggy.c", 11, "buggy", "buggy");
 }

@@ -300,3 +300,25 @@ impl RawHost {
         response["result"].clone()
     }
 }
+
+/// A file of the debug crate's fixtures.
+pub(crate) fn debug_fixture(path: &str) -> String {
+    let file =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../crates/debug/tests/fixtures").join(path);
+    std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()))
+}
+
+/// The buggy C program of the debug fixtures, built with `cc -g` in a fresh project;
+/// `None` (after a loud skip, or a failure in CI) without a C compiler.
+pub(crate) fn built_c_project() -> Option<TempProject> {
+    let project = TempProject::new(&[
+        ("CMakeLists.txt", "project(buggy C)\n"),
+        ("buggy.c", &debug_fixture("c/buggy.c")),
+    ]);
+    let built = Command::new("cc")
+        .args(["-g", "-O0", "-o", "buggy", "buggy.c"])
+        .current_dir(&project.root)
+        .status();
+    require("a C compiler", built.is_ok_and(|s| s.success()), "`apt-get install gcc`")
+        .then_some(project)
+}

@@ -124,23 +124,9 @@ fn a_worker_dies_with_a_host_that_is_killed() {
         )]);
     let marker = format!("e2e-vibe-kill-{}", std::process::id());
     let mut host = crate::support::RawHost::start(&project.root, &marker, &["--vibe"]);
-    let init = host.request(
-        1,
-        "initialize",
-        json!({
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "raw-e2e", "version": "0"},
-        }),
-    );
-    assert!(init.get("result").is_some(), "{init}");
-    host.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-    let spawned = host.request(
-        2,
-        "tools/call",
-        json!({"name": "vibe_spawn", "arguments": {"brief": "Take long.", "label": "long"}}),
-    );
-    assert_eq!(spawned["result"]["isError"], false, "{spawned}");
+    host.initialize();
+    let spawned = host.call(2, "vibe_spawn", json!({"brief": "Take long.", "label": "long"}));
+    assert_eq!(spawned["isError"], false, "{spawned}");
 
     let worker_runs = || {
         crate::support::processes_with_marker(&marker)
