@@ -34,8 +34,8 @@ pub use crate::{
     registry::{Family, Registry, RegistryBuilder, RunResource},
     surface::{DEFAULT_MAX_OUTPUT_CHARS, RunInfo, Surface, SurfaceKind},
     tool::{
-        CallContext, DynTool, Image, MAX_CALL_DEPTH, SurfaceInfo, Tier, Tool, ToolResult, ToolSpec,
-        parse_args, schema_for,
+        Before, CallContext, ChangedFile, DynTool, Image, MAX_CALL_DEPTH, Progress, ProgressSink, SurfaceInfo, Tier,
+        Tool, ToolResult, ToolSpec, parse_args, schema_for,
     },
     validate::validate_args,
 };

@@ -175,6 +175,7 @@ impl Surface {
             call_id: format!("call_{}", uuid::Uuid::new_v4().simple()),
             depth: 0,
             origin: Some(self.clone()),
+            progress: None,
         }
     }
 

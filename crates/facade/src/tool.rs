@@ -53,6 +53,13 @@ pub struct ToolSpec {
     pub tier: Tier,
     /// JSON Schema of the arguments, generated from the argument type.
     pub input_schema: Value,
+    /// JSON Schema of [`ToolResult::structured`], when the tool returns structured content.
+    ///
+    /// A tool either sets this and returns the full payload as structured content on success,
+    /// or returns no structured content at all (D8: clients such as Claude Code and Codex show
+    /// the model only `structuredContent` when it is present).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
 }
 
 impl ToolSpec {
@@ -67,7 +74,14 @@ impl ToolSpec {
             description: description.into(),
             tier,
             input_schema: schema_for::<Args>(),
+            output_schema: None,
         }
+    }
+
+    /// Declares that successful results carry `Output` as structured content.
+    pub fn with_output_schema<Output: JsonSchema>(mut self) -> Self {
+        self.output_schema = Some(schema_for::<Output>());
+        self
     }
 }
 
@@ -103,9 +117,29 @@ pub struct ToolResult {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub structured: Option<Value>,
     pub is_error: bool,
-    /// Files the call changed, absolute. Wrappers (diagnostics on write) read this; the model does not.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub changed_files: Vec<PathBuf>,
+    /// Files the call changed, absolute, with what each held before. Wrappers (diagnostics on
+    /// write) read this; the model does not.
+    #[serde(skip)]
+    pub changed_files: Vec<ChangedFile>,
+}
+
+/// One file a call changed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChangedFile {
+    /// Absolute path.
+    pub path: PathBuf,
+    /// What the file held before the call.
+    pub before: Before,
+}
+
+/// A changed file's contents before the call.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Before {
+    /// The tool did not record it.
+    Unknown,
+    /// The file did not exist (the call created it).
+    Absent,
+    Contents(Arc<[u8]>),
 }
 
 impl ToolResult {
@@ -129,8 +163,14 @@ impl ToolResult {
         self
     }
 
-    pub fn with_changed_file(mut self, path: PathBuf) -> Self {
-        self.changed_files.push(path);
+    /// Records a changed file whose earlier contents the tool did not keep.
+    pub fn with_changed_file(self, path: PathBuf) -> Self {
+        self.with_changed_file_before(path, Before::Unknown)
+    }
+
+    /// Records a changed file and what it held before the call.
+    pub fn with_changed_file_before(mut self, path: PathBuf, before: Before) -> Self {
+        self.changed_files.push(ChangedFile { path, before });
         self
     }
 
@@ -190,6 +230,39 @@ pub struct CallContext {
     pub depth: u32,
     /// The surface the call came through, for nested calls.
     pub(crate) origin: Option<crate::Surface>,
+    /// Where progress of a long call goes (MCP `notifications/progress` when the client sent
+    /// a `progressToken`); `None` when nobody listens.
+    pub progress: Option<ProgressSink>,
+}
+
+/// One progress report of a long call: `progress` grows, `total` when known.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Progress {
+    pub progress: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub total: Option<f64>,
+    /// For example `412 files searched` or `12 s, 3 lines of output`.
+    pub message: String,
+}
+
+/// Receives [`Progress`] reports; the host rate-limits what it forwards.
+#[derive(Clone)]
+pub struct ProgressSink(Arc<dyn Fn(Progress) + Send + Sync>);
+
+impl ProgressSink {
+    pub fn new(sink: impl Fn(Progress) + Send + Sync + 'static) -> Self {
+        ProgressSink(Arc::new(sink))
+    }
+
+    pub fn report(&self, progress: Progress) {
+        (self.0)(progress)
+    }
+}
+
+impl fmt::Debug for ProgressSink {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ProgressSink")
+    }
 }
 
 /// How deep nested calls (a cell calling a tool calling a cell) may go.
@@ -198,6 +271,13 @@ pub const MAX_CALL_DEPTH: u32 = 4;
 impl CallContext {
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// Reports progress of this call, if anyone listens; cheap when nobody does.
+    pub fn report_progress(&self, progress: f64, total: Option<f64>, message: impl Into<String>) {
+        if let Some(sink) = &self.progress {
+            sink.report(Progress { progress, total, message: message.into() });
+        }
     }
 
     /// Calls another tool from inside this one (for example from an `eval` cell's `tool()`),

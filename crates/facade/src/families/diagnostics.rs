@@ -359,7 +359,7 @@ impl Tool for DiagnosticsOnWrite {
             return result;
         }
         let written = Instant::now();
-        let changed = result.changed_files.clone();
+        let changed: Vec<_> = result.changed_files.iter().map(|c| c.path.clone()).collect();
         let Some(outcomes) = self.check(ctx, &changed, &before).await else { return result };
         let (text, mut structured) = self.render(ctx, &outcomes);
         structured["elapsed_ms"] = json!(written.elapsed().as_secs_f64() * 1000.0);

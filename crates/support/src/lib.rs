@@ -1,0 +1,16 @@
+//! Mechanisms every agent-tools family needs once: process lifetime, confined file access by
+//! handle, crash-atomic group commits, Content-Length framing, the tier, the unavailable shape
+//! and duration wording.
+//!
+//! This crate is a leaf: it holds mechanisms, never family logic, and depends on no other
+//! crate of the workspace. Family crates and the facade depend on it; they never copy it.
+
+pub mod duration;
+pub mod framing;
+pub mod fs;
+pub mod journal;
+pub mod process;
+mod tier;
+mod unavailable;
+
+pub use crate::{tier::Tier, unavailable::Unavailable};
