@@ -2,201 +2,24 @@
 
 use std::fmt::Write as _;
 
-use crate::{config::human_seconds, output::OutputChunk, response::*};
+use crate::{adapters::AdapterReport, config::human_seconds, output::OutputChunk, response::*};
 
 /// Renders `outcome` as the text the model reads.
 pub fn render(outcome: &DebugOutcome) -> String {
     let mut out = String::new();
     match outcome {
-        DebugOutcome::Adapters { adapters } => {
-            for a in adapters {
-                let _ = writeln!(
-                    out,
-                    "{}: {}",
-                    a.adapter.id(),
-                    if a.usable { "usable" } else { "not usable" }
-                );
-                let _ = writeln!(
-                    out,
-                    "  marker: {}",
-                    a.marker
-                        .clone()
-                        .unwrap_or_else(|| format!("none (looked for {})", a.markers.join(", ")))
-                );
-                match &a.command {
-                    Some(cmd) => {
-                        let _ = writeln!(
-                            out,
-                            "  command: {}{}",
-                            cmd.join(" "),
-                            a.version.as_ref().map(|v| format!(" ({v})")).unwrap_or_default()
-                        );
-                    }
-                    None => {
-                        let _ = writeln!(out, "  command: not found");
-                    }
-                }
-                for p in &a.problems {
-                    let _ = writeln!(out, "  problem: {p}");
-                }
-                for n in &a.notes {
-                    let _ = writeln!(out, "  note: {n}");
-                }
-                if a.command.is_none() {
-                    let _ = writeln!(out, "  install: {}", a.install);
-                }
-            }
-        }
+        DebugOutcome::Adapters { adapters } => render_adapters(&mut out, adapters),
         DebugOutcome::Status(s) => render_status(&mut out, s),
-        DebugOutcome::Breakpoints(b) => {
-            if b.breakpoints.is_empty() {
-                let _ = writeln!(out, "Cleared the breakpoints of {}.", b.file);
-            } else if b.pending {
-                let lines: Vec<String> =
-                    b.breakpoints.iter().map(|x| x.requested.to_string()).collect();
-                let _ = writeln!(
-                    out,
-                    "Breakpoints of {} set at line {} (pending: sent to the adapter at `launch`).",
-                    b.file,
-                    lines.join(", ")
-                );
-            } else {
-                let _ = writeln!(out, "Breakpoints of {}:", b.file);
-                render_breakpoints(&mut out, &b.breakpoints);
-            }
-        }
-        DebugOutcome::Started(s) => {
-            let v = &s.session;
-            let _ = write!(
-                out,
-                "{} {} with {}",
-                if v.request == "launch" { "Launched" } else { "Attached to" },
-                v.program,
-                v.adapter.id()
-            );
-            if let Some(version) = &v.adapter_version {
-                let _ = write!(out, " ({version})");
-            }
-            let mut pids = Vec::new();
-            if let Some(p) = v.adapter_pid {
-                pids.push(format!("adapter pid {p}"));
-            }
-            if let Some(p) = v.debuggee_pid {
-                pids.push(format!("program pid {p}"));
-            }
-            if !pids.is_empty() {
-                let _ = write!(out, "; {}", pids.join(", "));
-            }
-            let _ = writeln!(
-                out,
-                ". The session ends in {} at the latest.",
-                human_seconds(v.ttl_seconds_left)
-            );
-            for n in &v.notes {
-                let _ = writeln!(out, "Note: {n}");
-            }
-            if !s.breakpoints.is_empty() {
-                let _ = writeln!(out, "Breakpoints:");
-                render_breakpoints(&mut out, &s.breakpoints);
-            }
-            if s.exception_filters.is_empty() {
-                let _ = writeln!(
-                    out,
-                    "Exception breakpoints: none set (crashes and panics still stop the program)."
-                );
-            } else {
-                let _ = writeln!(out, "Exception breakpoints: {}.", s.exception_filters.join(", "));
-            }
-            render_run(&mut out, &s.state);
-        }
+        DebugOutcome::Breakpoints(b) => render_breakpoints_set(&mut out, b),
+        DebugOutcome::Started(s) => render_started(&mut out, s),
         DebugOutcome::Run(state) => render_run(&mut out, state),
-        DebugOutcome::Threads { threads, more } => {
-            for t in threads {
-                let _ = writeln!(out, "thread {}: {}", t.id, t.name);
-            }
-            if *more > 0 {
-                let _ = writeln!(out, "… {more} more threads not shown");
-            }
-        }
-        DebugOutcome::Stack(s) => {
-            let _ = writeln!(
-                out,
-                "Stack of thread {} at stop {}{}:",
-                s.thread_id,
-                s.stop,
-                s.total.map(|t| format!(" ({} of {t} frames)", s.frames.len())).unwrap_or_default()
-            );
-            for (i, f) in s.frames.iter().enumerate() {
-                render_frame(&mut out, i, f);
-            }
-        }
-        DebugOutcome::Scopes { frame_id, scopes } => {
-            let _ = writeln!(out, "Scopes of frame {frame_id}:");
-            for s in scopes {
-                let _ = writeln!(
-                    out,
-                    "  {}: reference {}{}{}",
-                    s.name,
-                    s.reference,
-                    s.count.map(|c| format!(", {c} variables")).unwrap_or_default(),
-                    if s.expensive { " (expensive to read)" } else { "" }
-                );
-            }
-        }
-        DebugOutcome::Variables(v) => {
-            if v.variables.is_empty() {
-                let _ = writeln!(
-                    out,
-                    "Reference {} has no children{}.",
-                    v.reference,
-                    if v.start > 0 { " from there" } else { "" }
-                );
-            }
-            for var in &v.variables {
-                render_variable(&mut out, var, "");
-            }
-            if v.has_more {
-                let next = v.start + v.variables.len() as u64;
-                let _ = writeln!(
-                    out,
-                    "… more children{}: call variables with reference {} and start {next}",
-                    v.total.map(|t| format!(" ({t} in all)")).unwrap_or_default(),
-                    v.reference
-                );
-            }
-        }
-        DebugOutcome::Evaluate(e) => {
-            render_variable(&mut out, &e.result, "");
-        }
-        DebugOutcome::Output(o) => {
-            render_output(&mut out, &o.output, "Output");
-            if o.output.entries.is_empty() {
-                let _ = writeln!(out, "No new output.");
-            }
-            let _ = writeln!(out, "(cursor: since={})", o.output.next);
-            if let Some(code) = o.exit_code {
-                let _ = writeln!(out, "The program exited with code {code}.");
-            }
-        }
-        DebugOutcome::Terminated(t) => {
-            if t.program.is_empty() {
-                for s in &t.steps {
-                    let _ = writeln!(out, "{s}.");
-                }
-            } else {
-                let _ = writeln!(out, "Ended the session of {} ({}).", t.program, t.reason);
-                for s in &t.steps {
-                    let _ = writeln!(out, "  - {s}");
-                }
-                for k in &t.killed {
-                    let _ = writeln!(out, "  - killed {k}");
-                }
-                if let Some(code) = t.exit_code {
-                    let _ = writeln!(out, "The program had exited with code {code}.");
-                }
-                render_output(&mut out, &t.output, "Output not read before");
-            }
-        }
+        DebugOutcome::Threads { threads, more } => render_threads(&mut out, threads, *more),
+        DebugOutcome::Stack(s) => render_stack(&mut out, s),
+        DebugOutcome::Scopes { frame_id, scopes } => render_scopes(&mut out, *frame_id, scopes),
+        DebugOutcome::Variables(v) => render_variables(&mut out, v),
+        DebugOutcome::Evaluate(e) => render_variable(&mut out, &e.result, ""),
+        DebugOutcome::Output(o) => render_output_view(&mut out, o),
+        DebugOutcome::Terminated(t) => render_teardown(&mut out, t),
     }
     out
 }
@@ -451,4 +274,189 @@ fn render_snapshot(out: &mut String, s: &StopSnapshot) {
         }
     }
     render_output(out, &s.output, "Output since the last call");
+}
+
+fn render_adapters(out: &mut String, adapters: &[AdapterReport]) {
+    for a in adapters {
+        let _ =
+            writeln!(out, "{}: {}", a.adapter.id(), if a.usable { "usable" } else { "not usable" });
+        let _ = writeln!(
+            out,
+            "  marker: {}",
+            a.marker
+                .clone()
+                .unwrap_or_else(|| format!("none (looked for {})", a.markers.join(", ")))
+        );
+        match &a.command {
+            Some(cmd) => {
+                let _ = writeln!(
+                    out,
+                    "  command: {}{}",
+                    cmd.join(" "),
+                    a.version.as_ref().map(|v| format!(" ({v})")).unwrap_or_default()
+                );
+            }
+            None => {
+                let _ = writeln!(out, "  command: not found");
+            }
+        }
+        for p in &a.problems {
+            let _ = writeln!(out, "  problem: {p}");
+        }
+        for n in &a.notes {
+            let _ = writeln!(out, "  note: {n}");
+        }
+        if a.command.is_none() {
+            let _ = writeln!(out, "  install: {}", a.install);
+        }
+    }
+}
+
+fn render_breakpoints_set(out: &mut String, b: &BreakpointsView) {
+    if b.breakpoints.is_empty() {
+        let _ = writeln!(out, "Cleared the breakpoints of {}.", b.file);
+    } else if b.pending {
+        let lines: Vec<String> = b.breakpoints.iter().map(|x| x.requested.to_string()).collect();
+        let _ = writeln!(
+            out,
+            "Breakpoints of {} set at line {} (pending: sent to the adapter at `launch`).",
+            b.file,
+            lines.join(", ")
+        );
+    } else {
+        let _ = writeln!(out, "Breakpoints of {}:", b.file);
+        render_breakpoints(out, &b.breakpoints);
+    }
+}
+
+fn render_started(out: &mut String, s: &StartedView) {
+    let v = &s.session;
+    let _ = write!(
+        out,
+        "{} {} with {}",
+        if v.request == "launch" { "Launched" } else { "Attached to" },
+        v.program,
+        v.adapter.id()
+    );
+    if let Some(version) = &v.adapter_version {
+        let _ = write!(out, " ({version})");
+    }
+    let mut pids = Vec::new();
+    if let Some(p) = v.adapter_pid {
+        pids.push(format!("adapter pid {p}"));
+    }
+    if let Some(p) = v.debuggee_pid {
+        pids.push(format!("program pid {p}"));
+    }
+    if !pids.is_empty() {
+        let _ = write!(out, "; {}", pids.join(", "));
+    }
+    let _ =
+        writeln!(out, ". The session ends in {} at the latest.", human_seconds(v.ttl_seconds_left));
+    for n in &v.notes {
+        let _ = writeln!(out, "Note: {n}");
+    }
+    if !s.breakpoints.is_empty() {
+        let _ = writeln!(out, "Breakpoints:");
+        render_breakpoints(out, &s.breakpoints);
+    }
+    if s.exception_filters.is_empty() {
+        let _ = writeln!(
+            out,
+            "Exception breakpoints: none set (crashes and panics still stop the program)."
+        );
+    } else {
+        let _ = writeln!(out, "Exception breakpoints: {}.", s.exception_filters.join(", "));
+    }
+    render_run(out, &s.state);
+}
+
+fn render_threads(out: &mut String, threads: &[ThreadView], more: usize) {
+    for t in threads {
+        let _ = writeln!(out, "thread {}: {}", t.id, t.name);
+    }
+    if more > 0 {
+        let _ = writeln!(out, "… {more} more threads not shown");
+    }
+}
+
+fn render_stack(out: &mut String, s: &StackView) {
+    let _ = writeln!(
+        out,
+        "Stack of thread {} at stop {}{}:",
+        s.thread_id,
+        s.stop,
+        s.total.map(|t| format!(" ({} of {t} frames)", s.frames.len())).unwrap_or_default()
+    );
+    for (i, f) in s.frames.iter().enumerate() {
+        render_frame(out, i, f);
+    }
+}
+
+fn render_scopes(out: &mut String, frame_id: u64, scopes: &[ScopeView]) {
+    let _ = writeln!(out, "Scopes of frame {frame_id}:");
+    for s in scopes {
+        let _ = writeln!(
+            out,
+            "  {}: reference {}{}{}",
+            s.name,
+            s.reference,
+            s.count.map(|c| format!(", {c} variables")).unwrap_or_default(),
+            if s.expensive { " (expensive to read)" } else { "" }
+        );
+    }
+}
+
+fn render_variables(out: &mut String, v: &VariablesView) {
+    if v.variables.is_empty() {
+        let _ = writeln!(
+            out,
+            "Reference {} has no children{}.",
+            v.reference,
+            if v.start > 0 { " from there" } else { "" }
+        );
+    }
+    for var in &v.variables {
+        render_variable(out, var, "");
+    }
+    if v.has_more {
+        let next = v.start + v.variables.len() as u64;
+        let _ = writeln!(
+            out,
+            "… more children{}: call variables with reference {} and start {next}",
+            v.total.map(|t| format!(" ({t} in all)")).unwrap_or_default(),
+            v.reference
+        );
+    }
+}
+
+fn render_output_view(out: &mut String, o: &OutputView) {
+    render_output(out, &o.output, "Output");
+    if o.output.entries.is_empty() {
+        let _ = writeln!(out, "No new output.");
+    }
+    let _ = writeln!(out, "(cursor: since={})", o.output.next);
+    if let Some(code) = o.exit_code {
+        let _ = writeln!(out, "The program exited with code {code}.");
+    }
+}
+
+fn render_teardown(out: &mut String, t: &TeardownReport) {
+    if t.program.is_empty() {
+        for s in &t.steps {
+            let _ = writeln!(out, "{s}.");
+        }
+        return;
+    }
+    let _ = writeln!(out, "Ended the session of {} ({}).", t.program, t.reason);
+    for s in &t.steps {
+        let _ = writeln!(out, "  - {s}");
+    }
+    for k in &t.killed {
+        let _ = writeln!(out, "  - killed {k}");
+    }
+    if let Some(code) = t.exit_code {
+        let _ = writeln!(out, "The program had exited with code {code}.");
+    }
+    render_output(out, &t.output, "Output not read before");
 }

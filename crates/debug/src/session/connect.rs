@@ -1,0 +1,278 @@
+//! Starting a session: the adapter process in its own process group (stdio, or delve's TCP
+//! port), or a direct TCP connection to a debug server, and the client and event pump on it.
+
+use std::{path::Path, sync::Arc, time::Duration};
+
+use serde_json::Value;
+use tokio::{
+    io::{AsyncBufReadExt, BufReader},
+    task::JoinHandle,
+    time::Instant,
+};
+use tokio_util::sync::CancellationToken;
+
+use super::{
+    handles::Handles,
+    state::{Shared, forward_lines, pump},
+    *,
+};
+use crate::{
+    adapters::{self, AdapterKind},
+    error::DebugError,
+    protocol::{BoxRead, BoxWrite, DapClient},
+};
+
+/// The adapter process we started, in its own process group.
+pub(crate) struct AdapterProcess {
+    pub(super) child: tokio::process::Child,
+    pub(super) pid: i32,
+    pub(super) done: bool,
+}
+
+impl Drop for AdapterProcess {
+    fn drop(&mut self) {
+        if !self.done {
+            // Last resort (a panic, a dropped supervisor): nothing of ours may outlive us.
+            crate::process::signal_group(self.pid, libc::SIGKILL);
+        }
+    }
+}
+
+impl Session {
+    /// Spawns the adapter (or connects to a debug server) and starts the client and event pump.
+    pub(super) async fn connect(opts: &StartOptions<'_>) -> Result<Session, DebugError> {
+        let kind = opts.command.kind;
+        let shared = Shared::new();
+        let mut tasks = Vec::new();
+        let mut notes = opts.command.notes.clone();
+        let temp = tempfile::Builder::new()
+            .prefix("agent-tools-debug-")
+            .tempdir()
+            .map_err(|e| DebugError::adapter(format!("cannot create a temp folder: {e}")))?;
+        let (request, program, cwd) = match &opts.target {
+            Target::Launch(spec) => {
+                ("launch", spec.program.display().to_string(), spec.cwd.clone())
+            }
+            Target::Attach { port, program, cwd } => (
+                "attach",
+                program
+                    .as_ref()
+                    .map_or_else(|| format!("port {port}"), |p| p.display().to_string()),
+                cwd.clone(),
+            ),
+        };
+        let (read, write, process, command): (
+            BoxRead,
+            BoxWrite,
+            Option<AdapterProcess>,
+            Vec<String>,
+        ) = match (&opts.target, kind) {
+            (Target::Attach { port, .. }, k) if adapters::attach_is_direct(k) => {
+                let stream = connect_tcp(*port, Duration::from_secs(5)).await.map_err(|e| {
+                    DebugError::Adapter(format!(
+                        "nothing accepts a debug connection on 127.0.0.1:{port} ({e}). {}",
+                        attach_recipe(k, *port)
+                    ))
+                })?;
+                let (r, w) = stream.into_split();
+                (Box::new(r), Box::new(w), None, vec![format!("tcp 127.0.0.1:{port}")])
+            }
+            (Target::Launch(_), AdapterKind::Delve) => {
+                let module_dir = match &opts.target {
+                    Target::Launch(spec) => adapters::go_module_dir(&spec.program, opts.root)
+                        .unwrap_or_else(|| spec.cwd.clone()),
+                    Target::Attach { cwd, .. } => cwd.clone(),
+                };
+                let mut argv = opts.command.argv.clone();
+                argv.extend(["dap", "-l", "127.0.0.1:0"].map(String::from));
+                let (stream, process) =
+                    spawn_delve(&argv, &module_dir, &shared, &mut tasks, opts).await?;
+                let (r, w) = stream.into_split();
+                notes.push(format!("dlv runs in {}", module_dir.display()));
+                (Box::new(r), Box::new(w), Some(process), argv)
+            }
+            _ => {
+                let argv = opts.command.argv.clone();
+                let (r, w, process) = spawn_stdio(&argv, &cwd, &shared, &mut tasks)?;
+                (r, w, Some(process), argv)
+            }
+        };
+        let (client, incoming) = DapClient::start(read, write);
+        tasks.push(tokio::spawn(pump(incoming, shared.clone(), client.clone(), kind)));
+        Ok(Session {
+            id: opts.id,
+            kind,
+            request,
+            program,
+            command,
+            version: opts.command.version.clone(),
+            notes,
+            client,
+            shared,
+            process,
+            capabilities: Value::Null,
+            temp: Some(temp),
+            deadline: Instant::now() + opts.config.ttl(),
+            owns_debuggee: matches!(opts.target, Target::Launch(_)),
+            handles: Handles::default(),
+            cancel: CancellationToken::new(),
+            tasks,
+            root: opts.root.to_path_buf(),
+            config: opts.config.clone(),
+            exceptions: opts.exceptions,
+            default_frame: None,
+            last_place: None,
+            torn_down: false,
+        })
+    }
+}
+
+/// Starts the adapter `argv` in `cwd`, in its own process group, with stdout and stderr piped.
+pub(super) fn start_adapter(
+    argv: &[String],
+    cwd: &Path,
+    stdin: std::process::Stdio,
+    configure: impl FnOnce(&mut tokio::process::Command),
+) -> Result<AdapterProcess, DebugError> {
+    if argv.first().is_none_or(String::is_empty) {
+        return Err(DebugError::adapter("the adapter command is empty"));
+    }
+    let mut command = tokio::process::Command::new(&argv[0]);
+    command
+        .args(&argv[1..])
+        .current_dir(cwd)
+        .stdin(stdin)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .process_group(0);
+    configure(&mut command);
+    let child = command
+        .spawn()
+        .map_err(|e| DebugError::adapter(format!("cannot start `{}`: {e}", argv.join(" "))))?;
+    let pid = child.id().and_then(|p| i32::try_from(p).ok()).unwrap_or(0);
+    Ok(AdapterProcess { child, pid, done: false })
+}
+
+pub(super) fn spawn_stdio(
+    argv: &[String],
+    cwd: &Path,
+    shared: &Arc<Shared>,
+    tasks: &mut Vec<JoinHandle<()>>,
+) -> Result<(BoxRead, BoxWrite, AdapterProcess), DebugError> {
+    let mut process = start_adapter(argv, cwd, std::process::Stdio::piped(), |command| {
+        command.env("PYDEVD_DISABLE_FILE_VALIDATION", "1");
+    })?;
+    let (Some(stdin), Some(stdout)) = (process.child.stdin.take(), process.child.stdout.take())
+    else {
+        return Err(DebugError::adapter("the adapter has no stdio pipes"));
+    };
+    if let Some(stderr) = process.child.stderr.take() {
+        tasks.push(forward_lines(shared.clone(), stderr, "stderr", true));
+    }
+    Ok((Box::new(stdout), Box::new(stdin), process))
+}
+
+/// Starts `dlv dap -l 127.0.0.1:0`, reads the port it prints, and connects.
+pub(super) async fn spawn_delve(
+    argv: &[String],
+    cwd: &Path,
+    shared: &Arc<Shared>,
+    tasks: &mut Vec<JoinHandle<()>>,
+    opts: &StartOptions<'_>,
+) -> Result<(tokio::net::TcpStream, AdapterProcess), DebugError> {
+    let mut process = start_adapter(argv, cwd, std::process::Stdio::null(), |_| {})?;
+    let (Some(stdout), Some(stderr)) = (process.child.stdout.take(), process.child.stderr.take())
+    else {
+        return Err(DebugError::adapter("dlv has no stdio pipes"));
+    };
+    // The program's stderr goes to dlv's stderr.
+    tasks.push(forward_lines(shared.clone(), stderr, "stderr", false));
+    let mut reader = BufReader::new(stdout);
+    let mut seen = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let address = loop {
+        let mut line = String::new();
+        let read = tokio::select! {
+            r = reader.read_line(&mut line) => r,
+            _ = tokio::time::sleep_until(deadline) => {
+                return Err(DebugError::adapter(format!(
+                    "dlv did not say where it listens within 20 s; it printed: {}", seen.join(" | ")
+                )));
+            }
+            _ = opts.cancel.cancelled() => return Err(DebugError::adapter("starting dlv was cancelled")),
+        };
+        match read {
+            Ok(0) | Err(_) => {
+                let status = process.child.try_wait().ok().flatten();
+                return Err(DebugError::adapter(format!(
+                    "dlv exited before listening ({}); it printed: {}",
+                    status.map_or_else(
+                        || "still running".into(),
+                        |s| crate::process::describe_status(&s)
+                    ),
+                    seen.join(" | ")
+                )));
+            }
+            Ok(_) => {
+                if let Some(addr) = line.trim().strip_prefix("DAP server listening at:") {
+                    break addr.trim().to_string();
+                }
+                seen.push(line.trim().to_string());
+            }
+        }
+    };
+    // After the address, dlv's stdout carries the program's stdout.
+    tasks.push(forward_lines(shared.clone(), reader, "stdout", false));
+    let port: u16 = address.rsplit(':').next().and_then(|p| p.parse().ok()).ok_or_else(|| {
+        DebugError::adapter(format!("cannot read a port in dlv's address `{address}`"))
+    })?;
+    let stream = connect_tcp(port, Duration::from_secs(5))
+        .await
+        .map_err(|e| DebugError::adapter(format!("cannot connect to dlv at {address}: {e}")))?;
+    Ok((stream, process))
+}
+
+pub(super) async fn connect_tcp(
+    port: u16,
+    within: Duration,
+) -> std::io::Result<tokio::net::TcpStream> {
+    let deadline = Instant::now() + within;
+    loop {
+        match tokio::net::TcpStream::connect(("127.0.0.1", port)).await {
+            Ok(stream) => {
+                let _ = stream.set_nodelay(true);
+                return Ok(stream);
+            }
+            Err(e) if Instant::now() >= deadline => return Err(e),
+            Err(e)
+                if e.kind() == std::io::ErrorKind::ConnectionRefused
+                    && within > Duration::from_secs(1) =>
+            {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// How to start a program so that `attach` with `port` can reach it.
+pub(crate) fn attach_recipe(kind: AdapterKind, port: u16) -> String {
+    match kind {
+        AdapterKind::Debugpy => format!(
+            "Start the program with `python -m debugpy --listen 127.0.0.1:{port} --wait-for-client \
+             your_script.py` (the project's Python, with debugpy installed), then attach"
+        ),
+        AdapterKind::Delve => format!(
+            "Start the program with `dlv debug --headless --listen 127.0.0.1:{port} --api-version 2 \
+             --accept-multiclient` in its module folder, then attach"
+        ),
+        AdapterKind::Lldb => format!(
+            "Start the program with `lldb-server gdbserver 127.0.0.1:{port} ./program`, then attach \
+             (pass `program` for symbols)"
+        ),
+        AdapterKind::Dart => format!(
+            "Start the program with `dart run --enable-vm-service={port} \
+             --disable-service-auth-codes bin/main.dart`, then attach"
+        ),
+    }
+}

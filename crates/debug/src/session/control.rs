@@ -1,0 +1,314 @@
+//! Letting the program run: continue, the steps and pause, and the bounded wait for the next
+//! stop (or exit, or the adapter going away) that each of them ends with.
+
+use std::time::Duration;
+
+use serde_json::json;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::*;
+use crate::{
+    adapters::AdapterKind, error::DebugError, process::descendants, request::ExceptionMode,
+    response::*,
+};
+
+pub(super) enum Wait {
+    Stopped,
+    Exited,
+    Gone(String),
+    StillRunning,
+    Cancelled,
+}
+
+impl Session {
+    /// Remembers the adapter's descendants (debuggees, helpers) so teardown can kill them even
+    /// after they are re-parented.
+    pub(super) fn remember_descendants(&self) {
+        if !self.owns_debuggee {
+            return;
+        }
+        if let Some(process) = &self.process {
+            let found = descendants(process.pid);
+            if !found.is_empty() {
+                self.shared.update(|s| found.into_iter().for_each(|p| s.remember(p)));
+            }
+        }
+    }
+
+    pub(super) async fn wait_for(
+        &self,
+        after: u64,
+        deadline: Instant,
+        cancel: &CancellationToken,
+    ) -> Wait {
+        let mut rx = self.shared.subscribe();
+        loop {
+            let outcome = self.shared.read(|s| {
+                if s.ended() {
+                    Some(Wait::Exited)
+                } else if s.epoch > after && !s.running {
+                    Some(Wait::Stopped)
+                } else {
+                    s.gone.as_ref().map(|gone| {
+                        if s.disconnecting { Wait::Exited } else { Wait::Gone(gone.clone()) }
+                    })
+                }
+            });
+            if let Some(outcome) = outcome {
+                return outcome;
+            }
+            tokio::select! {
+                changed = rx.changed() => if changed.is_err() {
+                    return Wait::Gone("the session state was dropped".into());
+                },
+                _ = tokio::time::sleep_until(deadline) => return Wait::StillRunning,
+                _ = cancel.cancelled() => return Wait::Cancelled,
+                _ = self.cancel.cancelled() => return Wait::Cancelled,
+            }
+        }
+    }
+
+    /// Waits (bounded) for the program to stop after stop number `after`, and describes where
+    /// it is then.
+    pub(super) async fn wait_state(
+        &mut self,
+        after: u64,
+        wait: Duration,
+        cancel: &CancellationToken,
+    ) -> RunState {
+        let started = Instant::now();
+        let deadline = started + wait;
+        let mut after = after;
+        let mut notes = Vec::new();
+        loop {
+            match self.wait_for(after, deadline, cancel).await {
+                Wait::Stopped => {
+                    if let Some(skipped) = self.skippable_stop() {
+                        // debugpy reports `sys.exit(n)` as an uncaught SystemExit; it is an exit.
+                        after = self.shared.read(|s| s.epoch);
+                        notes.push(skipped);
+                        self.shared.update(|s| s.running = true);
+                        let thread =
+                            self.shared.read(|s| s.stop.as_ref().and_then(|x| x.thread_id));
+                        if let Err(e) = self
+                            .client
+                            .request(
+                                "continue",
+                                json!({"threadId": thread.unwrap_or(0)}),
+                                self.config.request_timeout(),
+                            )
+                            .await
+                        {
+                            self.shared.update(|s| s.running = false);
+                            notes.push(format!("could not continue past it: {e}"));
+                            return self.stopped(notes).await;
+                        }
+                        continue;
+                    }
+                    return self.stopped(notes).await;
+                }
+                Wait::Exited => {
+                    self.settle_after_exit().await;
+                    let (exit_code, output) =
+                        self.shared.update(|s| (s.exit_code, s.output.read(None, OUTPUT_CHARS)));
+                    return RunState::Exited { exit_code, output };
+                }
+                Wait::Gone(reason) => {
+                    let context = self.failure_context();
+                    let output = self.shared.update(|s| s.output.read(None, OUTPUT_CHARS));
+                    let status = self.adapter_status().await;
+                    return RunState::AdapterGone {
+                        reason: format!(
+                            "the adapter ended unexpectedly: {reason}{status}{context}"
+                        ),
+                        output,
+                    };
+                }
+                Wait::StillRunning | Wait::Cancelled => {
+                    self.remember_descendants();
+                    let output = self.shared.update(|s| s.output.read(None, OUTPUT_CHARS));
+                    return RunState::Running {
+                        waited_seconds: started.elapsed().as_secs(),
+                        output,
+                    };
+                }
+            }
+        }
+    }
+
+    /// How the adapter process ended, if it did (waiting briefly: its pipe closes first).
+    pub(super) async fn adapter_status(&mut self) -> String {
+        let Some(process) = self.process.as_mut() else { return String::new() };
+        match tokio::time::timeout(Duration::from_millis(500), process.child.wait()).await {
+            Ok(Ok(status)) => format!(" (adapter {})", crate::process::describe_status(&status)),
+            _ => String::new(),
+        }
+    }
+
+    /// A stop that is not one for the user: debugpy's uncaught `SystemExit` (a `sys.exit(n)`).
+    pub(super) fn skippable_stop(&self) -> Option<String> {
+        if self.kind != AdapterKind::Debugpy || self.exceptions == ExceptionMode::All {
+            return None;
+        }
+        let stop = self.shared.read(|s| s.stop.clone())?;
+        (stop.reason == "exception" && stop.text.as_deref() == Some("SystemExit")).then(|| {
+            format!(
+                "the program called sys.exit({}); reported as the exit it is, not as an exception stop",
+                stop.description.unwrap_or_default()
+            )
+        })
+    }
+
+    /// Lets the last output and the exit code arrive after the program ended.
+    pub(super) async fn settle_after_exit(&mut self) {
+        if self.kind == AdapterKind::Delve
+            && self.shared.read(|s| s.exit_code.is_none() && s.gone.is_none())
+        {
+            // delve sends no `exited` event; it prints the exit status when we disconnect.
+            self.shared.update(|s| s.disconnecting = true);
+            let _ = self
+                .client
+                .request(
+                    "disconnect",
+                    json!({"terminateDebuggee": true}),
+                    self.config.disconnect_timeout(),
+                )
+                .await;
+            let mut rx = self.shared.subscribe();
+            let deadline = Instant::now() + Duration::from_secs(2);
+            while !self.shared.read(|s| s.gone.is_some() || s.exit_code.is_some()) {
+                tokio::select! {
+                    changed = rx.changed() => if changed.is_err() { break },
+                    _ = tokio::time::sleep_until(deadline) => break,
+                }
+            }
+        } else {
+            let mut rx = self.shared.subscribe();
+            let deadline = Instant::now() + Duration::from_millis(500);
+            while !self.shared.read(|s| s.terminated || s.gone.is_some()) {
+                tokio::select! {
+                    changed = rx.changed() => if changed.is_err() { break },
+                    _ = tokio::time::sleep_until(deadline) => break,
+                }
+            }
+        }
+        state::wait_for_pipes(&self.shared, Duration::from_secs(2)).await;
+    }
+
+    pub(super) async fn stopped(&mut self, notes: Vec<String>) -> RunState {
+        self.remember_descendants();
+        let mut snapshot = self.snapshot().await;
+        snapshot.notes.splice(0..0, notes);
+        RunState::Stopped(Box::new(snapshot))
+    }
+
+    pub(super) fn require_stopped(&self, what: &str) -> Result<(), DebugError> {
+        self.shared.read(|s| {
+            if s.ended() {
+                Err(DebugError::usage(format!(
+                    "cannot {what}: the program has exited{}; `launch` it again (breakpoints are kept)",
+                    s.exit_code.map(|c| format!(" with code {c}")).unwrap_or_default()
+                )))
+            } else if let Some(gone) = &s.gone {
+                Err(DebugError::usage(format!(
+                    "cannot {what}: the adapter is gone ({gone}); `terminate`, then `launch` again"
+                )))
+            } else if s.running || s.epoch == 0 {
+                Err(DebugError::usage(format!(
+                    "cannot {what}: the program is running{}; `pause` it, or wait for a breakpoint \
+                     with `continue`",
+                    if s.epoch > 0 { format!(" (since stop {})", s.epoch) } else { String::new() }
+                )))
+            } else {
+                Ok(())
+            }
+        })
+    }
+
+    pub(super) fn thread_or_default(&self, thread_id: Option<i64>) -> i64 {
+        thread_id
+            .or_else(|| self.shared.read(|s| s.stop.as_ref().and_then(|x| x.thread_id)))
+            .unwrap_or(1)
+    }
+
+    /// `continue`, `next`, `stepIn`, `stepOut`: resume, then wait for the next stop.
+    pub(crate) async fn resume(
+        &mut self,
+        command: &str,
+        thread_id: Option<i64>,
+        wait: Duration,
+        cancel: &CancellationToken,
+    ) -> Result<RunState, DebugError> {
+        let what = match command {
+            "continue" => "continue",
+            "next" => "step over",
+            "stepIn" => "step in",
+            _ => "step out",
+        };
+        self.require_stopped(what)?;
+        let thread = self.thread_or_default(thread_id);
+        // Register the stop waiter first: a fast adapter may stop before it answers.
+        let after = self.shared.update(|s| {
+            s.running = true;
+            s.epoch
+        });
+        let result = self
+            .client
+            .request(command, json!({"threadId": thread}), self.config.request_timeout())
+            .await;
+        match result {
+            Ok(_) => {}
+            // The adapter went away mid-request: report it as the state it leaves us in.
+            Err(crate::protocol::DapError::Closed(_)) => {}
+            Err(e) => {
+                self.shared.update(|s| {
+                    if s.epoch == after {
+                        s.running = false;
+                    }
+                });
+                return Err(DebugError::adapter(format!("{what} on thread {thread}: {e}")));
+            }
+        }
+        Ok(self.wait_state(after, wait, cancel).await)
+    }
+
+    pub(crate) async fn pause(
+        &mut self,
+        thread_id: Option<i64>,
+        wait: Duration,
+        cancel: &CancellationToken,
+    ) -> Result<RunState, DebugError> {
+        let (running, epoch) = self.shared.read(|s| (s.running || s.epoch == 0, s.epoch));
+        if self.finished() {
+            self.require_stopped("pause")?;
+        }
+        if !running {
+            let mut state = self
+                .stopped(vec![format!("already stopped (stop {epoch}); nothing to pause")])
+                .await;
+            if let RunState::Stopped(s) = &mut state {
+                s.notes.dedup();
+            }
+            return Ok(state);
+        }
+        let thread = match thread_id {
+            Some(t) => t,
+            None => self.first_thread().await.unwrap_or(1),
+        };
+        self.client
+            .request("pause", json!({"threadId": thread}), self.config.request_timeout())
+            .await
+            .map_err(|e| DebugError::adapter(format!("pause: {e}")))?;
+        Ok(self.wait_state(epoch, wait, cancel).await)
+    }
+
+    pub(super) async fn first_thread(&self) -> Option<i64> {
+        if let Some(t) = self.shared.read(|s| s.stop.as_ref().and_then(|x| x.thread_id)) {
+            return Some(t);
+        }
+        let body =
+            self.client.request("threads", json!({}), self.config.request_timeout()).await.ok()?;
+        body["threads"].as_array()?.first()?["id"].as_i64()
+    }
+}

@@ -1,0 +1,309 @@
+//! The handshake in the order every adapter accepts (launch not awaited; configuration
+//! requests sent together), and setting breakpoints.
+
+use std::{path::Path, time::Duration};
+
+use serde_json::{Value, json};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::*;
+use crate::{
+    adapters::{self, AdapterKind},
+    error::DebugError,
+    protocol::PendingResponse,
+    request::ExceptionMode,
+    response::*,
+};
+
+/// How often to nudge an adapter that answered `launch` but has not sent `initialized` yet.
+const POKE_EVERY: Duration = Duration::from_millis(200);
+
+impl Session {
+    /// initialize → launch/attach (not awaited) → initialized → breakpoints → exception
+    /// breakpoints → configurationDone → the launch response → the first stop.
+    pub(super) async fn handshake(
+        &mut self,
+        opts: &StartOptions<'_>,
+    ) -> Result<StartedView, DebugError> {
+        let deadline = Instant::now() + opts.config.launch_timeout();
+        let init = json!({
+            "clientID": "agent-tools",
+            "clientName": "agent-tools",
+            "adapterID": self.kind.adapter_id(),
+            "locale": "en",
+            "pathFormat": "path",
+            "linesStartAt1": true,
+            "columnsStartAt1": true,
+            "supportsVariableType": true,
+            "supportsVariablePaging": true,
+            "supportsRunInTerminalRequest": true,
+            "supportsStartDebuggingRequest": false,
+            "supportsProgressReporting": false,
+            "supportsMemoryReferences": false,
+            "supportsInvalidatedEvent": false,
+        });
+        let pending = self.client.send("initialize", init).await?;
+        self.capabilities = self.await_response(pending, deadline, opts.cancel).await?;
+        if self.capabilities.is_null() {
+            self.capabilities = json!({});
+        }
+        if self.version.is_none()
+            && let Some(version) = self.capabilities["__lldb"]["version"].as_str()
+        {
+            self.version = Some(version.to_string());
+        }
+
+        let (command, arguments) = match &opts.target {
+            Target::Launch(spec) => {
+                let mut spec = spec.clone();
+                if self.kind == AdapterKind::Delve {
+                    spec.build_output = self.temp.as_ref().map(|t| t.path().join("__debug_bin"));
+                }
+                if !spec.init_commands.is_empty() {
+                    self.notes.push("loaded rustc's LLDB formatters for Rust values".into());
+                }
+                ("launch", adapters::launch_arguments(self.kind, &spec))
+            }
+            Target::Attach { port, program, cwd } => {
+                ("attach", adapters::attach_arguments(self.kind, *port, program.as_deref(), cwd))
+            }
+        };
+        // Never await the launch response here: debugpy answers it only after configurationDone.
+        let mut launch = self.client.send(command, arguments).await?;
+        let mut rx = self.shared.subscribe();
+        let mut last_poke: Option<Instant> = None;
+        loop {
+            if self.shared.read(|s| s.initialized) {
+                break;
+            }
+            if let Some(gone) = self.shared.read(|s| s.gone.clone()) {
+                return Err(DebugError::adapter(format!(
+                    "the adapter exited during `{command}` ({gone})"
+                )));
+            }
+            if let Some(Ok(response)) = launch.try_result()
+                && !response.success
+            {
+                return Err(DebugError::adapter(format!(
+                    "`{command}` failed: {}",
+                    response.error_text()
+                )));
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Err(DebugError::adapter(format!(
+                    "the adapter never sent `initialized` within {} s of `{command}`",
+                    opts.config.launch_timeout().as_secs()
+                )));
+            }
+            let answered = launch.try_result().is_some();
+            if answered && last_poke.is_none_or(|t| now.duration_since(t) >= POKE_EVERY) {
+                // lldb-dap can leave `process`/`initialized` unflushed behind its launch response
+                // until its next reply: any request pushes them out.
+                last_poke = Some(now);
+                let _ = self.client.send("threads", json!({})).await;
+            }
+            tokio::select! {
+                _ = launch.wait_raw(deadline - now), if !answered => {}
+                _ = tokio::time::sleep(POKE_EVERY), if answered => {}
+                changed = rx.changed() => if changed.is_err() { break },
+                _ = opts.cancel.cancelled() => {
+                    return Err(DebugError::adapter(format!("`{command}` was cancelled")));
+                }
+            }
+        }
+
+        // The configuration requests go out together and are awaited together: debugpy answers
+        // each only after a round trip to the program, so one at a time costs ~40 ms apiece.
+        let timeout = self.config.request_timeout();
+        let mut sent = Vec::new();
+        for (file, request) in opts.breakpoints {
+            let pending = self.client.send("setBreakpoints", breakpoint_args(file, request)).await;
+            sent.push((file, request, pending));
+        }
+        let panic_breakpoint = if self.kind == AdapterKind::Lldb
+            && opts.rust
+            && opts.exceptions != ExceptionMode::None
+            && self.capabilities["supportsFunctionBreakpoints"].as_bool().unwrap_or(false)
+        {
+            // A Rust panic is not a signal: break where the panic machinery starts unwinding.
+            let args = json!({"breakpoints": [{"name": "rust_panic"}]});
+            Some(self.client.send("setFunctionBreakpoints", args).await)
+        } else {
+            None
+        };
+        let filters = adapters::exception_filters(self.kind, opts.exceptions, &self.capabilities);
+        let offers_filters = self.capabilities["exceptionBreakpointFilters"]
+            .as_array()
+            .is_some_and(|f| !f.is_empty());
+        let exception_breakpoints = if offers_filters || !filters.is_empty() {
+            Some(self.client.send("setExceptionBreakpoints", json!({"filters": filters})).await)
+        } else {
+            None
+        };
+        let mut breakpoints = Vec::new();
+        for (file, request, pending) in sent {
+            let result = match pending {
+                Ok(p) => p.wait(timeout).await,
+                Err(e) => Err(e),
+            };
+            breakpoints.extend(self.breakpoint_views(file, request, result));
+        }
+        if let Some(Ok(p)) = panic_breakpoint {
+            let _ = p.wait(timeout).await;
+        }
+        match exception_breakpoints {
+            Some(Ok(p)) => {
+                if let Err(e) = p.wait(timeout).await {
+                    self.notes.push(format!("exception breakpoints not set: {e}"));
+                }
+            }
+            Some(Err(e)) => self.notes.push(format!("exception breakpoints not set: {e}")),
+            None => {}
+        }
+        if self.kind == AdapterKind::Delve && opts.exceptions == ExceptionMode::None {
+            self.notes
+                .push("delve always stops on panics; `exceptions: none` has no effect".into());
+        }
+        if self.capabilities["supportsConfigurationDoneRequest"].as_bool().unwrap_or(true) {
+            let pending = self.client.send("configurationDone", json!({})).await?;
+            self.await_response(pending, deadline, opts.cancel).await?;
+        }
+        let now = Instant::now();
+        let response = match launch.wait_raw(deadline.saturating_duration_since(now)).await {
+            Ok(r) => r,
+            Err(e) => return Err(DebugError::adapter(format!("no answer to `{command}`: {e}"))),
+        };
+        if !response.success {
+            return Err(DebugError::adapter(format!(
+                "`{command}` failed: {}",
+                response.error_text()
+            )));
+        }
+        self.remember_descendants();
+        let wait = if matches!(opts.target, Target::Attach { .. }) && opts.breakpoints.is_empty() {
+            Duration::ZERO
+        } else {
+            opts.wait
+        };
+        let state = self.wait_state(0, wait, opts.cancel).await;
+        Ok(StartedView { session: self.view(), breakpoints, exception_filters: filters, state })
+    }
+
+    pub(super) async fn await_response(
+        &self,
+        mut pending: PendingResponse,
+        deadline: Instant,
+        cancel: &CancellationToken,
+    ) -> Result<Value, DebugError> {
+        let command = pending.command().to_string();
+        let limit = deadline.saturating_duration_since(Instant::now()).min(
+            self.config.request_timeout().max(if command == "initialize" {
+                Duration::from_secs(20)
+            } else {
+                Duration::ZERO
+            }),
+        );
+        tokio::select! {
+            response = pending.wait_raw(limit) => {
+                let response = response?;
+                if response.success {
+                    Ok(response.body)
+                } else {
+                    Err(DebugError::adapter(format!("`{command}` failed: {}", response.error_text())))
+                }
+            }
+            _ = cancel.cancelled() => Err(DebugError::adapter(format!("`{command}` was cancelled"))),
+        }
+    }
+
+    /// Recent adapter messages and stderr, for an error message.
+    pub(super) fn failure_context(&self) -> String {
+        let (log, stderr) = self.shared.read(|s| {
+            let log: Vec<String> = s.log.iter().rev().take(12).rev().cloned().collect();
+            (log, s.output.tail("stderr", 1500))
+        });
+        let mut out = String::new();
+        if !stderr.trim().is_empty() {
+            out.push_str(&format!("\nprogram/adapter stderr:\n{}", stderr.trim_end()));
+        }
+        if !log.is_empty() {
+            out.push_str(&format!("\nadapter messages:\n{}", log.join("\n")));
+        }
+        out
+    }
+
+    /// Sends the breakpoints of one file and reports where each landed.
+    pub(crate) async fn set_breakpoints(
+        &self,
+        file: &Path,
+        request: &BreakpointRequest,
+    ) -> Vec<BreakpointView> {
+        let result = self
+            .client
+            .request(
+                "setBreakpoints",
+                breakpoint_args(file, request),
+                self.config.request_timeout(),
+            )
+            .await;
+        self.breakpoint_views(file, request, result)
+    }
+
+    pub(super) fn breakpoint_views(
+        &self,
+        file: &Path,
+        request: &BreakpointRequest,
+        result: Result<Value, crate::protocol::DapError>,
+    ) -> Vec<BreakpointView> {
+        let shown = display_path(&file.display().to_string(), &self.root);
+        let placed = match &result {
+            Ok(body) => body["breakpoints"].as_array().cloned().unwrap_or_default(),
+            Err(_) => Vec::new(),
+        };
+        request
+            .lines
+            .iter()
+            .enumerate()
+            .map(|(i, line)| {
+                let bp = placed.get(i).cloned().unwrap_or(Value::Null);
+                BreakpointView {
+                    file: shown.clone(),
+                    requested: *line,
+                    line: bp["line"].as_u64().and_then(|l| u32::try_from(l).ok()),
+                    verified: bp["verified"].as_bool().unwrap_or(false),
+                    message: match &result {
+                        Ok(_) => bp["message"].as_str().map(str::to_string),
+                        Err(e) => Some(e.to_string()),
+                    },
+                }
+            })
+            .collect()
+    }
+}
+
+/// The `setBreakpoints` arguments for `request` in `file`.
+pub(super) fn breakpoint_args(file: &Path, request: &BreakpointRequest) -> Value {
+    let breakpoints: Vec<Value> = request
+        .lines
+        .iter()
+        .map(|line| {
+            let mut bp = json!({"line": line});
+            if let Some(c) = &request.condition {
+                bp["condition"] = json!(c);
+            }
+            if let Some(m) = &request.log_message {
+                bp["logMessage"] = json!(m);
+            }
+            bp
+        })
+        .collect();
+    let name = file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    json!({
+        "source": {"path": file.display().to_string(), "name": name},
+        "breakpoints": breakpoints,
+        "lines": request.lines,
+        "sourceModified": false,
+    })
+}

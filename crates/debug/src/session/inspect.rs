@@ -1,0 +1,198 @@
+//! Looking closer at a stopped program: the session view and status, threads, stack, scopes,
+//! variables, evaluate and output.
+
+use serde_json::{Value, json};
+use tokio::time::Instant;
+
+use super::{handles::HandleKind, *};
+use crate::{error::DebugError, response::*};
+
+impl Session {
+    /// The session as `status` and `launch` show it.
+    pub(crate) fn view(&self) -> SessionView {
+        let adapter_pid = self.process.as_ref().map(|p| p.pid);
+        let debuggee_pid = self
+            .shared
+            .read(|s| s.process_pid)
+            .or_else(|| self.shared.read(|s| s.debuggees.first().map(|p| p.pid)));
+        SessionView {
+            adapter: self.kind,
+            request: self.request.to_string(),
+            program: display_path(&self.program, &self.root),
+            command: self.command.clone(),
+            adapter_version: self.version.clone(),
+            adapter_pid,
+            debuggee_pid,
+            ttl_seconds_left: self.deadline.saturating_duration_since(Instant::now()).as_secs(),
+            notes: self.notes.clone(),
+        }
+    }
+
+    pub(crate) fn status(&self) -> (String, Option<StopSummary>, Option<i64>, u64) {
+        self.shared.read(|s| {
+            let unread = s.output.end().saturating_sub(s.output.delivered());
+            if s.ended() {
+                ("exited".into(), None, s.exit_code, unread)
+            } else if s.gone.is_some() {
+                ("adapter_gone".into(), None, None, unread)
+            } else if s.running || s.epoch == 0 {
+                ("running".into(), None, None, unread)
+            } else {
+                let stop = s.stop.clone().unwrap_or_default();
+                (
+                    "stopped".into(),
+                    Some(StopSummary {
+                        stop: s.epoch,
+                        reason: stop.reason,
+                        thread_id: stop.thread_id,
+                        place: self.last_place.clone(),
+                    }),
+                    None,
+                    unread,
+                )
+            }
+        })
+    }
+
+    /// Whether the program ended or the adapter went away: a new launch may replace it.
+    pub(crate) fn finished(&self) -> bool {
+        self.shared.read(|s| s.ended() || s.gone.is_some())
+    }
+
+    pub(crate) async fn threads(&mut self) -> Result<(Vec<ThreadView>, usize), DebugError> {
+        if self.finished() {
+            self.require_stopped("list threads")?;
+        }
+        let body = self.client.request("threads", json!({}), self.config.request_timeout()).await?;
+        let all: Vec<ThreadView> = body["threads"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|t| ThreadView {
+                id: t["id"].as_i64().unwrap_or(0),
+                name: t["name"].as_str().unwrap_or_default().to_string(),
+            })
+            .collect();
+        let more = all.len().saturating_sub(MAX_THREADS);
+        Ok((all.into_iter().take(MAX_THREADS).collect(), more))
+    }
+
+    pub(crate) async fn stack(&mut self, thread_id: Option<i64>) -> Result<StackView, DebugError> {
+        self.require_stopped("read the stack")?;
+        let thread = self.thread_or_default(thread_id);
+        let epoch = self.shared.read(|s| s.epoch);
+        self.handles.begin_stop(epoch);
+        let body = self
+            .client
+            .request(
+                "stackTrace",
+                json!({"threadId": thread, "startFrame": 0, "levels": MAX_FRAMES}),
+                self.config.request_timeout(),
+            )
+            .await?;
+        let frames: Vec<FrameView> = body["stackFrames"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .take(MAX_FRAMES)
+            .map(|f| self.frame_view(f))
+            .collect();
+        Ok(StackView {
+            stop: epoch,
+            thread_id: thread,
+            frames,
+            total: body["totalFrames"].as_u64(),
+        })
+    }
+
+    pub(super) fn running(&self) -> bool {
+        self.shared.read(|s| s.running || s.ended() || s.gone.is_some())
+    }
+
+    pub(crate) async fn scopes(&mut self, frame_id: u64) -> Result<Vec<ScopeView>, DebugError> {
+        let handle = self.handles.resolve(frame_id, HandleKind::Frame, self.running())?;
+        let body = self
+            .client
+            .request("scopes", json!({"frameId": handle.adapter_id}), self.config.request_timeout())
+            .await?;
+        let scopes = body["scopes"].as_array().cloned().unwrap_or_default();
+        Ok(scopes
+            .iter()
+            .filter_map(|s| {
+                let reference = s["variablesReference"].as_i64().filter(|r| *r > 0)?;
+                let count = match (s["namedVariables"].as_u64(), s["indexedVariables"].as_u64()) {
+                    (None, None) => None,
+                    (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
+                };
+                Some(ScopeView {
+                    name: s["name"].as_str().unwrap_or("?").to_string(),
+                    reference: self.handles.add(HandleKind::Reference, reference, count),
+                    expensive: s["expensive"].as_bool().unwrap_or(false),
+                    count,
+                })
+            })
+            .collect())
+    }
+
+    pub(crate) async fn variables(
+        &mut self,
+        reference: u64,
+        start: u64,
+    ) -> Result<VariablesView, DebugError> {
+        let handle = self.handles.resolve(reference, HandleKind::Reference, self.running())?;
+        let paged = start > 0 || handle.children.is_some_and(|c| c > MAX_CHILDREN as u64);
+        let mut args = json!({"variablesReference": handle.adapter_id});
+        if paged {
+            args["start"] = json!(start);
+            args["count"] = json!(MAX_CHILDREN + 1);
+        }
+        let body = self.client.request("variables", args, self.config.request_timeout()).await?;
+        let mut vars: Vec<Value> = body["variables"].as_array().cloned().unwrap_or_default();
+        if paged && vars.len() > MAX_CHILDREN + 1 {
+            // The adapter ignored start/count: page here.
+            vars = vars.into_iter().skip(usize::try_from(start).unwrap_or(usize::MAX)).collect();
+        }
+        let has_more = vars.len() > MAX_CHILDREN
+            || handle.children.is_some_and(|c| c > start + MAX_CHILDREN as u64);
+        let variables: Vec<VariableView> =
+            vars.iter().take(MAX_CHILDREN).map(|v| self.variable_view(v, None)).collect();
+        Ok(VariablesView { reference, start, variables, has_more, total: handle.children })
+    }
+
+    pub(crate) async fn evaluate(
+        &mut self,
+        expression: &str,
+        frame_id: Option<u64>,
+    ) -> Result<EvaluateView, DebugError> {
+        if self.finished() {
+            self.require_stopped("evaluate")?;
+        }
+        let frame_id = match frame_id {
+            Some(id) => Some(id),
+            None if !self.running() => self.default_frame,
+            None => None,
+        };
+        let mut args = json!({"expression": expression, "context": self.kind.evaluate_context()});
+        if let Some(id) = frame_id {
+            let handle = self.handles.resolve(id, HandleKind::Frame, self.running())?;
+            args["frameId"] = json!(handle.adapter_id);
+        }
+        let body =
+            self.client.request("evaluate", args, self.config.request_timeout()).await.map_err(
+                |e| match e {
+                    crate::protocol::DapError::Failed { message, .. } => {
+                        DebugError::adapter(format!("evaluating `{expression}` failed: {message}"))
+                    }
+                    other => other.into(),
+                },
+            )?;
+        let result = self.variable_view(&body, Some(expression));
+        Ok(EvaluateView { expression: expression.to_string(), frame_id, result })
+    }
+
+    pub(crate) fn output(&self, since: Option<u64>) -> OutputView {
+        let (output, exit_code) =
+            self.shared.update(|s| (s.output.read(since, OUTPUT_CHARS), s.exit_code));
+        OutputView { output, exit_code }
+    }
+}

@@ -1,0 +1,330 @@
+//! The stop snapshot: reason, thread, the first user frame with its source lines and locals,
+//! the stack from there, exception details and new output, in as few requests as possible.
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use super::{handles::HandleKind, *};
+use crate::{adapters::AdapterKind, error::DebugError, response::*};
+
+impl Session {
+    /// The stop snapshot of the current stop.
+    pub(super) async fn snapshot(&mut self) -> StopSnapshot {
+        let (epoch, stop) = self.shared.read(|s| (s.epoch, s.stop.clone().unwrap_or_default()));
+        self.handles.begin_stop(epoch);
+        let timeout = self.config.request_timeout();
+        let mut notes = Vec::new();
+        let client = self.client.clone();
+        let stack_args =
+            |thread: i64| json!({"threadId": thread, "startFrame": 0, "levels": MAX_FRAMES});
+        let (threads, stack) = match stop.thread_id {
+            // debugpy answers one request at a time (~40 ms each): thread names are not worth one.
+            Some(thread) if self.kind == AdapterKind::Debugpy => (
+                None,
+                Some((thread, client.request("stackTrace", stack_args(thread), timeout).await)),
+            ),
+            Some(thread) => {
+                let (threads, stack) = tokio::join!(
+                    client.request("threads", json!({}), timeout),
+                    client.request("stackTrace", stack_args(thread), timeout),
+                );
+                (threads.ok(), Some((thread, stack)))
+            }
+            None => {
+                let threads = client.request("threads", json!({}), timeout).await.ok();
+                let first =
+                    threads.as_ref().and_then(|t| t["threads"].as_array()?.first()?["id"].as_i64());
+                let stack = match first {
+                    Some(thread) => Some((
+                        thread,
+                        client.request("stackTrace", stack_args(thread), timeout).await,
+                    )),
+                    None => None,
+                };
+                (threads, stack)
+            }
+        };
+        let thread = stack.as_ref().map(|(id, _)| {
+            let name = threads
+                .as_ref()
+                .and_then(|t| {
+                    t["threads"].as_array()?.iter().find(|x| x["id"].as_i64() == Some(*id))?["name"]
+                        .as_str()
+                        .map(str::to_string)
+                })
+                .unwrap_or_else(|| format!("thread {id}"));
+            ThreadView { id: *id, name }
+        });
+        let mut frames = Vec::new();
+        match &stack {
+            Some((_, Ok(body))) => {
+                for frame in body["stackFrames"].as_array().into_iter().flatten().take(MAX_FRAMES) {
+                    frames.push((self.frame_view(frame), frame.clone()));
+                }
+                if frames.is_empty() {
+                    notes.push("the stopped thread has no frames".into());
+                }
+            }
+            Some((_, Err(e))) => notes.push(format!("no stack for the stopped thread: {e}")),
+            None => notes.push("the adapter reported no thread".into()),
+        }
+        let user_index = frames.iter().position(|(f, _)| !f.library);
+        let frames_skipped = user_index.unwrap_or(0);
+        if user_index.is_none() && !frames.is_empty() {
+            notes.push("no frame is in the project's code; showing the top frame".into());
+        }
+        let chosen = frames.get(user_index.unwrap_or(0)).cloned();
+        self.default_frame = chosen.as_ref().map(|(f, _)| f.frame_id);
+
+        let wants_info = stop.reason == "exception"
+            && self.capabilities["supportsExceptionInfoRequest"].as_bool().unwrap_or(false);
+        let info_request = async {
+            match (&thread, wants_info) {
+                (Some(thread), true) => client
+                    .request("exceptionInfo", json!({"threadId": thread.id}), timeout)
+                    .await
+                    .ok(),
+                _ => None,
+            }
+        };
+        let frame_id = chosen.as_ref().and_then(|(_, raw)| raw["id"].as_i64());
+        let locals_request = async {
+            match frame_id {
+                Some(id) => Some(self.locals(id).await),
+                None => None,
+            }
+        };
+        let (info, locals_result) = tokio::join!(info_request, locals_request);
+        let exception = (stop.reason == "exception").then(|| {
+            let mut view = ExceptionView {
+                id: stop.text.clone(),
+                description: stop.description.clone(),
+                break_mode: None,
+                details: None,
+            };
+            if let Some(info) = info {
+                view.id = info["exceptionId"].as_str().map(str::to_string).or(view.id);
+                view.description =
+                    info["description"].as_str().map(str::to_string).or(view.description);
+                view.break_mode = info["breakMode"].as_str().map(str::to_string);
+                view.details = info["details"]["stackTrace"].as_str().map(|t| cut(t, 1500).0);
+            }
+            view
+        });
+        let (mut locals, mut locals_more, mut locals_reference) = (Vec::new(), 0, None);
+        match locals_result {
+            Some(Ok((vars, more, reference))) => {
+                locals = vars;
+                locals_more = more;
+                locals_reference = reference;
+            }
+            Some(Err(e)) => notes.push(format!(
+                "no locals for {}: {e}",
+                chosen.as_ref().map_or("the frame", |(f, _)| f.name.as_str())
+            )),
+            None => {}
+        }
+        let source = chosen
+            .as_ref()
+            .and_then(|(_, raw)| {
+                let path = raw["source"]["path"].as_str()?;
+                let line = u32::try_from(raw["line"].as_u64()?).ok()?;
+                Some(source_lines(Path::new(path), line))
+            })
+            .unwrap_or_default();
+        let frame = chosen.map(|(f, _)| f);
+        self.last_place = frame.as_ref().map(place_of);
+        // The user frame and its callers: the library frames above it are counted, not shown.
+        let stack: Vec<FrameView> =
+            frames.iter().skip(frames_skipped).take(5).map(|(f, _)| f.clone()).collect();
+        let output = self.shared.update(|s| s.output.read(None, OUTPUT_CHARS));
+        let mut reason = stop.reason;
+        let mut exception = exception;
+        // A Rust panic stops lldb at our `rust_panic` function breakpoint: report it as the
+        // exception it is, with the panic message the program printed.
+        if self.kind == AdapterKind::Lldb
+            && exception.is_none()
+            && frames.first().is_some_and(|(f, _)| f.name.ends_with("rust_panic"))
+        {
+            reason = "exception".into();
+            exception = Some(ExceptionView {
+                id: Some("panic".into()),
+                description: panic_message(&output.text()),
+                break_mode: Some("unhandled".into()),
+                details: None,
+            });
+        }
+        StopSnapshot {
+            stop: epoch,
+            reason,
+            description: stop.description,
+            exception,
+            thread,
+            all_threads_stopped: stop.all_threads_stopped,
+            frame,
+            frames_skipped,
+            source,
+            locals,
+            locals_more,
+            locals_reference,
+            stack,
+            output,
+            notes,
+        }
+    }
+
+    /// The locals of adapter frame `frame_id`: (shown, how many more, the scope's reference).
+    pub(super) async fn locals(
+        &mut self,
+        frame_id: i64,
+    ) -> Result<(Vec<VariableView>, usize, Option<u64>), DebugError> {
+        let timeout = self.config.request_timeout();
+        let scopes = self.client.request("scopes", json!({"frameId": frame_id}), timeout).await?;
+        let scopes = scopes["scopes"].as_array().cloned().unwrap_or_default();
+        let scope = scopes
+            .iter()
+            .find(|s| s["presentationHint"] == "locals")
+            .or_else(|| {
+                scopes.iter().find(|s| {
+                    s["name"].as_str().is_some_and(|n| n.to_ascii_lowercase().starts_with("local"))
+                })
+            })
+            .or_else(|| scopes.iter().find(|s| !s["expensive"].as_bool().unwrap_or(false)));
+        let Some(scope) = scope else { return Ok((Vec::new(), 0, None)) };
+        let Some(reference) = scope["variablesReference"].as_i64().filter(|r| *r > 0) else {
+            return Ok((Vec::new(), 0, None));
+        };
+        let count = scope["namedVariables"].as_u64();
+        let body = self
+            .client
+            .request("variables", json!({"variablesReference": reference}), timeout)
+            .await?;
+        let all: Vec<Value> = body["variables"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|v| {
+                !matches!(
+                    v["name"].as_str(),
+                    Some("special variables" | "function variables" | "class variables")
+                )
+            })
+            .collect();
+        let handle =
+            self.handles.add(HandleKind::Reference, reference, count.or(Some(all.len() as u64)));
+        let shown: Vec<VariableView> =
+            all.iter().take(SNAPSHOT_LOCALS).map(|v| self.variable_view(v, None)).collect();
+        Ok((shown, all.len().saturating_sub(SNAPSHOT_LOCALS), Some(handle)))
+    }
+
+    pub(super) fn frame_view(&mut self, frame: &Value) -> FrameView {
+        let adapter_id = frame["id"].as_i64().unwrap_or(0);
+        let frame_id = self.handles.add(HandleKind::Frame, adapter_id, None);
+        let path = frame["source"]["path"].as_str().filter(|p| !p.is_empty());
+        let hint = frame["presentationHint"].as_str().unwrap_or_default();
+        let source_hint = frame["source"]["presentationHint"].as_str().unwrap_or_default();
+        let inside =
+            path.is_some_and(|p| Path::new(p).starts_with(&self.root) && !is_library_path(p));
+        FrameView {
+            frame_id,
+            name: tidy_frame_name(frame["name"].as_str().unwrap_or("?")),
+            path: path.map(|p| display_path(p, &self.root)),
+            line: frame["line"].as_u64().and_then(|l| u32::try_from(l).ok()).filter(|l| *l > 0),
+            column: frame["column"].as_u64().and_then(|c| u32::try_from(c).ok()).filter(|c| *c > 0),
+            library: !inside || hint == "subtle" || hint == "label" || source_hint == "deemphasize",
+        }
+    }
+
+    pub(super) fn variable_view(&mut self, var: &Value, name: Option<&str>) -> VariableView {
+        let raw = var["value"].as_str().or_else(|| var["result"].as_str()).unwrap_or_default();
+        let (value, cut_chars) = cut(raw, MAX_VALUE_CHARS);
+        let children = match (var["namedVariables"].as_u64(), var["indexedVariables"].as_u64()) {
+            (None, None) => None,
+            (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
+        };
+        let reference = var["variablesReference"]
+            .as_i64()
+            .filter(|r| *r > 0)
+            .map(|r| self.handles.add(HandleKind::Reference, r, children));
+        VariableView {
+            name: name
+                .map_or_else(|| var["name"].as_str().unwrap_or("?").to_string(), str::to_string),
+            value,
+            type_name: var["type"].as_str().filter(|t| !t.is_empty()).map(str::to_string),
+            cut_chars,
+            reference,
+            children,
+        }
+    }
+}
+
+/// The message line after Rust's `panicked at FILE:LINE:COL:`.
+pub(super) fn panic_message(output: &str) -> Option<String> {
+    let mut lines = output.lines();
+    while let Some(line) = lines.next() {
+        if line.contains("panicked at ") {
+            let at = line.split("panicked at ").nth(1).unwrap_or_default().trim_end_matches(':');
+            let message = lines.next().unwrap_or_default().trim();
+            return Some(if message.is_empty() {
+                at.to_string()
+            } else {
+                format!("{message} (at {at})")
+            });
+        }
+    }
+    None
+}
+
+/// `buggy::average::hbbee2e627357c3f3` → `buggy::average` (the Rust symbol hash is noise).
+pub(super) fn tidy_frame_name(name: &str) -> String {
+    if let Some((head, hash)) = name.rsplit_once("::h")
+        && hash.len() == 16
+        && hash.chars().all(|c| c.is_ascii_hexdigit())
+    {
+        return head.to_string();
+    }
+    name.to_string()
+}
+
+pub(super) fn place_of(frame: &FrameView) -> String {
+    match (&frame.path, frame.line) {
+        (Some(path), Some(line)) => format!("{} at {path}:{line}", frame.name),
+        (Some(path), None) => format!("{} in {path}", frame.name),
+        _ => frame.name.clone(),
+    }
+}
+
+/// Library or runtime code, whatever the adapter's hints say.
+pub(super) fn is_library_path(path: &str) -> bool {
+    [
+        "/site-packages/",
+        "/dist-packages/",
+        "/lib/python3",
+        "/usr/lib/go",
+        "/usr/local/go/",
+        "/rustc/",
+        "/rustlib/",
+        "/.cargo/registry/",
+        "/pkg/mod/",
+    ]
+    .iter()
+    .any(|p| path.contains(p))
+}
+
+pub(super) fn source_lines(path: &Path, line: u32) -> Vec<SourceLine> {
+    let Ok(meta) = std::fs::metadata(path) else { return Vec::new() };
+    if meta.len() > 8 * 1024 * 1024 {
+        return Vec::new();
+    }
+    let Ok(text) = std::fs::read_to_string(path) else { return Vec::new() };
+    let first = line.saturating_sub(SOURCE_CONTEXT).max(1);
+    let last = line + SOURCE_CONTEXT;
+    text.lines()
+        .enumerate()
+        .map(|(i, l)| (u32::try_from(i + 1).unwrap_or(u32::MAX), l))
+        .filter(|(n, _)| *n >= first && *n <= last)
+        .map(|(n, l)| SourceLine { line: n, text: cut(l, 200).0, current: n == line })
+        .collect()
+}
