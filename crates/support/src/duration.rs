@@ -24,7 +24,7 @@ pub fn human(d: Duration) -> String {
     let secs = d.as_secs();
     if secs < 10 {
         let tenths = (millis + 50) / 100;
-        return if tenths % 10 == 0 {
+        return if tenths.is_multiple_of(10) {
             format!("{} s", tenths / 10)
         } else {
             format!("{}.{} s", tenths / 10, tenths % 10)

@@ -6,6 +6,7 @@
 //! crate of the workspace. Family crates and the facade depend on it; they never copy it.
 
 pub mod duration;
+mod error;
 pub mod framing;
 pub mod fs;
 pub mod journal;
@@ -13,4 +14,4 @@ pub mod process;
 mod tier;
 mod unavailable;
 
-pub use crate::{tier::Tier, unavailable::Unavailable};
+pub use crate::{error::Error, tier::Tier, unavailable::Unavailable};
