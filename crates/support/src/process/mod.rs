@@ -1,0 +1,153 @@
+//! Process lifetime: every process a run starts is gone when the run ends, or when the host
+//! dies, even by SIGKILL.
+//!
+//! [`spawn`] (Tokio) and [`spawn_std`] (blocking) start a command so that:
+//! - it leads a process group of its own (`setpgid(0, 0)`), so one signal reaches what it starts;
+//! - it carries a lineage mark, an environment variable unique to this spawn that every
+//!   descendant inherits, so teardown finds descendants that left the group (`setsid`) or lost
+//!   their parent (double fork);
+//! - it gets SIGKILL when the host dies (`PR_SET_PDEATHSIG`, set on one process-lifetime
+//!   spawner thread, because Linux ties that signal to the forking *thread*);
+//! - a watchdog (on by default) kills the whole tree when the host dies or drops the handle,
+//!   because the death signal reaches only the direct child;
+//! - the host is a child subreaper, so orphans of the tree are re-parented to it (not init),
+//!   and teardown reaps their zombies.
+//!
+//! The returned [`ProcessGroup`] ends the tree: [`ProcessGroup::terminate`] is SIGTERM, a grace
+//! period, SIGKILL to the group and to every marked process, bounded and idempotent; dropping
+//! the last handle kills the group at once without blocking.
+//!
+//! How to adopt (a language server, a checker, an adapter):
+//!
+//! ```no_run
+//! # async fn run() -> std::io::Result<()> {
+//! use std::{process::Stdio, time::Duration};
+//! use agent_tools_support::process::{self, Spawned};
+//!
+//! let mut command = tokio::process::Command::new("basedpyright-langserver");
+//! command.arg("--stdio").stdin(Stdio::piped()).stdout(Stdio::piped());
+//! // Was: command.process_group(0).kill_on_drop(true).spawn()
+//! let Spawned { mut child, group } = process::spawn(command).await?;
+//! let stdout = child.stdout.take();
+//! // ... talk to it; keep `group` as long as the process should live ...
+//! let report = group.terminate(Duration::from_secs(2)).await;
+//! tracing::debug!("server ended: {report}");
+//! let _ = child.wait().await; // the leader's exit status stays with its `Child`
+//! # Ok(()) }
+//! ```
+//!
+//! A short-lived helper where a `sh` per spawn is too much can go without the watchdog:
+//! `SpawnOptions::new().watchdog(false).spawn(command)`; it still dies with the host itself.
+
+mod group;
+mod spawner;
+mod tree;
+mod watchdog;
+
+use std::io;
+
+pub use self::group::{ProcessGroup, Teardown};
+use self::{
+    tree::{Lineage, TreeId},
+    watchdog::Watchdog,
+};
+
+/// A started Tokio child and the handle of its tree.
+#[derive(Debug)]
+pub struct Spawned {
+    /// The leader: its pipes and its exit status.
+    pub child: tokio::process::Child,
+    /// Ends the tree; dropping it kills the group.
+    pub group: ProcessGroup,
+}
+
+/// A started blocking child and the handle of its tree.
+#[derive(Debug)]
+pub struct SpawnedStd {
+    /// The leader: its pipes and its exit status.
+    pub child: std::process::Child,
+    /// Ends the tree; dropping it kills the group.
+    pub group: ProcessGroup,
+}
+
+/// How a tree is tied to the host; [`SpawnOptions::new`] is what [`spawn`] uses.
+#[derive(Debug, Clone)]
+pub struct SpawnOptions {
+    watchdog: bool,
+}
+
+impl Default for SpawnOptions {
+    fn default() -> Self {
+        SpawnOptions { watchdog: true }
+    }
+}
+
+impl SpawnOptions {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Whether a watchdog kills the whole tree when the host dies (default: yes). Without it
+    /// only the direct child dies with the host; teardown by the handle is unchanged.
+    pub fn watchdog(mut self, on: bool) -> Self {
+        self.watchdog = on;
+        self
+    }
+
+    /// Starts `command` (its program, arguments, pipes, directory and environment as set) in
+    /// a tree of its own, registered with the current Tokio runtime.
+    pub async fn spawn(&self, mut command: tokio::process::Command) -> io::Result<Spawned> {
+        let lineage = Lineage::new();
+        prepare(command.as_std_mut(), &lineage);
+        let child = spawner::spawn_tokio(command).await?;
+        let pid = child.id().ok_or_else(|| io::Error::other("the spawned process has no pid"))?;
+        let group = self.track(pid, lineage);
+        Ok(Spawned { child, group })
+    }
+
+    /// [`spawn`](Self::spawn) for blocking code.
+    pub fn spawn_std(&self, mut command: std::process::Command) -> io::Result<SpawnedStd> {
+        let lineage = Lineage::new();
+        prepare(&mut command, &lineage);
+        let child = spawner::spawn_std(command)?;
+        let group = self.track(child.id(), lineage);
+        Ok(SpawnedStd { child, group })
+    }
+
+    fn track(&self, pid: u32, lineage: Lineage) -> ProcessGroup {
+        let leader = pid as i32;
+        // Read before anyone can reap the leader: a zombie still has its stat.
+        let leader_start = tree::stat(leader).map(|info| info.start);
+        let watchdog = if self.watchdog {
+            match Watchdog::start(leader, &lineage) {
+                Ok(watchdog) => Some(watchdog),
+                Err(e) => {
+                    tracing::warn!(
+                        "no watchdog for process group {leader} ({e}); what it starts may \
+                         outlive a killed host"
+                    );
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        ProcessGroup::new(TreeId { leader, leader_start, lineage }, watchdog)
+    }
+}
+
+/// Starts `command` in a tree of its own with a watchdog; see the module docs.
+pub async fn spawn(command: tokio::process::Command) -> io::Result<Spawned> {
+    SpawnOptions::new().spawn(command).await
+}
+
+/// Starts a blocking `command` in a tree of its own with a watchdog; see the module docs.
+pub fn spawn_std(command: std::process::Command) -> io::Result<SpawnedStd> {
+    SpawnOptions::new().spawn_std(command)
+}
+
+fn prepare(command: &mut std::process::Command, lineage: &Lineage) {
+    use std::os::unix::process::CommandExt;
+    command.env(&lineage.name, "1").process_group(0);
+    spawner::die_with_host(command);
+}
