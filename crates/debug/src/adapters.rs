@@ -19,6 +19,7 @@ use crate::{config::DebugConfig, error::DebugError, request::ExceptionMode};
     Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
 )]
 #[serde(rename_all = "lowercase")]
+#[schemars(inline, transform = crate::request::bare_enum)]
 pub enum AdapterKind {
     /// `dart debug_adapter` (Dart and Flutter).
     Dart,

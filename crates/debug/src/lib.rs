@@ -32,6 +32,7 @@ mod config;
 mod error;
 pub mod output;
 pub mod process;
+pub mod progress;
 pub mod protocol;
 mod render;
 mod request;
@@ -44,6 +45,7 @@ pub use crate::{
     config::{AdapterCommands, DebugConfig, human_seconds},
     error::DebugError,
     output::{OutputChunk, OutputEntry},
+    progress::{CallScope, ProgressPort},
     render::render,
     request::{DebugArgs, ExceptionMode, Operation},
     response::*,
@@ -53,13 +55,12 @@ pub use crate::{
 /// The tool's name.
 pub const TOOL_NAME: &str = "debug";
 
-/// The tool's description for the model.
-pub const TOOL_DESCRIPTION: &str = "Drive a debugger (Debug Adapter Protocol: debugpy for Python, \
-lldb-dap for C/C++/Rust, delve for Go, dart). One session per conversation. Typical use: \
-`breakpoints` (file, lines) at the suspect lines → `launch` (program) returns where it stopped, \
-with the source around the line, the locals and the program's output → inspect with `evaluate` \
-(expression), `variables` (reference), `stack`, `scopes` (frame_id) → `step_over`/`step_in`/\
-`step_out`/`continue`, each returning the next stop → `terminate`. Uncaught exceptions and \
-panics stop the program by default. Frame ids and references are valid only for the stop that \
-returned them. `adapters` says which debuggers are usable here and how to install the others; \
-`attach` (port) connects to a program already running under a debug server.";
+/// The tool's description for the model: when to use it, and each operation once.
+pub const TOOL_DESCRIPTION: &str = "Debug a program (debugpy: Python, lldb-dap: C/C++/Rust, \
+delve: Go, dart) to see why it fails: the state at the failing line. One session per \
+conversation; ids hold for the stop that gave them. Operations: adapters; status; breakpoints \
+(file, lines); launch (program|module|test) returns the first stop: source, locals, stack, \
+output (uncaught exceptions stop); attach (port|pid); continue, step_over, step_in, step_out, \
+pause return the next stop; threads; stack; scopes; variables (reference); evaluate \
+(expression); set_variable (reference, name, expression); output (newest; since pages back); \
+input (stdin); terminate.";

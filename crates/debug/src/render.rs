@@ -169,13 +169,21 @@ fn render_run(out: &mut String, state: &RunState) {
             );
             render_output(out, output, "Output since the last call");
         }
-        RunState::Running { waited_seconds, output } => {
-            let _ = writeln!(
-                out,
-                "The program is still running after {waited_seconds} s: it has not stopped. \
-                 `pause` stops it where it is; `continue` or a step with a larger wait_seconds waits longer; \
-                 `output` shows what it prints."
-            );
+        RunState::Running { waited_seconds, cancelled, output } => {
+            if *cancelled {
+                let _ = writeln!(
+                    out,
+                    "The wait was cancelled after {waited_seconds} s; the program is still \
+                     running and the session is usable: `pause` stops it, `continue` waits again."
+                );
+            } else {
+                let _ = writeln!(
+                    out,
+                    "The program is still running after {waited_seconds} s: it has not stopped. \
+                     `pause` stops it where it is; `continue` or a step with a larger \
+                     wait_seconds waits longer; `output` shows what it prints."
+                );
+            }
             render_output(out, output, "Output since the last call");
         }
         RunState::AdapterGone { reason, output } => {

@@ -1,51 +1,39 @@
-//! The arguments of the `debug` tool: one `operation` and the fields it uses.
+//! The arguments of the `debug` tool: one `operation` and the fields it uses, with a lean
+//! schema (one type per field, enums inlined, every operation described once, in the tool's
+//! description).
 
 use std::collections::BTreeMap;
 
-use schemars::JsonSchema;
+use schemars::{JsonSchema, Schema};
 use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 
 use crate::adapters::AdapterKind;
 
-/// What the `debug` tool should do.
+/// What the `debug` tool should do; each one is described in [`crate::TOOL_DESCRIPTION`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
+#[schemars(inline, transform = bare_enum)]
 pub enum Operation {
-    /// Which debug adapters are usable here, and why not.
     Adapters,
-    /// Whether a session runs, and where it stopped.
     #[default]
     Status,
-    /// Set the breakpoints of `file` to `lines` (empty `lines` clears the file). May be set
-    /// before `launch`; they are sent when the session starts.
     Breakpoints,
-    /// Start `program` under the debugger; returns where it first stopped.
     Launch,
-    /// Connect to a program that is already running under a debug server on `port`.
     Attach,
-    /// Run until the next stop.
     Continue,
-    /// Stop the program where it stands.
     Pause,
-    /// Run to the next line in this function.
     StepOver,
-    /// Step into the call on this line.
     StepIn,
-    /// Run until the current function returns.
     StepOut,
-    /// Thread ids and names.
     Threads,
-    /// The call stack (at most 30 frames).
     Stack,
-    /// The scopes of a frame, each with a `reference` for `variables`.
     Scopes,
-    /// The children of a `reference` (at most 50; values cut at 400 characters).
     Variables,
-    /// Evaluate `expression` in a frame (default: the top user frame of the current stop).
     Evaluate,
-    /// The program's stdout/stderr since the last call (or since `since`).
+    SetVariable,
     Output,
-    /// End the session: stop the program and the adapter.
+    Input,
     Terminate,
 }
 
@@ -67,95 +55,93 @@ impl Operation {
             Operation::Scopes => "scopes",
             Operation::Variables => "variables",
             Operation::Evaluate => "evaluate",
+            Operation::SetVariable => "set_variable",
             Operation::Output => "output",
+            Operation::Input => "input",
             Operation::Terminate => "terminate",
         }
     }
 }
 
-/// Which exceptions stop the program.
+/// Which exceptions stop the program: `uncaught` (the default: exceptions, panics and crashes
+/// that nothing catches), `all` (every raise, caught or not) or `none`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
+#[schemars(inline, transform = bare_enum)]
 pub enum ExceptionMode {
-    /// Stop on exceptions (panics, crashes) that nothing catches. The default.
     #[default]
     Uncaught,
-    /// Stop on every exception when it is raised, caught or not.
     All,
-    /// Never stop on exceptions.
     None,
 }
 
-/// Arguments of the `debug` tool. Only `operation` is always required; each operation names the
-/// fields it uses.
+/// Arguments of the `debug` tool: `operation` and the fields it uses.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(transform = lean_object)]
 pub struct DebugArgs {
-    /// What to do: adapters, status, breakpoints, launch, attach, continue, pause, step_over,
-    /// step_in, step_out, threads, stack, scopes, variables, evaluate, output, terminate.
     pub operation: Operation,
-    /// breakpoints: the source file, relative to the project root.
+    /// Project file, or the absolute path of a library file the program runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file: Option<String>,
-    /// breakpoints: 1-based line numbers; an empty list clears the file.
+    /// 1-based; [] clears.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lines: Option<Vec<u32>>,
-    /// breakpoints: only stop when this expression is true (applies to every line given).
+    /// Stop only if true.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub condition: Option<String>,
-    /// breakpoints: log this message instead of stopping (a logpoint); `{expr}` is interpolated.
+    /// Log instead of stopping; {expr} interpolated.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log_message: Option<String>,
-    /// launch: the program to debug: a `.py` script, a Go package folder or `.go` file, a `.dart`
-    /// file, or a native executable built with debug info (C, C++, Rust). attach: optional,
-    /// the executable (for symbols).
+    /// Script, Go package folder, executable, or a `.venv/bin` console script.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub program: Option<String>,
-    /// launch: the program's command-line arguments.
+    /// `python -m` module, e.g. pytest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub module: Option<String>,
+    /// pytest id, or Go/Rust test name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub test: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub args: Option<Vec<String>>,
-    /// launch: the program's working directory, relative to the root (default: the root).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cwd: Option<String>,
-    /// launch: extra environment variables for the program.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub env: Option<BTreeMap<String, String>>,
-    /// launch/attach: which adapter to use (default: chosen from the program's type and the
-    /// project's markers). One of dart, debugpy, lldb, delve.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub adapter: Option<AdapterKind>,
-    /// launch: stop at the program's first line (not supported by delve).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop_on_entry: Option<bool>,
-    /// launch/attach: which exceptions stop the program: uncaught (default), all, none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exceptions: Option<ExceptionMode>,
-    /// attach: the local port of the debug server the program runs under
-    /// (debugpy --listen, dlv --headless, lldb-server gdbserver, dart --enable-vm-service).
+    /// Python: skip library code (default true).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 1, max = 65535))]
+    pub just_my_code: Option<bool>,
+    /// Stays open for `input`; input "" closes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stdin: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub port: Option<u16>,
-    /// continue/pause/steps/stack: the thread (default: the thread of the last stop).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thread_id: Option<i64>,
-    /// scopes/evaluate: a frame id from `stack` or the stop snapshot of the current stop.
+    /// Default: the current frame.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub frame_id: Option<u64>,
-    /// variables: a `reference` from `scopes`, a variable, or `evaluate`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reference: Option<u64>,
-    /// variables: index of the first child to return (paging), default 0.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start: Option<u64>,
-    /// evaluate: the expression, in the program's language.
+    /// Also set_variable's new value.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expression: Option<String>,
-    /// output: return output from this cursor on (a `next` from an earlier call); default: what
-    /// is new since the last call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Output cursor.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub since: Option<u64>,
-    /// launch/continue/pause/steps: how long to wait for the program to stop, in seconds
-    /// (default 20, at most 600).
+    /// For a stop (default 20).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(max = 600))]
     pub wait_seconds: Option<u64>,
@@ -165,6 +151,95 @@ impl DebugArgs {
     /// Arguments for `operation` alone.
     pub fn op(operation: Operation) -> Self {
         DebugArgs { operation, ..Default::default() }
+    }
+}
+
+/// An enum of unit variants as a plain `enum` of strings (no per-variant descriptions).
+pub(crate) fn bare_enum(schema: &mut Schema) {
+    let Some(map) = schema.as_object_mut() else { return };
+    let mut values = Vec::new();
+    for key in ["oneOf", "anyOf"] {
+        if let Some(Value::Array(branches)) = map.remove(key) {
+            for branch in branches {
+                match (branch.get("const"), branch.get("enum")) {
+                    (Some(c), _) => values.push(c.clone()),
+                    (None, Some(Value::Array(e))) => values.extend(e.iter().cloned()),
+                    _ => {}
+                }
+            }
+        }
+    }
+    if !values.is_empty() {
+        map.insert("enum".into(), Value::Array(values));
+    }
+    map.insert("type".into(), "string".into());
+    map.remove("description");
+}
+
+/// The argument object as a lean, portable schema: every optional field has one type (no
+/// `null`), references to enums are inlined, no non-standard formats and no boilerplate root.
+fn lean_object(schema: &mut Schema) {
+    let Some(map) = schema.as_object_mut() else { return };
+    let defs = map.remove("$defs").and_then(|d| d.as_object().cloned()).unwrap_or_default();
+    map.remove("description");
+    if let Some(Value::Object(properties)) = map.get_mut("properties") {
+        for property in properties.values_mut() {
+            if let Value::Object(field) = property {
+                lean_field(field, &defs);
+            }
+        }
+    }
+}
+
+fn lean_field(field: &mut Map<String, Value>, defs: &Map<String, Value>) {
+    if let Some(Value::Array(branches)) = field.remove("anyOf") {
+        let kept: Vec<Value> =
+            branches.into_iter().filter(|b| b.get("type") != Some(&"null".into())).collect();
+        if let [only] = kept.as_slice() {
+            let mut inlined = only.clone();
+            if let Some(name) = only["$ref"].as_str().and_then(|r| r.strip_prefix("#/$defs/")) {
+                inlined = defs.get(name).cloned().unwrap_or(Value::Null);
+            }
+            if let Value::Object(inner) = inlined {
+                for (k, v) in inner {
+                    if k != "description" {
+                        field.insert(k, v);
+                    }
+                }
+            }
+        } else {
+            field.insert("anyOf".into(), Value::Array(kept));
+        }
+    }
+    if let Some(Value::String(name)) =
+        field.get("$ref").and_then(Value::as_str).map(|r| r.to_string()).map(Value::String)
+        && let Some(Value::Object(inner)) =
+            name.strip_prefix("#/$defs/").and_then(|n| defs.get(n)).cloned()
+    {
+        field.remove("$ref");
+        for (k, v) in inner {
+            if k != "description" {
+                field.insert(k, v);
+            }
+        }
+    }
+    if let Some(Value::Array(values)) = field.get_mut("enum") {
+        values.retain(|v| !v.is_null());
+    }
+    if let Some(Value::Array(types)) = field.get("type") {
+        let kept: Vec<Value> = types.iter().filter(|t| *t != "null").cloned().collect();
+        if let [one] = kept.as_slice() {
+            field.insert("type".into(), one.clone());
+        }
+    }
+    field.remove("format");
+    if let Some(Value::Object(items)) = field.get_mut("items") {
+        items.remove("format");
+        items.remove("minimum");
+    }
+    // `minimum: 0` on an unsigned integer says nothing a model needs.
+    if field.get("minimum") == Some(&Value::from(0)) {
+        field.remove("minimum");
     }
 }
 

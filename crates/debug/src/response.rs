@@ -23,6 +23,7 @@ pub const MAX_THREADS: usize = 50;
 /// The result of one `debug` call.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
+#[schemars(transform = object_root)]
 pub enum DebugOutcome {
     Adapters {
         adapters: Vec<AdapterReport>,
@@ -48,6 +49,11 @@ pub enum DebugOutcome {
     Terminated(TeardownReport),
 }
 
+/// MCP wants an output schema whose root is an object; every variant is one.
+fn object_root(schema: &mut schemars::Schema) {
+    schema.insert("type".into(), "object".into());
+}
+
 /// Where the program is after a call that let it run.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 #[serde(tag = "state", rename_all = "snake_case")]
@@ -57,9 +63,11 @@ pub enum RunState {
         exit_code: Option<i64>,
         output: OutputChunk,
     },
-    /// Still running when the wait ended.
+    /// Still running when the wait ended (its bound passed, or the call was cancelled).
     Running {
         waited_seconds: u64,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        cancelled: bool,
         output: OutputChunk,
     },
     /// The adapter went away (crashed or closed the connection).

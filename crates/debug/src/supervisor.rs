@@ -15,6 +15,8 @@ use parking_lot::Mutex;
 use tokio::{task::JoinHandle, time::Instant};
 use tokio_util::sync::CancellationToken;
 
+use crate::progress::CallScope;
+
 use crate::{
     adapters::{self, AdapterCommand, AdapterKind, AdapterReport, LaunchSpec, Probes, SearchEnv},
     config::{DebugConfig, human_seconds},
@@ -113,12 +115,34 @@ impl DebugSupervisor {
         args: DebugArgs,
         cancel: &CancellationToken,
     ) -> Result<DebugOutcome, DebugError> {
+        self.call_in(conversation, root, args, &CallScope::new(cancel)).await
+    }
+
+    /// Like [`DebugSupervisor::call`], reporting long waits to `scope`'s progress port. A
+    /// cancelled wait returns at once with the state the program is in; the session stays
+    /// usable.
+    pub async fn call_in(
+        &self,
+        conversation: &str,
+        root: &Path,
+        args: DebugArgs,
+        cancel: &CallScope<'_>,
+    ) -> Result<DebugOutcome, DebugError> {
         let root = canonical_root(root);
         if args.operation == Operation::Adapters {
             return Ok(DebugOutcome::Adapters { adapters: self.adapters(&root).await });
         }
         let slot = self.slot(conversation);
-        let mut inner = slot.inner.lock().await;
+        let mut inner = tokio::select! {
+            inner = slot.inner.lock() => inner,
+            _ = cancel.cancelled() => {
+                return Err(DebugError::usage(format!(
+                    "{} was cancelled while the previous debug call of this conversation was \
+                     still running",
+                    args.operation.as_str()
+                )));
+            }
+        };
         // The timer may lag behind; the limit holds anyway.
         if inner.session.as_ref().is_some_and(|s| s.deadline <= Instant::now()) {
             self.expire(&mut inner).await;
@@ -273,7 +297,7 @@ impl DebugSupervisor {
         root: &Path,
         args: &DebugArgs,
         wait: Duration,
-        cancel: &CancellationToken,
+        cancel: &CallScope<'_>,
     ) -> Result<DebugOutcome, DebugError> {
         if self.closing.load(Ordering::SeqCst) {
             return Err(DebugError::usage("the run is ending; no new session starts"));
@@ -388,7 +412,7 @@ impl DebugSupervisor {
             exceptions,
             rust,
             wait,
-            cancel,
+            cancel: *cancel,
         })
         .await?;
         // The limit counts from when the session is usable: a cold build does not eat into it.
@@ -492,7 +516,7 @@ async fn session_op(
     session: &mut Session,
     args: &DebugArgs,
     wait: Duration,
-    cancel: &CancellationToken,
+    cancel: &CallScope<'_>,
 ) -> Result<DebugOutcome, DebugError> {
     let op = args.operation;
     Ok(match op {

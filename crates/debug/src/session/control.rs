@@ -3,9 +3,9 @@
 
 use std::time::Duration;
 
+use crate::progress::CallScope;
 use serde_json::json;
 use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
 
 use super::*;
 use crate::{
@@ -39,10 +39,12 @@ impl Session {
     pub(super) async fn wait_for(
         &self,
         after: u64,
+        started: Instant,
         deadline: Instant,
-        cancel: &CancellationToken,
+        cancel: &CallScope<'_>,
     ) -> Wait {
         let mut rx = self.shared.subscribe();
+        let mut progress_tick = tokio::time::interval(Duration::from_secs(1));
         loop {
             let outcome = self.shared.read(|s| {
                 if s.ended() {
@@ -63,6 +65,10 @@ impl Session {
                     return Wait::Gone("the session state was dropped".into());
                 },
                 _ = tokio::time::sleep_until(deadline) => return Wait::StillRunning,
+                _ = progress_tick.tick() => cancel.report(
+                    started.elapsed().as_secs_f64(),
+                    "waiting for the program to stop",
+                ),
                 _ = cancel.cancelled() => return Wait::Cancelled,
                 _ = self.cancel.cancelled() => return Wait::Cancelled,
             }
@@ -75,14 +81,14 @@ impl Session {
         &mut self,
         after: u64,
         wait: Duration,
-        cancel: &CancellationToken,
+        cancel: &CallScope<'_>,
     ) -> RunState {
         let started = Instant::now();
         let deadline = started + wait;
         let mut after = after;
         let mut notes = Vec::new();
         loop {
-            match self.wait_for(after, deadline, cancel).await {
+            match self.wait_for(after, started, deadline, cancel).await {
                 Wait::Stopped => {
                     if let Some(skipped) = self.skippable_stop() {
                         // debugpy reports `sys.exit(n)` as an uncaught SystemExit; it is an exit.
@@ -125,11 +131,12 @@ impl Session {
                         output,
                     };
                 }
-                Wait::StillRunning | Wait::Cancelled => {
+                wait @ (Wait::StillRunning | Wait::Cancelled) => {
                     self.remember_descendants();
                     let output = self.shared.update(|s| s.output.read(None, OUTPUT_CHARS));
                     return RunState::Running {
                         waited_seconds: started.elapsed().as_secs(),
+                        cancelled: matches!(wait, Wait::Cancelled),
                         output,
                     };
                 }
@@ -238,7 +245,7 @@ impl Session {
         command: &str,
         thread_id: Option<i64>,
         wait: Duration,
-        cancel: &CancellationToken,
+        cancel: &CallScope<'_>,
     ) -> Result<RunState, DebugError> {
         let what = match command {
             "continue" => "continue",
@@ -246,6 +253,11 @@ impl Session {
             "stepIn" => "step in",
             _ => "step out",
         };
+        let (running, epoch) = self.shared.read(|s| (s.running && s.epoch > 0, s.epoch));
+        if command == "continue" && running && !self.finished() {
+            // Already running (an earlier wait ended first): wait for the next stop again.
+            return Ok(self.wait_state(epoch, wait, cancel).await);
+        }
         self.require_stopped(what)?;
         let thread = self.thread_or_default(thread_id);
         // Register the stop waiter first: a fast adapter may stop before it answers.
@@ -277,7 +289,7 @@ impl Session {
         &mut self,
         thread_id: Option<i64>,
         wait: Duration,
-        cancel: &CancellationToken,
+        cancel: &CallScope<'_>,
     ) -> Result<RunState, DebugError> {
         let (running, epoch) = self.shared.read(|s| (s.running || s.epoch == 0, s.epoch));
         if self.finished() {

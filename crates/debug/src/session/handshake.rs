@@ -3,9 +3,9 @@
 
 use std::{path::Path, time::Duration};
 
+use crate::progress::CallScope;
 use serde_json::{Value, json};
 use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
 
 use super::*;
 use crate::{
@@ -44,7 +44,7 @@ impl Session {
             "supportsInvalidatedEvent": false,
         });
         let pending = self.client.send("initialize", init).await?;
-        self.capabilities = self.await_response(pending, deadline, opts.cancel).await?;
+        self.capabilities = self.await_response(pending, deadline, &opts.cancel).await?;
         if self.capabilities.is_null() {
             self.capabilities = json!({});
         }
@@ -73,6 +73,8 @@ impl Session {
         let mut launch = self.client.send(command, arguments).await?;
         let mut rx = self.shared.subscribe();
         let mut last_poke: Option<Instant> = None;
+        let started = Instant::now();
+        let mut progress_tick = tokio::time::interval(Duration::from_secs(1));
         loop {
             if self.shared.read(|s| s.initialized) {
                 break;
@@ -108,6 +110,10 @@ impl Session {
                 _ = launch.wait_raw(deadline - now), if !answered => {}
                 _ = tokio::time::sleep(POKE_EVERY), if answered => {}
                 changed = rx.changed() => if changed.is_err() { break },
+                _ = progress_tick.tick() => opts.cancel.report(
+                    started.elapsed().as_secs_f64(),
+                    "waiting for the adapter to start the program",
+                ),
                 _ = opts.cancel.cancelled() => {
                     return Err(DebugError::adapter(format!("`{command}` was cancelled")));
                 }
@@ -168,7 +174,7 @@ impl Session {
         }
         if self.capabilities["supportsConfigurationDoneRequest"].as_bool().unwrap_or(true) {
             let pending = self.client.send("configurationDone", json!({})).await?;
-            self.await_response(pending, deadline, opts.cancel).await?;
+            self.await_response(pending, deadline, &opts.cancel).await?;
         }
         let now = Instant::now();
         let response = match launch.wait_raw(deadline.saturating_duration_since(now)).await {
@@ -187,7 +193,7 @@ impl Session {
         } else {
             opts.wait
         };
-        let state = self.wait_state(0, wait, opts.cancel).await;
+        let state = self.wait_state(0, wait, &opts.cancel).await;
         Ok(StartedView { session: self.view(), breakpoints, exception_filters: filters, state })
     }
 
@@ -195,7 +201,7 @@ impl Session {
         &self,
         mut pending: PendingResponse,
         deadline: Instant,
-        cancel: &CancellationToken,
+        cancel: &CallScope<'_>,
     ) -> Result<Value, DebugError> {
         let command = pending.command().to_string();
         let limit = deadline.saturating_duration_since(Instant::now()).min(

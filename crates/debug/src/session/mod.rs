@@ -21,6 +21,8 @@ use serde_json::Value;
 use tokio::{task::JoinHandle, time::Instant};
 use tokio_util::sync::CancellationToken;
 
+use crate::progress::CallScope;
+
 use self::{handles::Handles, state::Shared};
 use crate::{
     adapters::{AdapterCommand, AdapterKind, LaunchSpec},
@@ -60,7 +62,7 @@ pub(crate) struct StartOptions<'a> {
     pub exceptions: ExceptionMode,
     pub rust: bool,
     pub wait: Duration,
-    pub cancel: &'a CancellationToken,
+    pub cancel: CallScope<'a>,
 }
 
 /// A running debug session.
