@@ -376,45 +376,94 @@ impl Root {
         })
     }
 
-    /// `openat2` beneath the root, or the `O_NOFOLLOW` walk where the kernel lacks it.
+    /// `openat2` beneath the root; where it refuses an absolute symlink that points inside the
+    /// root (`RESOLVE_BENEATH` rejects every absolute link), or where the kernel lacks it, the
+    /// path is resolved here and opened by an `O_NOFOLLOW` walk, so nothing swapped in later
+    /// is followed.
     pub(crate) fn open_beneath(&self, rel: &RelPath, flags: OFlags) -> Result<OwnedFd, Errno> {
         static NO_OPENAT2: AtomicBool = AtomicBool::new(false);
         let flags = flags | OFlags::CLOEXEC;
         let path: &Path = if rel.is_root() { Path::new(".") } else { &rel.0 };
         if !NO_OPENAT2.load(Ordering::Relaxed) {
             let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
-            // EAGAIN: the kernel saw a concurrent rename and refused to guess; try again.
-            for _ in 0..16 {
+            let mut attempt = 0;
+            loop {
                 match rustix::fs::openat2(&self.fd, path, flags, Mode::empty(), resolve) {
-                    Err(Errno::AGAIN) => continue,
+                    // The kernel saw a concurrent rename and refused to guess: try again.
+                    Err(Errno::AGAIN) if attempt < 16 => attempt += 1,
                     Err(Errno::NOSYS) => {
                         NO_OPENAT2.store(true, Ordering::Relaxed);
                         break;
                     }
+                    Err(Errno::XDEV) => break,
                     other => return other,
                 }
             }
-            if !NO_OPENAT2.load(Ordering::Relaxed) {
-                return Err(Errno::AGAIN);
+        }
+        let real = self.resolve_by_hand(rel)?;
+        self.open_nofollow(&real, flags)
+    }
+
+    /// Follows symlinks one component at a time, keeping the path inside the root.
+    fn resolve_by_hand(&self, rel: &RelPath) -> Result<Vec<OsString>, Errno> {
+        let mut pending: Vec<OsString> =
+            rel.0.components().rev().map(|c| c.as_os_str().to_os_string()).collect();
+        let mut real: Vec<OsString> = Vec::new();
+        let mut hops = 0;
+        while let Some(name) = pending.pop() {
+            if name == ".." {
+                real.pop().ok_or(Errno::XDEV)?;
+                continue;
+            }
+            if name == "." {
+                continue;
+            }
+            let dir =
+                self.open_nofollow(&real, OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC)?;
+            let stat = match rustix::fs::statat(&dir, &name, AtFlags::SYMLINK_NOFOLLOW) {
+                Ok(stat) => stat,
+                // A missing last part is the caller's business (ENOENT); a missing middle too.
+                Err(e) => return if e == Errno::NOENT { Err(Errno::NOENT) } else { Err(e) },
+            };
+            if FileType::from_raw_mode(stat.st_mode) != FileType::Symlink {
+                real.push(name);
+                continue;
+            }
+            hops += 1;
+            if hops > MAX_SYMLINK_HOPS {
+                return Err(Errno::LOOP);
+            }
+            let link = rustix::fs::readlinkat(&dir, &name, Vec::new())?;
+            let link = PathBuf::from(OsStr::from_bytes(link.as_bytes()));
+            let rest = if link.is_absolute() {
+                real.clear();
+                link.strip_prefix(&self.path).map_err(|_| Errno::XDEV)?.to_path_buf()
+            } else {
+                link
+            };
+            for component in rest.components().rev() {
+                match component {
+                    Component::Normal(n) => pending.push(n.to_os_string()),
+                    Component::ParentDir => pending.push("..".into()),
+                    Component::CurDir => {}
+                    _ => return Err(Errno::XDEV),
+                }
             }
         }
-        let mut current = rustix::fs::openat(
-            &self.fd,
-            ".",
-            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
-            Mode::empty(),
-        )?;
-        let names: Vec<&OsStr> = rel.0.components().map(Component::as_os_str).collect();
-        for (i, name) in names.iter().enumerate() {
-            let last = i + 1 == names.len();
-            let step =
-                if last { flags } else { OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC };
-            current = rustix::fs::openat(&current, *name, step | OFlags::NOFOLLOW, Mode::empty())?;
+        Ok(real)
+    }
+
+    /// Opens a symlink-free path component by component, refusing any symlink met.
+    fn open_nofollow(&self, names: &[OsString], flags: OFlags) -> Result<OwnedFd, Errno> {
+        let step = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC | OFlags::NOFOLLOW;
+        let Some((last, middle)) = names.split_last() else {
+            return rustix::fs::openat(&self.fd, ".", flags, Mode::empty());
+        };
+        let mut current = rustix::fs::openat(&self.fd, ".", step, Mode::empty())?;
+        for name in middle {
+            current = rustix::fs::openat(&current, name, step, Mode::empty())?;
         }
-        if names.is_empty() {
-            current = rustix::fs::openat(&self.fd, ".", flags, Mode::empty())?;
-        }
-        Ok(current)
+        rustix::fs::openat(&current, last, flags | OFlags::NOFOLLOW, Mode::empty())
     }
 
     fn map_errno(&self, errno: Errno, rel: &RelPath, arg: &str, what: &'static str) -> Error {

@@ -60,6 +60,9 @@ fn a_symlink_inside_the_root_is_followed_and_one_leaving_it_is_refused() {
     symlink(outside.path(), tree.path().join("out")).unwrap();
     symlink(outside.path().join("secret"), tree.path().join("secret")).unwrap();
 
+    symlink(root.path().join("real.txt"), tree.path().join("absolute.txt")).unwrap();
+    let absolute = root.confine("absolute.txt", "path").unwrap();
+    assert_eq!(root.read(&absolute, "path").unwrap(), b"old", "an absolute link inside the root");
     let link = root.confine("link.txt", "path").unwrap();
     assert_eq!(root.read(&link, "path").unwrap(), b"old");
     journal.commit(&root, &[Change::write(link, b"new".to_vec(), Expect::Anything)]).unwrap();
