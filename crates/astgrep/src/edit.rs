@@ -225,16 +225,26 @@ fn line_indent(src: &str, offset: usize) -> &str {
 
 /// The replacement for one match: captures substituted, multi-line text re-indented.
 fn expand(segs: &[Seg], m: &RawMatch, src: &str) -> String {
-    let base = line_indent(src, m.range.start);
+    let base = line_indent(src, m.replace.start);
     let mut out = String::new();
+    // The indentation the current output line will have in the file: the first line sits at
+    // the match's own line.
     let current_indent = |out: &str| -> String {
-        let line = &out[out.rfind('\n').map_or(0, |i| i + 1)..];
-        line.chars().take_while(|c| *c == ' ' || *c == '\t').collect()
+        let at_line = out.rfind('\n').map_or(0, |i| i + 1);
+        let own: String = out[at_line..].chars().take_while(|c| *c == ' ' || *c == '\t').collect();
+        if at_line == 0 { format!("{base}{own}") } else { own }
     };
+    let mut pending: Option<String> = None;
     for seg in segs {
         match seg {
             Seg::Text(t) => {
                 for (i, piece) in t.split('\n').enumerate() {
+                    if let Some(indent) = pending.take()
+                        && i == 0
+                        && !piece.is_empty()
+                    {
+                        out.push_str(&indent);
+                    }
                     if i > 0 {
                         out.push('\n');
                         if !piece.is_empty() {
@@ -247,6 +257,9 @@ fn expand(segs: &[Seg], m: &RawMatch, src: &str) -> String {
             Seg::Var(index) => {
                 let Some(Some(range)) = m.captures.get(*index) else { continue };
                 let text = &src[range.clone()];
+                if let Some(indent) = pending.take() {
+                    out.push_str(&indent);
+                }
                 if !text.contains('\n') {
                     out.push_str(text);
                     continue;
@@ -263,6 +276,11 @@ fn expand(segs: &[Seg], m: &RawMatch, src: &str) -> String {
                     } else {
                         out.push_str(line);
                     }
+                }
+                // A capture ending in a line break (Go's newline terminator): what follows on
+                // that line lines up with where the capture began.
+                if text.ends_with('\n') {
+                    pending = Some(to);
                 }
             }
         }
@@ -297,9 +315,10 @@ fn sha256(bytes: &[u8]) -> [u8; 32] {
     Sha256::digest(bytes).into()
 }
 
-/// A file's rewrite, or the number of matches when the rewrite changes nothing.
-fn edit_file(ctx: FileCtx<'_>, segs: &[Seg]) -> Result<FileEdit, usize> {
-    let mut matches = ctx.matches;
+/// The source with every kept match replaced: outermost matches win, nested ones are counted.
+/// Only the range a match's pattern tokens cover is replaced, so a trailing comment or `;`
+/// inside the matched node that the pattern does not mention stays.
+fn apply_rewrites(src: &str, mut matches: Vec<RawMatch>, segs: &[Seg]) -> (String, usize, usize) {
     matches.sort_by(|a, b| a.range.start.cmp(&b.range.start).then(b.range.end.cmp(&a.range.end)));
     let mut kept: Vec<&RawMatch> = Vec::new();
     let mut skipped = 0;
@@ -312,17 +331,31 @@ fn edit_file(ctx: FileCtx<'_>, segs: &[Seg]) -> Result<FileEdit, usize> {
         last_end = m.range.end;
         kept.push(m);
     }
-    let src = ctx.src;
     let mut new = String::with_capacity(src.len());
     let mut at = 0;
     for m in &kept {
-        new.push_str(&src[at..m.range.start]);
+        new.push_str(&src[at..m.replace.start]);
         new.push_str(&expand(segs, m, src));
-        at = m.range.end;
+        at = m.replace.end;
     }
     new.push_str(&src[at..]);
+    (new, kept.len(), skipped)
+}
+
+/// Rewrites every match of `pattern` in `source` (one file's text) with the template
+/// `rewrite`, as `ast_edit` would, and returns the new text. For tests and in-memory hosts.
+pub fn rewrite_source(pattern: &Pattern, rewrite: &str, source: &str) -> Result<String, AstError> {
+    let segs = compile_template(pattern.lang(), rewrite, pattern)?;
+    let matches = crate::match_source(pattern, source);
+    Ok(apply_rewrites(source, matches, &segs).0)
+}
+
+/// A file's rewrite, or the number of matches when the rewrite changes nothing.
+fn edit_file(ctx: FileCtx<'_>, segs: &[Seg]) -> Result<FileEdit, usize> {
+    let src = ctx.src;
+    let (new, kept, skipped) = apply_rewrites(src, ctx.matches, segs);
     if new == src {
-        return Err(kept.len());
+        return Err(kept);
     }
     let before = error_count(ctx.tree.root_node());
     let new_syntax_error = ctx.parser.parse(&new, None).and_then(|tree| {
@@ -349,7 +382,7 @@ fn edit_file(ctx: FileCtx<'_>, segs: &[Seg]) -> Result<FileEdit, usize> {
         },
         proposed: ProposedFile {
             file: ctx.rel.to_string(),
-            replacements: kept.len(),
+            replacements: kept,
             skipped_nested: skipped,
             new_syntax_error,
         },

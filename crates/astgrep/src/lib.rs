@@ -27,13 +27,14 @@ mod lang;
 mod matcher;
 mod pattern;
 mod search;
+mod strictness;
 mod walk;
 
 pub use crate::{
     config::AstgrepConfig,
     edit::{
         EditRequest, EditStore, MAX_DIFF_LINES, MAX_STAGED, Proposal, ProposedFile, Resolution,
-        ResolveAction, ResolveRequest, render_proposal, render_resolution,
+        ResolveAction, ResolveRequest, render_proposal, render_resolution, rewrite_source,
     },
     error::AstError,
     lang::{ContextKind, Lang},
@@ -43,6 +44,7 @@ pub use crate::{
         CaptureView, DEFAULT_MAX_RESULTS, MAX_RESULTS_CAP, MatchView, PatternInfo, SearchRequest,
         SearchResult, render_search, search, search_compiled,
     },
+    strictness::Strictness,
     walk::{BudgetNote, ScanStats, Scope, SearchOptions, resolve_scope},
 };
 

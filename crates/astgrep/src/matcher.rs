@@ -11,7 +11,8 @@ use tree_sitter::Node;
 
 use crate::{
     lang::LangData,
-    pattern::{PNode, Pattern, significant_children},
+    pattern::{PNode, Pattern, named_text, significant_children},
+    strictness::Strictness,
 };
 
 /// Steps one candidate may take before the matcher gives up on it and says so.
@@ -19,7 +20,7 @@ pub const DEFAULT_STEP_BUDGET: u64 = 200_000;
 
 /// What a metavariable captured.
 #[derive(Debug, Clone)]
-enum Capture<'t> {
+pub(crate) enum Capture<'t> {
     One(Node<'t>),
     /// The first and last sibling a `$$$` took (separators included); None when empty.
     Many(Option<(Node<'t>, Node<'t>)>),
@@ -33,6 +34,9 @@ pub struct RawMatch {
     pub start: (usize, usize),
     /// Captures, indexed like `Pattern::metavariables`.
     pub captures: Vec<Option<Range<usize>>>,
+    /// What a rewrite replaces: from the first to the last code token the pattern's tokens and
+    /// metavariables matched, so a trailing comment or `;` the pattern does not mention stays.
+    pub replace: Range<usize>,
 }
 
 /// Matches one pattern against trees of its language.
@@ -54,7 +58,12 @@ enum Mode {
     Prefix,
 }
 
-type Env<'t> = Vec<(u16, Capture<'t>)>;
+/// Bindings by metavariable index, plus `(TOUCHED, node)` for every code token a pattern leaf
+/// matched (so the covered range backtracks with the bindings).
+pub(crate) type Env<'t> = Vec<(u16, Capture<'t>)>;
+
+/// The index marking a matched token rather than a binding.
+const TOUCHED: u16 = u16::MAX;
 
 impl<'p> Matcher<'p> {
     pub fn new(pattern: &'p Pattern) -> Self {
@@ -76,10 +85,10 @@ impl<'p> Matcher<'p> {
     pub fn find_all(&mut self, root: Node<'_>, src: &[u8]) -> Vec<RawMatch> {
         let mut out = Vec::new();
         let nodes = &self.pattern.nodes;
-        let root_kind = match nodes.first() {
+        let root_kind = self.pattern.root_kind.or(match nodes.first() {
             Some(PNode::Leaf { kind, .. } | PNode::Inner { kind, .. }) => Some(*kind),
             _ => None,
-        };
+        });
         let sequence = nodes.len() > 1;
         let mut children = Vec::new();
         let mut cursor = root.walk();
@@ -87,7 +96,7 @@ impl<'p> Matcher<'p> {
             let node = cursor.node();
             if sequence {
                 if node.child_count() >= nodes.len() {
-                    significant_children(node, &mut children);
+                    self.code_children(node, &mut children);
                     self.sequence_at(&children, src, root_kind, &mut out);
                 }
             } else if root_kind.is_none_or(|k| self.data.canon(node.kind_id()) == k) {
@@ -156,16 +165,56 @@ impl<'p> Matcher<'p> {
 
     fn finish(&self, range: Range<usize>, start: tree_sitter::Point, env: Env<'_>) -> RawMatch {
         let mut captures = vec![None; self.pattern.vars.len()];
-        for (index, capture) in env {
+        let (replace, bindings) = covered(&env);
+        for (index, capture) in bindings {
             let range = match capture {
                 Capture::One(n) => Some(n.byte_range()),
                 Capture::Many(span) => span.map(|(a, b)| a.start_byte()..b.end_byte()),
             };
-            if let Some(slot) = captures.get_mut(usize::from(index)) {
+            if let Some(slot) = captures.get_mut(usize::from(*index)) {
                 *slot = range;
             }
         }
-        RawMatch { range, start: (start.row, start.column), captures }
+        let replace = replace.unwrap_or_else(|| range.clone());
+        RawMatch { range, start: (start.row, start.column), captures, replace }
+    }
+
+    /// Matches the (single-node) pattern at `node` exactly, extending `env` on success.
+    #[allow(dead_code)]
+    pub(crate) fn match_here<'t>(&mut self, node: Node<'t>, src: &[u8], env: &mut Env<'t>) -> bool {
+        let Some(first) = self.pattern.nodes.first() else { return false };
+        if self.pattern.root_kind.is_some_and(|k| self.data.canon(node.kind_id()) != k) {
+            return false;
+        }
+        self.begin();
+        let mark = env.len();
+        if self.node(first, node, src, env) {
+            true
+        } else {
+            env.truncate(mark);
+            false
+        }
+    }
+
+    /// The children of a code node that take part in matching at this strictness.
+    fn code_children<'t>(&self, node: Node<'t>, out: &mut Vec<Node<'t>>) {
+        if self.pattern.strictness.skips_extras() {
+            significant_children(node, out);
+            return;
+        }
+        out.clear();
+        let mut cursor = node.walk();
+        if cursor.goto_first_child() {
+            loop {
+                let child = cursor.node();
+                if !child.is_missing() {
+                    out.push(child);
+                }
+                if !cursor.goto_next_sibling() {
+                    break;
+                }
+            }
+        }
     }
 
     fn tick(&mut self) -> bool {
@@ -180,18 +229,30 @@ impl<'p> Matcher<'p> {
         if !self.tick() {
             return false;
         }
+        let strictness = self.pattern.strictness;
         match p {
             PNode::Var(index) => n.is_named() && self.bind(*index, Capture::One(n), src, env),
+            PNode::Token(index) => self.bind(*index, Capture::One(n), src, env),
             PNode::Multi(_) => false,
-            PNode::Leaf { kind, text, .. } => {
-                self.data.canon(n.kind_id()) == *kind && src.get(n.byte_range()) == Some(&text[..])
+            PNode::Leaf { kind, text, core, .. } => {
+                if self.data.canon(n.kind_id()) != *kind {
+                    return false;
+                }
+                let same = !strictness.compares_text()
+                    || src.get(n.byte_range()) == Some(&text[..])
+                    || (strictness.ignores_pattern_tokens()
+                        && core.as_ref().is_some_and(|c| named_text(n, src) == c[..]));
+                if same {
+                    env.push((TOUCHED, Capture::One(n)));
+                }
+                same
             }
             PNode::Inner { kind, children, .. } => {
                 if self.data.canon(n.kind_id()) != *kind {
                     return false;
                 }
                 let mut kids = Vec::new();
-                significant_children(n, &mut kids);
+                self.code_children(n, &mut kids);
                 self.list(children, 0, &kids, 0, src, env, Mode::Full).is_some()
             }
         }
@@ -212,20 +273,27 @@ impl<'p> Matcher<'p> {
         if !self.tick() {
             return None;
         }
+        let strictness = self.pattern.strictness;
         let Some(p) = ps.get(pi) else {
             return match mode {
                 Mode::Prefix => Some(ci),
                 Mode::Full => cs[ci..].iter().all(|c| !c.is_named()).then_some(cs.len()),
             };
         };
+        if strictness.ignores_pattern_tokens() && matches!(p, PNode::Leaf { named: false, .. }) {
+            return self.list(ps, pi + 1, cs, ci, src, env, mode);
+        }
         if let PNode::Multi(index) = p {
             // Lazy first, then longer: backtracking over every end position after a named node.
-            for end in ci..=cs.len() {
+            // A non-empty capture starts at a named node: a separator before it belongs to the
+            // fixed element it follows, never to the `$$$`.
+            let from = (ci..cs.len()).find(|&c| cs[c].is_named()).unwrap_or(cs.len());
+            for end in std::iter::once(ci).chain(from + 1..=cs.len()) {
                 if end > ci && !cs[end - 1].is_named() {
                     continue;
                 }
                 let mark = env.len();
-                let taken = if end > ci { Some((cs[ci], cs[end - 1])) } else { None };
+                let taken = if end > ci { Some((cs[from], cs[end - 1])) } else { None };
                 if self.bind(*index, Capture::Many(taken), src, env) {
                     if let Some(done) = self.list(ps, pi + 1, cs, end, src, env, mode) {
                         return Some(done);
@@ -245,10 +313,21 @@ impl<'p> Matcher<'p> {
             }
             return None;
         }
-        // A trailing comma in the pattern is optional before a closing delimiter or the end.
-        if is_optional_comma(p, ps.get(pi + 1)) {
+        // A trailing comma in the pattern is optional before a closing delimiter or the end, and
+        // before a `$$$` only when that `$$$` binds nothing (`foo($A, $$$R)` on `foo(1)`).
+        if strictness != Strictness::Cst && is_optional_comma(p, ps.get(pi + 1)) {
             let mark = env.len();
-            if let Some(done) = self.list(ps, pi + 1, cs, ci, src, env, mode) {
+            let skipped = match ps.get(pi + 1) {
+                Some(PNode::Multi(index)) => {
+                    if self.bind(*index, Capture::Many(None), src, env) {
+                        self.list(ps, pi + 2, cs, ci, src, env, mode)
+                    } else {
+                        None
+                    }
+                }
+                _ => self.list(ps, pi + 1, cs, ci, src, env, mode),
+            };
+            if let Some(done) = skipped {
                 return Some(done);
             }
             env.truncate(mark);
@@ -262,7 +341,7 @@ impl<'p> Matcher<'p> {
                 return Some(done);
             }
             env.truncate(mark);
-            if self.exceeded || cs[c].is_named() {
+            if self.exceeded || cs[c].is_named() || !strictness.skips_code_tokens() {
                 return None;
             }
             // Unnamed tokens of the code (a trailing comma, an optional `;`) may be skipped.
@@ -285,6 +364,28 @@ impl<'p> Matcher<'p> {
         env.push((index, capture));
         true
     }
+}
+
+/// The range from the first to the last code node the pattern matched, and the real bindings.
+fn covered<'e, 't>(env: &'e Env<'t>) -> (Option<Range<usize>>, Vec<&'e (u16, Capture<'t>)>) {
+    let mut range: Option<Range<usize>> = None;
+    let mut bindings = Vec::new();
+    for entry in env {
+        let span = match &entry.1 {
+            Capture::One(n) => Some(n.byte_range()),
+            Capture::Many(span) => span.map(|(a, b)| a.start_byte()..b.end_byte()),
+        };
+        if let Some(span) = span {
+            range = Some(match range {
+                Some(r) => r.start.min(span.start)..r.end.max(span.end),
+                None => span,
+            });
+        }
+        if entry.0 != TOUCHED {
+            bindings.push(entry);
+        }
+    }
+    (range, bindings)
 }
 
 fn is_comma(p: Option<&PNode>) -> bool {
@@ -329,7 +430,7 @@ fn nodes_of<'t>(capture: &Capture<'t>) -> Vec<Node<'t>> {
 }
 
 /// Structural equality of two captures: same tokens, ignoring whitespace, comments and trailing commas.
-fn same_code(a: &Capture<'_>, b: &Capture<'_>, src: &[u8]) -> bool {
+pub(crate) fn same_code(a: &Capture<'_>, b: &Capture<'_>, src: &[u8]) -> bool {
     let mut ta = Vec::new();
     let mut tb = Vec::new();
     for n in nodes_of(a) {

@@ -5,6 +5,7 @@ use tree_sitter::Node;
 use crate::{
     error::AstError,
     lang::{ContextKind, Expando, Lang, LangData},
+    strictness::Strictness,
 };
 
 /// One node of a compiled pattern.
@@ -12,17 +13,20 @@ use crate::{
 pub(crate) enum PNode {
     /// `$NAME` (index into `Pattern::vars`) or `$_` (None): exactly one named node.
     Var(Option<u16>),
+    /// `$$NAME`: exactly one node, named or not (an operator, a keyword).
+    Token(Option<u16>),
     /// `$$$NAME` or `$$$`: zero or more siblings.
     Multi(Option<u16>),
-    /// A token or a string-like node without metavariables: kind and exact text.
-    Leaf { kind: u16, named: bool, text: Box<[u8]> },
+    /// A token or a string-like node without metavariables: kind and exact text, and for a
+    /// string the text of its named parts (compared when the quotes may differ).
+    Leaf { kind: u16, named: bool, text: Box<[u8]>, core: Option<Box<[u8]>> },
     /// A node whose significant children must all be accounted for.
     Inner { kind: u16, named: bool, children: Vec<PNode> },
 }
 
 impl PNode {
     pub(crate) fn is_var_like(&self) -> bool {
-        matches!(self, PNode::Var(_) | PNode::Multi(_))
+        matches!(self, PNode::Var(_) | PNode::Token(_) | PNode::Multi(_))
     }
 }
 
@@ -40,6 +44,9 @@ pub struct Pattern {
     pub(crate) multi: Vec<bool>,
     /// Words every match contains, longest first: the literal pre-filter.
     pub(crate) literals: Vec<String>,
+    pub(crate) strictness: Strictness,
+    /// Set by a `selector`: the kind every match must have.
+    pub(crate) root_kind: Option<u16>,
     context: ContextKind,
     sexp: String,
     source: String,
@@ -47,6 +54,12 @@ pub struct Pattern {
 
 impl Pattern {
     /// Compiles `pattern` for `lang`, trying every context of the ladder (or only `context`).
+    ///
+    /// A context whose parse has no ERROR or MISSING node wins. When none has, the first whose
+    /// only errors sit at metavariables standing where the grammar wants a whole statement,
+    /// member, arm or pair (`match $X { $$$ }`, `class $C { $$$ }`) is used. A parse that starts
+    /// with an unnamed token or turns a keyword of the pattern into a name (C++ `if (…)` read
+    /// as a member declaration) is never used.
     pub fn compile(
         lang: Lang,
         pattern: &str,
@@ -62,6 +75,8 @@ impl Pattern {
         let lead = pattern.len() - pattern.trim_start().len();
         let subst = substitute(lang, trimmed)?;
         let mut attempts: Vec<(ContextKind, Option<ErrorAt>)> = Vec::new();
+        let mut fallback: Option<Pattern> = None;
+        let mut rejected: Option<String> = None;
         let mut parser = data.parser();
         for (kind, scaffolds) in lang.ladder() {
             if context.is_some_and(|c| c != *kind) {
@@ -80,52 +95,40 @@ impl Pattern {
                 let hole = scaffold.before.len()..scaffold.before.len() + subst.text.len();
                 let Some(tree) = parser.parse(&source, None) else { continue };
                 let root = tree.root_node();
-                if root.has_error() {
-                    let at = first_error(root).map(|off| {
-                        let rel = off.saturating_sub(hole.start).min(subst.text.len());
-                        let orig = subst.map.get(rel).copied().unwrap_or(trimmed.len());
-                        ErrorAt::new(pattern, lead + orig)
-                    });
+                let clean = !root.has_error();
+                if !clean {
                     if rung_error.is_none() {
-                        rung_error = at;
+                        rung_error = first_error(root).map(|off| {
+                            let rel = off.saturating_sub(hole.start).min(subst.text.len());
+                            let orig = subst.map.get(rel).copied().unwrap_or(trimmed.len());
+                            ErrorAt::new(pattern, lead + orig)
+                        });
                     }
-                    continue;
+                    if fallback.is_some() || !errors_at_metavariables(lang, root, source.as_bytes())
+                    {
+                        continue;
+                    }
                 }
                 let Some(hole_nodes) = select_hole(root, hole.start, hole.end) else {
                     continue;
                 };
-                let mut builder = Builder {
-                    lang,
-                    data,
-                    src: source.as_bytes(),
-                    vars: Vec::new(),
-                    multi: Vec::new(),
-                    literals: Vec::new(),
-                };
-                let nodes: Vec<PNode> = hole_nodes.iter().map(|n| builder.build(*n)).collect();
-                if nodes.iter().all(PNode::is_var_like) {
-                    return Err(AstError::Pattern(format!(
-                        "`{trimmed}` is only a metavariable: it would match every node. Put code around it, \
-                         for example `foo($X)` or `$X.unwrap()`"
-                    )));
+                if let Some(why) = bogus_parse(lang, data, &hole_nodes, source.as_bytes()) {
+                    if rejected.is_none() {
+                        rejected = Some(format!("as a {kind} {why}"));
+                    }
+                    continue;
                 }
-                let mut literals = builder.literals;
-                literals.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
-                literals.dedup();
-                let sexp = render_sexp(&nodes, &builder.vars, &data.language);
-                return Ok(Pattern {
-                    lang,
-                    data,
-                    nodes,
-                    vars: builder.vars,
-                    multi: builder.multi,
-                    literals,
-                    context: *kind,
-                    sexp,
-                    source: trimmed.to_string(),
-                });
+                let compiled =
+                    build_pattern(lang, data, source.as_bytes(), &hole_nodes, *kind, trimmed)?;
+                if clean {
+                    return Ok(compiled);
+                }
+                fallback = Some(compiled);
             }
             attempts.push((*kind, rung_error));
+        }
+        if let Some(compiled) = fallback {
+            return Ok(compiled);
         }
         let tried: Vec<&str> = attempts.iter().map(|(k, _)| k.as_str()).collect();
         let furthest = attempts.iter().filter_map(|(_, e)| e.as_ref()).max_by_key(|e| e.offset);
@@ -140,12 +143,75 @@ impl Pattern {
             Some(e) => format!("first error at {}:{} near `{}`", e.line, e.column, e.near),
             None => "it parses, but not as whole nodes in any context".to_string(),
         };
+        let rejected = rejected
+            .map(|r| format!("; it parses only {r}, which would silently match nothing"))
+            .unwrap_or_default();
         Err(AstError::Pattern(format!(
-            "unparsable as {lang}: tried {}; {first} ({}). Write a complete {lang} statement, expression, \
-             member or declaration; metavariables stand for whole nodes",
+            "unparsable as {lang}: tried {}; {first} ({}){rejected}. Write a complete {lang} statement, \
+             expression, member or declaration (for a part such as a `catch` clause, the whole \
+             construct around it, or a rule with `pattern: {{context, selector}}`); metavariables \
+             stand for whole nodes",
             tried.join(", "),
             per_rung.join(", ")
         )))
+    }
+
+    /// Compiles `context` (code around the part to match) and takes its first node of kind
+    /// `selector` as the pattern, as ast-grep's `pattern: {context, selector}` does; that kind
+    /// is then required of every match.
+    pub fn contextual(lang: Lang, context: &str, selector: &str) -> Result<Pattern, AstError> {
+        let data = lang.data()?;
+        let kind_id = data.language.id_for_node_kind(selector, true);
+        if kind_id == 0 {
+            return Err(AstError::Pattern(format!(
+                "`selector`: `{selector}` is not a node kind of {lang}; give a named kind of the \
+                 grammar, such as the kind `pattern`'s S-expression shows"
+            )));
+        }
+        let trimmed = context.trim();
+        let subst = substitute(lang, trimmed)?;
+        let mut parser = data.parser();
+        let mut tried = Vec::new();
+        // The context as a whole file first, then in each scaffold of the ladder.
+        let mut scaffolds: Vec<(ContextKind, &str, &str)> =
+            vec![(ContextKind::Declaration, "", "")];
+        for (kind, list) in lang.ladder() {
+            scaffolds.extend(list.iter().map(|s| (*kind, s.before, s.after)));
+        }
+        for (kind, before, after) in scaffolds {
+            let source = format!("{before}{}{after}", subst.text);
+            let Some(tree) = parser.parse(&source, None) else { continue };
+            let root = tree.root_node();
+            if root.has_error() && !errors_at_metavariables(lang, root, source.as_bytes()) {
+                tried.push(kind.as_str());
+                continue;
+            }
+            let hole = before.len()..before.len() + subst.text.len();
+            let Some(node) = first_of_kind(root, data, data.canon(kind_id), hole) else {
+                return Err(AstError::Pattern(format!(
+                    "`selector`: the context has no `{selector}` node; its shape is {}",
+                    root.to_sexp()
+                )));
+            };
+            let mut compiled =
+                build_pattern_unchecked(lang, data, source.as_bytes(), &[node], kind, trimmed);
+            compiled.root_kind = Some(data.canon(kind_id));
+            return Ok(compiled);
+        }
+        Err(AstError::Pattern(format!(
+            "`context` does not parse as {lang} (tried {}); write complete code around the part to match",
+            tried.join(", ")
+        )))
+    }
+
+    /// The same pattern compared at another strictness level.
+    pub fn with_strictness(mut self, strictness: Strictness) -> Pattern {
+        self.strictness = strictness;
+        self
+    }
+
+    pub fn strictness(&self) -> Strictness {
+        self.strictness
     }
 
     pub fn lang(&self) -> Lang {
@@ -207,6 +273,212 @@ impl ErrorAt {
         let near = if near.trim().is_empty() { "end of pattern".to_string() } else { near };
         ErrorAt { offset, line, column, near: near.replace('\n', "⏎") }
     }
+}
+
+/// Builds the pattern from the node(s) filling the hole; an error when they are only
+/// metavariables.
+fn build_pattern(
+    lang: Lang,
+    data: &'static LangData,
+    src: &[u8],
+    hole_nodes: &[Node<'_>],
+    context: ContextKind,
+    trimmed: &str,
+) -> Result<Pattern, AstError> {
+    let compiled = build_pattern_unchecked(lang, data, src, hole_nodes, context, trimmed);
+    if compiled.nodes.iter().all(PNode::is_var_like) {
+        return Err(AstError::Pattern(format!(
+            "`{trimmed}` is only a metavariable: it would match every node. Put code around it, \
+             for example `foo($X)` or `$X.unwrap()`, or use a rule with `kind`"
+        )));
+    }
+    Ok(compiled)
+}
+
+fn build_pattern_unchecked(
+    lang: Lang,
+    data: &'static LangData,
+    src: &[u8],
+    hole_nodes: &[Node<'_>],
+    context: ContextKind,
+    trimmed: &str,
+) -> Pattern {
+    let mut builder =
+        Builder { lang, data, src, vars: Vec::new(), multi: Vec::new(), literals: Vec::new() };
+    let nodes: Vec<PNode> = hole_nodes.iter().map(|n| builder.build(*n)).collect();
+    let mut literals = builder.literals;
+    literals.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+    literals.dedup();
+    let sexp = render_sexp(&nodes, &builder.vars, &data.language);
+    Pattern {
+        lang,
+        data,
+        nodes,
+        vars: builder.vars,
+        multi: builder.multi,
+        literals,
+        strictness: Strictness::Smart,
+        root_kind: None,
+        context,
+        sexp,
+        source: trimmed.to_string(),
+    }
+}
+
+/// The first node of canonical kind `kind` in pre-order that lies inside `hole`.
+fn first_of_kind<'t>(
+    root: Node<'t>,
+    data: &LangData,
+    kind: u16,
+    hole: std::ops::Range<usize>,
+) -> Option<Node<'t>> {
+    let mut cursor = root.walk();
+    loop {
+        let node = cursor.node();
+        if data.canon(node.kind_id()) == kind
+            && node.start_byte() >= hole.start
+            && node.end_byte() <= hole.end
+        {
+            return Some(node);
+        }
+        if cursor.goto_first_child() {
+            continue;
+        }
+        loop {
+            if cursor.goto_next_sibling() {
+                break;
+            }
+            if !cursor.goto_parent() {
+                return None;
+            }
+        }
+    }
+}
+
+/// True when every ERROR and MISSING node of the parse is a metavariable standing where the
+/// grammar wants a whole element (statement, member, arm, pair) or a terminator the grammar
+/// wanted after one: `match $X { $$$ }`, `{ $$$ }` in Java (`;` missing after `$$$`).
+///
+/// An ERROR metavariable right after another named node (`foo($A $B)`) is not: that is a
+/// malformed pattern, not a list element.
+fn errors_at_metavariables(lang: Lang, root: Node<'_>, src: &[u8]) -> bool {
+    let mut stack = vec![root];
+    let mut seen_error = false;
+    while let Some(node) = stack.pop() {
+        if node.is_missing() {
+            let before = &src[..node.start_byte()];
+            let before = before.trim_ascii_end();
+            let word_start = before
+                .iter()
+                .rposition(|b| {
+                    !(b.is_ascii_alphanumeric() || *b == b'_' || *b == b'$' || *b >= 0x80)
+                })
+                .map_or(0, |i| i + 1);
+            if metavar_of(lang, &before[word_start..]).is_none() {
+                return false;
+            }
+            seen_error = true;
+            continue;
+        }
+        if node.is_error() {
+            let text = src[node.byte_range()].trim_ascii();
+            if metavar_of(lang, text).is_none() {
+                return false;
+            }
+            let mut prev = node.prev_sibling();
+            while let Some(p) = prev.filter(|p| p.is_extra()) {
+                prev = p.prev_sibling();
+            }
+            if let Some(p) = prev
+                && p.is_named()
+                && !src[p.byte_range()].trim_ascii_end().ends_with(b";")
+                && !src[p.byte_range()].trim_ascii_end().ends_with(b",")
+                && !src[p.byte_range()].trim_ascii_end().ends_with(b"}")
+            {
+                return false;
+            }
+            seen_error = true;
+            continue;
+        }
+        if node.has_error() {
+            let mut cursor = node.walk();
+            if cursor.goto_first_child() {
+                loop {
+                    stack.push(cursor.node());
+                    if !cursor.goto_next_sibling() {
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    seen_error
+}
+
+/// Keywords that, parsed as a name, mean the grammar misread the pattern (C++ `if (…) {…}` as
+/// a member declaration of type `if`, Java `catch (…) {…}` as a constructor named `catch`).
+const CONTROL_KEYWORDS: &[&str] = &[
+    "if", "else", "for", "while", "do", "switch", "case", "catch", "try", "finally", "return",
+    "throw", "goto", "defer",
+];
+
+/// Why a parse of the pattern is not acceptable, if it is not.
+fn bogus_parse(lang: Lang, data: &LangData, nodes: &[Node<'_>], src: &[u8]) -> Option<String> {
+    let first = nodes.first()?;
+    if !first.is_named() {
+        return Some(format!(
+            "that starts with the token `{}`",
+            String::from_utf8_lossy(&src[first.byte_range()])
+        ));
+    }
+    let mut leaf = *first;
+    while let Some(child) = leaf.child(0) {
+        leaf = child;
+    }
+    let text = std::str::from_utf8(&src[leaf.byte_range()]).ok()?;
+    if leaf.is_named()
+        && CONTROL_KEYWORDS.contains(&text)
+        && data.language.id_for_node_kind(text, false) != 0
+        && metavar_of(lang, text.as_bytes()).is_none()
+    {
+        return Some(format!("where the keyword `{text}` became a `{}`", leaf.kind()));
+    }
+    None
+}
+
+/// How many `$` a metavariable has: 1 (`$X`), 2 (`$$X`) or 3 (`$$$X`).
+pub(crate) type Dollars = u8;
+
+/// `Some((name, dollars))` when `text` (expando-spelled) is exactly one metavariable.
+pub(crate) fn metavar_of(lang: Lang, text: &[u8]) -> Option<(String, Dollars)> {
+    let text = std::str::from_utf8(text).ok()?;
+    let (mark, body) = match lang.expando() {
+        Expando::Dollar => ('$', text),
+        Expando::Char(c) => (c, text),
+        Expando::JsonString => ('µ', text.strip_prefix('"')?.strip_suffix('"')?),
+    };
+    let mut rest = body.strip_prefix(mark)?;
+    let mut dollars: Dollars = 1;
+    while dollars < 3
+        && let Some(r) = rest.strip_prefix(mark)
+    {
+        rest = r;
+        dollars += 1;
+    }
+    let name = rest;
+    if !name.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_') {
+        return None;
+    }
+    if name.as_bytes().first().is_some_and(u8::is_ascii_digit) {
+        return None;
+    }
+    if dollars != 3 && name.is_empty() {
+        return None;
+    }
+    if dollars == 2 && lang == Lang::Bash {
+        return None;
+    }
+    Some((name.to_string(), dollars))
 }
 
 /// Byte offset of the first ERROR or MISSING node in pre-order.
@@ -293,6 +565,26 @@ fn is_stringish(kind: &str) -> bool {
         && !kind.contains("substitution")
 }
 
+/// The texts of the named leaves under `node`, concatenated: a string without its quotes.
+pub(crate) fn named_text(node: Node<'_>, src: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut stack = vec![node];
+    while let Some(n) = stack.pop() {
+        if n.child_count() == 0 {
+            if n.is_named() {
+                out.extend_from_slice(&src[n.byte_range()]);
+            }
+            continue;
+        }
+        for i in (0..n.child_count()).rev() {
+            if let Some(c) = n.child(i as u32) {
+                stack.push(c);
+            }
+        }
+    }
+    out
+}
+
 struct Builder<'s> {
     lang: Lang,
     data: &'static LangData,
@@ -315,41 +607,37 @@ impl Builder<'_> {
         u16::try_from(self.vars.len() - 1).ok()
     }
 
-    /// `Some((name, is_multi))` when `text` is exactly one metavariable.
-    fn metavar(&self, text: &[u8]) -> Option<(String, bool)> {
-        let text = std::str::from_utf8(text).ok()?;
-        let (mark, body) = match self.lang.expando() {
-            Expando::Dollar => ('$', text),
-            Expando::Char(c) => (c, text),
-            Expando::JsonString => ('µ', text.strip_prefix('"')?.strip_suffix('"')?),
-        };
-        let rest = body.strip_prefix(mark)?;
-        let (multi, name) = match rest.strip_prefix(mark) {
-            Some(r) => (true, r.strip_prefix(mark)?),
-            None => (false, rest),
-        };
-        if !name.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_') {
-            return None;
-        }
-        if name.as_bytes().first().is_some_and(u8::is_ascii_digit) {
-            return None;
-        }
-        if !multi && name.is_empty() {
-            return None;
-        }
-        Some((name.to_string(), multi))
-    }
-
     fn build(&mut self, node: Node<'_>) -> PNode {
         let text = &self.src[node.byte_range()];
-        if let Some((name, multi)) = self.metavar(text) {
-            let index = self.var_index(&name, multi);
-            return if multi { PNode::Multi(index) } else { PNode::Var(index) };
+        if let Some((name, dollars)) = metavar_of(self.lang, text) {
+            let index = self.var_index(&name, dollars == 3);
+            return match dollars {
+                3 => PNode::Multi(index),
+                2 => PNode::Token(index),
+                _ => PNode::Var(index),
+            };
         }
         let kind = self.data.canon(node.kind_id());
         let named = node.is_named();
         let mut children = Vec::new();
         significant_children(node, &mut children);
+        // A metavariable the parser skipped as an ERROR extra (`{ $$$ }` in a JSON object or a
+        // Dart class body) is still part of the pattern.
+        if node.has_error() {
+            children.clear();
+            let mut cursor = node.walk();
+            if cursor.goto_first_child() {
+                loop {
+                    let child = cursor.node();
+                    if !child.is_missing() && (!child.is_extra() || child.is_error()) {
+                        children.push(child);
+                    }
+                    if !cursor.goto_next_sibling() {
+                        break;
+                    }
+                }
+            }
+        }
         let has_mark = match self.lang.expando() {
             Expando::Dollar => text.contains(&b'$'),
             Expando::Char(c) => {
@@ -360,7 +648,8 @@ impl Builder<'_> {
         };
         if children.is_empty() || (is_stringish(node.kind()) && !has_mark) {
             self.add_literals(text);
-            return PNode::Leaf { kind, named, text: text.into() };
+            let core = (!children.is_empty()).then(|| named_text(node, self.src).into());
+            return PNode::Leaf { kind, named, text: text.into(), core };
         }
         let children = children.into_iter().map(|c| self.build(c)).collect();
         PNode::Inner { kind, named, children }
@@ -453,10 +742,10 @@ pub(crate) fn substitute(lang: Lang, pattern: &str) -> Result<Substituted, AstEr
                     "`{word}`: a metavariable must stand for a whole node (an identifier, expression or \
                      statement), so `$` cannot sit inside a name. Use `$NAME` for the whole name"
                 )));
-            } else if dollars == 2 || dollars > 3 {
+            } else if dollars > 3 || (dollars == 2 && name.is_empty()) {
                 return Err(AstError::Pattern(format!(
-                    "`{word}` is not a metavariable: use `$NAME` for one node or `$$$NAME` for zero or more \
-                     siblings"
+                    "`{word}` is not a metavariable: use `$NAME` for one named node, `$$NAME` for one \
+                     node that may be a token, or `$$$NAME` for zero or more siblings"
                 )));
             } else if !upper_ok {
                 let suggestion = name.to_ascii_uppercase();
@@ -514,11 +803,12 @@ fn render_sexp(nodes: &[PNode], vars: &[String], language: &tree_sitter::Languag
         };
         match node {
             PNode::Var(i) => out.push_str(&format!("${}", var(i))),
+            PNode::Token(i) => out.push_str(&format!("$${}", var(i))),
             PNode::Multi(i) => {
                 let name = var(i);
                 out.push_str(&format!("$$${}", if name == "_" { String::new() } else { name }));
             }
-            PNode::Leaf { kind, named, text } => {
+            PNode::Leaf { kind, named, text, .. } => {
                 let text = String::from_utf8_lossy(text);
                 let short: String = text.chars().take(40).collect();
                 let short = short.replace('\n', "\\n");
