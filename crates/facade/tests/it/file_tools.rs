@@ -199,3 +199,98 @@ fn apply_patch_rejects_text_that_is_not_a_diff() {
     assert!(err);
     insta::assert_snapshot!(text, @"apply_patch: argument `patch`: no file sections found; expected a unified diff with `--- a/path`, `+++ b/path` and `@@ -l,n +l,n @@` hunks; no file was changed");
 }
+
+/// `renameat2(RENAME_EXCHANGE)`: swaps two names atomically, as a racing process would.
+fn exchange(a: &std::path::Path, b: &std::path::Path) {
+    let a = std::ffi::CString::new(a.as_os_str().as_encoded_bytes()).unwrap();
+    let b = std::ffi::CString::new(b.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: two valid NUL-terminated paths; the syscall reads nothing else of ours.
+    unsafe {
+        libc::syscall(
+            libc::SYS_renameat2,
+            libc::AT_FDCWD,
+            a.as_ptr(),
+            libc::AT_FDCWD,
+            b.as_ptr(),
+            libc::RENAME_EXCHANGE,
+        );
+    }
+}
+
+fn stray_temp_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        if entry.file_name().to_string_lossy().starts_with(".agent-tools-") {
+            found.push(entry.path());
+        }
+        if entry.file_type().unwrap().is_dir() {
+            found.extend(stray_temp_files(&entry.path()));
+        }
+    }
+    found
+}
+
+#[test]
+fn a_folder_swapped_for_an_outside_symlink_during_writes_never_gets_a_file_outside() {
+    let outside = tempfile::tempdir().unwrap();
+    let project = Project::new(&[("sub/e.txt", "n=0\n"), ("sub/p.txt", "a\n")]);
+    std::os::unix::fs::symlink(outside.path(), project.dir.path().join("swap")).unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let racer = {
+        let stop = stop.clone();
+        let (sub, swap) = (project.dir.path().join("sub"), project.dir.path().join("swap"));
+        std::thread::spawn(move || {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                exchange(&sub, &swap);
+            }
+        })
+    };
+    for n in 0..150 {
+        project.call(
+            SurfaceKind::Build,
+            "write",
+            json!({"path": format!("sub/w{n}.txt"), "content": "x"}),
+        );
+        project.call(
+            SurfaceKind::Build,
+            "edit",
+            json!({"path": "sub/e.txt", "old_string": format!("n={n}\n"), "new_string": format!("n={}\n", n + 1)}),
+        );
+        let patch = format!("--- /dev/null\n+++ b/sub/p{n}.txt\n@@ -0,0 +1 @@\n+p\n");
+        project.call(SurfaceKind::Build, "apply_patch", json!({"patch": patch}));
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    racer.join().unwrap();
+    let leaked: Vec<_> =
+        std::fs::read_dir(outside.path()).unwrap().flatten().map(|e| e.file_name()).collect();
+    assert!(leaked.is_empty(), "files written outside the root: {leaked:?}");
+    assert!(
+        stray_temp_files(project.dir.path()).is_empty(),
+        "{:?}",
+        stray_temp_files(project.dir.path())
+    );
+}
+
+#[test]
+fn read_returns_the_lines_as_structured_content_too() {
+    let project = Project::new(&[("a.py", "one\ntwo\nthree\n")]);
+    let result = project.call(SurfaceKind::Plan, "read", json!({"path": "a.py", "start_line": 2}));
+    assert_eq!(
+        result.structured,
+        Some(
+            json!({"path": "a.py", "start_line": 2, "end_line": 3, "total_lines": 3, "content": "two\nthree\n"})
+        )
+    );
+}
+
+#[test]
+fn writes_report_what_each_file_held_before() {
+    use agent_tools::Before;
+    let project = Project::new(&[("old.txt", "before\n")]);
+    let result =
+        project.call(SurfaceKind::Build, "write", json!({"path": "old.txt", "content": "after\n"}));
+    assert_eq!(result.changed_files[0].before, Before::Contents(b"before\n".as_slice().into()));
+    let result =
+        project.call(SurfaceKind::Build, "write", json!({"path": "new.txt", "content": "x"}));
+    assert_eq!(result.changed_files[0].before, Before::Absent);
+}

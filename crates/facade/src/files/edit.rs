@@ -1,0 +1,142 @@
+//! `edit`: replace an exact string in one file, crash-atomically, confined by handle.
+
+use std::sync::Arc;
+
+use agent_tools_support::journal::{Change, Expect};
+use async_trait::async_trait;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::access::Access;
+use crate::tool::{Before, CallContext, Tier, Tool, ToolResult, ToolSpec, parse_args};
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EditArgs {
+    /// File to edit, relative to the run's root.
+    pub path: String,
+    /// Exact text to replace, including whitespace; must occur once unless replace_all is set.
+    pub old_string: String,
+    /// Text to put in its place.
+    pub new_string: String,
+    /// Replace every occurrence instead of exactly one (default false).
+    #[serde(default)]
+    pub replace_all: bool,
+}
+
+pub struct EditTool {
+    spec: ToolSpec,
+}
+
+impl EditTool {
+    pub fn new() -> Self {
+        EditTool {
+            spec: ToolSpec::new::<EditArgs>(
+                "edit",
+                "Replace an exact string in a file. old_string must match exactly once (include surrounding lines to make it unique), or set replace_all.",
+                Tier::Write,
+            ),
+        }
+    }
+}
+
+impl Default for EditTool {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+fn line_of(text: &str, byte: usize) -> usize {
+    text[..byte].matches('\n').count() + 1
+}
+
+fn squash_whitespace(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[async_trait]
+impl Tool for EditTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    async fn call(&self, ctx: &CallContext, args: Value) -> ToolResult {
+        let args: EditArgs = match parse_args("edit", args) {
+            Ok(a) => a,
+            Err(e) => return e,
+        };
+        if args.old_string.is_empty() {
+            return ToolResult::error(
+                "edit: argument `old_string` is empty; give the exact text to replace (use `write` to create a file)",
+            );
+        }
+        if args.old_string == args.new_string {
+            return ToolResult::error(
+                "edit: `old_string` and `new_string` are identical; nothing would change",
+            );
+        }
+        let access = match Access::open(ctx, "edit") {
+            Ok(a) => a,
+            Err(e) => return e,
+        };
+        let rel = match access.confine(&args.path, "path") {
+            Ok(r) => r,
+            Err(e) => return ToolResult::error(format!("edit: {e}")),
+        };
+        let shown = rel.to_string();
+        let text = match access.read_text(&rel, "path") {
+            Ok(t) => t,
+            Err(e) => return ToolResult::error(format!("edit: {e}")),
+        };
+        let positions: Vec<usize> = text.match_indices(&args.old_string).map(|(i, _)| i).collect();
+        if positions.is_empty() {
+            let squashed = squash_whitespace(&args.old_string);
+            let near = text
+                .lines()
+                .enumerate()
+                .find(|(_, l)| {
+                    !squashed.is_empty()
+                        && squash_whitespace(l).contains(squashed.lines().next().unwrap_or(""))
+                })
+                .map(|(i, _)| {
+                    format!(" A similar line differing in whitespace is at line {}.", i + 1)
+                })
+                .unwrap_or_default();
+            return ToolResult::error(format!(
+                "edit: argument `old_string` was not found in {shown}.{near} Read the file and copy the exact text, including indentation"
+            ));
+        }
+        if positions.len() > 1 && !args.replace_all {
+            let lines: Vec<String> =
+                positions.iter().take(10).map(|&p| line_of(&text, p).to_string()).collect();
+            return ToolResult::error(format!(
+                "edit: argument `old_string` occurs {} times in {shown} (lines {}); include surrounding lines to make it unique, or set replace_all",
+                positions.len(),
+                lines.join(", ")
+            ));
+        }
+        let first_line = line_of(&text, positions[0]);
+        let updated = if args.replace_all {
+            text.replace(&args.old_string, &args.new_string)
+        } else {
+            text.replacen(&args.old_string, &args.new_string, 1)
+        };
+        let expect = Expect::holding(Some(text.as_bytes()));
+        let done = match access.commit(&[Change::write(rel, updated.into_bytes(), expect)], "path")
+        {
+            Ok(mut done) => done.remove(0),
+            Err(e) => return ToolResult::error(format!("edit: {e}")),
+        };
+        let count = positions.len();
+        let what = if count == 1 {
+            format!("1 replacement at line {first_line}")
+        } else {
+            format!("{count} replacements")
+        };
+        ToolResult::text(format!("edited {shown}: {what}")).with_changed_file_before(
+            access.absolute(&done.path),
+            Before::Contents(Arc::from(text.into_bytes())),
+        )
+    }
+}

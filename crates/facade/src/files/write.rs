@@ -1,0 +1,91 @@
+//! `write`: create or replace one file, crash-atomically, confined by handle.
+
+use std::sync::Arc;
+
+use agent_tools_support::journal::{Change, Expect};
+use async_trait::async_trait;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::access::Access;
+use crate::tool::{Before, CallContext, Tier, Tool, ToolResult, ToolSpec, parse_args};
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WriteArgs {
+    /// File to create or replace, relative to the run's root. Parent folders are created.
+    pub path: String,
+    /// The file's complete new content.
+    pub content: String,
+}
+
+pub struct WriteTool {
+    spec: ToolSpec,
+}
+
+impl WriteTool {
+    pub fn new() -> Self {
+        WriteTool {
+            spec: ToolSpec::new::<WriteArgs>(
+                "write",
+                "Create or replace a file inside the workspace with the given content (atomic; keeps the file's permissions).",
+                Tier::Write,
+            ),
+        }
+    }
+}
+
+impl Default for WriteTool {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+#[async_trait]
+impl Tool for WriteTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    async fn call(&self, ctx: &CallContext, args: Value) -> ToolResult {
+        let args: WriteArgs = match parse_args("write", args) {
+            Ok(a) => a,
+            Err(e) => return e,
+        };
+        let access = match Access::open(ctx, "write") {
+            Ok(a) => a,
+            Err(e) => return e,
+        };
+        let fail = |e: String| ToolResult::error(format!("write: {e}"));
+        let rel = match access.confine(&args.path, "path") {
+            Ok(r) => r,
+            Err(e) => return fail(e),
+        };
+        // What the file held, for the wrappers (diagnostics on write) and as the expectation:
+        // a file changed between this read and the rename is not overwritten blindly.
+        let before = match access.root.read(&rel, "path") {
+            Ok(bytes) => Some(bytes),
+            Err(agent_tools_support::Error::NotFound { .. }) => None,
+            Err(e) => return fail(e.to_string()),
+        };
+        let expect = Expect::holding(before.as_deref());
+        let change = Change::write(rel, args.content.clone().into_bytes(), expect);
+        let done = match access.commit(&[change], "path") {
+            Ok(mut done) => done.remove(0),
+            Err(e) => return fail(e),
+        };
+        let verb = if done.existed { "replaced" } else { "created" };
+        let lines = args.content.lines().count();
+        let before = match before {
+            Some(bytes) => Before::Contents(Arc::from(bytes)),
+            None => Before::Absent,
+        };
+        ToolResult::text(format!(
+            "{verb} {} ({lines} lines, {} bytes)",
+            done.path,
+            args.content.len()
+        ))
+        .with_changed_file_before(access.absolute(&done.path), before)
+    }
+}
