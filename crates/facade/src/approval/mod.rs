@@ -7,6 +7,8 @@
 //! an approval card through the run's question port. Only an explicit "allow" runs the call: a
 //! skip, a cancel, a timeout, or a run with nobody to ask denies it (fail-closed).
 
+mod card;
+
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -71,32 +73,6 @@ pub struct ApprovalRequest {
     pub arguments: Value,
     /// Set for a nested call (for example from an `eval` cell).
     pub parent_call_id: Option<String>,
-}
-
-/// Characters of the arguments shown on an approval card.
-const MAX_SHOWN_ARGUMENTS: usize = 2000;
-
-impl ApprovalRequest {
-    /// One line: what will run.
-    pub fn action(&self) -> String {
-        format!("`{}` ({}-tier)", self.tool, self.tier)
-    }
-
-    /// What the operator judges by: the arguments, and where the call came from.
-    pub fn details(&self) -> String {
-        let mut args = serde_json::to_string_pretty(&self.arguments).unwrap_or_default();
-        let total = args.chars().count();
-        if total > MAX_SHOWN_ARGUMENTS {
-            let cut = args.char_indices().nth(MAX_SHOWN_ARGUMENTS).map_or(args.len(), |(i, _)| i);
-            args.truncate(cut);
-            args.push_str(&format!("\n… ({} more characters)", total - MAX_SHOWN_ARGUMENTS));
-        }
-        let origin = match &self.parent_call_id {
-            Some(parent) => format!("a nested call from inside call {parent}"),
-            None => "a call by the agent".to_string(),
-        };
-        format!("{origin} on the {} surface, with arguments:\n{args}", self.surface)
-    }
 }
 
 /// An operator's decision on one call.
@@ -321,8 +297,11 @@ mod tests {
         assert!(!dir.path().join("a.txt").exists());
         let seen = decider.seen.lock().unwrap().clone();
         assert_eq!(seen.len(), 1);
-        assert_eq!(seen[0].action(), "`write` (write-tier)");
-        assert!(seen[0].details().contains("\"path\": \"a.txt\""), "{}", seen[0].details());
+        assert_eq!(
+            seen[0].action(),
+            "`write` (write-tier) on a.txt: creates or replaces a.txt with 2 characters (1 line)"
+        );
+        assert!(seen[0].details().contains("path: a.txt"), "{}", seen[0].details());
     }
 
     #[tokio::test]
@@ -389,7 +368,11 @@ mod tests {
         let tools: Vec<&str> = seen.iter().map(|r| r.tool.as_str()).collect();
         assert_eq!(tools, ["nest", "write"]);
         assert!(seen[1].parent_call_id.is_some(), "the nested call names its parent");
-        assert!(seen[1].details().starts_with("a nested call from inside call call_"));
+        assert!(
+            seen[1].details().starts_with("a nested call from inside call call_"),
+            "{}",
+            seen[1].details()
+        );
     }
 
     #[test]
