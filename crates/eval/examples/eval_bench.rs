@@ -7,7 +7,9 @@
 
 use std::{sync::Arc, time::Instant};
 
-use agent_tools_eval::{CellStatus, EvalConfig, EvalRequest, Kernels, Language, NoBridge};
+use agent_tools_eval::{
+    CellStatus, EvalConfig, EvalRequest, Kernels, Language, NoBridge, NoProgress,
+};
 use tokio_util::sync::CancellationToken;
 
 fn arg(args: &[String], name: &str) -> Option<String> {
@@ -43,7 +45,7 @@ async fn main() {
         let kernels = Kernels::new(config.clone());
         let t = Instant::now();
         let report = kernels
-            .eval(&format!("s{i}"), &root, request(), Arc::new(NoBridge), &cancel)
+            .eval(&format!("s{i}"), &root, request(), Arc::new(NoBridge), &cancel, &NoProgress)
             .await
             .expect("eval");
         start_times.push(t.elapsed().as_secs_f64() * 1000.0);
@@ -51,13 +53,18 @@ async fn main() {
         kernels.shutdown().await;
     }
     let kernels = Kernels::new(config);
-    kernels.eval("rt", &root, request(), Arc::new(NoBridge), &cancel).await.expect("warm-up");
+    kernels
+        .eval("rt", &root, request(), Arc::new(NoBridge), &cancel, &NoProgress)
+        .await
+        .expect("warm-up");
     let mut trips = Vec::with_capacity(cells);
     let t_all = Instant::now();
     for _ in 0..cells {
         let t = Instant::now();
-        let report =
-            kernels.eval("rt", &root, request(), Arc::new(NoBridge), &cancel).await.expect("eval");
+        let report = kernels
+            .eval("rt", &root, request(), Arc::new(NoBridge), &cancel, &NoProgress)
+            .await
+            .expect("eval");
         trips.push(t.elapsed().as_secs_f64() * 1000.0);
         assert_eq!(report.status, CellStatus::Ok);
     }

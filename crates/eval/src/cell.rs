@@ -14,6 +14,9 @@ use crate::{
 /// The end of a cell as the kernel reports it.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Done {
+    /// The id of the cell this ends: a kernel drops a `done` of any other cell, so a late end
+    /// of a cancelled cell can never be read as the next cell's answer.
+    pub cell: u64,
     /// `ok`, `error` or `interrupted`.
     pub status: String,
     pub error: Option<CellError>,
@@ -49,6 +52,24 @@ pub(crate) trait KernelIo {
     async fn kill(&mut self) -> String;
 }
 
+/// Receives progress of a running cell (elapsed seconds and a short message).
+///
+/// A host forwards it as MCP `notifications/progress`; it rate-limits what it sends.
+pub trait CellProgress: Send + Sync {
+    fn report(&self, elapsed_secs: f64, message: String);
+}
+
+/// Progress nobody listens to.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoProgress;
+
+impl CellProgress for NoProgress {
+    fn report(&self, _elapsed_secs: f64, _message: String) {}
+}
+
+/// How often a running cell reports progress when nothing else happens.
+const PROGRESS_EVERY: Duration = Duration::from_secs(1);
+
 /// Timing of one cell.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Budget {
@@ -70,17 +91,27 @@ pub(crate) async fn drive<K: KernelIo>(
     bridge: Arc<dyn ToolBridge>,
     budget: Budget,
     cancel: &CancellationToken,
+    progress: &dyn CellProgress,
     out: &mut Collector,
 ) -> Fate {
     let mut calls: JoinSet<Result<Value, String>> = JoinSet::new();
     let mut call_ids: Vec<(tokio::task::Id, u64)> = Vec::new();
-    let mut last = Instant::now();
+    let started = Instant::now();
+    let mut last = started;
+    let mut next_progress = started + PROGRESS_EVERY;
     let mut interrupted: Option<(InterruptReason, Instant)> = None;
+    let mut reminded = false;
     loop {
         let pending = !calls.is_empty();
         let idle_deadline = last + budget.inactivity;
         let grace_deadline = interrupted.map_or(last, |(_, at)| at + budget.grace);
+        let remind_at = interrupted.map_or(last, |(_, at)| at + budget.grace / 2);
         tokio::select! {
+            () = tokio::time::sleep_until(next_progress) => {
+                let elapsed = started.elapsed().as_secs_f64();
+                progress.report(elapsed, out.progress_message(elapsed, calls.len()));
+                next_progress = Instant::now() + PROGRESS_EVERY;
+            }
             event = kernel.next_event() => match event {
                 Event::Stream(name, text) => {
                     out.stream(name, text);
@@ -133,6 +164,12 @@ pub(crate) async fn drive<K: KernelIo>(
                 kernel.interrupt();
                 interrupted = Some((InterruptReason::Inactivity, Instant::now()));
             }
+            () = tokio::time::sleep_until(remind_at), if interrupted.is_some() && !reminded => {
+                // Once more, halfway through the grace period: the first interrupt may have
+                // landed in the instant before the cell's user code began.
+                kernel.interrupt();
+                reminded = true;
+            }
             () = tokio::time::sleep_until(grace_deadline), if interrupted.is_some() => {
                 calls.abort_all();
                 let how = kernel.kill().await;
@@ -161,6 +198,8 @@ pub(crate) struct Collector {
     images: usize,
     max_images: usize,
     images_dropped: usize,
+    lines: usize,
+    displays: usize,
 }
 
 impl Collector {
@@ -177,13 +216,33 @@ impl Collector {
             images: 0,
             max_images,
             images_dropped: 0,
+            lines: 0,
+            displays: 0,
         }
+    }
+
+    /// "12 s, 3 lines of output", for progress reports.
+    pub(crate) fn progress_message(&self, elapsed: f64, pending_calls: usize) -> String {
+        let mut message = format!(
+            "{} s, {} line{} of output",
+            elapsed.round() as u64,
+            self.lines,
+            if self.lines == 1 { "" } else { "s" }
+        );
+        if self.displays > 0 {
+            message.push_str(&format!(", {} display(s)", self.displays));
+        }
+        if pending_calls > 0 {
+            message.push_str(&format!(", waiting for {pending_calls} tool call(s)"));
+        }
+        message
     }
 
     pub(crate) fn stream(&mut self, name: StreamName, text: String) {
         if text.is_empty() {
             return;
         }
+        self.lines += text.matches('\n').count();
         let len = text.chars().count();
         if self.cut == 0 && self.tail.is_empty() && self.head_chars + len <= self.head_cap {
             self.head_chars += len;
@@ -237,6 +296,7 @@ impl Collector {
     }
 
     pub(crate) fn display(&mut self, mut bundle: Bundle) {
+        self.displays += 1;
         let has_image = bundle.keys().any(|k| k.starts_with("image/") && k != "image/svg+xml");
         if has_image {
             if self.images >= self.max_images {

@@ -14,12 +14,14 @@ use std::{
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    bridge::ToolBridge,
-    cell::{Budget, Collector, Fate, drive},
+    bridge::{NoBridge, ToolBridge},
+    cell::{Budget, CellProgress, Collector, Fate, NoProgress, drive},
     js::{ENGINE, JsKernel},
     launcher::{CapsuleLauncher, HostLauncher, Launcher},
     python::{self, PyKernel},
-    types::{CellReport, CellStatus, EvalConfig, EvalRequest, KernelNote, Language},
+    types::{
+        CellReport, CellStatus, EvalConfig, EvalRequest, InterruptReason, KernelNote, Language,
+    },
 };
 
 /// An argument the kernel cannot run with.
@@ -53,6 +55,12 @@ struct Slot {
     interpreter: String,
     version: String,
     cwd: Option<String>,
+    /// A cell was sent and its call ended before the cell did (the call's future was dropped):
+    /// the next call first winds that cell down, so its late end is never read as an answer.
+    in_flight: bool,
+    /// What the next result should say about how the previous cell ended (a cancelled cell
+    /// that was interrupted: the client never saw that result).
+    carry: Option<String>,
 }
 
 /// What can be reached without the slot's lock: to kill a busy kernel at shutdown.
@@ -126,6 +134,7 @@ impl Kernels {
         request: EvalRequest,
         bridge: Arc<dyn ToolBridge>,
         cancel: &CancellationToken,
+        progress: &dyn CellProgress,
     ) -> Result<CellReport, EvalError> {
         if request.description.trim().is_empty() {
             return Err(EvalError::Argument(
@@ -150,6 +159,12 @@ impl Kernels {
             kernel.shutdown().await;
             handle.pgid.store(0, Ordering::SeqCst);
             slot.lost = Some("reset was requested".into());
+            slot.in_flight = false;
+            slot.carry = None;
+        }
+        let budget = Budget { inactivity: self.config.inactivity(), grace: self.config.grace() };
+        if slot.in_flight {
+            self.wind_down_abandoned(&mut slot, &handle, budget).await;
         }
         let mut started = false;
         let mut previous_lost = None;
@@ -166,20 +181,14 @@ impl Kernels {
                 Err(message) => return Ok(CellReport::unavailable(language, message)),
             }
         }
+        let carried = slot.carry.take();
         let cell = self.cells.fetch_add(1, Ordering::SeqCst) + 1;
-        let budget = Budget { inactivity: self.config.inactivity(), grace: self.config.grace() };
         let mut out = Collector::new(self.config.max_output_chars, self.config.max_images);
-        let fate = match slot.kernel.as_mut() {
-            Some(Kernel::Py(k)) => match k.exec(cell, &request.code).await {
-                Ok(()) => drive(k.as_mut(), bridge, budget, cancel, &mut out).await,
-                Err(how) => Fate::Died(how),
-            },
-            Some(Kernel::Js(k)) => match k.exec(&request.code) {
-                Ok(()) => drive(k, bridge, budget, cancel, &mut out).await,
-                Err(how) => Fate::Died(how),
-            },
-            None => Fate::Died("no kernel".into()),
-        };
+        slot.in_flight = true;
+        let fate =
+            run_on(&mut slot, cell, &request.code, bridge, budget, cancel, progress, &mut out)
+                .await;
+        slot.in_flight = false;
         let (outputs, mut notes) = out.finish();
         notes.insert(0, format!("budget: {}", human_duration(budget.inactivity)));
         let mut report = CellReport {
@@ -194,6 +203,7 @@ impl Kernels {
             kernel: KernelNote {
                 started,
                 previous_lost,
+                previous_cell: carried,
                 state_preserved: true,
                 interpreter: slot.interpreter.clone(),
                 version: slot.version.clone(),
@@ -213,6 +223,13 @@ impl Kernels {
                 if report.status == CellStatus::Interrupted {
                     report.interrupt = interrupt;
                 }
+                if interrupt == Some(InterruptReason::Cancelled) {
+                    slot.carry = Some(format!(
+                        "the previous cell (In[{}]) was cancelled by the client and interrupted; \
+                         the kernel's state (variables, imports) was kept",
+                        done.count
+                    ));
+                }
                 if let Some(cwd) = done.cwd
                     && slot.cwd.as_deref() != Some(cwd.as_str())
                 {
@@ -225,28 +242,46 @@ impl Kernels {
                 report.interrupt = Some(reason);
                 report.kernel.state_preserved = false;
                 report.notes.push(format!("kernel killed: {how}"));
-                if let Some(kernel) = slot.kernel.take() {
-                    kernel.shutdown().await;
-                }
-                handle.pgid.store(0, Ordering::SeqCst);
-                slot.lost = Some(format!(
-                    "the previous kernel was killed after a cell did not stop within {} of an interrupt",
-                    human_duration(budget.grace)
-                ));
+                end_kernel(&mut slot, &handle, killed_reason(reason, budget)).await;
             }
             Fate::Died(how) => {
                 report.status = CellStatus::Crashed;
                 report.kernel.state_preserved = false;
                 report.notes.push(format!("kernel died: {how}"));
-                if let Some(kernel) = slot.kernel.take() {
-                    kernel.shutdown().await;
-                }
-                handle.pgid.store(0, Ordering::SeqCst);
                 let first_line = how.lines().next().unwrap_or("it died").to_string();
-                slot.lost = Some(format!("the previous kernel died ({first_line})"));
+                end_kernel(&mut slot, &handle, format!("the previous kernel died ({first_line})"))
+                    .await;
             }
         }
         Ok(report)
+    }
+
+    /// Ends a cell whose call was abandoned mid-cell: interrupt, wait the grace period for its
+    /// end (its output is dropped), else kill the kernel. Afterwards the kernel is idle or gone.
+    async fn wind_down_abandoned(&self, slot: &mut Slot, handle: &SlotHandle, budget: Budget) {
+        let stop = CancellationToken::new();
+        stop.cancel();
+        let mut discard = Collector::new(0, 0);
+        let fate =
+            run_on(slot, 0, "", Arc::new(NoBridge), budget, &stop, &NoProgress, &mut discard).await;
+        slot.in_flight = false;
+        match fate {
+            Fate::Finished { done, .. } => {
+                slot.carry = Some(format!(
+                    "the previous cell (In[{}]) was abandoned by its call and interrupted; the \
+                     kernel's state (variables, imports) was kept",
+                    done.count
+                ));
+            }
+            Fate::Killed { .. } => {
+                let why = killed_reason(InterruptReason::Cancelled, budget);
+                end_kernel(slot, handle, why).await;
+            }
+            Fate::Died(how) => {
+                let first_line = how.lines().next().unwrap_or("it died").to_string();
+                end_kernel(slot, handle, format!("the previous kernel died ({first_line})")).await;
+            }
+        }
     }
 
     async fn start(
@@ -329,6 +364,60 @@ impl Kernels {
         ));
         details
     }
+}
+
+/// Runs cell `cell` (or, with `cell` 0, only drives the cell already running) on the slot's kernel.
+#[allow(clippy::too_many_arguments)]
+async fn run_on(
+    slot: &mut Slot,
+    cell: u64,
+    code: &str,
+    bridge: Arc<dyn ToolBridge>,
+    budget: Budget,
+    cancel: &CancellationToken,
+    progress: &dyn CellProgress,
+    out: &mut Collector,
+) -> Fate {
+    match slot.kernel.as_mut() {
+        Some(Kernel::Py(k)) => {
+            if cell > 0
+                && let Err(how) = k.exec(cell, code).await
+            {
+                return Fate::Died(how);
+            }
+            drive(k.as_mut(), bridge, budget, cancel, progress, out).await
+        }
+        Some(Kernel::Js(k)) => {
+            if cell > 0
+                && let Err(how) = k.exec(cell, code)
+            {
+                return Fate::Died(how);
+            }
+            drive(k, bridge, budget, cancel, progress, out).await
+        }
+        None => Fate::Died("no kernel".into()),
+    }
+}
+
+/// Why the state is gone after a kill, for the next kernel's first result.
+fn killed_reason(reason: InterruptReason, budget: Budget) -> String {
+    let after = match reason {
+        InterruptReason::Cancelled => "a cancelled cell",
+        InterruptReason::Inactivity => "a cell without output for the inactivity budget",
+    };
+    format!(
+        "the previous kernel was killed after {after} did not stop within {} of an interrupt",
+        human_duration(budget.grace)
+    )
+}
+
+/// Shuts the slot's kernel down; the next call starts a fresh one and says `why`.
+async fn end_kernel(slot: &mut Slot, handle: &SlotHandle, why: String) {
+    if let Some(kernel) = slot.kernel.take() {
+        kernel.shutdown().await;
+    }
+    handle.pgid.store(0, Ordering::SeqCst);
+    slot.lost = Some(why);
 }
 
 fn kill_from_outside(handle: &SlotHandle) {

@@ -16,6 +16,12 @@ pub trait Launcher: Send + Sync + std::fmt::Debug {
     /// A short description for status and notes, for example `host` or `capsule (bwrap ...)`.
     fn describe(&self) -> String;
 
+    /// Whether the process [`Launcher::command`] starts is the interpreter itself, so that a
+    /// signal sent to its pid reaches it (false for a wrapping prefix).
+    fn signals_reach_the_interpreter(&self) -> bool {
+        true
+    }
+
     /// The Python interpreter for a project at `root`: `configured` if given, else the project's
     /// `.venv/bin/python`, then `venv/bin/python`, then `python3` on PATH.
     fn resolve_python(&self, root: &Path, configured: Option<&Path>) -> Result<PathBuf, String> {
@@ -68,6 +74,10 @@ impl Launcher for CapsuleLauncher {
 
     fn describe(&self) -> String {
         format!("capsule ({})", self.prefix.join(" "))
+    }
+
+    fn signals_reach_the_interpreter(&self) -> bool {
+        false
     }
 
     /// Inside a capsule the project is expected at the same path; `python3` resolves there.

@@ -13,7 +13,7 @@
 //! ```no_run
 //! # async fn demo() {
 //! use std::sync::Arc;
-//! use agent_tools_eval::{EvalConfig, EvalRequest, Kernels, NoBridge, render};
+//! use agent_tools_eval::{EvalConfig, EvalRequest, Kernels, NoBridge, NoProgress, render};
 //!
 //! let kernels = Kernels::new(EvalConfig::default());
 //! let request = EvalRequest {
@@ -24,7 +24,7 @@
 //! };
 //! let cancel = tokio_util::sync::CancellationToken::new();
 //! let report = kernels
-//!     .eval("conversation-1", std::path::Path::new("."), request, Arc::new(NoBridge), &cancel)
+//!     .eval("conversation-1", std::path::Path::new("."), request, Arc::new(NoBridge), &cancel, &NoProgress)
 //!     .await
 //!     .unwrap();
 //! assert_eq!(render(&report), "[started Python …]\nOut[1]: 42");
@@ -37,14 +37,17 @@ mod cell;
 mod js;
 mod kernels;
 mod launcher;
+mod payload;
 mod python;
 mod render;
 mod types;
 
 pub use crate::{
     bridge::{NoBridge, ToolBridge},
+    cell::{CellProgress, NoProgress},
     kernels::{EvalError, Kernels, resolve_python},
     launcher::{CapsuleLauncher, HostLauncher, Launcher, resolve_python_on_host},
+    payload::{CellPayload, PayloadOutput, Shown, payload},
     render::{images, render},
     types::{
         BridgeTier, Bundle, CellError, CellImage, CellReport, CellStatus, EvalConfig, EvalRequest,

@@ -28,6 +28,9 @@ pub fn render(report: &CellReport) -> String {
             None => out.push_str(&format!("[started {what}]\n")),
         }
     }
+    if let Some(previous) = &kernel.previous_cell {
+        out.push_str(&format!("[{previous}]\n"));
+    }
     let mut current = StreamName::Stdout;
     for item in &report.outputs {
         match item {
@@ -143,7 +146,7 @@ fn ensure_newline(out: &mut String) {
 }
 
 /// The best text form of a bundle for the model; images become a reference line.
-fn render_bundle(bundle: &Bundle, image_no: &mut usize) -> String {
+pub(crate) fn render_bundle(bundle: &Bundle, image_no: &mut usize) -> String {
     let plain = bundle.get("text/plain").and_then(Value::as_str).unwrap_or("");
     if let Some(mime) = image_mime(bundle) {
         *image_no += 1;

@@ -140,7 +140,7 @@ pub enum Output {
     Cut { chars: usize },
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum StreamName {
     Stdout,
@@ -148,7 +148,7 @@ pub enum StreamName {
 }
 
 /// An exception raised by the cell.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct CellError {
     pub ename: String,
     pub evalue: String,
@@ -157,7 +157,7 @@ pub struct CellError {
 }
 
 /// How the cell ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum CellStatus {
     /// Ran to the end.
@@ -175,7 +175,7 @@ pub enum CellStatus {
 }
 
 /// Why the cell was interrupted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum InterruptReason {
     /// The inactivity budget ran out.
@@ -185,13 +185,17 @@ pub enum InterruptReason {
 }
 
 /// What happened to the kernel around this cell.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct KernelNote {
     /// A kernel was started for this cell (first use, reset, or after the previous one died).
     pub started: bool,
     /// Why the previous kernel's state is gone, when it is.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub previous_lost: Option<String>,
+    /// How the previous cell ended when its result never reached the model (its call was
+    /// cancelled or abandoned), and whether the state survived that.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub previous_cell: Option<String>,
     /// Whether the state (variables, imports) survived this cell.
     pub state_preserved: bool,
     /// For Python, the interpreter path; for JavaScript, the engine.
@@ -237,6 +241,7 @@ impl CellReport {
             kernel: KernelNote {
                 started: false,
                 previous_lost: None,
+                previous_cell: None,
                 state_preserved: false,
                 interpreter: String::new(),
                 version: String::new(),

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use agent_tools_eval::{
     CapsuleLauncher, CellStatus, EvalConfig, EvalRequest, Kernels, Language, LauncherConfig,
-    NoBridge, render,
+    NoBridge, NoProgress, render,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -18,7 +18,14 @@ async fn check(kernels: &Kernels, code: &str) -> (CellStatus, String) {
         reset: None,
     };
     let report = kernels
-        .eval("capsule", root.path(), request, Arc::new(NoBridge), &CancellationToken::new())
+        .eval(
+            "capsule",
+            root.path(),
+            request,
+            Arc::new(NoBridge),
+            &CancellationToken::new(),
+            &NoProgress,
+        )
         .await
         .expect("eval");
     let text = render(&report);

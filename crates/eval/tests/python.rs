@@ -5,7 +5,9 @@ mod common;
 
 use std::time::Duration;
 
-use agent_tools_eval::{CellStatus, EvalConfig, InterruptReason, Language, Output, StreamName};
+use agent_tools_eval::{
+    CellStatus, EvalConfig, InterruptReason, Language, NoProgress, Output, StreamName,
+};
 use common::{Session, alive, gone_within, has_module, require, short_budget, test_python};
 
 /// A Python session on the test venv's interpreter when there is one, else `python3` on PATH.
@@ -292,7 +294,7 @@ async fn pip_install_then_import_sees_the_new_package() {
     };
     let cancel = tokio_util::sync::CancellationToken::new();
     let run = |code: &str| {
-        s.kernels.eval("pip", project.path(), request(code), s.bridge.clone(), &cancel)
+        s.kernels.eval("pip", project.path(), request(code), s.bridge.clone(), &cancel, &NoProgress)
     };
     let r = run("%pip install -q iniconfig==1.1.1\nimport iniconfig, importlib.metadata\nimportlib.metadata.version('iniconfig')").await.expect("eval");
     let text = agent_tools_eval::render(&r);
@@ -333,6 +335,7 @@ async fn a_project_venv_is_preferred_over_path() {
             },
             s.bridge.clone(),
             &s.cancel,
+            &agent_tools_eval::NoProgress,
         )
         .await
         .expect("eval");
@@ -427,7 +430,7 @@ async fn a_cell_that_ignores_the_interrupt_is_killed_and_the_next_call_starts_fr
     );
     let (r, text) = s.run("'lost' in globals()").await;
     assert!(r.kernel.started);
-    assert!(text.contains("the previous kernel was killed after a cell did not stop within 500 ms of an interrupt; earlier state (variables, imports) is gone"), "{text}");
+    assert!(text.contains("the previous kernel was killed after a cell without output for the inactivity budget did not stop within 500 ms of an interrupt; earlier state (variables, imports) is gone"), "{text}");
     assert!(text.ends_with("Out[1]: False"), "{text}");
     s.kernels.shutdown().await;
 }
@@ -508,7 +511,9 @@ async fn no_kernel_process_or_child_survives_shutdown() {
         language: None,
         reset: None,
     };
-    let after =
-        s.kernels.eval("conversation", &s.root(), request, s.bridge.clone(), &s.cancel).await;
+    let after = s
+        .kernels
+        .eval("conversation", &s.root(), request, s.bridge.clone(), &s.cancel, &NoProgress)
+        .await;
     assert_eq!(after, Err(agent_tools_eval::EvalError::Closed));
 }

@@ -38,7 +38,7 @@ const PRELUDE: &str = include_str!("prelude.js");
 pub(crate) const ENGINE: &str = "QuickJS-NG (rquickjs 0.14, embedded)";
 
 enum Cmd {
-    Exec { code: String },
+    Exec { cell: u64, code: String },
     ToolResult { id: u64, result: Result<Json, String> },
     Wake,
     Shutdown,
@@ -55,6 +55,8 @@ pub(crate) struct JsKernel {
     interrupt: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
     dead: bool,
+    /// The cell being run: a `done` of any other cell is dropped.
+    cell: u64,
 }
 
 impl JsKernel {
@@ -77,6 +79,7 @@ impl JsKernel {
                 interrupt,
                 thread: Some(thread),
                 dead: false,
+                cell: 0,
             }),
             Ok(Err(e)) => Err(e),
             Err(_) => Err("the JavaScript engine failed to start".into()),
@@ -87,10 +90,11 @@ impl JsKernel {
         self.interrupt.clone()
     }
 
-    pub(crate) fn exec(&mut self, code: &str) -> Result<(), String> {
+    pub(crate) fn exec(&mut self, cell: u64, code: &str) -> Result<(), String> {
         self.interrupt.store(false, Ordering::SeqCst);
+        self.cell = cell;
         self.cmd
-            .send(Cmd::Exec { code: code.to_string() })
+            .send(Cmd::Exec { cell, code: code.to_string() })
             .map_err(|_| "the JavaScript kernel is gone".to_string())
     }
 
@@ -117,17 +121,20 @@ impl KernelIo for JsKernel {
         if self.dead {
             return Event::Died("the JavaScript engine was abandoned".into());
         }
-        match self.events.recv().await {
-            Some(event) => {
-                if matches!(event, Event::Died(_)) {
-                    self.dead = true;
+        loop {
+            return match self.events.recv().await {
+                Some(Event::Done(done)) if done.cell != self.cell => continue,
+                Some(event) => {
+                    if matches!(event, Event::Died(_)) {
+                        self.dead = true;
+                    }
+                    event
                 }
-                event
-            }
-            None => {
-                self.dead = true;
-                Event::Died("the JavaScript engine's thread ended unexpectedly".into())
-            }
+                None => {
+                    self.dead = true;
+                    Event::Died("the JavaScript engine's thread ended unexpectedly".into())
+                }
+            };
         }
     }
 
@@ -200,10 +207,10 @@ fn js_thread(
         let mut count = 0u64;
         while let Ok(cmd) = cmd_rx.recv() {
             match cmd {
-                Cmd::Exec { code } => {
+                Cmd::Exec { cell, code } => {
                     count += 1;
-                    match run_cell(&ctx, &hooks, &timers, &cmd_rx, &ev_tx, &interrupt, count, &code)
-                    {
+                    let at = (cell, count);
+                    match run_cell(&ctx, &hooks, &timers, &cmd_rx, &ev_tx, &interrupt, at, &code) {
                         Ok(done) => {
                             let _ = ev_tx.send(Event::Done(done));
                         }
@@ -322,10 +329,10 @@ fn run_cell<'js>(
     cmd_rx: &std_mpsc::Receiver<Cmd>,
     ev_tx: &mpsc::UnboundedSender<Event>,
     interrupt: &AtomicBool,
-    count: u64,
+    (cell, count): (u64, u64),
     code: &str,
 ) -> Result<Done, Fatal> {
-    let mut done = Done { status: "ok".into(), error: None, result: None, count, cwd: None };
+    let mut done = Done { cell, status: "ok".into(), error: None, result: None, count, cwd: None };
     let source = rewrite(code);
     let mut options = EvalOptions::default();
     options.global = true;

@@ -81,6 +81,8 @@ pub(crate) struct PyKernel {
     stderr_tail: String,
     dead: bool,
     death: Option<String>,
+    /// The child is the interpreter itself (no capsule prefix), so signals reach it.
+    signal_directly: bool,
 }
 
 fn stream_index(name: StreamName) -> usize {
@@ -216,6 +218,7 @@ impl PyKernel {
             stderr_tail: String::new(),
             dead: false,
             death: None,
+            signal_directly: launcher.signals_reach_the_interpreter(),
         };
         let mut runner = Vec::with_capacity(RUNNER.len() + 4);
         runner.extend_from_slice(&(RUNNER.len() as u32).to_be_bytes());
@@ -314,17 +317,13 @@ impl PyKernel {
                 let i = stream_index(name);
                 let text = self.decoders[i].push(&bytes);
                 let mut text = std::mem::take(&mut self.carry[i]) + &text;
-                if !self.token.is_empty() {
-                    if let Some(pos) = text.find(&self.token) {
-                        text.replace_range(pos..pos + self.token.len(), "");
-                        self.token_seen[i] = true;
-                    } else {
-                        // Hold back a possible partial marker at the end.
-                        let keep = partial_suffix(&text, &self.token);
-                        if keep > 0 {
-                            self.carry[i] = text.split_off(text.len() - keep);
-                        }
-                    }
+                if strip_markers(&mut text, &self.token) {
+                    self.token_seen[i] = true;
+                }
+                // Hold back a possible partial marker at the end.
+                let keep = partial_marker(&text);
+                if keep > 0 {
+                    self.carry[i] = text.split_off(text.len() - keep);
                 }
                 if name == StreamName::Stderr {
                     self.remember_stderr(&text);
@@ -353,6 +352,17 @@ impl PyKernel {
 
     fn absorb_frame(&mut self, frame: Value) {
         let kind = frame["t"].as_str().unwrap_or_default();
+        if matches!(kind, "display" | "tool_call" | "done")
+            && frame["cell"].as_u64() != Some(self.cell)
+        {
+            // A frame of an earlier cell (one whose call was abandoned): never this cell's.
+            if kind == "tool_call" {
+                let id = frame["id"].as_u64().unwrap_or_default();
+                self.send_now(&json!({"t": "tool_result", "id": id, "ok": false,
+                    "error": "the cell that made this call was abandoned"}));
+            }
+            return;
+        }
         match kind {
             "display" => {
                 if let Ok(bundle) = serde_json::from_value(frame["bundle"].clone()) {
@@ -368,6 +378,7 @@ impl PyKernel {
             }
             "done" => {
                 let done = Done {
+                    cell: self.cell,
                     status: frame["status"].as_str().unwrap_or("error").to_string(),
                     error: serde_json::from_value::<Option<CellError>>(frame["error"].clone())
                         .ok()
@@ -484,8 +495,19 @@ impl KernelIo for PyKernel {
     }
 
     fn interrupt(&mut self) {
-        let frame = json!({"t": "interrupt", "cell": self.cell});
-        self.send_now(&frame);
+        if self.signal_directly && self.pgid > 0 {
+            // SIGINT straight to the interpreter: its C-level handler runs even while a C
+            // extension holds the GIL. The runner ignores SIGINT outside user code, so a signal
+            // that lands after the cell ended is harmless.
+            // SAFETY: signalling our own child process.
+            unsafe {
+                libc::kill(self.pgid, libc::SIGINT);
+            }
+        } else {
+            // Under a capsule the pid is the prefix's: the runner's reader thread signals itself.
+            let frame = json!({"t": "interrupt", "cell": self.cell});
+            self.send_now(&frame);
+        }
     }
 
     async fn kill(&mut self) -> String {
@@ -501,14 +523,45 @@ impl KernelIo for PyKernel {
     }
 }
 
-fn partial_suffix(text: &str, token: &str) -> usize {
-    let max = token.len().saturating_sub(1).min(text.len());
-    (1..=max)
-        .rev()
-        .find(|&n| {
-            text.is_char_boundary(text.len() - n) && token.starts_with(&text[text.len() - n..])
-        })
-        .unwrap_or(0)
+const MARKER_PREFIX: &str = "\u{1}agent-tools-end-";
+/// The prefix, 32 hex digits and the closing `\u{1}`.
+const MARKER_LEN: usize = MARKER_PREFIX.len() + 33;
+
+/// Removes every end marker from `text` (an earlier cell's late one as well as this cell's);
+/// true when this cell's `token` was among them.
+fn strip_markers(text: &mut String, token: &str) -> bool {
+    let mut seen = false;
+    let mut from = 0;
+    while let Some(found) = text[from..].find(MARKER_PREFIX) {
+        let at = from + found;
+        let candidate = text.get(at..at + MARKER_LEN);
+        let is_marker = candidate.is_some_and(|m| {
+            let hex = &m[MARKER_PREFIX.len()..MARKER_LEN - 1];
+            hex.bytes().all(|b| b.is_ascii_hexdigit()) && m.ends_with('\u{1}')
+        });
+        if is_marker {
+            if candidate == Some(token) {
+                seen = true;
+            }
+            text.replace_range(at..at + MARKER_LEN, "");
+            from = at;
+        } else {
+            from = at + 1;
+        }
+    }
+    seen
+}
+
+/// How many bytes at the end of `text` could be the start of a marker.
+fn partial_marker(text: &str) -> usize {
+    let Some(at) = text.rfind('\u{1}') else { return 0 };
+    let tail = &text[at..];
+    if tail.len() >= MARKER_LEN {
+        return 0;
+    }
+    let prefix_part = tail.len().min(MARKER_PREFIX.len());
+    let hex_ok = tail[prefix_part..].bytes().all(|b| b.is_ascii_hexdigit());
+    if MARKER_PREFIX.starts_with(&tail[..prefix_part]) && hex_ok { tail.len() } else { 0 }
 }
 
 fn last_lines(text: &str, n: usize) -> String {

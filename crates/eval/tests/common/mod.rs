@@ -12,7 +12,8 @@ use std::{
 };
 
 use agent_tools_eval::{
-    CellReport, EvalConfig, EvalRequest, Kernels, Language, ToolBridge, images, render,
+    CellProgress, CellReport, EvalConfig, EvalRequest, Kernels, Language, NoProgress, ToolBridge,
+    images, render,
 };
 use async_trait::async_trait;
 use serde_json::{Value, json};
@@ -155,15 +156,82 @@ impl Session {
         };
         let report = self
             .kernels
-            .eval("conversation", &self.root(), request, self.bridge.clone(), &self.cancel)
+            .eval(
+                "conversation",
+                &self.root(),
+                request,
+                self.bridge.clone(),
+                &self.cancel,
+                &NoProgress,
+            )
             .await
             .expect("eval");
         let text = render(&report);
         (report, text)
     }
 
+    fn request(&self, code: &str) -> EvalRequest {
+        EvalRequest {
+            code: code.to_string(),
+            description: "a test cell".into(),
+            language: Some(self.language),
+            reset: Some(false),
+        }
+    }
+
+    /// Runs a cell and cancels its call (as a client's `notifications/cancelled` does) at the
+    /// cell's first progress report, that is while it runs.
+    pub async fn run_cancelled(&self, code: &str) -> (CellReport, String) {
+        let cancel = CancellationToken::new();
+        let progress = CancelOnProgress(cancel.clone());
+        let report = self
+            .kernels
+            .eval(
+                "conversation",
+                &self.root(),
+                self.request(code),
+                self.bridge.clone(),
+                &cancel,
+                &progress,
+            )
+            .await
+            .expect("eval");
+        let text = render(&report);
+        (report, text)
+    }
+
+    /// Runs a cell and drops its call's future at the first progress report, as a host that
+    /// abandons a call without cancelling it would.
+    pub async fn run_abandoned(&self, code: &str) {
+        let running = CancellationToken::new();
+        let progress = CancelOnProgress(running.clone());
+        let never = CancellationToken::new();
+        let root = self.root();
+        let call = self.kernels.eval(
+            "conversation",
+            &root,
+            self.request(code),
+            self.bridge.clone(),
+            &never,
+            &progress,
+        );
+        tokio::select! {
+            result = call => panic!("the cell ended before it was abandoned: {result:?}"),
+            () = running.cancelled() => {}
+        }
+    }
+
     pub fn image_count(report: &CellReport) -> usize {
         images(report).len()
+    }
+}
+
+/// Cancels its token at the first progress report.
+pub struct CancelOnProgress(pub CancellationToken);
+
+impl CellProgress for CancelOnProgress {
+    fn report(&self, _elapsed_secs: f64, _message: String) {
+        self.0.cancel();
     }
 }
 

@@ -8,7 +8,8 @@ use std::{
 };
 
 use agent_tools_eval::{
-    BridgeTier, CellStatus, EvalError, EvalRequest, Kernels, Language, ToolBridge,
+    BridgeTier, CellPayload, CellProgress, CellStatus, EvalError, EvalRequest, Kernels, Language,
+    ToolBridge,
 };
 use async_trait::async_trait;
 use serde_json::{Value, json};
@@ -34,7 +35,8 @@ impl RegistryBuilder {
     /// Registers `eval` over `kernels`, and ends the kernels when the run ends.
     pub fn with_kernels(self, kernels: Arc<Kernels>) -> Self {
         let tool = EvalTool {
-            spec: ToolSpec::new::<EvalRequest>("eval", DESCRIPTION, Tier::Exec),
+            spec: ToolSpec::new::<EvalRequest>("eval", DESCRIPTION, Tier::Exec)
+                .with_output_schema::<CellPayload>(),
             kernels: kernels.clone(),
             ceilings: Mutex::default(),
         };
@@ -84,7 +86,14 @@ impl Tool for EvalTool {
         let bridge = Arc::new(RegistryBridge { ctx: ctx.clone(), ceiling });
         let report = match self
             .kernels
-            .eval(&ctx.conversation_id, ctx.root(), request, bridge, &ctx.cancel)
+            .eval(
+                &ctx.conversation_id,
+                ctx.root(),
+                request,
+                bridge,
+                &ctx.cancel,
+                &CallProgress(ctx),
+            )
             .await
         {
             Ok(report) => report,
@@ -94,17 +103,10 @@ impl Tool for EvalTool {
         };
         let text = agent_tools_eval::render(&report);
         let images = agent_tools_eval::images(&report);
-        let structured = json!({
-            "language": report.language,
-            "execution_count": report.execution_count,
-            "status": report.status,
-            "interrupt": report.interrupt,
-            "kernel_started": report.kernel.started,
-            "state_preserved": report.kernel.state_preserved,
-            "interpreter": report.kernel.interpreter,
-            "images": images.len(),
-            "cwd": report.cwd_changed,
-        });
+        // The same payload as the text, as data (D8): a client that shows only structured
+        // content gives the model the value, tables, traceback and image references too.
+        let structured = serde_json::to_value(agent_tools_eval::payload(&report))
+            .unwrap_or_else(|e| json!({"status": "error", "error": e.to_string()}));
         // Anything but a cell that ran to its end is an error for the model: it did not finish.
         let mut result = if report.status == CellStatus::Ok {
             ToolResult::text(text)
@@ -116,6 +118,15 @@ impl Tool for EvalTool {
             result = result.with_image(Image { mime_type: image.mime_type, data: image.data });
         }
         result
+    }
+}
+
+/// A running cell's progress, as the call's progress notifications.
+struct CallProgress<'a>(&'a CallContext);
+
+impl CellProgress for CallProgress<'_> {
+    fn report(&self, elapsed_secs: f64, message: String) {
+        self.0.report_progress(elapsed_secs, None, message);
     }
 }
 
@@ -198,6 +209,7 @@ mod tests {
         let surface = Surface::build(&registry);
         let spec = surface.get("eval").expect("eval").spec();
         insta::assert_json_snapshot!(spec.input_schema);
+        insta::assert_json_snapshot!("eval_output_schema", spec.output_schema);
     }
 
     #[tokio::test]
