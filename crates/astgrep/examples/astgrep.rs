@@ -1,6 +1,8 @@
 //! A minimal command line over the library, used by `cargo xtask bench astgrep`:
 //! `astgrep PATTERN LANGUAGE DIR` prints the match count and scan statistics as one JSON line;
-//! add `--show` to print the rendered result instead.
+//! add `--show` to print the rendered result instead. A PATTERN starting with `{` is a rule
+//! (ast-grep's rule language, as JSON). `--repeat N` runs the search N times in one process and
+//! prints one line per run.
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
@@ -15,8 +17,20 @@ fn main() -> ExitCode {
         eprintln!("usage: astgrep PATTERN LANGUAGE DIR [--show]");
         return ExitCode::from(2);
     };
+    let (pattern, rule) = if pattern.trim_start().starts_with('{') {
+        match serde_json::from_str(pattern) {
+            Ok(rule) => (None, Some(rule)),
+            Err(e) => {
+                eprintln!("the rule is not JSON: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    } else {
+        (Some(pattern.clone()), None)
+    };
     let request = SearchRequest {
-        pattern: pattern.clone(),
+        pattern,
+        rule,
         path: None,
         language: Some(language.clone()),
         max_results: Some(if args.iter().any(|a| a == "--show") { 500 } else { 1 }),

@@ -19,26 +19,32 @@ use crate::{
     lang::{ContextKind, Lang},
     matcher::RawMatch,
     pattern::{Pattern, first_error},
-    search::{PatternInfo, count, explain_empty, one_line, plural},
+    rule::Transform,
+    search::{
+        Compiled, PatternInfo, count, explain_empty, one_line, plural, query_source,
+        request_language,
+    },
     walk::{FileCtx, ScanStats, SearchOptions, line_col, resolve_scope, scan},
 };
 
-/// Arguments of `ast_edit`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+/// Structural rewrite, staged.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EditRequest {
-    /// What to match, as for `ast_grep`: `$NAME` one node, `$$$NAME` zero or more siblings.
-    pub pattern: String,
-    /// What stands there instead, with `$NAME` and `$$$NAME` replaced by what they captured.
-    /// Multi-line text keeps the indentation of the matched code.
-    pub rewrite: String,
-    /// File or directory, relative to the root (default: the whole root).
+    /// As for `ast_grep`.
+    #[serde(default)]
+    pub pattern: Option<String>,
+    /// As for `ast_grep`; a config's `fix` and `transform` apply.
+    #[serde(default)]
+    #[schemars(schema_with = "crate::search::rule_schema")]
+    pub rule: Option<serde_json::Value>,
+    /// Replacement with the captures (`$X`, `$$$X`); optional when the rule config has `fix`.
+    #[serde(default)]
+    pub rewrite: Option<String>,
     #[serde(default)]
     pub path: Option<String>,
-    /// Language id; inferred from the extension when `path` names a file.
     #[serde(default)]
     pub language: Option<String>,
-    /// Parse the pattern only in this context.
     #[serde(default)]
     pub context: Option<ContextKind>,
 }
@@ -148,8 +154,7 @@ enum Seg {
     Var(usize),
 }
 
-fn compile_template(lang: Lang, rewrite: &str, pattern: &Pattern) -> Result<Vec<Seg>, AstError> {
-    let names = pattern.metavariables();
+fn compile_template(lang: Lang, rewrite: &str, names: &[String]) -> Result<Vec<Seg>, AstError> {
     let bare: Vec<&str> = names.iter().map(|n| n.trim_start_matches('$')).collect();
     let bytes = rewrite.as_bytes();
     let mut segs = Vec::new();
@@ -223,8 +228,9 @@ fn line_indent(src: &str, offset: usize) -> &str {
     &line[..end.min(offset - line_start)]
 }
 
-/// The replacement for one match: captures substituted, multi-line text re-indented.
-fn expand(segs: &[Seg], m: &RawMatch, src: &str) -> String {
+/// The replacement for one match: captures substituted, multi-line text re-indented;
+/// `values` are the transformed variables, numbered after the captures.
+fn expand(segs: &[Seg], m: &RawMatch, src: &str, values: &[String]) -> String {
     let base = line_indent(src, m.replace.start);
     let mut out = String::new();
     // The indentation the current output line will have in the file: the first line sits at
@@ -252,6 +258,14 @@ fn expand(segs: &[Seg], m: &RawMatch, src: &str) -> String {
                         }
                     }
                     out.push_str(piece);
+                }
+            }
+            Seg::Var(index) if *index >= m.captures.len() => {
+                if let Some(indent) = pending.take() {
+                    out.push_str(&indent);
+                }
+                if let Some(v) = values.get(*index - m.captures.len()) {
+                    out.push_str(v);
                 }
             }
             Seg::Var(index) => {
@@ -318,7 +332,11 @@ fn sha256(bytes: &[u8]) -> [u8; 32] {
 /// The source with every kept match replaced: outermost matches win, nested ones are counted.
 /// Only the range a match's pattern tokens cover is replaced, so a trailing comment or `;`
 /// inside the matched node that the pattern does not mention stays.
-fn apply_rewrites(src: &str, mut matches: Vec<RawMatch>, segs: &[Seg]) -> (String, usize, usize) {
+fn apply_rewrites(
+    src: &str,
+    mut matches: Vec<RawMatch>,
+    template: &Template<'_>,
+) -> (String, usize, usize) {
     matches.sort_by(|a, b| a.range.start.cmp(&b.range.start).then(b.range.end.cmp(&a.range.end)));
     let mut kept: Vec<&RawMatch> = Vec::new();
     let mut skipped = 0;
@@ -335,7 +353,8 @@ fn apply_rewrites(src: &str, mut matches: Vec<RawMatch>, segs: &[Seg]) -> (Strin
     let mut at = 0;
     for m in &kept {
         new.push_str(&src[at..m.replace.start]);
-        new.push_str(&expand(segs, m, src));
+        let values = template.values(m, src);
+        new.push_str(&expand(&template.segs, m, src, &values));
         at = m.replace.end;
     }
     new.push_str(&src[at..]);
@@ -345,15 +364,48 @@ fn apply_rewrites(src: &str, mut matches: Vec<RawMatch>, segs: &[Seg]) -> (Strin
 /// Rewrites every match of `pattern` in `source` (one file's text) with the template
 /// `rewrite`, as `ast_edit` would, and returns the new text. For tests and in-memory hosts.
 pub fn rewrite_source(pattern: &Pattern, rewrite: &str, source: &str) -> Result<String, AstError> {
-    let segs = compile_template(pattern.lang(), rewrite, pattern)?;
+    let segs = compile_template(pattern.lang(), rewrite, &pattern.metavariables())?;
     let matches = crate::match_source(pattern, source);
-    Ok(apply_rewrites(source, matches, &segs).0)
+    let template = Template { segs, transforms: &[], names: pattern.metavariables() };
+    Ok(apply_rewrites(source, matches, &template).0)
+}
+
+/// A compiled rewrite: segments, and the transformations that compute extra variables.
+struct Template<'a> {
+    segs: Vec<Seg>,
+    transforms: &'a [(String, Transform)],
+    /// Capture names (`$X`, `$$$X`), indexed like `RawMatch::captures`.
+    names: Vec<String>,
+}
+
+impl Template<'_> {
+    /// The transformed variables of one match, in order.
+    fn values(&self, m: &RawMatch, src: &str) -> Vec<String> {
+        let mut values: Vec<String> = Vec::with_capacity(self.transforms.len());
+        for (i, (_, t)) in self.transforms.iter().enumerate() {
+            let name = t.source_name();
+            let from_capture = self
+                .names
+                .iter()
+                .position(|n| n.trim_start_matches('$') == name)
+                .and_then(|at| m.captures.get(at).cloned().flatten())
+                .map(|r| src[r].to_string());
+            let text = from_capture.or_else(|| {
+                self.transforms[..i]
+                    .iter()
+                    .position(|(n, _)| n == name)
+                    .map(|at| values[at].clone())
+            });
+            values.push(t.apply(&text.unwrap_or_default()));
+        }
+        values
+    }
 }
 
 /// A file's rewrite, or the number of matches when the rewrite changes nothing.
-fn edit_file(ctx: FileCtx<'_>, segs: &[Seg]) -> Result<FileEdit, usize> {
+fn edit_file(ctx: FileCtx<'_>, template: &Template<'_>) -> Result<FileEdit, usize> {
     let src = ctx.src;
-    let (new, kept, skipped) = apply_rewrites(src, ctx.matches, segs);
+    let (new, kept, skipped) = apply_rewrites(src, ctx.matches, template);
     if new == src {
         return Err(kept);
     }
@@ -411,10 +463,36 @@ impl EditStore {
         request: &EditRequest,
         options: &SearchOptions,
     ) -> Result<Proposal, AstError> {
-        let scope = resolve_scope(root, request.path.as_deref(), request.language.as_deref())?;
-        let pattern = Pattern::compile(scope.lang, &request.pattern, request.context)?;
-        let segs = compile_template(scope.lang, &request.rewrite, &pattern)?;
-        let scan = scan(&scope, &pattern, options, &|ctx| edit_file(ctx, &segs))?;
+        let source = query_source(request.pattern.as_deref(), request.rule.as_ref())?;
+        let language = request_language(request.language.as_deref(), &source);
+        let scope = resolve_scope(root, request.path.as_deref(), language)?;
+        let compiled = Compiled::new(scope.lang, &source, request.context)?;
+        let (rewrite, transforms): (&str, &[(String, Transform)]) = match (
+            &compiled,
+            &request.rewrite,
+        ) {
+            (Compiled::Rule(r), rewrite) => match rewrite.as_deref().or(r.fix_template()) {
+                Some(t) => (t, &r.transforms),
+                None => {
+                    return Err(AstError::Rewrite(
+                        "give `rewrite` (the replacement, with `$X` for captures) or a `fix` in the rule config".into(),
+                    ));
+                }
+            },
+            (Compiled::Pattern(_), Some(t)) => (t.as_str(), &[]),
+            (Compiled::Pattern(_), None) => {
+                return Err(AstError::Rewrite(
+                    "`rewrite` is required: the replacement, with `$X`/`$$$X` for what the pattern captured".into(),
+                ));
+            }
+        };
+        let names = compiled.query().metavariables();
+        let mut all_names = names.clone();
+        all_names.extend(transforms.iter().map(|(n, _)| format!("${n}")));
+        let segs = compile_template(scope.lang, rewrite, &all_names)?;
+        let template = Template { segs, transforms, names };
+        let info = compiled.info();
+        let scan = scan(&scope, compiled.query(), options, &|ctx| edit_file(ctx, &template))?;
         let mut unchanged_matches = 0;
         let mut edits: Vec<FileEdit> = Vec::new();
         for (_, outcome) in scan.files {
@@ -446,7 +524,7 @@ impl EditStore {
         };
         Ok(Proposal {
             edit_id,
-            pattern: PatternInfo::of(&pattern),
+            pattern: info,
             scope: scope.display,
             replacements,
             skipped_nested,
@@ -626,21 +704,21 @@ pub fn render_proposal(p: &Proposal) -> String {
     let Some(id) = &p.edit_id else {
         if p.unchanged_matches > 0 {
             return format!(
-                "(nothing staged) ast_edit `{}` ({}, pattern parsed as {}): {} {} in `{}`, but the rewrite \
+                "(nothing staged) ast_edit `{}` ({}, {}): {} {} in `{}`, but the rewrite \
                  leaves the code exactly as it is\n",
                 one_line(&info.pattern),
                 info.language,
-                info.context,
+                info.parsed_as(),
                 p.unchanged_matches,
                 plural(p.unchanged_matches, "match", "matches"),
                 p.scope
             );
         }
         let mut out = format!(
-            "(nothing staged) ast_edit `{}` ({}, pattern parsed as {}): no matches in `{}`\n",
+            "(nothing staged) ast_edit `{}` ({}, {}): no matches in `{}`\n",
             one_line(&info.pattern),
             info.language,
-            info.context,
+            info.parsed_as(),
             p.scope
         );
         out.push_str(&explain_empty(info.language, &p.scope, &p.stats, info));
@@ -652,7 +730,7 @@ pub fn render_proposal(p: &Proposal) -> String {
         count(p.replacements, "replacement", "replacements"),
         count(p.files.len(), "file", "files"),
     );
-    let _ = writeln!(out, "pattern parsed as {} ({})", info.context, info.language);
+    let _ = writeln!(out, "{} ({})", info.parsed_as(), info.language);
     if p.skipped_nested > 0 {
         let _ = writeln!(
             out,

@@ -8,6 +8,9 @@ pub enum AstError {
     /// The pattern is empty, malformed or unparsable.
     #[error("pattern error: {0}")]
     Pattern(String),
+    /// A `rule` argument is malformed: the message names the key.
+    #[error("rule error: {0}")]
+    Rule(String),
     /// The rewrite template is malformed.
     #[error("rewrite error: {0}")]
     Rewrite(String),

@@ -10,11 +10,10 @@
 //! use agent_tools_astgrep::{SearchOptions, SearchRequest, render_search, search};
 //!
 //! let request = SearchRequest {
-//!     pattern: "$A.unwrap()".into(),
+//!     pattern: Some("$A.unwrap()".into()),
 //!     path: Some("src".into()),
 //!     language: Some("rust".into()),
-//!     max_results: None,
-//!     context: None,
+//!     ..Default::default()
 //! };
 //! let result = search(std::path::Path::new("."), &request, &SearchOptions::default()).unwrap();
 //! println!("{}", render_search(&result));
@@ -26,6 +25,8 @@ mod error;
 mod lang;
 mod matcher;
 mod pattern;
+mod query;
+mod rule;
 mod search;
 mod strictness;
 mod walk;
@@ -40,6 +41,7 @@ pub use crate::{
     lang::{ContextKind, Lang},
     matcher::{DEFAULT_STEP_BUDGET, Matcher, RawMatch},
     pattern::Pattern,
+    rule::RuleSet,
     search::{
         CaptureView, DEFAULT_MAX_RESULTS, MAX_RESULTS_CAP, MatchView, PatternInfo, SearchRequest,
         SearchResult, render_search, search, search_compiled,

@@ -179,8 +179,12 @@ impl<'p> Matcher<'p> {
         RawMatch { range, start: (start.row, start.column), captures, replace }
     }
 
+    /// Whether the last candidate ran out of steps.
+    pub(crate) fn exceeded(&self) -> bool {
+        self.exceeded
+    }
+
     /// Matches the (single-node) pattern at `node` exactly, extending `env` on success.
-    #[allow(dead_code)]
     pub(crate) fn match_here<'t>(&mut self, node: Node<'t>, src: &[u8], env: &mut Env<'t>) -> bool {
         let Some(first) = self.pattern.nodes.first() else { return false };
         if self.pattern.root_kind.is_some_and(|k| self.data.canon(node.kind_id()) != k) {

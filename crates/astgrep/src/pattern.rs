@@ -214,6 +214,16 @@ impl Pattern {
         self.strictness
     }
 
+    /// The canonical kind every match has, when the pattern fixes one.
+    pub(crate) fn root_kind(&self) -> Option<u16> {
+        self.root_kind.or(match self.nodes.first() {
+            Some(PNode::Leaf { kind, .. } | PNode::Inner { kind, .. }) if self.nodes.len() == 1 => {
+                Some(*kind)
+            }
+            _ => None,
+        })
+    }
+
     pub fn lang(&self) -> Lang {
         self.lang
     }

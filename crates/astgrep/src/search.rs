@@ -9,6 +9,8 @@ use crate::{
     error::AstError,
     lang::{ContextKind, Lang},
     pattern::Pattern,
+    query::Query,
+    rule::RuleSet,
     walk::{BudgetNote, FileCtx, ScanStats, Scope, SearchOptions, line_col, resolve_scope, scan},
 };
 
@@ -17,28 +19,109 @@ pub const DEFAULT_MAX_RESULTS: usize = 50;
 /// Upper bound on `max_results`.
 pub const MAX_RESULTS_CAP: usize = 500;
 
-/// Arguments of `ast_grep`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+/// Search code by syntax.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SearchRequest {
-    /// A code fragment with metavariables: `$NAME` is one node, `$$$NAME` zero or more siblings,
-    /// `$_` any node without binding it. A metavariable used twice must match the same code.
-    /// Example: `if ($X != null) $X.dispose();` (dart), `$A.unwrap()` (rust), `print($$$ARGS)` (python).
-    pub pattern: String,
-    /// File or directory to search, relative to the root (default: the whole root).
+    /// Code with metavariables: `$X` one node, `$$$X` zero or more, `$_` unbound.
+    #[serde(default)]
+    pub pattern: Option<String>,
+    /// Instead of `pattern`: an ast-grep rule object (or config with `rule`, `constraints`, `utils`).
+    #[serde(default)]
+    #[schemars(schema_with = "crate::search::rule_schema")]
+    pub rule: Option<serde_json::Value>,
+    /// File or directory under the root (default: the root).
     #[serde(default)]
     pub path: Option<String>,
-    /// Language id: bash, c, cpp, dart, go, java, javascript, json, python, rust, tsx, typescript.
-    /// Inferred from the extension when `path` names a file; required for a directory.
+    /// Language id; inferred from a file's extension.
     #[serde(default)]
     pub language: Option<String>,
-    /// How many matches to show (default 50, at most 500); the result says how many more there were.
+    /// Default 50, at most 500.
     #[serde(default)]
     pub max_results: Option<usize>,
-    /// Parse the pattern only in this context instead of trying statement, expression, member
-    /// and declaration in turn.
+    /// Parse the pattern only in this context.
     #[serde(default)]
     pub context: Option<ContextKind>,
+}
+
+/// The `rule` argument's schema: a free-form object whose keys are ast-grep's.
+pub(crate) fn rule_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": "object",
+        "description": "ast-grep rule: pattern (string or {context,selector,strictness}), kind, regex, nthChild, range; inside/has/follows/precedes (+stopBy: neighbor|end|rule, field); all, any, not, matches. A config {rule, constraints, utils, transform, fix} also works."
+    })
+}
+
+/// The query of a request: exactly one of `pattern` and `rule`.
+pub(crate) enum QuerySource<'a> {
+    Pattern(&'a str),
+    Rule(&'a serde_json::Value),
+}
+
+pub(crate) fn query_source<'a>(
+    pattern: Option<&'a str>,
+    rule: Option<&'a serde_json::Value>,
+) -> Result<QuerySource<'a>, AstError> {
+    match (pattern, rule) {
+        (Some(p), None) => Ok(QuerySource::Pattern(p)),
+        (None, Some(r)) => Ok(QuerySource::Rule(r)),
+        (Some(_), Some(_)) => Err(AstError::Pattern(
+            "give `pattern` or `rule`, not both (a rule can hold the pattern: {\"pattern\": \"…\", \"inside\": …})".into(),
+        )),
+        (None, None) => Err(AstError::Pattern(
+            "give `pattern` (code with metavariables, e.g. `$A.unwrap()`) or `rule` (an ast-grep rule object)".into(),
+        )),
+    }
+}
+
+/// A compiled pattern or rule, owned.
+pub(crate) enum Compiled {
+    Pattern(Pattern),
+    Rule(RuleSet),
+}
+
+impl Compiled {
+    pub(crate) fn new(
+        lang: Lang,
+        source: &QuerySource<'_>,
+        context: Option<ContextKind>,
+    ) -> Result<Compiled, AstError> {
+        match source {
+            QuerySource::Pattern(p) => Ok(Compiled::Pattern(Pattern::compile(lang, p, context)?)),
+            QuerySource::Rule(r) => Ok(Compiled::Rule(RuleSet::compile(lang, r)?)),
+        }
+    }
+
+    pub(crate) fn query(&self) -> Query<'_> {
+        match self {
+            Compiled::Pattern(p) => Query::Pattern(p),
+            Compiled::Rule(r) => Query::Rule(r),
+        }
+    }
+
+    pub(crate) fn info(&self) -> PatternInfo {
+        match self {
+            Compiled::Pattern(p) => PatternInfo::of(p),
+            Compiled::Rule(r) => PatternInfo {
+                pattern: r.source().to_string(),
+                language: r.lang(),
+                context: None,
+                shape: "a rule".to_string(),
+                literals: r.literals().to_vec(),
+            },
+        }
+    }
+}
+
+/// The language a request names, directly or in its rule config.
+pub(crate) fn request_language<'a>(
+    language: Option<&'a str>,
+    source: &QuerySource<'a>,
+) -> Option<&'a str> {
+    language.or(match source {
+        QuerySource::Rule(r) => RuleSet::language_of(r),
+        QuerySource::Pattern(_) => None,
+    })
 }
 
 /// One capture of a match.
@@ -70,8 +153,8 @@ pub struct MatchView {
 pub struct PatternInfo {
     pub pattern: String,
     pub language: Lang,
-    /// The context of the ladder that parsed it.
-    pub context: ContextKind,
+    /// The context of the ladder that parsed it; none for a rule.
+    pub context: Option<ContextKind>,
     /// The parsed shape as an S-expression.
     pub shape: String,
     /// Words a file must contain to be parsed at all.
@@ -79,11 +162,19 @@ pub struct PatternInfo {
 }
 
 impl PatternInfo {
+    /// `pattern parsed as statement`, or `rule`.
+    pub(crate) fn parsed_as(&self) -> String {
+        match self.context {
+            Some(c) => format!("pattern parsed as {c}"),
+            None => "rule".to_string(),
+        }
+    }
+
     pub(crate) fn of(pattern: &Pattern) -> Self {
         PatternInfo {
             pattern: pattern.source().to_string(),
             language: pattern.lang(),
-            context: pattern.context(),
+            context: Some(pattern.context()),
             shape: pattern.sexp().to_string(),
             literals: pattern.literals().to_vec(),
         }
@@ -118,9 +209,11 @@ pub fn search(
     request: &SearchRequest,
     options: &SearchOptions,
 ) -> Result<SearchResult, AstError> {
-    let scope = resolve_scope(root, request.path.as_deref(), request.language.as_deref())?;
-    let pattern = Pattern::compile(scope.lang, &request.pattern, request.context)?;
-    search_compiled(&scope, &pattern, request.max_results, options)
+    let source = query_source(request.pattern.as_deref(), request.rule.as_ref())?;
+    let language = request_language(request.language.as_deref(), &source);
+    let scope = resolve_scope(root, request.path.as_deref(), language)?;
+    let compiled = Compiled::new(scope.lang, &source, request.context)?;
+    search_query(&scope, compiled.query(), &compiled.info(), request.max_results, options)
 }
 
 /// Runs a compiled pattern over a resolved scope.
@@ -130,8 +223,18 @@ pub fn search_compiled(
     max_results: Option<usize>,
     options: &SearchOptions,
 ) -> Result<SearchResult, AstError> {
+    search_query(scope, Query::Pattern(pattern), &PatternInfo::of(pattern), max_results, options)
+}
+
+fn search_query(
+    scope: &Scope,
+    query: Query<'_>,
+    info: &PatternInfo,
+    max_results: Option<usize>,
+    options: &SearchOptions,
+) -> Result<SearchResult, AstError> {
     let limit = max_results.unwrap_or(DEFAULT_MAX_RESULTS).clamp(1, MAX_RESULTS_CAP);
-    let names = pattern.metavariables();
+    let names = query.metavariables();
     let per_file = |ctx: FileCtx<'_>| {
         let total = ctx.matches.len();
         let views = ctx
@@ -164,13 +267,13 @@ pub fn search_compiled(
             .collect();
         FileMatches { total, views }
     };
-    let scan = scan(scope, pattern, options, &per_file)?;
+    let scan = scan(scope, query, options, &per_file)?;
     let total_matches = scan.files.iter().map(|(_, f)| f.total).sum();
     let files_with_matches = scan.files.len();
     let matches: Vec<MatchView> =
         scan.files.into_iter().flat_map(|(_, f)| f.views).take(limit).collect();
     Ok(SearchResult {
-        pattern: PatternInfo::of(pattern),
+        pattern: info.clone(),
         scope: scope.display.clone(),
         scope_is_file: scope.is_file,
         total_matches,
@@ -231,10 +334,10 @@ fn short_capture(text: &str) -> String {
 pub fn render_search(result: &SearchResult) -> String {
     let info = &result.pattern;
     let mut out = format!(
-        "ast_grep `{}` ({}, pattern parsed as {}): ",
+        "ast_grep `{}` ({}, {}): ",
         one_line(&info.pattern),
         info.language,
-        info.context
+        info.parsed_as()
     );
     if result.total_matches == 0 {
         out.push_str(&format!("no matches in `{}`\n", result.scope));
@@ -347,7 +450,9 @@ pub(crate) fn explain_empty(
             },
         ));
     }
-    out.push_str(&format!("pattern shape: {}\n", info.shape));
+    if info.context.is_some() {
+        out.push_str(&format!("pattern shape: {}\n", info.shape));
+    }
     out
 }
 

@@ -12,12 +12,7 @@ use std::{
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::{
-    error::AstError,
-    lang::Lang,
-    matcher::{Matcher, RawMatch},
-    pattern::Pattern,
-};
+use crate::{error::AstError, lang::Lang, matcher::RawMatch, query::Query};
 
 /// Limits and plumbing a host passes to a search.
 #[derive(Debug, Clone)]
@@ -176,7 +171,7 @@ enum Skip {
 /// Walks the scope, parses files that pass the pre-filter, and runs `per_file` on those with matches.
 pub(crate) fn scan<T: Send>(
     scope: &Scope,
-    pattern: &Pattern,
+    query: Query<'_>,
     options: &SearchOptions,
     per_file: &(dyn Fn(FileCtx<'_>) -> T + Sync),
 ) -> Result<Scan<T>, AstError> {
@@ -184,7 +179,7 @@ pub(crate) fn scan<T: Send>(
     let results: Mutex<Vec<(String, T)>> = Mutex::new(Vec::new());
     let budget: Mutex<(usize, Option<(String, usize, usize)>)> = Mutex::new((0, None));
     let literals: Vec<memchr::memmem::Finder<'_>> =
-        pattern.literals.iter().map(|l| memchr::memmem::Finder::new(l.as_bytes())).collect();
+        query.literals().iter().map(|l| memchr::memmem::Finder::new(l.as_bytes())).collect();
     let cancelled = || options.cancel.as_ref().is_some_and(|c| c.load(Ordering::Relaxed));
 
     let visit = |path: &Path, parser: &mut tree_sitter::Parser| -> Result<(), Skip> {
@@ -211,13 +206,11 @@ pub(crate) fn scan<T: Send>(
         if root.has_error() {
             counters.syntax.fetch_add(1, Ordering::Relaxed);
         }
-        let mut matcher = Matcher::with_budget(pattern, options.step_budget);
-        let matches = matcher.find_all(root, src.as_bytes());
+        let (matches, budget_hits) = query.find_all(root, src.as_bytes(), options.step_budget);
         let rel = rel_path(&scope.root, path);
-        if !matcher.budget_hits.is_empty() {
+        if let Some(&first) = budget_hits.first() {
             let mut b = budget.lock().unwrap_or_else(|e| e.into_inner());
-            b.0 += matcher.budget_hits.len();
-            let first = matcher.budget_hits[0];
+            b.0 += budget_hits.len();
             let (line, col) = line_col(&src, first);
             if b.1.as_ref().is_none_or(|(f, l, _)| (f.as_str(), *l) > (rel.as_str(), line)) {
                 b.1 = Some((rel.clone(), line, col));
@@ -238,7 +231,7 @@ pub(crate) fn scan<T: Send>(
     };
 
     if scope.is_file {
-        let mut parser = pattern.data.parser();
+        let mut parser = query.data().parser();
         if let Err(skip) = visit(&scope.target, &mut parser) {
             let what = match skip {
                 Skip::Binary => "is a binary file".to_string(),
@@ -264,7 +257,7 @@ pub(crate) fn scan<T: Send>(
             .require_git(false)
             .build_parallel()
             .run(|| {
-                let mut parser = pattern.data.parser();
+                let mut parser = query.data().parser();
                 let visit = &visit;
                 let record = &record;
                 let stop = &stop;

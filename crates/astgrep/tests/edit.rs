@@ -20,8 +20,9 @@ fn check(
     lang: Option<&str>,
 ) -> Result<Proposal, String> {
     let req = EditRequest {
-        pattern: pattern.into(),
-        rewrite: rewrite.into(),
+        pattern: Some(pattern.into()),
+        rule: None,
+        rewrite: Some(rewrite.into()),
         path: path.map(Into::into),
         language: lang.map(Into::into),
         context: None,

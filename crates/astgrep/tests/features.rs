@@ -9,7 +9,8 @@ use support::project;
 fn check(files: &[(&str, &str)], path: Option<&str>, language: Option<&str>) -> Option<String> {
     let dir = project(files);
     let request = SearchRequest {
-        pattern: "foo($A)".into(),
+        pattern: Some("foo($A)".into()),
+        rule: None,
         path: path.map(Into::into),
         language: language.map(Into::into),
         max_results: None,

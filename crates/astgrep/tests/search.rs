@@ -9,7 +9,8 @@ use support::project;
 
 fn request(pattern: &str, path: Option<&str>, language: Option<&str>) -> SearchRequest {
     SearchRequest {
-        pattern: pattern.into(),
+        pattern: Some(pattern.into()),
+        rule: None,
         path: path.map(Into::into),
         language: language.map(Into::into),
         max_results: None,

@@ -1,0 +1,63 @@
+//! What a search runs: a pattern or a compiled rule, behind one small interface for the walk.
+
+use tree_sitter::Node;
+
+use crate::{
+    lang::LangData,
+    matcher::{Matcher, RawMatch},
+    pattern::Pattern,
+    rule::RuleSet,
+};
+
+/// A pattern or a rule, as the walk sees it.
+#[derive(Clone, Copy)]
+pub(crate) enum Query<'a> {
+    Pattern(&'a Pattern),
+    Rule(&'a RuleSet),
+}
+
+impl Query<'_> {
+    pub(crate) fn data(&self) -> &'static LangData {
+        match self {
+            Query::Pattern(p) => p.data,
+            Query::Rule(r) => r.data,
+        }
+    }
+
+    /// Words a file must contain to be worth parsing.
+    pub(crate) fn literals(&self) -> &[String] {
+        match self {
+            Query::Pattern(p) => p.literals(),
+            Query::Rule(r) => r.literals(),
+        }
+    }
+
+    /// Capture names, indexed like `RawMatch::captures`.
+    pub(crate) fn metavariables(&self) -> Vec<String> {
+        match self {
+            Query::Pattern(p) => p.metavariables(),
+            Query::Rule(r) => r.metavariables().to_vec(),
+        }
+    }
+
+    /// Every match under `root`, and where a candidate ran out of steps.
+    pub(crate) fn find_all(
+        &self,
+        root: Node<'_>,
+        src: &[u8],
+        budget: u64,
+    ) -> (Vec<RawMatch>, Vec<usize>) {
+        match self {
+            Query::Pattern(p) => {
+                let mut matcher = Matcher::with_budget(p, budget);
+                let found = matcher.find_all(root, src);
+                (found, matcher.budget_hits)
+            }
+            Query::Rule(r) => {
+                let mut evaluator = crate::rule::Evaluator::new(r, budget);
+                let found = evaluator.find_all(root, src);
+                (found, evaluator.budget_hits)
+            }
+        }
+    }
+}

@@ -1,0 +1,324 @@
+//! Evaluating a compiled rule at a node: bindings shared across patterns by name, relational
+//! walks with `stopBy` and `field`, and the traversal that finds every match in a tree.
+
+use tree_sitter::Node;
+
+use super::{Relation, Rule, RuleSet, StopBy};
+use crate::matcher::{Capture, Matcher, RawMatch};
+
+/// Bindings by metavariable name (without `$`).
+type Env<'t> = Vec<(String, Capture<'t>)>;
+
+/// How deep `matches` may nest (utility rules referring to each other).
+const MAX_DEPTH: usize = 64;
+
+pub(crate) struct Evaluator<'r> {
+    set: &'r RuleSet,
+    budget: u64,
+    /// Byte offsets of candidates where a pattern's step budget ran out.
+    pub(crate) budget_hits: Vec<usize>,
+}
+
+impl<'r> Evaluator<'r> {
+    pub(crate) fn new(set: &'r RuleSet, budget: u64) -> Self {
+        Evaluator { set, budget, budget_hits: Vec::new() }
+    }
+
+    /// Every node under `root` the rule (and its constraints) matches, in pre-order.
+    pub(crate) fn find_all(&mut self, root: Node<'_>, src: &[u8]) -> Vec<RawMatch> {
+        let mut out = Vec::new();
+        let mut cursor = root.walk();
+        loop {
+            let node = cursor.node();
+            if self.set.kinds.contains(&self.set.data.canon(node.kind_id())) {
+                let mut env = Env::new();
+                if self.eval(&self.set.rule, node, src, &mut env, 0)
+                    && self.constraints_hold(src, &mut env)
+                {
+                    out.push(self.finish(node, src, env));
+                }
+            }
+            if cursor.goto_first_child() {
+                continue;
+            }
+            loop {
+                if cursor.goto_next_sibling() {
+                    break;
+                }
+                if !cursor.goto_parent() {
+                    return out;
+                }
+            }
+        }
+    }
+
+    fn constraints_hold<'t>(&mut self, src: &[u8], env: &mut Env<'t>) -> bool {
+        for (name, rule) in &self.set.constraints {
+            let Some(Capture::One(node)) =
+                env.iter().find(|(n, _)| n == name).map(|(_, c)| c.clone())
+            else {
+                continue;
+            };
+            let mut scratch = env.clone();
+            if !self.eval(rule, node, src, &mut scratch, 0) {
+                return false;
+            }
+        }
+        true
+    }
+
+    fn finish<'t>(&mut self, node: Node<'t>, src: &[u8], env: Env<'t>) -> RawMatch {
+        let captures = self
+            .set
+            .vars
+            .iter()
+            .map(|v| {
+                let bare = v.trim_start_matches('$');
+                env.iter().find(|(n, _)| n == bare).and_then(|(_, c)| match c {
+                    Capture::One(n) => Some(n.byte_range()),
+                    Capture::Many(span) => span.map(|(a, b)| a.start_byte()..b.end_byte()),
+                })
+            })
+            .collect::<Vec<_>>();
+        let mut replace = node.byte_range();
+        if let Some(fix) = &self.set.fix {
+            if let Some(rule) = &fix.expand_start {
+                let mut at = node;
+                while let Some(prev) = at.prev_sibling() {
+                    let mut scratch = env.clone();
+                    if !self.eval(rule, prev, src, &mut scratch, 0) {
+                        break;
+                    }
+                    replace.start = prev.start_byte();
+                    at = prev;
+                }
+            }
+            if let Some(rule) = &fix.expand_end {
+                let mut at = node;
+                while let Some(next) = at.next_sibling() {
+                    let mut scratch = env.clone();
+                    if !self.eval(rule, next, src, &mut scratch, 0) {
+                        break;
+                    }
+                    replace.end = next.end_byte();
+                    at = next;
+                }
+            }
+        }
+        let start = node.start_position();
+        RawMatch { range: node.byte_range(), start: (start.row, start.column), captures, replace }
+    }
+
+    fn eval<'t>(
+        &mut self,
+        rule: &Rule,
+        node: Node<'t>,
+        src: &[u8],
+        env: &mut Env<'t>,
+        depth: usize,
+    ) -> bool {
+        match rule {
+            Rule::Pattern(p) => {
+                let names = p.metavariables();
+                let mut seeded = crate::matcher::Env::new();
+                for (i, name) in names.iter().enumerate() {
+                    let bare = name.trim_start_matches('$');
+                    if let Some((_, c)) = env.iter().find(|(n, _)| n == bare)
+                        && let Ok(i) = u16::try_from(i)
+                    {
+                        seeded.push((i, c.clone()));
+                    }
+                }
+                let seeds = seeded.len();
+                let mut matcher = Matcher::with_budget(p, self.budget);
+                if !matcher.match_here(node, src, &mut seeded) {
+                    if matcher.exceeded() {
+                        self.budget_hits.push(node.start_byte());
+                    }
+                    return false;
+                }
+                for (i, c) in seeded.into_iter().skip(seeds) {
+                    if let Some(name) = names.get(usize::from(i)) {
+                        let bare = name.trim_start_matches('$').to_string();
+                        if !env.iter().any(|(n, _)| *n == bare) {
+                            env.push((bare, c));
+                        }
+                    }
+                }
+                true
+            }
+            Rule::Kind(k) => self.set.data.canon(node.kind_id()) == *k,
+            Rule::Regex(re) => {
+                std::str::from_utf8(&src[node.byte_range()]).is_ok_and(|t| re.is_match(t))
+            }
+            Rule::Range { start, end } => {
+                let (s, e) = (node.start_position(), node.end_position());
+                (s.row, s.column) == *start && (e.row, e.column) == *end
+            }
+            Rule::NthChild(nth) => {
+                let Some(parent) = node.parent() else { return false };
+                let mut position = 0i64;
+                let mut count = 0i64;
+                let mut cursor = parent.walk();
+                for sibling in parent.named_children(&mut cursor) {
+                    if sibling.is_extra() {
+                        continue;
+                    }
+                    let counted = match &nth.of {
+                        Some(of) => {
+                            let mut scratch = env.clone();
+                            self.eval(of, sibling, src, &mut scratch, depth + 1)
+                        }
+                        None => true,
+                    };
+                    if counted {
+                        count += 1;
+                        if sibling.id() == node.id() {
+                            position = count;
+                        }
+                    }
+                }
+                if position == 0 {
+                    return false;
+                }
+                if nth.reverse {
+                    position = count - position + 1;
+                }
+                if nth.a == 0 {
+                    position == nth.b
+                } else {
+                    let k = position - nth.b;
+                    k % nth.a == 0 && k / nth.a >= 0
+                }
+            }
+            Rule::Inside(rel) => {
+                let mut child = node;
+                while let Some(parent) = child.parent() {
+                    let in_field = rel.field.is_none_or(|f| is_field_child(parent, child, f));
+                    if in_field && self.try_at(&rel.rule, parent, src, env, depth) {
+                        return true;
+                    }
+                    if self.stops(rel, parent, src, env, depth) {
+                        return false;
+                    }
+                    child = parent;
+                }
+                false
+            }
+            Rule::Has(rel) => {
+                let mut stack: Vec<Node<'t>> = Vec::new();
+                let mut cursor = node.walk();
+                let children: Vec<Node<'t>> = match rel.field {
+                    Some(f) => node.children_by_field_id(f, &mut cursor).collect(),
+                    None => node.children(&mut cursor).collect(),
+                };
+                stack.extend(children.into_iter().rev());
+                while let Some(n) = stack.pop() {
+                    if self.try_at(&rel.rule, n, src, env, depth) {
+                        return true;
+                    }
+                    if self.stops(rel, n, src, env, depth) {
+                        continue;
+                    }
+                    let mut c = n.walk();
+                    let kids: Vec<Node<'t>> = n.children(&mut c).collect();
+                    stack.extend(kids.into_iter().rev());
+                }
+                false
+            }
+            Rule::Follows(rel) => {
+                let mut at = node.prev_sibling();
+                while let Some(n) = at {
+                    if self.try_at(&rel.rule, n, src, env, depth) {
+                        return true;
+                    }
+                    if self.stops(rel, n, src, env, depth) {
+                        return false;
+                    }
+                    at = n.prev_sibling();
+                }
+                false
+            }
+            Rule::Precedes(rel) => {
+                let mut at = node.next_sibling();
+                while let Some(n) = at {
+                    if self.try_at(&rel.rule, n, src, env, depth) {
+                        return true;
+                    }
+                    if self.stops(rel, n, src, env, depth) {
+                        return false;
+                    }
+                    at = n.next_sibling();
+                }
+                false
+            }
+            Rule::All(rules) => {
+                let mark = env.len();
+                for r in rules {
+                    if !self.eval(r, node, src, env, depth + 1) {
+                        env.truncate(mark);
+                        return false;
+                    }
+                }
+                true
+            }
+            Rule::Any(rules) => rules.iter().any(|r| self.try_at(r, node, src, env, depth)),
+            Rule::Not(r) => {
+                let mut scratch = env.clone();
+                !self.eval(r, node, src, &mut scratch, depth + 1)
+            }
+            Rule::Matches(name) => {
+                if depth > MAX_DEPTH {
+                    return false;
+                }
+                let set = self.set;
+                match set.utils.get(name) {
+                    Some(r) => self.eval(r, node, src, env, depth + 1),
+                    None => false,
+                }
+            }
+        }
+    }
+
+    /// Evaluates `rule` at `node`, keeping its bindings only on success.
+    fn try_at<'t>(
+        &mut self,
+        rule: &Rule,
+        node: Node<'t>,
+        src: &[u8],
+        env: &mut Env<'t>,
+        depth: usize,
+    ) -> bool {
+        let mark = env.len();
+        if self.eval(rule, node, src, env, depth + 1) {
+            true
+        } else {
+            env.truncate(mark);
+            false
+        }
+    }
+
+    /// Whether a relational walk stops after `node`.
+    fn stops<'t>(
+        &mut self,
+        rel: &Relation,
+        node: Node<'t>,
+        src: &[u8],
+        env: &Env<'t>,
+        depth: usize,
+    ) -> bool {
+        match &rel.stop_by {
+            StopBy::Neighbor => true,
+            StopBy::End => false,
+            StopBy::Rule(stop) => {
+                let mut scratch = env.clone();
+                self.eval(stop, node, src, &mut scratch, depth + 1)
+            }
+        }
+    }
+}
+
+fn is_field_child(parent: Node<'_>, child: Node<'_>, field: std::num::NonZeroU16) -> bool {
+    let mut cursor = parent.walk();
+    parent.children_by_field_id(field, &mut cursor).any(|c| c.id() == child.id())
+}

@@ -1,0 +1,122 @@
+//! ast-grep's rule language: a rule object (or a whole rule config with `rule`, `constraints`,
+//! `utils`, `transform`, `fix`) compiled for one language, and its evaluation on a tree.
+
+mod eval;
+mod parse;
+mod transform;
+
+use std::collections::HashMap;
+
+use crate::{
+    lang::{Lang, LangData},
+    pattern::Pattern,
+};
+
+pub(crate) use eval::Evaluator;
+pub(crate) use transform::Transform;
+
+/// A compiled rule config: what `ast_grep` and `ast_edit` take as `rule`.
+#[derive(Debug)]
+pub struct RuleSet {
+    pub(crate) lang: Lang,
+    pub(crate) data: &'static LangData,
+    pub(crate) rule: Rule,
+    pub(crate) constraints: Vec<(String, Rule)>,
+    pub(crate) utils: HashMap<String, Rule>,
+    /// Capturing metavariables of every pattern, in order of first appearance (`$X`, `$$$X`).
+    pub(crate) vars: Vec<String>,
+    /// Transformed variables, in order, usable in `fix` and `rewrite`.
+    pub(crate) transforms: Vec<(String, Transform)>,
+    pub(crate) fix: Option<Fix>,
+    /// Canonical kinds a match can have; the traversal tries only these.
+    pub(crate) kinds: Vec<u16>,
+    pub(crate) literals: Vec<String>,
+    /// The rule as given, as compact JSON.
+    pub(crate) source: String,
+}
+
+/// `fix`: the template and the rules that widen the replaced range over neighbours.
+#[derive(Debug)]
+pub(crate) struct Fix {
+    pub(crate) template: String,
+    pub(crate) expand_start: Option<Rule>,
+    pub(crate) expand_end: Option<Rule>,
+}
+
+/// One compiled rule.
+#[derive(Debug)]
+pub(crate) enum Rule {
+    Pattern(Box<Pattern>),
+    Kind(u16),
+    Regex(regex::Regex),
+    NthChild(Box<NthChild>),
+    Range { start: (usize, usize), end: (usize, usize) },
+    Inside(Box<Relation>),
+    Has(Box<Relation>),
+    Follows(Box<Relation>),
+    Precedes(Box<Relation>),
+    All(Vec<Rule>),
+    Any(Vec<Rule>),
+    Not(Box<Rule>),
+    Matches(String),
+}
+
+/// A relational rule: the other node's rule, how far to look, and an optional field.
+#[derive(Debug)]
+pub(crate) struct Relation {
+    pub(crate) rule: Rule,
+    pub(crate) stop_by: StopBy,
+    pub(crate) field: Option<std::num::NonZeroU16>,
+}
+
+#[derive(Debug)]
+pub(crate) enum StopBy {
+    Neighbor,
+    End,
+    Rule(Rule),
+}
+
+/// `nthChild`: position `a*n + b` (1-based) among named siblings, optionally those matching `of`.
+#[derive(Debug)]
+pub(crate) struct NthChild {
+    pub(crate) a: i64,
+    pub(crate) b: i64,
+    pub(crate) reverse: bool,
+    pub(crate) of: Option<Rule>,
+}
+
+impl RuleSet {
+    /// Compiles a rule object, or a rule config holding `rule` (and `constraints`, `utils`,
+    /// `transform`, `fix`), for `lang`. Errors name the key and say what would work.
+    pub fn compile(lang: Lang, value: &serde_json::Value) -> Result<RuleSet, crate::AstError> {
+        parse::compile(lang, value)
+    }
+
+    /// The `language` a rule config names, if any.
+    pub fn language_of(value: &serde_json::Value) -> Option<&str> {
+        value.get("rule").and(value.get("language")).and_then(|l| l.as_str())
+    }
+
+    pub fn lang(&self) -> Lang {
+        self.lang
+    }
+
+    /// The capturing metavariables, with `$` or `$$$`.
+    pub fn metavariables(&self) -> &[String] {
+        &self.vars
+    }
+
+    /// The rule as compact JSON.
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    pub fn literals(&self) -> &[String] {
+        &self.literals
+    }
+
+    /// The `fix` template of the config, if it has one.
+    pub fn fix_template(&self) -> Option<&str> {
+        self.fix.as_ref().map(|f| f.template.as_str())
+    }
+}

@@ -1,0 +1,574 @@
+//! Rule JSON to compiled rules, with errors that name the key (`rule.has.stopBy`) and say what
+//! would work.
+
+use std::collections::{HashMap, HashSet};
+
+use serde_json::{Map, Value};
+
+use super::{Fix, NthChild, Relation, Rule, RuleSet, StopBy, Transform};
+use crate::{
+    error::AstError,
+    lang::{Lang, LangData},
+    pattern::Pattern,
+    strictness::Strictness,
+};
+
+const RULE_KEYS: &str = "pattern, kind, regex, nthChild, range, inside, has, follows, precedes, \
+                         all, any, not, matches";
+const CONFIG_KEYS: &str = "rule, constraints, utils, transform, fix, language, strictness (and \
+                           id, message, severity, note, url, metadata, which are ignored)";
+
+fn err(path: &str, what: impl std::fmt::Display) -> AstError {
+    AstError::Rule(format!("`{path}`: {what}"))
+}
+
+struct Parser<'a> {
+    lang: Lang,
+    data: &'static LangData,
+    strictness: Strictness,
+    util_names: &'a HashSet<String>,
+    vars: Vec<String>,
+}
+
+pub(super) fn compile(lang: Lang, value: &Value) -> Result<RuleSet, AstError> {
+    let data = lang.data()?;
+    let Some(obj) = value.as_object() else {
+        return Err(err("rule", "must be an object such as {\"pattern\": \"foo($A)\"}"));
+    };
+    let (rule_value, config) =
+        if obj.contains_key("rule") { (&obj["rule"], Some(obj)) } else { (value, None) };
+    let mut strictness = Strictness::Smart;
+    let mut util_values: Vec<(String, &Value)> = Vec::new();
+    if let Some(config) = config {
+        for key in config.keys() {
+            match key.as_str() {
+                "rule" | "constraints" | "utils" | "transform" | "fix" | "language" | "id"
+                | "message" | "severity" | "note" | "url" | "metadata" | "strictness" => {}
+                "files" | "ignores" => {
+                    return Err(err(
+                        &format!("rule.{key}"),
+                        "file globs are not supported here; narrow the search with `path`",
+                    ));
+                }
+                other => {
+                    return Err(err(
+                        &format!("rule.{other}"),
+                        format!("unknown key; a rule config has {CONFIG_KEYS}"),
+                    ));
+                }
+            }
+        }
+        if let Some(s) = config.get("strictness") {
+            strictness = parse_strictness("strictness", s)?;
+        }
+        if let Some(utils) = config.get("utils") {
+            let utils = utils.as_object().ok_or_else(|| {
+                err(
+                    "utils",
+                    "must map names to rules, e.g. {\"is-fn\": {\"kind\": \"function_item\"}}",
+                )
+            })?;
+            util_values = utils.iter().map(|(k, v)| (k.clone(), v)).collect();
+        }
+    }
+    let util_names: HashSet<String> = util_values.iter().map(|(k, _)| k.clone()).collect();
+    let mut p = Parser { lang, data, strictness, util_names: &util_names, vars: Vec::new() };
+    let rule = p.rule("rule", rule_value)?;
+    let mut utils = HashMap::new();
+    for (name, v) in util_values {
+        let compiled = p.rule(&format!("utils.{name}"), v)?;
+        utils.insert(name, compiled);
+    }
+    let mut constraints = Vec::new();
+    let mut transforms = Vec::new();
+    let mut fix = None;
+    if let Some(config) = config {
+        if let Some(c) = config.get("constraints") {
+            let c = c.as_object().ok_or_else(|| {
+                err(
+                    "constraints",
+                    "must map metavariable names to rules, e.g. {\"A\": {\"regex\": \"^[a-z]+$\"}}",
+                )
+            })?;
+            for (name, v) in c {
+                let bare = name.trim_start_matches('$');
+                constraints.push((bare.to_string(), p.rule(&format!("constraints.{name}"), v)?));
+            }
+        }
+        if let Some(t) = config.get("transform") {
+            let t = t.as_object().ok_or_else(|| {
+                err("transform", "must map new names to transformations, e.g. {\"B\": {\"convert\": {\"source\": \"$A\", \"toCase\": \"snakeCase\"}}}")
+            })?;
+            for (name, v) in t {
+                let compiled = Transform::parse(&format!("transform.{name}"), v)?;
+                transforms.push((name.trim_start_matches('$').to_string(), compiled));
+            }
+        }
+        if let Some(f) = config.get("fix") {
+            fix = Some(p.fix(f)?);
+        }
+    }
+    let kinds = {
+        let mut seen = HashSet::new();
+        potential_kinds(&rule, &utils, &mut seen, 0)
+    };
+    let Some(mut kinds) = kinds else {
+        return Err(err(
+            "rule",
+            "needs a positive `pattern` or `kind` (directly, in `all`, in every branch of `any`, or \
+             through `matches`) so it knows which nodes to try; add for example `\"kind\": \"call_expression\"`",
+        ));
+    };
+    kinds.sort_unstable();
+    kinds.dedup();
+    let mut literals = Vec::new();
+    required_literals(&rule, &utils, &mut literals, 0);
+    literals.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+    literals.dedup();
+    let names: Vec<&str> = p.vars.iter().map(|v| v.trim_start_matches('$')).collect();
+    for (name, _) in &constraints {
+        if !names.contains(&name.as_str()) {
+            return Err(err(
+                &format!("constraints.{name}"),
+                format!(
+                    "`${name}` is not bound by any pattern of the rule (bound: {})",
+                    p.vars.join(", ")
+                ),
+            ));
+        }
+    }
+    Ok(RuleSet {
+        lang,
+        data,
+        rule,
+        constraints,
+        utils,
+        vars: p.vars,
+        transforms,
+        fix,
+        kinds,
+        literals,
+        source: serde_json::to_string(value).unwrap_or_default(),
+    })
+}
+
+fn parse_strictness(path: &str, v: &Value) -> Result<Strictness, AstError> {
+    v.as_str()
+        .and_then(Strictness::from_id)
+        .ok_or_else(|| err(path, "must be one of cst, smart, ast, relaxed, signature"))
+}
+
+fn as_u64(path: &str, v: Option<&Value>) -> Result<usize, AstError> {
+    v.and_then(Value::as_u64)
+        .and_then(|n| usize::try_from(n).ok())
+        .ok_or_else(|| err(path, "must be a non-negative integer"))
+}
+
+impl Parser<'_> {
+    fn rule(&mut self, path: &str, v: &Value) -> Result<Rule, AstError> {
+        let Some(obj) = v.as_object() else {
+            return Err(err(path, format!("must be a rule object with any of {RULE_KEYS}")));
+        };
+        if obj.is_empty() {
+            return Err(err(path, format!("is empty; give at least one of {RULE_KEYS}")));
+        }
+        for key in obj.keys() {
+            if !RULE_KEYS.split(", ").any(|k| k == key) && key != "stopBy" && key != "field" {
+                let hint = if key == "rule" {
+                    " (a nested `rule` key belongs only at the top of a rule config)".to_string()
+                } else {
+                    String::new()
+                };
+                return Err(err(
+                    &format!("{path}.{key}"),
+                    format!("unknown rule key{hint}; a rule has {RULE_KEYS}"),
+                ));
+            }
+        }
+        let mut parts = Vec::new();
+        // Atomic rules first, so relational and composite parts see their bindings.
+        if let Some(p) = obj.get("pattern") {
+            parts.push(self.pattern(&format!("{path}.pattern"), p)?);
+        }
+        if let Some(k) = obj.get("kind") {
+            parts.push(self.kind(&format!("{path}.kind"), k)?);
+        }
+        if let Some(r) = obj.get("regex") {
+            let at = format!("{path}.regex");
+            let s = r.as_str().ok_or_else(|| err(&at, "must be a string (a Rust regex)"))?;
+            parts.push(Rule::Regex(
+                regex::Regex::new(s).map_err(|e| err(&at, format!("invalid regex: {e}")))?,
+            ));
+        }
+        if let Some(n) = obj.get("nthChild") {
+            parts.push(self.nth_child(&format!("{path}.nthChild"), n)?);
+        }
+        if let Some(r) = obj.get("range") {
+            parts.push(range(&format!("{path}.range"), r)?);
+        }
+        for key in ["inside", "has", "follows", "precedes"] {
+            if let Some(r) = obj.get(key) {
+                let relation = Box::new(self.relation(&format!("{path}.{key}"), r)?);
+                parts.push(match key {
+                    "inside" => Rule::Inside(relation),
+                    "has" => Rule::Has(relation),
+                    "follows" => Rule::Follows(relation),
+                    _ => Rule::Precedes(relation),
+                });
+            }
+        }
+        for key in ["all", "any"] {
+            if let Some(list) = obj.get(key) {
+                let at = format!("{path}.{key}");
+                let items = list.as_array().ok_or_else(|| err(&at, "must be a list of rules"))?;
+                let rules = items
+                    .iter()
+                    .enumerate()
+                    .map(|(i, r)| self.rule(&format!("{at}[{i}]"), r))
+                    .collect::<Result<Vec<_>, _>>()?;
+                parts.push(if key == "all" { Rule::All(rules) } else { Rule::Any(rules) });
+            }
+        }
+        if let Some(r) = obj.get("not") {
+            parts.push(Rule::Not(Box::new(self.rule(&format!("{path}.not"), r)?)));
+        }
+        if let Some(m) = obj.get("matches") {
+            let at = format!("{path}.matches");
+            let name =
+                m.as_str().ok_or_else(|| err(&at, "must be the name of a rule in `utils`"))?;
+            if !self.util_names.contains(name) {
+                let known: Vec<&str> = self.util_names.iter().map(String::as_str).collect();
+                return Err(err(
+                    &at,
+                    format!(
+                        "no utility rule `{name}`; define it under `utils` of the rule config{}",
+                        if known.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" (defined: {})", known.join(", "))
+                        }
+                    ),
+                ));
+            }
+            parts.push(Rule::Matches(name.to_string()));
+        }
+        if parts.is_empty() {
+            return Err(err(
+                path,
+                format!(
+                    "`stopBy` and `field` belong to a relational rule; give one of {RULE_KEYS}"
+                ),
+            ));
+        }
+        Ok(if parts.len() == 1 { parts.remove(0) } else { Rule::All(parts) })
+    }
+
+    fn pattern(&mut self, path: &str, v: &Value) -> Result<Rule, AstError> {
+        let pattern = match v {
+            Value::String(s) => Pattern::compile(self.lang, s, None)
+                .map_err(|e| err(path, e))?
+                .with_strictness(self.strictness),
+            Value::Object(obj) => {
+                for key in obj.keys() {
+                    if !["context", "selector", "strictness"].contains(&key.as_str()) {
+                        return Err(err(
+                            &format!("{path}.{key}"),
+                            "unknown key; a pattern object has context, selector, strictness",
+                        ));
+                    }
+                }
+                let context = obj.get("context").and_then(Value::as_str).ok_or_else(|| {
+                    err(
+                        &format!("{path}.context"),
+                        "is required: code around the part to match, as a string",
+                    )
+                })?;
+                let compiled = match obj.get("selector") {
+                    Some(s) => {
+                        let selector = s.as_str().ok_or_else(|| {
+                            err(&format!("{path}.selector"), "must be a node kind, as a string")
+                        })?;
+                        Pattern::contextual(self.lang, context, selector)
+                    }
+                    None => Pattern::compile(self.lang, context, None),
+                }
+                .map_err(|e| err(path, e))?;
+                let strictness = match obj.get("strictness") {
+                    Some(s) => parse_strictness(&format!("{path}.strictness"), s)?,
+                    None => self.strictness,
+                };
+                compiled.with_strictness(strictness)
+            }
+            _ => {
+                return Err(err(
+                    path,
+                    "must be a string, or an object with `context` (and `selector`, `strictness`)",
+                ));
+            }
+        };
+        if pattern.is_sequence() {
+            return Err(err(
+                path,
+                "a pattern of several statements cannot be one rule node; match one and use `follows`/`precedes` for its neighbours",
+            ));
+        }
+        for v in pattern.metavariables() {
+            if !self.vars.contains(&v) {
+                self.vars.push(v);
+            }
+        }
+        Ok(Rule::Pattern(Box::new(pattern)))
+    }
+
+    fn kind(&self, path: &str, v: &Value) -> Result<Rule, AstError> {
+        let name = v.as_str().ok_or_else(|| err(path, "must be a node kind name, as a string"))?;
+        let id = self.data.language.id_for_node_kind(name, true);
+        if id == 0 {
+            let language = &self.data.language;
+            let mut close: Vec<&str> = (0..language.node_kind_count())
+                .filter_map(|i| u16::try_from(i).ok())
+                .filter(|i| language.node_kind_is_named(*i) && language.node_kind_is_visible(*i))
+                .filter_map(|i| language.node_kind_for_id(i))
+                .filter(|k| {
+                    let (a, b) = (k.to_ascii_lowercase(), name.to_ascii_lowercase());
+                    a.contains(&b)
+                        || b.contains(&a)
+                        || a.split('_').any(|w| w.len() > 2 && b.contains(w))
+                })
+                .collect();
+            close.sort_unstable();
+            close.dedup();
+            close.truncate(8);
+            return Err(err(
+                path,
+                format!(
+                    "`{name}` is not a node kind of {}{}; the shape an `ast_grep` pattern prints shows kinds",
+                    self.lang,
+                    if close.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" (similar: {})", close.join(", "))
+                    }
+                ),
+            ));
+        }
+        Ok(Rule::Kind(self.data.canon(id)))
+    }
+
+    fn nth_child(&mut self, path: &str, v: &Value) -> Result<Rule, AstError> {
+        let formula = |path: &str, v: &Value| -> Result<(i64, i64), AstError> {
+            match v {
+                Value::Number(n) => n
+                    .as_i64()
+                    .filter(|n| *n >= 1)
+                    .map(|n| (0, n))
+                    .ok_or_else(|| err(path, "a position is 1 or more")),
+                Value::String(s) => parse_formula(s).ok_or_else(|| {
+                    err(
+                        path,
+                        format!("`{s}` is not a position: write a number or `An+B` such as `2n+1`"),
+                    )
+                }),
+                _ => Err(err(
+                    path,
+                    "must be a number, an `An+B` string, or an object with `position`",
+                )),
+            }
+        };
+        let nth = match v {
+            Value::Object(obj) => {
+                for key in obj.keys() {
+                    if !["position", "reverse", "ofRule"].contains(&key.as_str()) {
+                        return Err(err(
+                            &format!("{path}.{key}"),
+                            "unknown key; nthChild has position, reverse, ofRule",
+                        ));
+                    }
+                }
+                let position = obj
+                    .get("position")
+                    .ok_or_else(|| err(&format!("{path}.position"), "is required"))?;
+                let (a, b) = formula(&format!("{path}.position"), position)?;
+                let reverse = obj.get("reverse").and_then(Value::as_bool).unwrap_or(false);
+                let of = match obj.get("ofRule") {
+                    Some(r) => Some(self.rule(&format!("{path}.ofRule"), r)?),
+                    None => None,
+                };
+                NthChild { a, b, reverse, of }
+            }
+            other => {
+                let (a, b) = formula(path, other)?;
+                NthChild { a, b, reverse: false, of: None }
+            }
+        };
+        Ok(Rule::NthChild(Box::new(nth)))
+    }
+
+    fn relation(&mut self, path: &str, v: &Value) -> Result<Relation, AstError> {
+        let obj: &Map<String, Value> = v
+            .as_object()
+            .ok_or_else(|| err(path, format!("must be a rule object with any of {RULE_KEYS}")))?;
+        let rule = self.rule(path, v)?;
+        let stop_by = match obj.get("stopBy") {
+            None => StopBy::Neighbor,
+            Some(Value::String(s)) if s == "neighbor" => StopBy::Neighbor,
+            Some(Value::String(s)) if s == "end" => StopBy::End,
+            Some(r @ Value::Object(_)) => StopBy::Rule(self.rule(&format!("{path}.stopBy"), r)?),
+            Some(_) => {
+                return Err(err(
+                    &format!("{path}.stopBy"),
+                    "must be `neighbor` (the default), `end`, or a rule",
+                ));
+            }
+        };
+        let field = match obj.get("field") {
+            None => None,
+            Some(f) => {
+                let at = format!("{path}.field");
+                let name =
+                    f.as_str().ok_or_else(|| err(&at, "must be a field name, as a string"))?;
+                let id = self.data.language.field_id_for_name(name).ok_or_else(|| {
+                    err(&at, format!("`{name}` is not a field of the {} grammar (fields are names such as `body`, `name`, `return_type`)", self.lang))
+                })?;
+                Some(id)
+            }
+        };
+        Ok(Relation { rule, stop_by, field })
+    }
+
+    fn fix(&mut self, v: &Value) -> Result<Fix, AstError> {
+        match v {
+            Value::String(s) => {
+                Ok(Fix { template: s.clone(), expand_start: None, expand_end: None })
+            }
+            Value::Object(obj) => {
+                for key in obj.keys() {
+                    if !["template", "expandStart", "expandEnd"].contains(&key.as_str()) {
+                        return Err(err(
+                            &format!("fix.{key}"),
+                            "unknown key; fix has template, expandStart, expandEnd",
+                        ));
+                    }
+                }
+                let template = obj
+                    .get("template")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| {
+                        err("fix.template", "is required: the replacement text, as a string")
+                    })?
+                    .to_string();
+                let expand_start = match obj.get("expandStart") {
+                    Some(r) => Some(self.rule("fix.expandStart", r)?),
+                    None => None,
+                };
+                let expand_end = match obj.get("expandEnd") {
+                    Some(r) => Some(self.rule("fix.expandEnd", r)?),
+                    None => None,
+                };
+                Ok(Fix { template, expand_start, expand_end })
+            }
+            _ => Err(err("fix", "must be a template string or an object with `template`")),
+        }
+    }
+}
+
+fn range(path: &str, v: &Value) -> Result<Rule, AstError> {
+    let point = |key: &str| -> Result<(usize, usize), AstError> {
+        let at = format!("{path}.{key}");
+        let p = v
+            .get(key)
+            .ok_or_else(|| err(&at, "is required: {\"line\": L, \"column\": C}, 0-based"))?;
+        Ok((
+            as_u64(&format!("{at}.line"), p.get("line"))?,
+            as_u64(&format!("{at}.column"), p.get("column"))?,
+        ))
+    };
+    Ok(Rule::Range { start: point("start")?, end: point("end")? })
+}
+
+/// `An+B`, `2n`, `-n+3`, `odd`, `even`, or a number.
+fn parse_formula(s: &str) -> Option<(i64, i64)> {
+    let s: String =
+        s.chars().filter(|c| !c.is_whitespace()).collect::<String>().to_ascii_lowercase();
+    match s.as_str() {
+        "odd" => return Some((2, 1)),
+        "even" => return Some((2, 0)),
+        _ => {}
+    }
+    let Some(at) = s.find('n') else { return s.parse().ok().filter(|n| *n >= 1).map(|n| (0, n)) };
+    let a = match &s[..at] {
+        "" | "+" => 1,
+        "-" => -1,
+        other => other.parse().ok()?,
+    };
+    let rest = &s[at + 1..];
+    let b = if rest.is_empty() { 0 } else { rest.parse().ok()? };
+    Some((a, b))
+}
+
+/// Kinds a node matching `rule` can have; None when any kind can match.
+fn potential_kinds(
+    rule: &Rule,
+    utils: &HashMap<String, Rule>,
+    seen: &mut HashSet<String>,
+    depth: usize,
+) -> Option<Vec<u16>> {
+    match rule {
+        Rule::Pattern(p) => p.root_kind().map(|k| vec![k]),
+        Rule::Kind(k) => Some(vec![*k]),
+        Rule::All(rules) => {
+            let mut out: Option<Vec<u16>> = None;
+            for r in rules {
+                if let Some(k) = potential_kinds(r, utils, seen, depth + 1) {
+                    out = Some(match out {
+                        Some(o) => o.into_iter().filter(|x| k.contains(x)).collect(),
+                        None => k,
+                    });
+                }
+            }
+            out
+        }
+        Rule::Any(rules) => {
+            let mut out = Vec::new();
+            for r in rules {
+                out.extend(potential_kinds(r, utils, seen, depth + 1)?);
+            }
+            Some(out)
+        }
+        Rule::Matches(name) => {
+            if depth > 32 || !seen.insert(name.clone()) {
+                return None;
+            }
+            let kinds = utils.get(name).and_then(|r| potential_kinds(r, utils, seen, depth + 1));
+            seen.remove(name);
+            kinds
+        }
+        _ => None,
+    }
+}
+
+/// Words every file with a match contains: those of patterns that must hold (not under `not`
+/// or `any`), including the related nodes of relational rules, which are in the same file.
+fn required_literals(
+    rule: &Rule,
+    utils: &HashMap<String, Rule>,
+    out: &mut Vec<String>,
+    depth: usize,
+) {
+    if depth > 32 {
+        return;
+    }
+    match rule {
+        Rule::Pattern(p) => out.extend(p.literals().iter().cloned()),
+        Rule::All(rules) => rules.iter().for_each(|r| required_literals(r, utils, out, depth + 1)),
+        Rule::Inside(r) | Rule::Has(r) | Rule::Follows(r) | Rule::Precedes(r) => {
+            required_literals(&r.rule, utils, out, depth + 1);
+        }
+        Rule::Matches(name) => {
+            if let Some(r) = utils.get(name) {
+                required_literals(r, utils, out, depth + 1);
+            }
+        }
+        _ => {}
+    }
+}
