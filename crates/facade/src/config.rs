@@ -1,8 +1,15 @@
 //! `agent-tools.toml`: the one place for settings that differ by machine.
 //!
-//! Looked up in the run's root, then in the user's config directory
-//! (`~/.config/agent-tools/agent-tools.toml`). Every setting has a default; an unknown key or
-//! a wrong type is an error naming the key and the file.
+//! Two files, merged: the user's (`$AGENT_TOOLS_CONFIG`, else
+//! `~/.config/agent-tools/agent-tools.toml`), then the project's (`agent-tools.toml` in the run's
+//! root) on top. Every setting has a default; an unknown key or a wrong type is an error naming
+//! the key and the file.
+//!
+//! The project file is written by whoever wrote the repository, so it is not trusted: unless the
+//! user trusts the project (`--trust-project`, or its folder listed in `[trust] projects` of the
+//! user's file), it may set only the keys of [`UNTRUSTED_PROJECT_KEYS`] — limits and timeouts,
+//! never a command, a binary folder, server settings or the approval policy. Other keys it sets
+//! are ignored and listed in [`Config::ignored_project_keys`].
 
 use std::path::{Path, PathBuf};
 
@@ -41,10 +48,52 @@ pub struct Config {
     /// `[lsp]`: timeouts, restart cap, extra binary folders, diagnostics on write, servers.
     #[cfg(feature = "lsp")]
     pub lsp: agent_tools_lsp::LspConfig,
-    /// Where the configuration came from, if a file was found.
+    /// `[trust]`: projects whose own `agent-tools.toml` may set everything (user file only).
+    pub trust: TrustConfig,
+    /// Where the configuration came from: the project file if there is one, else the user's.
     #[serde(skip)]
     pub source: Option<PathBuf>,
+    /// Whether the project's own file was trusted in full.
+    #[serde(skip)]
+    pub project_trusted: bool,
+    /// Keys of an untrusted project file that were ignored, dotted (`lsp.servers.python.commands`).
+    #[serde(skip)]
+    pub ignored_project_keys: Vec<String>,
 }
+
+/// `[trust]` in the user's file.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct TrustConfig {
+    /// Project folders (and their subfolders) whose own `agent-tools.toml` is trusted in full.
+    pub projects: Vec<PathBuf>,
+}
+
+/// Keys an untrusted project file may set (`*` = any key below): limits and timeouts only.
+pub const UNTRUSTED_PROJECT_KEYS: &[&str] = &[
+    "output.*",
+    "mcp.surface",
+    "astgrep.*",
+    "ask.*",
+    "lsp.request_timeout_ms",
+    "lsp.startup_timeout_ms",
+    "lsp.ready_timeout_ms",
+    "lsp.diagnostics_timeout_ms",
+    "lsp.max_restarts_per_minute",
+    "lsp.check_timeout_ms",
+    "lsp.on_write.*",
+    "debug.ttl_seconds",
+    "debug.stop_wait_seconds",
+    "eval.inactivity_seconds",
+    "eval.grace_seconds",
+    "eval.max_output_chars",
+    "eval.max_images",
+    "eval.js_memory_limit_mb",
+    "vibe.enabled",
+    "vibe.slots",
+    "vibe.stall_seconds",
+    "vibe.budget_seconds",
+];
 
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
@@ -89,29 +138,151 @@ impl Config {
         Ok(config)
     }
 
-    /// The candidate files, in lookup order.
-    pub fn candidates(root: &Path) -> Vec<PathBuf> {
-        let mut files = vec![root.join(CONFIG_FILE_NAME)];
-        if let Some(dir) = dirs::config_dir() {
-            files.push(dir.join("agent-tools").join(CONFIG_FILE_NAME));
+    /// The user's file: `$AGENT_TOOLS_CONFIG`, else `~/.config/agent-tools/agent-tools.toml`.
+    pub fn user_file() -> Option<PathBuf> {
+        if let Some(file) = std::env::var_os("AGENT_TOOLS_CONFIG").filter(|f| !f.is_empty()) {
+            return Some(PathBuf::from(file));
         }
-        files
+        dirs::config_dir().map(|dir| dir.join("agent-tools").join(CONFIG_FILE_NAME))
     }
 
-    /// Loads the first configuration file found, or the defaults if there is none.
+    /// Loads the user's and the project's files, the project's as untrusted unless the user's
+    /// `[trust] projects` lists it.
     pub fn load(root: &Path) -> Result<Config> {
-        for file in Self::candidates(root) {
-            match std::fs::read_to_string(&file) {
-                Ok(text) => return Self::parse(&text, &file),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-                Err(e) => {
-                    return Err(Error::Io {
-                        what: format!("reading {}", file.display()),
-                        source: e,
-                    });
-                }
+        Self::load_trusting(root, false)
+    }
+
+    /// [`Config::load`]; `trust_project` (`--trust-project`) trusts the project's file in full.
+    pub fn load_trusting(root: &Path, trust_project: bool) -> Result<Config> {
+        let user_file = Self::user_file();
+        let project_file = root.join(CONFIG_FILE_NAME);
+        let user = match &user_file {
+            Some(file) if *file != project_file => read_table(file)?,
+            _ => None,
+        };
+        let mut project = read_table(&project_file)?;
+        let user_config = match &user {
+            Some(table) => Some(Self::parse_value(
+                toml::Value::Table(table.clone()),
+                user_file.as_deref().unwrap_or(&project_file),
+            )?),
+            None => None,
+        };
+        let listed = user_config.as_ref().is_some_and(|c| c.trust.covers(root));
+        let trusted = trust_project || listed;
+        let mut ignored = Vec::new();
+        if let Some(table) = &mut project {
+            // Validate the project file alone first, so its errors name it.
+            Self::parse_value(toml::Value::Table(table.clone()), &project_file)?;
+            table.remove("trust");
+            if !trusted {
+                filter_untrusted(table, "", &mut ignored);
             }
         }
-        Ok(Config::default())
+        let source = if project.is_some() {
+            Some(project_file.clone())
+        } else {
+            user_file.clone().filter(|_| user.is_some())
+        };
+        let mut merged = user.unwrap_or_default();
+        if let Some(table) = project {
+            merge(&mut merged, table);
+        }
+        let shown = source.clone().unwrap_or(project_file);
+        let mut config = Self::parse_value(toml::Value::Table(merged), &shown)?;
+        config.source = source;
+        config.project_trusted = trusted;
+        config.ignored_project_keys = ignored;
+        if !config.ignored_project_keys.is_empty() {
+            tracing::warn!(
+                "{}: ignored {} (an untrusted project file may not set commands or policies; \
+                 trust it with --trust-project or [trust] projects in the user's file)",
+                shown.display(),
+                config.ignored_project_keys.join(", ")
+            );
+        }
+        Ok(config)
+    }
+
+    fn parse_value(value: toml::Value, file: &Path) -> Result<Config> {
+        let text = toml::to_string(&value).unwrap_or_default();
+        Self::parse(&text, file)
+    }
+
+    /// Sets what a run's surface ceiling allows: code the repository controls (project-local
+    /// binaries, build scripts) runs only under an exec ceiling; read means read.
+    pub fn apply_ceiling(&mut self, ceiling: crate::Tier) {
+        let _ = ceiling;
+        #[cfg(feature = "lsp")]
+        {
+            self.lsp.allow_project_code = ceiling >= crate::Tier::Exec;
+        }
+    }
+}
+
+impl TrustConfig {
+    /// Whether `root` is one of the trusted projects or inside one.
+    pub fn covers(&self, root: &Path) -> bool {
+        self.projects.iter().any(|p| {
+            let p = std::fs::canonicalize(p).unwrap_or_else(|_| p.clone());
+            root.starts_with(&p)
+        })
+    }
+}
+
+/// The TOML table of `file`, or `None` if it does not exist.
+fn read_table(file: &Path) -> Result<Option<toml::Table>> {
+    let text = match std::fs::read_to_string(file) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(Error::Io { what: format!("reading {}", file.display()), source: e }),
+    };
+    // Parse through `Config` first so a syntax or key error names the file and line.
+    Config::parse(&text, file)?;
+    toml::from_str(&text)
+        .map(Some)
+        .map_err(|e| Error::Config { file: file.to_path_buf(), message: e.message().to_string() })
+}
+
+/// Removes every key an untrusted project file may not set, recording it.
+fn filter_untrusted(table: &mut toml::Table, prefix: &str, ignored: &mut Vec<String>) {
+    let keys: Vec<String> = table.keys().cloned().collect();
+    for key in keys {
+        let path = if prefix.is_empty() { key.clone() } else { format!("{prefix}.{key}") };
+        if allowed(&path) {
+            continue;
+        }
+        let below = UNTRUSTED_PROJECT_KEYS.iter().any(|k| k.starts_with(&format!("{path}.")));
+        match table.get_mut(&key) {
+            Some(toml::Value::Table(inner)) if below => {
+                filter_untrusted(inner, &path, ignored);
+                if inner.is_empty() {
+                    table.remove(&key);
+                }
+            }
+            _ => {
+                table.remove(&key);
+                ignored.push(path);
+            }
+        }
+    }
+}
+
+fn allowed(path: &str) -> bool {
+    UNTRUSTED_PROJECT_KEYS.iter().any(|pattern| match pattern.strip_suffix(".*") {
+        Some(section) => path.starts_with(&format!("{section}.")),
+        None => *pattern == path,
+    })
+}
+
+/// Lays `top` over `base`: tables merge key by key, anything else is replaced.
+fn merge(base: &mut toml::Table, top: toml::Table) {
+    for (key, value) in top {
+        match (base.get_mut(&key), value) {
+            (Some(toml::Value::Table(below)), toml::Value::Table(above)) => merge(below, above),
+            (_, value) => {
+                base.insert(key, value);
+            }
+        }
     }
 }

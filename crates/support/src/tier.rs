@@ -33,9 +33,9 @@ impl Tier {
     }
 
     /// Whether a caller with this ceiling may run code the repository controls (project-local
-    /// binaries, build scripts, commands from a project file): only above `read`.
+    /// binaries, build scripts): only an exec ceiling, since starting processes is what exec means.
     pub fn may_run_project_code(self) -> bool {
-        self > Tier::Read
+        self >= Tier::Exec
     }
 }
 

@@ -54,8 +54,16 @@ pub(crate) struct McpScript {
 }
 
 impl McpScript {
-    /// Serves `root` with `agent-tools mcp --root ROOT` plus `extra` arguments.
+    /// Serves `root` with `agent-tools mcp --root ROOT --trust-project` plus `extra` arguments:
+    /// the test is the user, and trusts the `agent-tools.toml` its fixture writes.
     pub(crate) fn new(root: &Path, extra: &[&str]) -> Self {
+        let mut with_trust = vec!["--trust-project"];
+        with_trust.extend_from_slice(extra);
+        Self::untrusted(root, &with_trust)
+    }
+
+    /// Serves `root` as a user who does not trust the project's own files would.
+    pub(crate) fn untrusted(root: &Path, extra: &[&str]) -> Self {
         let mut server_args = vec![
             host_binary().display().to_string(),
             "mcp".into(),
@@ -233,7 +241,7 @@ impl RawHost {
     pub(crate) fn start(root: &std::path::Path, marker: &str, extra: &[&str]) -> RawHost {
         use std::process::{Command, Stdio};
         let mut child = Command::new(crate::support::host_binary())
-            .args(["mcp", "--root"])
+            .args(["mcp", "--trust-project", "--root"])
             .arg(root)
             .args(extra)
             .env("AGENT_TOOLS_E2E_MARKER", marker)

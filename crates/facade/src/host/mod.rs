@@ -1,7 +1,10 @@
 //! The host binary's library side: command line, run assembly, and the three commands.
 
 mod mcp;
+mod progress;
 mod status;
+mod tool_list;
+mod transport;
 
 use std::{
     io::IsTerminal,
@@ -13,7 +16,12 @@ use clap::{Parser, Subcommand};
 
 use crate::{Config, Registry, RegistryBuilder, RunInfo, SurfaceKind};
 
-pub use self::{mcp::serve_stdio, status::status_report};
+pub use self::{
+    mcp::serve_stdio,
+    status::status_report,
+    tool_list::{listed_chars, listed_tokens},
+    transport::MAX_MESSAGE_BYTES,
+};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -37,6 +45,10 @@ struct RunArgs {
     /// Vibe mode: register the vibe_* background-worker tools (also `[vibe] enabled = true`).
     #[arg(long)]
     vibe: bool,
+    /// Trust the project's own agent-tools.toml in full (commands, binary folders, policies);
+    /// without it, that file may set only limits and timeouts.
+    #[arg(long)]
+    trust_project: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -165,13 +177,23 @@ impl RunSetup {
     }
 }
 
-/// Prepares a run: root, configuration, surface; no registry yet.
+/// Prepares a run: root, configuration, surface; no registry yet. The project's own
+/// configuration file is not trusted (see [`prepare_run_trusting`]).
 pub fn prepare_run(
     root: Option<PathBuf>,
     surface: Option<SurfaceKind>,
 ) -> Result<RunSetup, String> {
+    prepare_run_trusting(root, surface, false)
+}
+
+/// [`prepare_run`]; `trust_project` trusts the project's `agent-tools.toml` in full.
+pub fn prepare_run_trusting(
+    root: Option<PathBuf>,
+    surface: Option<SurfaceKind>,
+    trust_project: bool,
+) -> Result<RunSetup, String> {
     let root = resolve_root(root)?;
-    let config = Config::load(&root).map_err(|e| e.to_string())?;
+    let mut config = Config::load_trusting(&root, trust_project).map_err(|e| e.to_string())?;
     let surface_kind = match surface {
         Some(s) => s,
         None => match &config.mcp.surface {
@@ -179,6 +201,7 @@ pub fn prepare_run(
             None => SurfaceKind::Build,
         },
     };
+    config.apply_ceiling(surface_kind.ceiling());
     Ok(RunSetup { info: RunInfo::new(root), config, surface_kind })
 }
 
@@ -198,10 +221,13 @@ fn init_tracing() {
         .try_init();
 }
 
-/// Writes to stdout; the host's commands print their results there by design.
-#[allow(clippy::print_stdout)]
+/// Writes to stdout; the host's commands print their results there by design. A closed
+/// stdout (`agent-tools call ... | head -1`) is not an error worth a panic: the reader has
+/// what it wanted.
 fn print_out(text: &str) {
-    println!("{text}");
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{text}").and_then(|()| out.flush());
 }
 
 #[allow(clippy::print_stderr)]
@@ -230,7 +256,7 @@ pub fn main() -> ExitCode {
     let code = runtime.block_on(async move {
         match cli.command {
             Command::Mcp { run: args } => {
-                let setup = match prepare_run(args.root, args.surface) {
+                let setup = match prepare_run_trusting(args.root, args.surface, args.trust_project) {
                     Ok(r) => r,
                     Err(e) => {
                         print_err(&format!("agent-tools mcp: {e}"));
@@ -292,7 +318,7 @@ async fn call(tool: String, args: String, run: RunArgs, json: bool) -> ExitCode 
             return ExitCode::from(2);
         }
     };
-    let setup = match prepare_run(run.root, run.surface) {
+    let setup = match prepare_run_trusting(run.root, run.surface, run.trust_project) {
         Ok(r) => r,
         Err(e) => {
             print_err(&format!("agent-tools call: {e}"));
