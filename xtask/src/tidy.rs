@@ -1,4 +1,5 @@
-//! Tidy checks, run as ordinary tests: `//!` doc lines, crate READMEs, no trailing whitespace.
+//! Tidy checks, run as ordinary tests: `//!` doc lines, crate READMEs, no trailing whitespace,
+//! the crate graph, and the mechanisms only `agent-tools-support` may hold.
 
 use std::path::{Path, PathBuf};
 
@@ -82,6 +83,7 @@ fn family_crates_depend_on_no_other_family_and_not_on_the_facade() {
         "agent-tools-eval",
         "agent-tools-lsp",
         "agent-tools-vibe",
+        "agent-tools-python",
     ];
     let mut violations = Vec::new();
     for dir in ["ask", "astgrep", "debug", "eval", "lsp-tool", "vibe"] {
@@ -95,4 +97,81 @@ fn family_crates_depend_on_no_other_family_and_not_on_the_facade() {
         }
     }
     assert!(violations.is_empty(), "family crates must stay independent: {violations:?}");
+}
+
+/// Where a line of library code (tests, examples and test binaries excluded, and everything
+/// after a file's `#[cfg(test)]`) does what only `agent-tools-support` may do.
+fn mechanism_violations(patterns: &[&str], allow_marker: &str) -> Vec<String> {
+    let root = project_root();
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(root.join("crates")).into_iter().flatten().flatten() {
+        if entry.file_name() == "support" {
+            continue;
+        }
+        let mut files = Vec::new();
+        rust_files(&entry.path().join("src"), &mut files);
+        for file in files {
+            if file.components().any(|c| c.as_os_str() == "bin") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&file).unwrap_or_default();
+            let mut previous = "";
+            for (i, line) in text.lines().enumerate() {
+                if line.trim_start().starts_with("#[cfg(test)]") {
+                    break;
+                }
+                let allowed = line.contains(allow_marker) || previous.contains(allow_marker);
+                if !allowed
+                    && !line.trim_start().starts_with("//")
+                    && patterns.iter().any(|p| line.contains(p))
+                {
+                    found.push(format!("{}:{}: {}", file.display(), i + 1, line.trim()));
+                }
+                previous = line;
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn only_the_support_crate_starts_processes() {
+    let found = mechanism_violations(&[".spawn()", ".output()"], "tidy: not a spawn");
+    assert!(
+        found.is_empty(),
+        "start processes through agent_tools_support::process (own group, death with the host, \
+         teardown of descendants):\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn only_the_support_crate_writes_files_by_path() {
+    let patterns = [
+        "fs::write(",
+        "File::create(",
+        "fs::rename(",
+        "remove_file(",
+        "create_dir_all(",
+        "OpenOptions",
+        ".persist(",
+        "remove_dir_all(",
+    ];
+    let found = mechanism_violations(&patterns, "tidy: private folder");
+    assert!(
+        found.is_empty(),
+        "write project files through agent_tools_support::{{fs, journal}} (confined by handle, \
+         crash-atomic); a write to a private folder outside the project says so with a \
+         `tidy: private folder` comment:\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_support_crate_is_a_leaf() {
+    let manifest = std::fs::read_to_string(project_root().join("crates/support/Cargo.toml"))
+        .unwrap_or_default();
+    let internal: Vec<&str> =
+        manifest.lines().filter(|l| l.trim_start().starts_with("agent-tools")).collect();
+    assert!(internal.is_empty(), "agent-tools-support depends on workspace crates: {internal:?}");
 }
