@@ -688,9 +688,12 @@ pub fn report(
 }
 
 /// What a launch needs, whatever the adapter.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct LaunchSpec {
+    /// The script, package folder or executable (for a Python module: the working folder).
     pub program: PathBuf,
+    /// debugpy: run this module (`python -m`) instead of `program`.
+    pub module: Option<String>,
     pub args: Vec<String>,
     pub cwd: PathBuf,
     pub env: BTreeMap<String, String>,
@@ -700,6 +703,26 @@ pub struct LaunchSpec {
     pub build_output: Option<PathBuf>,
     /// lldb: commands that load the Rust formatters.
     pub init_commands: Vec<String>,
+    /// debugpy: skip library code (`justMyCode`).
+    pub just_my_code: bool,
+    /// delve: build and run the package's tests (`mode: test`).
+    pub go_test: bool,
+    /// Where the program's stdin comes from.
+    pub stdin: StdinSource,
+}
+
+/// A debuggee's stdin.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum StdinSource {
+    /// End of file at once (lldb: `/dev/null`; debugpy and delve: their own stdin, closed).
+    #[default]
+    Closed,
+    /// debugpy: the program runs in a "terminal" we start (`runInTerminal`), its stdin a pipe.
+    Terminal,
+    /// lldb: a FIFO we hold open for writing.
+    Fifo(PathBuf),
+    /// delve: the adapter's own stdin is a pipe the program inherits.
+    Inherited,
 }
 
 /// The `launch` request's arguments for `kind`.
@@ -711,22 +734,27 @@ pub fn launch_arguments(kind: AdapterKind, spec: &LaunchSpec) -> Value {
             let mut env = spec.env.clone();
             env.entry("PYDEVD_DISABLE_FILE_VALIDATION".into()).or_insert_with(|| "1".into());
             env.entry("PYTHONUNBUFFERED".into()).or_insert_with(|| "1".into());
+            let terminal = spec.stdin == StdinSource::Terminal;
             let mut args = json!({
                 "type": "python",
                 "request": "launch",
                 "name": "agent-tools",
-                "program": program,
                 "args": spec.args,
                 "cwd": cwd,
                 "env": env,
-                "console": "internalConsole",
-                "justMyCode": true,
+                // A "terminal" is a child we start with a stdin pipe; its output is our pipes.
+                "console": if terminal { "integratedTerminal" } else { "internalConsole" },
+                "justMyCode": spec.just_my_code,
                 // Child processes would arrive as startDebugging requests we do not follow.
                 "subProcess": false,
                 "stopOnEntry": spec.stop_on_entry,
-                "redirectOutput": true,
+                "redirectOutput": !terminal,
                 "showReturnValue": true,
             });
+            match &spec.module {
+                Some(module) => args["module"] = json!(module),
+                None => args["program"] = json!(program),
+            }
             if let Some(python) = &spec.debuggee_python {
                 args["python"] = json!([python.display().to_string()]);
             }
@@ -735,6 +763,10 @@ pub fn launch_arguments(kind: AdapterKind, spec: &LaunchSpec) -> Value {
         AdapterKind::Lldb => {
             // lldb-dap ignores `env` as an object: it takes a list of K=V.
             let env: Vec<String> = spec.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let input = match &spec.stdin {
+                StdinSource::Fifo(path) => path.display().to_string(),
+                _ => "/dev/null".into(),
+            };
             json!({
                 "name": "agent-tools",
                 "program": program,
@@ -744,11 +776,17 @@ pub fn launch_arguments(kind: AdapterKind, spec: &LaunchSpec) -> Value {
                 "stopOnEntry": spec.stop_on_entry,
                 "initCommands": spec.init_commands,
                 // Programs that read stdin would otherwise block forever.
-                "preRunCommands": ["settings set target.input-path /dev/null"],
+                "preRunCommands": [format!("settings set target.input-path {input}")],
             })
         }
         AdapterKind::Delve => {
-            let mode = if is_elf(&spec.program) { "exec" } else { "debug" };
+            let mode = if spec.go_test {
+                "test"
+            } else if is_elf(&spec.program) {
+                "exec"
+            } else {
+                "debug"
+            };
             let mut args = json!({
                 "name": "agent-tools",
                 "mode": mode,
@@ -778,9 +816,16 @@ pub fn launch_arguments(kind: AdapterKind, spec: &LaunchSpec) -> Value {
     }
 }
 
-/// The `attach` request's arguments for `kind` attaching to a debug server on `port`.
-pub fn attach_arguments(kind: AdapterKind, port: u16, program: Option<&Path>, cwd: &Path) -> Value {
-    match kind {
+/// The `attach` request's arguments for `kind` attaching to a debug server on `port`, or (with
+/// `pid`) to a running process.
+pub fn attach_arguments(
+    kind: AdapterKind,
+    port: Option<u16>,
+    pid: Option<u32>,
+    program: Option<&Path>,
+    cwd: &Path,
+) -> Value {
+    let mut args = match kind {
         AdapterKind::Debugpy => json!({
             "type": "python",
             "request": "attach",
@@ -790,10 +835,10 @@ pub fn attach_arguments(kind: AdapterKind, port: u16, program: Option<&Path>, cw
             "showReturnValue": true,
         }),
         AdapterKind::Lldb => {
-            let mut args = json!({
-                "name": "agent-tools",
-                "attachCommands": [format!("gdb-remote 127.0.0.1:{port}")],
-            });
+            let mut args = json!({"name": "agent-tools"});
+            if let Some(port) = port {
+                args["attachCommands"] = json!([format!("gdb-remote 127.0.0.1:{port}")]);
+            }
             if let Some(program) = program {
                 args["program"] = json!(program.display().to_string());
             }
@@ -802,16 +847,23 @@ pub fn attach_arguments(kind: AdapterKind, port: u16, program: Option<&Path>, cw
         AdapterKind::Delve => json!({
             "name": "agent-tools",
             "request": "attach",
-            "mode": "remote",
+            "mode": if pid.is_some() { "local" } else { "remote" },
             "cwd": cwd.display().to_string(),
             "hideSystemGoroutines": true,
         }),
         AdapterKind::Dart => json!({
             "name": "agent-tools",
-            "vmServiceUri": format!("ws://127.0.0.1:{port}/ws"),
+            "vmServiceUri": format!("ws://127.0.0.1:{}/ws", port.unwrap_or(0)),
             "cwd": cwd.display().to_string(),
         }),
+    };
+    if let Some(pid) = pid {
+        match kind {
+            AdapterKind::Lldb => args["pid"] = json!(pid),
+            _ => args["processId"] = json!(pid),
+        }
     }
+    args
 }
 
 /// Whether attaching to `port` means talking DAP to the port itself (no adapter process).
@@ -842,6 +894,13 @@ pub fn exception_filters(
         .map(|filters| filters.iter().filter_map(|f| f["filter"].as_str()).collect())
         .unwrap_or_default();
     wanted.iter().filter(|w| offered.contains(w)).map(|w| w.to_string()).collect()
+}
+
+/// Whether the adapter offers the exception filter `filter`.
+pub fn offers_filter(capabilities: &Value, filter: &str) -> bool {
+    capabilities["exceptionBreakpointFilters"]
+        .as_array()
+        .is_some_and(|filters| filters.iter().any(|f| f["filter"] == filter))
 }
 
 /// lldb `initCommands` that load rustc's pretty-printers, when a Rust toolchain is here.
@@ -899,10 +958,7 @@ mod tests {
             args: vec![],
             cwd: "/p".into(),
             env: [("FOO".to_string(), "bar".to_string())].into(),
-            stop_on_entry: false,
-            debuggee_python: None,
-            build_output: None,
-            init_commands: vec![],
+            ..Default::default()
         };
         let args = launch_arguments(AdapterKind::Lldb, &spec);
         assert_eq!(args["env"], json!(["FOO=bar"]));

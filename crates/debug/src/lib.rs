@@ -30,6 +30,7 @@
 pub mod adapters;
 mod config;
 mod error;
+mod launch;
 pub mod output;
 pub mod process;
 pub mod progress;

@@ -41,8 +41,18 @@ pub struct OutputChunk {
     pub next: u64,
     /// Entries that fell out of the ring before they were read.
     pub dropped: u64,
-    /// Entries that are there but did not fit in this chunk.
+    /// Entries that are there but did not fit in this chunk (read on with `since: next`).
     pub more: u64,
+    /// Older new entries left out so that the newest fit (read them with `since:
+    /// earlier_since`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub earlier: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub earlier_since: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl OutputChunk {
@@ -114,9 +124,39 @@ impl OutputRing {
         self.next_seq
     }
 
-    /// Entries from `since` on, at most `max_chars` characters of text (at least one entry,
-    /// cut if it alone is larger). Advances the "delivered" cursor.
+    /// The new output since the last read, newest first when it does not all fit: the tail of
+    /// at most `max_chars`, saying how many older entries were left out and where they start.
+    /// With `since`, entries from that cursor on instead. Advances the "delivered" cursor.
     pub fn read(&mut self, since: Option<u64>, max_chars: usize) -> OutputChunk {
+        if since.is_some() {
+            return self.read_from(since, max_chars);
+        }
+        let from = self.delivered;
+        let mut budget = max_chars;
+        let mut first = None;
+        for entry in self.entries.iter().rev().filter(|e| e.seq >= from) {
+            let len = entry.text.chars().count();
+            if len > budget {
+                break;
+            }
+            budget -= len;
+            first = Some(entry.seq);
+        }
+        let first_new = self.entries.iter().find(|e| e.seq >= from).map(|e| e.seq);
+        match (first, first_new) {
+            (Some(first), Some(first_new)) if first > first_new => {
+                let mut chunk = self.read_from(Some(first), max_chars);
+                chunk.earlier =
+                    self.entries.iter().filter(|e| e.seq >= from && e.seq < first).count() as u64;
+                chunk.earlier_since = first_new;
+                chunk.dropped = first_new.saturating_sub(from).min(self.dropped);
+                chunk
+            }
+            _ => self.read_from(None, max_chars),
+        }
+    }
+
+    fn read_from(&mut self, since: Option<u64>, max_chars: usize) -> OutputChunk {
         let since = since.unwrap_or(self.delivered);
         let first_kept = self.entries.front().map_or(self.next_seq, |e| e.seq);
         let dropped = first_kept.saturating_sub(since).min(self.dropped);
@@ -204,11 +244,26 @@ mod tests {
         ring.push("stdout", &"a".repeat(50));
         ring.push("stdout", "\n");
         ring.push("stderr", &"b".repeat(50));
-        let chunk = ring.read(None, 60);
+        let chunk = ring.read(Some(0), 60);
         assert_eq!(chunk.entries.len(), 1);
         assert_eq!(chunk.more, 1);
-        let rest = ring.read(None, 60);
+        let rest = ring.read(Some(chunk.next), 60);
         assert_eq!(rest.entries.len(), 1);
         assert_eq!(rest.more, 0);
+    }
+
+    #[test]
+    fn new_output_that_does_not_fit_shows_its_tail_and_where_the_rest_starts() {
+        let mut ring = OutputRing::default();
+        for i in 0..100 {
+            ring.push("stdout", &format!("line {i:03}\n"));
+        }
+        let tail = ring.read(None, 90);
+        assert_eq!(tail.text().lines().last(), Some("line 099"));
+        assert_eq!(tail.earlier, 90);
+        assert_eq!(tail.earlier_since, 0);
+        let head = ring.read(Some(tail.earlier_since), 90);
+        assert_eq!(head.text().lines().next(), Some("line 000"));
+        assert!(ring.read(None, 90).entries.is_empty());
     }
 }

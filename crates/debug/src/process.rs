@@ -112,6 +112,34 @@ pub fn descendants(pid: i32) -> Vec<ProcRef> {
     found
 }
 
+/// In one scan of `/proc`: every live descendant of `roots` and every live member of the
+/// process groups `groups`, and their descendants. A debuggee's forked child that outlived
+/// its parent is found through its group (it keeps the group unless it leaves it on purpose).
+pub fn family(roots: &[i32], groups: &[i32]) -> Vec<ProcRef> {
+    let all = all_processes();
+    let live = |s: &ProcStat| s.state != 'Z' && s.state != 'X';
+    let mut found: Vec<ProcRef> = all
+        .iter()
+        .filter(|(pid, s)| live(s) && groups.contains(&s.pgid) && !roots.contains(pid))
+        .map(|(pid, s)| ProcRef { pid: *pid, start: s.start })
+        .collect();
+    let mut frontier: Vec<i32> = roots.iter().copied().chain(found.iter().map(|p| p.pid)).collect();
+    while let Some(parent) = frontier.pop() {
+        for (child, stat) in &all {
+            if stat.ppid == parent && live(stat) && !found.iter().any(|p| p.pid == *child) {
+                found.push(ProcRef { pid: *child, start: stat.start });
+                frontier.push(*child);
+            }
+        }
+    }
+    found
+}
+
+/// The process group of `pid`, if it is alive.
+pub fn group_of(pid: i32) -> Option<i32> {
+    stat(pid).map(|s| s.pgid)
+}
+
 /// Waits until `done()` or `within` passed, polling briefly.
 pub async fn wait_until(within: Duration, mut done: impl FnMut() -> bool) -> bool {
     let deadline = Instant::now() + within;

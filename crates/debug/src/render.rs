@@ -18,6 +18,11 @@ pub fn render(outcome: &DebugOutcome) -> String {
         DebugOutcome::Scopes { frame_id, scopes } => render_scopes(&mut out, *frame_id, scopes),
         DebugOutcome::Variables(v) => render_variables(&mut out, v),
         DebugOutcome::Evaluate(e) => render_variable(&mut out, &e.result, ""),
+        DebugOutcome::SetVariable(v) => {
+            let _ = writeln!(out, "Set:");
+            render_variable(&mut out, v, "");
+        }
+        DebugOutcome::Input(i) => render_input(&mut out, i),
         DebugOutcome::Output(o) => render_output_view(&mut out, o),
         DebugOutcome::Terminated(t) => render_teardown(&mut out, t),
     }
@@ -128,7 +133,7 @@ fn render_variable(out: &mut String, v: &VariableView, indent: &str) {
 }
 
 fn render_output(out: &mut String, chunk: &OutputChunk, title: &str) {
-    if chunk.entries.is_empty() && chunk.dropped == 0 {
+    if chunk.entries.is_empty() && chunk.dropped == 0 && chunk.earlier == 0 {
         return;
     }
     let _ = writeln!(out, "{title}:");
@@ -137,6 +142,14 @@ fn render_output(out: &mut String, chunk: &OutputChunk, title: &str) {
             out,
             "  [{} older output entries were dropped: the buffer holds the last 64 KB]",
             chunk.dropped
+        );
+    }
+    if chunk.earlier > 0 {
+        let _ = writeln!(
+            out,
+            "  [{} earlier entries not shown; this is the newest output. `output` with since={} \
+             reads from the first of them]",
+            chunk.earlier, chunk.earlier_since
         );
     }
     let mut last = "";
@@ -159,14 +172,18 @@ fn render_output(out: &mut String, chunk: &OutputChunk, title: &str) {
 fn render_run(out: &mut String, state: &RunState) {
     match state {
         RunState::Stopped(s) => render_snapshot(out, s),
-        RunState::Exited { exit_code, output } => {
-            let _ = writeln!(
-                out,
-                "The program exited{}.",
-                exit_code
-                    .map(|c| format!(" with code {c}"))
-                    .unwrap_or_else(|| " (exit code unknown)".into())
-            );
+        RunState::Exited { exit_code, ended_by, output } => {
+            match (ended_by, exit_code) {
+                (Some(how), _) => {
+                    let _ = writeln!(out, "The program ended: {how}.");
+                }
+                (None, Some(code)) => {
+                    let _ = writeln!(out, "The program exited with code {code}.");
+                }
+                (None, None) => {
+                    let _ = writeln!(out, "The program exited (exit code unknown).");
+                }
+            }
             render_output(out, output, "Output since the last call");
         }
         RunState::Running { waited_seconds, cancelled, output } => {
@@ -467,4 +484,19 @@ fn render_teardown(out: &mut String, t: &TeardownReport) {
         let _ = writeln!(out, "The program had exited with code {code}.");
     }
     render_output(out, &t.output, "Output not read before");
+}
+
+fn render_input(out: &mut String, i: &InputView) {
+    if i.closed {
+        let _ = writeln!(out, "Closed the program's stdin: it reads end of file now.");
+    } else {
+        let _ = writeln!(out, "Sent {} characters to the program's stdin.", i.chars);
+    }
+    if i.pending > 0 {
+        let _ =
+            writeln!(out, "{} characters wait: the program has not read its stdin yet.", i.pending);
+    }
+    if let Some(state) = &i.state {
+        render_run(out, state);
+    }
 }

@@ -45,7 +45,10 @@ pub enum DebugOutcome {
     },
     Variables(VariablesView),
     Evaluate(EvaluateView),
+    /// `set_variable`: the variable with its new value.
+    SetVariable(VariableView),
     Output(OutputView),
+    Input(InputView),
     Terminated(TeardownReport),
 }
 
@@ -61,6 +64,9 @@ pub enum RunState {
     Stopped(Box<StopSnapshot>),
     Exited {
         exit_code: Option<i64>,
+        /// How it ended when not by exiting itself: a signal, or gone unreported.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        ended_by: Option<String>,
         output: OutputChunk,
     },
     /// Still running when the wait ended (its bound passed, or the call was cancelled).
@@ -199,6 +205,19 @@ pub struct OutputView {
     pub output: OutputChunk,
     /// Whether the program has exited, and how.
     pub exit_code: Option<i64>,
+}
+
+/// What `input` wrote to the program's stdin.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct InputView {
+    /// Characters sent.
+    pub chars: usize,
+    /// stdin was closed (the program reads end of file).
+    pub closed: bool,
+    /// Characters waiting because the pipe is full.
+    pub pending: usize,
+    /// Where the program is after it read the input, when it was running.
+    pub state: Option<RunState>,
 }
 
 /// One breakpoint as the adapter placed it.

@@ -18,12 +18,16 @@ use tokio_util::sync::CancellationToken;
 use crate::progress::CallScope;
 
 use crate::{
-    adapters::{self, AdapterCommand, AdapterKind, AdapterReport, LaunchSpec, Probes, SearchEnv},
+    adapters::{
+        self, AdapterCommand, AdapterKind, AdapterReport, LaunchSpec, Probes, SearchEnv,
+        StdinSource,
+    },
     config::{DebugConfig, human_seconds},
     error::DebugError,
+    launch::{self, resolve_in_root},
     request::{DebugArgs, Operation},
     response::*,
-    session::{BreakpointRequest, Session, StartOptions, Target},
+    session::{AttachTo, BreakpointRequest, Session, StartOptions, Target},
 };
 
 /// Most a call may wait for a stop.
@@ -54,6 +58,8 @@ pub struct DebugSupervisor {
     next_id: AtomicU64,
     closing: AtomicBool,
     timers: Mutex<Vec<JoinHandle<()>>>,
+    /// Per root: the library folders of the program's environments (probed once).
+    libraries: Mutex<HashMap<PathBuf, Vec<PathBuf>>>,
 }
 
 impl DebugSupervisor {
@@ -72,6 +78,7 @@ impl DebugSupervisor {
             next_id: AtomicU64::new(1),
             closing: AtomicBool::new(false),
             timers: Mutex::new(Vec::new()),
+            libraries: Mutex::new(HashMap::new()),
         })
     }
 
@@ -90,6 +97,26 @@ impl DebugSupervisor {
         tokio::task::spawn_blocking(move || adapter_reports_with(&root, &config, &env, &probes))
             .await
             .unwrap_or_default()
+    }
+
+    /// The folders outside `root` that the programs of this project run code from (the
+    /// interpreter's stdlib and site-packages, GOROOT and the module cache, the Rust sources).
+    async fn library_roots(&self, root: &Path) -> Vec<PathBuf> {
+        if let Some(known) = self.libraries.lock().get(root) {
+            return known.clone();
+        }
+        let (root_owned, env, probes) = (root.to_path_buf(), self.env.clone(), self.probes.clone());
+        let found = tokio::task::spawn_blocking(move || {
+            let python = adapters::python_candidates(&root_owned, &env).into_iter().next();
+            AdapterKind::ALL
+                .into_iter()
+                .flat_map(|kind| launch::library_roots(kind, python.as_deref(), &probes, &env))
+                .collect::<Vec<_>>()
+        })
+        .await
+        .unwrap_or_default();
+        self.libraries.lock().insert(root.to_path_buf(), found.clone());
+        found
     }
 
     /// Resolves how to start `kind`, on the blocking pool (it runs version probes).
@@ -245,7 +272,12 @@ impl DebugSupervisor {
         if lines.contains(&0) {
             return Err(DebugError::usage("line numbers start at 1"));
         }
-        let path = resolve_in_root(root, file, "file")?;
+        let libraries = if Path::new(file).is_absolute() && !Path::new(file).starts_with(root) {
+            self.library_roots(root).await
+        } else {
+            Vec::new()
+        };
+        let (path, library) = launch::resolve_source(root, file, &libraries)?;
         if !path.is_file() {
             return Err(DebugError::usage(format!("`{file}` is not a file")));
         }
@@ -256,6 +288,7 @@ impl DebugSupervisor {
             lines: sorted,
             condition: args.condition.clone(),
             log_message: args.log_message.clone(),
+            library,
         };
         if request.lines.is_empty() {
             inner.breakpoints.remove(&path);
@@ -330,6 +363,9 @@ impl DebugSupervisor {
         }
 
         let program = match &args.program {
+            Some(p) if args.operation == Operation::Launch => {
+                Some(launch::resolve_program(root, p, &self.env)?)
+            }
             Some(p) => Some(resolve_in_root(root, p, "program")?),
             None => None,
         };
@@ -345,19 +381,60 @@ impl DebugSupervisor {
         };
         let kind = match args.adapter {
             Some(kind) => kind,
-            None => match program.as_deref().and_then(|p| adapters::adapter_for_program(p, root)) {
-                Some(kind) => kind,
-                None => self.adapter_from_markers(root, program.as_deref())?,
+            None if args.module.is_some() => AdapterKind::Debugpy,
+            None => match (
+                program.as_deref().and_then(|p| adapters::adapter_for_program(p, root)),
+                args.test.as_deref().and_then(|t| launch::adapter_for_test(t, root)),
+            ) {
+                (_, Some(kind)) | (Some(kind), None) => kind,
+                (None, None) => self.adapter_from_markers(root, program.as_deref())?,
             },
         };
         let exceptions = args.exceptions.unwrap_or_default();
         let (target, command, rust) = if args.operation == Operation::Launch {
-            let program = program.ok_or_else(|| {
-                DebugError::usage(
-                    "launch needs `program`: a .py script, a Go package folder or .go file, a \
-                     .dart file, or an executable built with debug info",
-                )
-            })?;
+            if args.module.is_some() && kind != AdapterKind::Debugpy {
+                return Err(DebugError::usage(format!(
+                    "`module` runs a Python module (`python -m`); the {} adapter has none: pass                      `program`",
+                    kind.id()
+                )));
+            }
+            let user_args = args.args.clone().unwrap_or_default();
+            let (program, module, run_args, go_test) = match (&args.test, &args.module) {
+                (Some(test), _) => {
+                    let (env, root_owned, test, program) =
+                        (self.env.clone(), root.to_path_buf(), test.clone(), program.clone());
+                    let plan = tokio::task::spawn_blocking(move || {
+                        launch::plan_test(
+                            kind,
+                            &test,
+                            program.as_deref(),
+                            &root_owned,
+                            &user_args,
+                            &env,
+                        )
+                    })
+                    .await
+                    .map_err(|e| DebugError::adapter(format!("planning the test failed: {e}")))??;
+                    (
+                        plan.program.unwrap_or_else(|| cwd.clone()),
+                        plan.module,
+                        plan.args,
+                        plan.go_test,
+                    )
+                }
+                (None, Some(module)) => (cwd.clone(), Some(module.clone()), user_args, false),
+                (None, None) => {
+                    let program = program.ok_or_else(|| {
+                        DebugError::usage(
+                            "launch needs `program` (a .py script, a Go package folder or .go \
+                             file, a .dart file, an executable built with debug info, or a \
+                             console script of the project's environment), `module` (Python) \
+                             or `test`",
+                        )
+                    })?;
+                    (program, None, user_args, false)
+                }
+            };
             let command = self.resolve(kind, root).await?;
             let rust = kind == AdapterKind::Lldb && adapters::looks_like_rust(&program, root);
             let init_commands = if rust {
@@ -370,25 +447,52 @@ impl DebugSupervisor {
             } else {
                 Vec::new()
             };
+            let library_breakpoint = inner.breakpoints.values().any(|b| b.library);
+            let just_my_code = args.just_my_code.unwrap_or(!library_breakpoint);
+            let stdin = match (&args.stdin, kind) {
+                (None, _) => StdinSource::Closed,
+                (Some(_), AdapterKind::Debugpy) => StdinSource::Terminal,
+                // The FIFO's path is chosen in the session's temp folder.
+                (Some(_), AdapterKind::Lldb) => StdinSource::Fifo(PathBuf::new()),
+                (Some(_), AdapterKind::Delve) => StdinSource::Inherited,
+                (Some(_), AdapterKind::Dart) => {
+                    return Err(DebugError::usage(
+                        "`stdin` is not supported with the dart adapter",
+                    ));
+                }
+            };
             let spec = LaunchSpec {
                 program,
-                args: args.args.clone().unwrap_or_default(),
+                module,
+                args: run_args,
                 cwd,
                 env: args.env.clone().unwrap_or_default(),
                 stop_on_entry: args.stop_on_entry.unwrap_or(false),
                 debuggee_python: command.debuggee_python.clone(),
                 build_output: None,
                 init_commands,
+                just_my_code,
+                go_test,
+                stdin,
             };
             (Target::Launch(spec), command, rust)
         } else {
-            let port = args.port.ok_or_else(|| {
-                DebugError::usage(format!(
-                    "attach needs `port`: the local port of the debug server. {}",
-                    crate::session::attach_recipe(kind, 5678)
-                ))
-            })?;
-            let command = if adapters::attach_is_direct(kind) {
+            let how = match (args.port, args.pid) {
+                (Some(port), None) => AttachTo::Port(port),
+                (None, Some(pid)) => AttachTo::Pid(pid),
+                (Some(_), Some(_)) => {
+                    return Err(DebugError::usage("attach takes `port` or `pid`, not both"));
+                }
+                (None, None) => {
+                    return Err(DebugError::usage(format!(
+                        "attach needs `port` (the local port of a debug server: {}) or `pid` (a \
+                         running process, with lldb or delve)",
+                        crate::session::attach_recipe(kind, 5678)
+                    )));
+                }
+            };
+            let direct = matches!(how, AttachTo::Port(_)) && adapters::attach_is_direct(kind);
+            let command = if direct {
                 AdapterCommand {
                     kind,
                     argv: Vec::new(),
@@ -399,7 +503,7 @@ impl DebugSupervisor {
             } else {
                 self.resolve(kind, root).await?
             };
-            (Target::Attach { port, program, cwd }, command, false)
+            (Target::Attach { how, program, cwd }, command, false)
         };
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (mut session, mut view) = Session::start(StartOptions {
@@ -411,6 +515,8 @@ impl DebugSupervisor {
             breakpoints: &inner.breakpoints,
             exceptions,
             rust,
+            python_test: kind == AdapterKind::Debugpy && args.test.is_some(),
+            stdin: args.stdin.clone(),
             wait,
             cancel: *cancel,
         })
@@ -539,9 +645,8 @@ async fn session_op(
         }
         Operation::Stack => DebugOutcome::Stack(session.stack(args.thread_id).await?),
         Operation::Scopes => {
-            let frame_id =
-                need(args.frame_id, "scopes", "frame_id", "from `stack` or a stop snapshot")?;
-            DebugOutcome::Scopes { frame_id, scopes: session.scopes(frame_id).await? }
+            let (frame_id, scopes) = session.scopes(args.frame_id).await?;
+            DebugOutcome::Scopes { frame_id, scopes }
         }
         Operation::Variables => {
             let reference = need(
@@ -562,6 +667,27 @@ async fn session_op(
             DebugOutcome::Evaluate(session.evaluate(expression, args.frame_id).await?)
         }
         Operation::Output => DebugOutcome::Output(session.output(args.since)),
+        Operation::SetVariable => {
+            let reference =
+                need(args.reference, "set_variable", "reference", "from `scopes` or a snapshot")?;
+            let name = need(args.name.as_deref(), "set_variable", "name", "the variable's name")?;
+            let value = need(
+                args.expression.as_deref(),
+                "set_variable",
+                "expression",
+                "the new value, in the program's language",
+            )?;
+            DebugOutcome::SetVariable(session.set_variable(reference, name, value).await?)
+        }
+        Operation::Input => {
+            let text = need(
+                args.stdin.as_deref(),
+                "input",
+                "stdin",
+                "the text to send; \"\" closes stdin",
+            )?;
+            DebugOutcome::Input(session.send_input(text, wait, cancel).await?)
+        }
         other => {
             return Err(DebugError::usage(format!(
                 "{} is not a session operation",
@@ -611,20 +737,4 @@ fn need<T>(value: Option<T>, op: &str, field: &str, hint: &str) -> Result<T, Deb
 
 fn canonical_root(root: &Path) -> PathBuf {
     std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf())
-}
-
-/// `path` (relative to `root`, or absolute) as a canonical path inside `root`.
-pub(crate) fn resolve_in_root(root: &Path, path: &str, what: &str) -> Result<PathBuf, DebugError> {
-    let candidate =
-        if Path::new(path).is_absolute() { PathBuf::from(path) } else { root.join(path) };
-    let canonical = std::fs::canonicalize(&candidate).map_err(|e| {
-        DebugError::usage(format!("{what} `{path}`: {e} (looked at {})", candidate.display()))
-    })?;
-    if !canonical.starts_with(root) {
-        return Err(DebugError::usage(format!(
-            "{what} `{path}` is outside the project root {}; debug works only inside it",
-            root.display()
-        )));
-    }
-    Ok(canonical)
 }

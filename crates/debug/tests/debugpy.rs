@@ -297,3 +297,146 @@ async fn a_running_program_is_reported_as_running_then_paused_and_breakpoints_ap
     h.ok(json!({"operation": "terminate"})).await;
     assert_gone(&procs);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_pytest_test_stops_at_its_assertion_with_the_locals() {
+    let Some((_project, h)) = check("python", config()) else { return };
+    let pytest =
+        Command::new(python_with_debugpy().unwrap()).args(["-c", "import pytest"]).status();
+    if !require(
+        "pytest (in the test venv)",
+        pytest.is_ok_and(|s| s.success()),
+        "run `cargo xtask setup`",
+    ) {
+        return;
+    }
+    // One call to the failing line; the second reads what is wrong.
+    let launched = h
+        .ok(json!({"operation": "launch", "test": "tests/test_calc.py::test_mean_of_three"}))
+        .await;
+    let procs = session_processes(&launched);
+    let stop = stopped(&launched);
+    assert_eq!(stop.reason, "exception", "{}", agent_tools_debug::render(&launched));
+    let frame = stop.frame.clone().expect("the test's frame");
+    assert_eq!(
+        (frame.name.as_str(), frame.path.as_deref(), frame.line),
+        ("test_mean_of_three", Some("tests/test_calc.py"), Some(11))
+    );
+    assert_eq!(local(stop, "result").as_deref(), Some("2.0"));
+    assert_eq!(h.evaluate("values").await, "[1, 2, 3]");
+    h.ok(json!({"operation": "terminate"})).await;
+    assert_gone(&procs);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_breakpoint_in_the_standard_library_is_hit_and_shown() {
+    let Some((_project, h)) = check("python", config()) else { return };
+    let python = python_with_debugpy().unwrap();
+    let out = Command::new(&python)
+        .args(["-c", "import json; print(json.__file__)"])
+        .output()
+        .expect("python runs");
+    let json_init = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let text = std::fs::read_to_string(&json_init).unwrap();
+    let line =
+        text.lines().position(|l| l.contains("return _default_decoder.decode(s)")).unwrap() + 1;
+    let set = h.ok(json!({"operation": "breakpoints", "file": json_init, "lines": [line]})).await;
+    assert!(matches!(&set, DebugOutcome::Breakpoints(b) if b.pending), "{set:?}");
+    let outside =
+        h.err(json!({"operation": "breakpoints", "file": "/etc/hostname", "lines": [1]})).await;
+    assert!(
+        outside.contains("outside the project root") && outside.contains("libraries"),
+        "{outside}"
+    );
+    let launched = h.ok(json!({"operation": "launch", "program": "uses_json.py"})).await;
+    let procs = session_processes(&launched);
+    let text = agent_tools_debug::render(&launched);
+    let stop = stopped(&launched);
+    assert_eq!(stop.reason, "breakpoint", "{text}");
+    assert!(text.contains("justMyCode is off"), "{text}");
+    let top = h.ok(json!({"operation": "stack"})).await;
+    let DebugOutcome::Stack(top) = top else { panic!() };
+    assert_eq!(top.frames[0].name, "loads");
+    assert_eq!(top.frames[0].line, Some(line as u32));
+    assert!(top.frames[0].library);
+    let s = h
+        .ok(json!({"operation": "evaluate", "expression": "s", "frame_id": top.frames[0].frame_id}))
+        .await;
+    let DebugOutcome::Evaluate(s) = s else { panic!() };
+    assert!(s.result.value.contains("ada"), "{s:?}");
+    h.ok(json!({"operation": "terminate"})).await;
+    assert_gone(&procs);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stdin_is_fed_at_launch_and_more_is_sent_later() {
+    let Some((_project, h)) = check("python", config()) else { return };
+    h.ok(json!({"operation": "breakpoints", "file": "greet.py", "lines": [7]})).await;
+    let launched = h
+        .ok(json!({"operation": "launch", "program": "greet.py", "stdin": "ada\n", "wait_seconds": 3}))
+        .await;
+    let procs = session_processes(&launched);
+    // It waits for its second line.
+    assert!(matches!(run_state(&launched), RunState::Running { .. }), "{launched:?}");
+    let sent = h.ok(json!({"operation": "input", "stdin": "bob\n"})).await;
+    let DebugOutcome::Input(sent) = &sent else { panic!("{sent:?}") };
+    let Some(RunState::Stopped(stop)) = &sent.state else { panic!("{sent:?}") };
+    assert_eq!(stop.frame.as_ref().and_then(|f| f.line), Some(7));
+    assert_eq!(local(stop, "second").as_deref(), Some("'bob'"));
+    assert!(h.all_output().await.contains("hello ada"));
+    h.ok(json!({"operation": "terminate"})).await;
+    assert_gone(&procs);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn honest_states_evaluate_while_running_syntax_errors_thread_names_and_terminate() {
+    let Some((_project, h)) = check("python", config()) else { return };
+    let launched =
+        h.ok(json!({"operation": "launch", "program": "loop.py", "wait_seconds": 1})).await;
+    let procs = session_processes(&launched);
+    let running = h.err(json!({"operation": "evaluate", "expression": "count"})).await;
+    assert!(running.contains("the program is running") && running.contains("pause"), "{running}");
+    h.ok(json!({"operation": "pause"})).await;
+    let bad = h.err(json!({"operation": "evaluate", "expression": "count +"})).await;
+    assert!(bad.contains("SyntaxError"), "{bad}");
+    assert!(bad.len() < 400 && !bad.contains("pydevd"), "{bad}");
+    // scopes without frame_id: the current frame.
+    let scopes = h.ok(json!({"operation": "scopes"})).await;
+    assert!(matches!(scopes, DebugOutcome::Scopes { ref scopes, .. } if !scopes.is_empty()));
+    let DebugOutcome::Terminated(report) = h.ok(json!({"operation": "terminate"})).await else {
+        panic!()
+    };
+    let text = agent_tools_debug::render(&DebugOutcome::Terminated(report.clone()));
+    assert_eq!(report.exit_code, None, "{text}");
+    assert!(text.contains("terminate ended it") && !text.contains("247"), "{text}");
+    assert_gone(&procs);
+
+    h.ok(json!({"operation": "breakpoints", "file": "worker.py", "lines": [7]})).await;
+    let launched = h.ok(json!({"operation": "launch", "program": "worker.py"})).await;
+    let procs = session_processes(&launched);
+    let stop = stopped(&launched);
+    assert_eq!(stop.thread.as_ref().map(|t| t.name.as_str()), Some("worker-2"));
+    let set = h
+        .ok(json!({"operation": "set_variable", "reference": stop.locals_reference.unwrap(), "name": "total", "expression": "40"}))
+        .await;
+    assert!(matches!(&set, DebugOutcome::SetVariable(v) if v.value == "40"), "{set:?}");
+    assert_eq!(h.evaluate("total + 2").await, "42");
+    h.ok(json!({"operation": "terminate"})).await;
+    assert_gone(&procs);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forked_child_that_outlives_the_program_is_gone_after_terminate() {
+    let Some((_project, h)) = check("python", config()) else { return };
+    let launched = h.ok(json!({"operation": "launch", "program": "forker.py"})).await;
+    let text = agent_tools_debug::render(&launched);
+    let all = h.all_output().await;
+    let child = child_pid(&all).unwrap_or_else(|| panic!("no child pid in {all:?}\n{text}"));
+    let child = agent_tools_debug::process::ProcRef::of(child).expect("the child runs");
+    // The parent's exit is seen (or noticed) even though the child keeps running.
+    let status = h.ok(json!({"operation": "status"})).await;
+    let DebugOutcome::Status(status) = status else { panic!() };
+    assert_eq!(status.state, "exited", "{text}");
+    h.ok(json!({"operation": "terminate"})).await;
+    assert_gone(&[child]);
+}

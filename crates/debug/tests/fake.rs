@@ -91,7 +91,7 @@ async fn a_dart_session_end_to_end() {
     assert_eq!((step.reason.as_str(), step.stop), ("step", 2));
     assert_eq!(step.output.text(), "total=12\n");
     let done = h.ok(json!({"operation": "continue"})).await;
-    let RunState::Exited { exit_code, output } = run_state(&done) else { panic!("{done:?}") };
+    let RunState::Exited { exit_code, output, .. } = run_state(&done) else { panic!("{done:?}") };
     assert_eq!(*exit_code, Some(3));
     assert!(output.text().contains("6\n") && output.text().contains("warning: integer division"));
     h.ok(json!({"operation": "terminate"})).await;
@@ -118,7 +118,7 @@ async fn an_uncaught_exception_stops_by_default_and_not_with_none() {
     let launched = h
         .ok(json!({"operation": "launch", "program": "bin/main.dart", "exceptions": "none"}))
         .await;
-    let RunState::Exited { exit_code, output } = run_state(&launched) else {
+    let RunState::Exited { exit_code, output, .. } = run_state(&launched) else {
         panic!("{launched:?}")
     };
     assert_eq!(*exit_code, Some(255));

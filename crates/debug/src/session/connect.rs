@@ -53,11 +53,15 @@ impl Session {
             Target::Launch(spec) => {
                 ("launch", spec.program.display().to_string(), spec.cwd.clone())
             }
-            Target::Attach { port, program, cwd } => (
+            Target::Attach { how, program, cwd } => (
                 "attach",
-                program
-                    .as_ref()
-                    .map_or_else(|| format!("port {port}"), |p| p.display().to_string()),
+                program.as_ref().map_or_else(
+                    || match how {
+                        AttachTo::Port(port) => format!("port {port}"),
+                        AttachTo::Pid(pid) => format!("pid {pid}"),
+                    },
+                    |p| p.display().to_string(),
+                ),
                 cwd.clone(),
             ),
         };
@@ -67,7 +71,9 @@ impl Session {
             Option<AdapterProcess>,
             Vec<String>,
         ) = match (&opts.target, kind) {
-            (Target::Attach { port, .. }, k) if adapters::attach_is_direct(k) => {
+            (Target::Attach { how: AttachTo::Port(port), .. }, k)
+                if adapters::attach_is_direct(k) =>
+            {
                 let stream = connect_tcp(*port, Duration::from_secs(5)).await.map_err(|e| {
                     DebugError::Adapter(format!(
                         "nothing accepts a debug connection on 127.0.0.1:{port} ({e}). {}",
@@ -77,7 +83,7 @@ impl Session {
                 let (r, w) = stream.into_split();
                 (Box::new(r), Box::new(w), None, vec![format!("tcp 127.0.0.1:{port}")])
             }
-            (Target::Launch(_), AdapterKind::Delve) => {
+            (_, AdapterKind::Delve) => {
                 let module_dir = match &opts.target {
                     Target::Launch(spec) => adapters::go_module_dir(&spec.program, opts.root)
                         .unwrap_or_else(|| spec.cwd.clone()),
@@ -85,8 +91,13 @@ impl Session {
                 };
                 let mut argv = opts.command.argv.clone();
                 argv.extend(["dap", "-l", "127.0.0.1:0"].map(String::from));
+                let inherit_stdin = matches!(
+                    &opts.target,
+                    Target::Launch(spec) if spec.stdin == adapters::StdinSource::Inherited
+                );
                 let (stream, process) =
-                    spawn_delve(&argv, &module_dir, &shared, &mut tasks, opts).await?;
+                    spawn_delve(&argv, &module_dir, &shared, &mut tasks, opts, inherit_stdin)
+                        .await?;
                 let (r, w) = stream.into_split();
                 notes.push(format!("dlv runs in {}", module_dir.display()));
                 (Box::new(r), Box::new(w), Some(process), argv)
@@ -97,6 +108,9 @@ impl Session {
                 (r, w, Some(process), argv)
             }
         };
+        if let Some(text) = &opts.stdin {
+            shared.update(|s| s.pending_stdin = Some(text.clone()));
+        }
         let (client, incoming) = DapClient::start(read, write);
         tasks.push(tokio::spawn(pump(incoming, shared.clone(), client.clone(), kind)));
         Ok(Session {
@@ -179,8 +193,18 @@ pub(super) async fn spawn_delve(
     shared: &Arc<Shared>,
     tasks: &mut Vec<JoinHandle<()>>,
     opts: &StartOptions<'_>,
+    inherit_stdin: bool,
 ) -> Result<(tokio::net::TcpStream, AdapterProcess), DebugError> {
-    let mut process = start_adapter(argv, cwd, std::process::Stdio::null(), |_| {})?;
+    // The program inherits dlv's stdin: a pipe we keep the writing end of, or nothing.
+    let stdin = if inherit_stdin {
+        let (reader, writer) = std::io::pipe()
+            .map_err(|e| DebugError::adapter(format!("cannot make a stdin pipe: {e}")))?;
+        shared.update(|s| s.set_stdin(std::fs::File::from(std::os::fd::OwnedFd::from(writer))));
+        std::process::Stdio::from(reader)
+    } else {
+        std::process::Stdio::null()
+    };
+    let mut process = start_adapter(argv, cwd, stdin, |_| {})?;
     let (Some(stdout), Some(stderr)) = (process.child.stdout.take(), process.child.stderr.take())
     else {
         return Err(DebugError::adapter("dlv has no stdio pipes"));

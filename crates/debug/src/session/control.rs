@@ -8,10 +8,7 @@ use serde_json::json;
 use tokio::time::Instant;
 
 use super::*;
-use crate::{
-    adapters::AdapterKind, error::DebugError, process::descendants, request::ExceptionMode,
-    response::*,
-};
+use crate::{adapters::AdapterKind, error::DebugError, request::ExceptionMode, response::*};
 
 pub(super) enum Wait {
     Stopped,
@@ -28,12 +25,7 @@ impl Session {
         if !self.owns_debuggee {
             return;
         }
-        if let Some(process) = &self.process {
-            let found = descendants(process.pid);
-            if !found.is_empty() {
-                self.shared.update(|s| found.into_iter().for_each(|p| s.remember(p)));
-            }
-        }
+        super::tracker::remember_family(&self.shared, self.process.as_ref().map(|p| p.pid));
     }
 
     pub(super) async fn wait_for(
@@ -118,7 +110,8 @@ impl Session {
                     self.settle_after_exit().await;
                     let (exit_code, output) =
                         self.shared.update(|s| (s.exit_code, s.output.read(None, OUTPUT_CHARS)));
-                    return RunState::Exited { exit_code, output };
+                    let (exit_code, ended_by) = self.how_it_ended(exit_code);
+                    return RunState::Exited { exit_code, ended_by, output };
                 }
                 Wait::Gone(reason) => {
                     let context = self.failure_context();
@@ -263,6 +256,7 @@ impl Session {
         // Register the stop waiter first: a fast adapter may stop before it answers.
         let after = self.shared.update(|s| {
             s.running = true;
+            s.pausing = false;
             s.epoch
         });
         let result = self
@@ -308,6 +302,7 @@ impl Session {
             Some(t) => t,
             None => self.first_thread().await.unwrap_or(1),
         };
+        self.shared.update(|s| s.pausing = true);
         self.client
             .request("pause", json!({"threadId": thread}), self.config.request_timeout())
             .await
@@ -322,5 +317,61 @@ impl Session {
         let body =
             self.client.request("threads", json!({}), self.config.request_timeout()).await.ok()?;
         body["threads"].as_array()?.first()?["id"].as_i64()
+    }
+
+    /// Writes `text` to the program's stdin (an empty text closes it); when the program is
+    /// running, waits for its next stop as `continue` would.
+    pub(crate) async fn send_input(
+        &mut self,
+        text: &str,
+        wait: Duration,
+        cancel: &CallScope<'_>,
+    ) -> Result<InputView, DebugError> {
+        if self.finished() {
+            self.require_stopped("send input")?;
+        }
+        let (closed, pending) = self.shared.update(|s| {
+            if s.stdin.is_none() {
+                return Err(DebugError::usage(
+                    "the program's stdin is not open: `launch` with `stdin` (text, may be \"\") \
+                     keeps it open for `input`",
+                ));
+            }
+            if text.is_empty() {
+                s.flush_stdin();
+                s.stdin = None;
+                s.pending_stdin = None;
+                return Ok((true, 0));
+            }
+            let mut all = s.pending_stdin.take().unwrap_or_default();
+            all.push_str(text);
+            s.pending_stdin = Some(all);
+            s.flush_stdin();
+            Ok((false, s.pending_stdin.as_ref().map_or(0, |p| p.chars().count())))
+        })?;
+        let (running, epoch) = self.shared.read(|s| (s.running || s.epoch == 0, s.epoch));
+        let state = if running { Some(self.wait_state(epoch, wait, cancel).await) } else { None };
+        Ok(InputView { chars: text.chars().count(), closed, pending, state })
+    }
+
+    /// The exit code the adapter gave, or how the program really ended: a negative code is a
+    /// signal (Python's convention), and a process that vanished unreported has no code.
+    pub(super) fn how_it_ended(&self, exit_code: Option<i64>) -> (Option<i64>, Option<String>) {
+        if let Some(pid) = self.shared.read(|s| s.unreported_exit) {
+            return (
+                None,
+                Some(format!(
+                    "its process (pid {pid}) is gone; the adapter did not report the exit \
+                     (after a fork, a child may keep the adapter's connection)"
+                )),
+            );
+        }
+        match exit_code {
+            Some(code) if code < 0 && code > -65 => {
+                let signal = i32::try_from(-code).unwrap_or(0);
+                (None, Some(format!("killed by {}", crate::process::signal_name(signal))))
+            }
+            other => (other, None),
+        }
     }
 }

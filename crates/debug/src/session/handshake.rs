@@ -63,10 +63,23 @@ impl Session {
                 if !spec.init_commands.is_empty() {
                     self.notes.push("loaded rustc's LLDB formatters for Rust values".into());
                 }
+                if let adapters::StdinSource::Fifo(path) = &mut spec.stdin {
+                    *path = self.stdin_fifo()?;
+                }
+                if !spec.just_my_code && self.kind == AdapterKind::Debugpy {
+                    self.notes
+                        .push("justMyCode is off: breakpoints and steps reach library code".into());
+                }
                 ("launch", adapters::launch_arguments(self.kind, &spec))
             }
-            Target::Attach { port, program, cwd } => {
-                ("attach", adapters::attach_arguments(self.kind, *port, program.as_deref(), cwd))
+            Target::Attach { how, program, cwd } => {
+                let (port, pid) = match how {
+                    AttachTo::Port(port) => (Some(*port), None),
+                    AttachTo::Pid(pid) => (None, Some(*pid)),
+                };
+                let args =
+                    adapters::attach_arguments(self.kind, port, pid, program.as_deref(), cwd);
+                ("attach", args)
             }
         };
         // Never await the launch response here: debugpy answers it only after configurationDone.
@@ -128,6 +141,20 @@ impl Session {
             let pending = self.client.send("setBreakpoints", breakpoint_args(file, request)).await;
             sent.push((file, request, pending));
         }
+        let delve_entry = matches!(&opts.target, Target::Launch(spec) if spec.stop_on_entry)
+            && self.kind == AdapterKind::Delve;
+        if delve_entry {
+            // delve's own entry stop is on a thread without frames: stop at main.main instead.
+            let args = json!({"breakpoints": [{"name": "main.main"}]});
+            if let Ok(p) = self.client.send("setFunctionBreakpoints", args).await {
+                let _ = p.wait(timeout).await;
+                self.notes.push(
+                    "stop_on_entry with delve stops at main.main (a function breakpoint): \
+                     delve's own entry stop has no frames"
+                        .into(),
+                );
+            }
+        }
         let panic_breakpoint = if self.kind == AdapterKind::Lldb
             && opts.rust
             && opts.exceptions != ExceptionMode::None
@@ -139,7 +166,16 @@ impl Session {
         } else {
             None
         };
-        let filters = adapters::exception_filters(self.kind, opts.exceptions, &self.capabilities);
+        let mut filters =
+            adapters::exception_filters(self.kind, opts.exceptions, &self.capabilities);
+        if opts.python_test
+            && opts.exceptions == ExceptionMode::Uncaught
+            && adapters::offers_filter(&self.capabilities, "userUnhandled")
+        {
+            // pytest catches every failure, so `uncaught` never fires: stop where the failure
+            // leaves the test's code for pytest's.
+            filters.push("userUnhandled".into());
+        }
         let offers_filters = self.capabilities["exceptionBreakpointFilters"]
             .as_array()
             .is_some_and(|f| !f.is_empty());
@@ -188,6 +224,11 @@ impl Session {
             )));
         }
         self.remember_descendants();
+        if self.owns_debuggee {
+            let adapter = self.process.as_ref().map(|p| p.pid);
+            self.tasks.push(super::tracker::track(self.shared.clone(), adapter));
+        }
+        self.shared.update(|s| s.flush_stdin());
         let wait = if matches!(opts.target, Target::Attach { .. }) && opts.breakpoints.is_empty() {
             Duration::ZERO
         } else {
@@ -312,4 +353,33 @@ pub(super) fn breakpoint_args(file: &Path, request: &BreakpointRequest) -> Value
         "lines": request.lines,
         "sourceModified": false,
     })
+}
+
+impl Session {
+    /// A FIFO in the session's temp folder for lldb's `target.input-path`, held open for
+    /// writing (opened read-write, so opening never blocks and the program sees no EOF until
+    /// `input` closes it).
+    fn stdin_fifo(&mut self) -> Result<PathBuf, DebugError> {
+        let Some(temp) = self.temp.as_ref() else {
+            return Err(DebugError::adapter("the session has no temp folder for stdin"));
+        };
+        let path = temp.path().join("stdin");
+        let c_path = std::ffi::CString::new(path.as_os_str().as_encoded_bytes())
+            .map_err(|e| DebugError::adapter(format!("stdin FIFO path: {e}")))?;
+        // SAFETY: mkfifo(3) with a NUL-terminated path we own; no memory is shared.
+        if unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) } != 0 {
+            return Err(DebugError::adapter(format!(
+                "cannot make a stdin FIFO at {}: {}",
+                path.display(),
+                std::io::Error::last_os_error()
+            )));
+        }
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&path)
+            .map_err(|e| DebugError::adapter(format!("cannot open the stdin FIFO: {e}")))?;
+        self.shared.update(|s| s.set_stdin(file));
+        Ok(path)
+    }
 }

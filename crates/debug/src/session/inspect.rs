@@ -109,14 +109,22 @@ impl Session {
         self.shared.read(|s| s.running || s.ended() || s.gone.is_some())
     }
 
-    pub(crate) async fn scopes(&mut self, frame_id: u64) -> Result<Vec<ScopeView>, DebugError> {
+    /// The scopes of `frame_id`, by default of the current stop's user frame.
+    pub(crate) async fn scopes(
+        &mut self,
+        frame_id: Option<u64>,
+    ) -> Result<(u64, Vec<ScopeView>), DebugError> {
+        self.require_stopped("read scopes")?;
+        let frame_id = frame_id.or(self.default_frame).ok_or_else(|| {
+            DebugError::usage("this stop has no frame; pass `frame_id` from `stack`")
+        })?;
         let handle = self.handles.resolve(frame_id, HandleKind::Frame, self.running())?;
         let body = self
             .client
             .request("scopes", json!({"frameId": handle.adapter_id}), self.config.request_timeout())
             .await?;
         let scopes = body["scopes"].as_array().cloned().unwrap_or_default();
-        Ok(scopes
+        let views = scopes
             .iter()
             .filter_map(|s| {
                 let reference = s["variablesReference"].as_i64().filter(|r| *r > 0)?;
@@ -131,7 +139,8 @@ impl Session {
                     count,
                 })
             })
-            .collect())
+            .collect();
+        Ok((frame_id, views))
     }
 
     pub(crate) async fn variables(
@@ -164,14 +173,9 @@ impl Session {
         expression: &str,
         frame_id: Option<u64>,
     ) -> Result<EvaluateView, DebugError> {
-        if self.finished() {
-            self.require_stopped("evaluate")?;
-        }
-        let frame_id = match frame_id {
-            Some(id) => Some(id),
-            None if !self.running() => self.default_frame,
-            None => None,
-        };
+        // A running program has no frame to evaluate in (debugpy would answer a NameError).
+        self.require_stopped("evaluate")?;
+        let frame_id = frame_id.or(self.default_frame);
         let mut args = json!({"expression": expression, "context": self.kind.evaluate_context()});
         if let Some(id) = frame_id {
             let handle = self.handles.resolve(id, HandleKind::Frame, self.running())?;
@@ -180,9 +184,9 @@ impl Session {
         let body =
             self.client.request("evaluate", args, self.config.request_timeout()).await.map_err(
                 |e| match e {
-                    crate::protocol::DapError::Failed { message, .. } => {
-                        DebugError::adapter(format!("evaluating `{expression}` failed: {message}"))
-                    }
+                    crate::protocol::DapError::Failed { message, .. } => DebugError::adapter(
+                        format!("evaluating `{expression}` failed: {}", evaluate_error(&message)),
+                    ),
                     other => other.into(),
                 },
             )?;
@@ -190,9 +194,71 @@ impl Session {
         Ok(EvaluateView { expression: expression.to_string(), frame_id, result })
     }
 
+    /// Sets `name` under `reference` to the value of `value`, where the adapter can.
+    pub(crate) async fn set_variable(
+        &mut self,
+        reference: u64,
+        name: &str,
+        value: &str,
+    ) -> Result<VariableView, DebugError> {
+        self.require_stopped("set a variable")?;
+        if !self.capabilities["supportsSetVariable"].as_bool().unwrap_or(false) {
+            return Err(DebugError::usage(format!(
+                "the {} adapter cannot set variables; `evaluate` an assignment instead",
+                self.kind.id()
+            )));
+        }
+        let handle = self.handles.resolve(reference, HandleKind::Reference, self.running())?;
+        let args = json!({"variablesReference": handle.adapter_id, "name": name, "value": value});
+        let body = self
+            .client
+            .request("setVariable", args, self.config.request_timeout())
+            .await
+            .map_err(|e| match e {
+                crate::protocol::DapError::Failed { message, .. } => DebugError::adapter(format!(
+                    "setting `{name}` to `{value}` failed: {}",
+                    evaluate_error(&message)
+                )),
+                other => other.into(),
+            })?;
+        Ok(self.variable_view(&body, Some(name)))
+    }
+
     pub(crate) fn output(&self, since: Option<u64>) -> OutputView {
         let (output, exit_code) =
             self.shared.update(|s| (s.output.read(since, OUTPUT_CHARS), s.exit_code));
         OutputView { output, exit_code }
+    }
+}
+
+/// An evaluation error as a model needs it: debugpy wraps a SyntaxError in its own traceback
+/// (2 KB of internals); keep the error itself and the lines that point at it.
+fn evaluate_error(message: &str) -> String {
+    if !message.contains("Traceback (most recent call last)") {
+        return message.trim().to_string();
+    }
+    let lines: Vec<&str> = message.lines().collect();
+    let error = lines.iter().rposition(|l| {
+        let l = l.trim_start();
+        !l.starts_with("File ") && l.split(':').next().is_some_and(|h| h.ends_with("Error"))
+    });
+    let Some(error) = error else { return message.trim().to_string() };
+    // The caret lines of a SyntaxError sit between the last `File "<string>"` and the error.
+    let from = lines[..error]
+        .iter()
+        .rposition(|l| l.trim_start().starts_with("File \"<string>\""))
+        .map_or(error, |i| i + 1);
+    lines[from..=error].iter().map(|l| l.trim_end()).collect::<Vec<_>>().join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_syntax_error_keeps_the_error_not_the_adapter_internals() {
+        let message = "Traceback (most recent call last):\n  File \"/x/pydevd_vars.py\", line 1, in f\n    compile()\n  File \"<string>\", line 1\n    1 +\n       ^\nSyntaxError: invalid syntax\n";
+        assert_eq!(evaluate_error(message), "    1 +\n       ^\nSyntaxError: invalid syntax");
+        assert_eq!(evaluate_error("name 'x' is not defined"), "name 'x' is not defined");
     }
 }

@@ -9,6 +9,7 @@ mod inspect;
 mod snapshot;
 pub(crate) mod state;
 mod teardown;
+mod tracker;
 
 use std::{
     collections::BTreeMap,
@@ -42,13 +43,24 @@ pub(crate) struct BreakpointRequest {
     pub lines: Vec<u32>,
     pub condition: Option<String>,
     pub log_message: Option<String>,
+    /// The file is library code outside the root (stdlib, site-packages, …).
+    pub library: bool,
 }
 
 /// Launch a program, or attach to one already running under a debug server.
 #[derive(Debug, Clone)]
 pub(crate) enum Target {
     Launch(LaunchSpec),
-    Attach { port: u16, program: Option<PathBuf>, cwd: PathBuf },
+    Attach { how: AttachTo, program: Option<PathBuf>, cwd: PathBuf },
+}
+
+/// What `attach` connects to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AttachTo {
+    /// A debug server listening on this local port.
+    Port(u16),
+    /// A running process, attached to by the adapter (ptrace).
+    Pid(u32),
 }
 
 /// Everything `Session::start` needs.
@@ -61,6 +73,10 @@ pub(crate) struct StartOptions<'a> {
     pub breakpoints: &'a BTreeMap<PathBuf, BreakpointRequest>,
     pub exceptions: ExceptionMode,
     pub rust: bool,
+    /// A pytest run: failures are caught by pytest, so stop where they leave the user's code.
+    pub python_test: bool,
+    /// Text for the program's stdin, which then stays open for `input`.
+    pub stdin: Option<String>,
     pub wait: Duration,
     pub cancel: CallScope<'a>,
 }

@@ -19,11 +19,6 @@ impl Session {
         let stack_args =
             |thread: i64| json!({"threadId": thread, "startFrame": 0, "levels": MAX_FRAMES});
         let (threads, stack) = match stop.thread_id {
-            // debugpy answers one request at a time (~40 ms each): thread names are not worth one.
-            Some(thread) if self.kind == AdapterKind::Debugpy => (
-                None,
-                Some((thread, client.request("stackTrace", stack_args(thread), timeout).await)),
-            ),
             Some(thread) => {
                 let (threads, stack) = tokio::join!(
                     client.request("threads", json!({}), timeout),
@@ -155,10 +150,23 @@ impl Session {
                 details: None,
             });
         }
+        let mut paused_by_us = false;
+        // lldb reports the stop our `pause` caused as "exception: signal SIGSTOP".
+        if self.shared.read(|s| s.pausing)
+            && exception.as_ref().is_some_and(|e| {
+                [&e.id, &e.description]
+                    .iter()
+                    .any(|t| t.as_deref().is_some_and(|t| t.contains("SIGSTOP")))
+            })
+        {
+            reason = "pause".into();
+            exception = None;
+            paused_by_us = true;
+        }
         StopSnapshot {
             stop: epoch,
             reason,
-            description: stop.description,
+            description: if paused_by_us { None } else { stop.description },
             exception,
             thread,
             all_threads_stopped: stop.all_threads_stopped,
@@ -279,6 +287,8 @@ pub(super) fn panic_message(output: &str) -> Option<String> {
 
 /// `buggy::average::hbbee2e627357c3f3` → `buggy::average` (the Rust symbol hash is noise).
 pub(super) fn tidy_frame_name(name: &str) -> String {
+    // debugpy marks the frame of a user-unhandled exception in its name.
+    let name = name.strip_suffix(" (Current frame)").unwrap_or(name);
     if let Some((head, hash)) = name.rsplit_once("::h")
         && hash.len() == 16
         && hash.chars().all(|c| c.is_ascii_hexdigit())

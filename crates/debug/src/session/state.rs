@@ -55,6 +55,16 @@ pub(crate) struct State {
     pub open_pipes: usize,
     /// Children started for `runInTerminal`; reaped at teardown.
     pub terminal_children: Vec<tokio::process::Child>,
+    /// Process groups of the program's (delve's debuggee leads one); swept at teardown.
+    pub groups: Vec<i32>,
+    /// The program's process disappeared without an `exited` event (its pid).
+    pub unreported_exit: Option<i32>,
+    /// We sent `pause` and its stop has not been reported yet.
+    pub pausing: bool,
+    /// The writing end of the program's stdin, while it is open.
+    pub stdin: Option<std::fs::File>,
+    /// Text for stdin not written yet (no writer yet, or the pipe was full).
+    pub pending_stdin: Option<String>,
 }
 
 impl State {
@@ -75,6 +85,41 @@ impl State {
     pub(crate) fn remember(&mut self, proc: ProcRef) {
         if !self.debuggees.contains(&proc) {
             self.debuggees.push(proc);
+        }
+    }
+
+    /// Takes `file` as the program's stdin (non-blocking: a full pipe never stalls us) and
+    /// writes what is pending.
+    pub(crate) fn set_stdin(&mut self, file: std::fs::File) {
+        use std::os::fd::AsRawFd;
+        // SAFETY: fcntl(2) on a descriptor we own; only its status flags change.
+        unsafe {
+            let fd = file.as_raw_fd();
+            let flags = libc::fcntl(fd, libc::F_GETFL);
+            libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK);
+        }
+        self.stdin = Some(file);
+        self.flush_stdin();
+    }
+
+    /// Writes pending stdin text as far as the pipe takes it; what does not fit stays pending.
+    pub(crate) fn flush_stdin(&mut self) {
+        use std::io::Write;
+        let (Some(file), Some(text)) = (self.stdin.as_mut(), self.pending_stdin.take()) else {
+            return;
+        };
+        let bytes = text.as_bytes();
+        let mut written = 0;
+        while written < bytes.len() {
+            match file.write(&bytes[written..]) {
+                Ok(0) => break,
+                Ok(n) => written += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
+        }
+        if written < bytes.len() {
+            self.pending_stdin = Some(String::from_utf8_lossy(&bytes[written..]).into_owned());
         }
     }
 
@@ -153,7 +198,10 @@ pub(crate) fn apply_event(shared: &Shared, kind: AdapterKind, event: &str, body:
                 all_threads_stopped: body["allThreadsStopped"].as_bool().unwrap_or(false),
             });
         }),
-        "continued" => shared.update(|s| s.running = true),
+        "continued" => shared.update(|s| {
+            s.running = true;
+            s.pausing = false;
+        }),
         "exited" => shared.update(|s| {
             s.exited = true;
             s.running = false;
@@ -259,9 +307,18 @@ fn run_in_terminal(shared: &Arc<Shared>, arguments: &Value) -> Result<i32, Strin
         return Err("the request has no `args`".into());
     };
     let mut command = tokio::process::Command::new(program);
+    // With `stdin` asked for at launch, the program reads a pipe we keep writing to.
+    let stdin_writer = if shared.read(|s| s.pending_stdin.is_some()) {
+        let (reader, writer) =
+            std::io::pipe().map_err(|e| format!("cannot make a stdin pipe: {e}"))?;
+        command.stdin(std::process::Stdio::from(reader));
+        Some(writer)
+    } else {
+        command.stdin(std::process::Stdio::null());
+        None
+    };
     command
         .args(&argv[1..])
-        .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .process_group(0);
@@ -290,6 +347,9 @@ fn run_in_terminal(shared: &Arc<Shared>, arguments: &Value) -> Result<i32, Strin
         }
         s.process_pid.get_or_insert(pid);
         s.terminal_children.push(child);
+        if let Some(writer) = stdin_writer {
+            s.set_stdin(std::fs::File::from(std::os::fd::OwnedFd::from(writer)));
+        }
     });
     Ok(pid)
 }
@@ -306,21 +366,24 @@ pub(crate) fn forward_lines<R: AsyncRead + Unpin + Send + 'static>(
     }
     tokio::spawn(async move {
         let mut reader = BufReader::new(pipe);
-        let mut line = Vec::new();
+        // Whatever arrives is passed on at once, a line's start included (a prompt such as
+        // `fmt.Print("> ")` has no newline); only whole lines can be delve's own noise.
+        let mut at_line_start = true;
         loop {
-            line.clear();
-            match reader.read_until(b'\n', &mut line).await {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {
-                    let text = String::from_utf8_lossy(&line).into_owned();
-                    if to_log {
-                        shared.update(|s| s.log_line(text));
-                    } else if is_delve_noise(&text) {
-                        shared.update(|s| s.log_line(text));
-                    } else {
-                        shared.update(|s| s.output.push(stream, &text));
-                    }
+            let chunk = match reader.fill_buf().await {
+                Ok([]) | Err(_) => break,
+                Ok(bytes) => bytes.to_vec(),
+            };
+            reader.consume(chunk.len());
+            let text = String::from_utf8_lossy(&chunk).into_owned();
+            for piece in text.split_inclusive('\n') {
+                let whole_line = at_line_start && piece.ends_with('\n');
+                if to_log || whole_line && is_delve_noise(piece) {
+                    shared.update(|s| s.log_line(piece));
+                } else {
+                    shared.update(|s| s.output.push(stream, piece));
                 }
+                at_line_start = piece.ends_with('\n');
             }
         }
         if !to_log {

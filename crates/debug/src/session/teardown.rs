@@ -106,6 +106,21 @@ impl Session {
                 report.killed.push(format!("program pid {} (SIGKILL)", proc.pid));
             }
         }
+        if self.owns_debuggee {
+            // What the program started and left behind (a fork, `exec.Command(...).Start()`):
+            // remembered by the tracker, found again now, and killed with its groups.
+            self.remember_descendants();
+            let (leftovers, groups) = self.shared.read(|s| (s.debuggees.clone(), s.groups.clone()));
+            for group in groups {
+                if !group_members(group).is_empty() {
+                    signal_group(group, libc::SIGKILL);
+                }
+            }
+            for proc in leftovers.iter().filter(|p| p.alive()) {
+                proc.signal(libc::SIGKILL);
+                report.killed.push(format!("pid {} the program left behind (SIGKILL)", proc.pid));
+            }
+        }
         let children: Vec<tokio::process::Child> =
             self.shared.update(|s| std::mem::take(&mut s.terminal_children));
         for mut child in children {
@@ -142,6 +157,12 @@ impl Session {
             self.shared.update(|s| (s.output.read(None, OUTPUT_CHARS), s.exit_code));
         report.output = output;
         report.exit_code = exit_code;
+        if self.owns_debuggee && !ended {
+            // The code the adapter reports then (debugpy: 247) is that of our kill, not the
+            // program's own exit.
+            report.exit_code = None;
+            report.steps.push("the program was still running: terminate ended it".into());
+        }
         report
     }
 }
@@ -171,6 +192,11 @@ impl Drop for Session {
         }
         self.cancel.cancel();
         if self.owns_debuggee {
+            for group in self.shared.read(|s| s.groups.clone()) {
+                if !group_members(group).is_empty() {
+                    signal_group(group, libc::SIGKILL);
+                }
+            }
             for proc in self.shared.read(|s| s.debuggees.clone()) {
                 if proc.leads_group() {
                     signal_group(proc.pid, libc::SIGKILL);

@@ -297,3 +297,8 @@ pub fn output_text(outcome: &DebugOutcome) -> String {
 pub fn config() -> DebugConfig {
     DebugConfig { stop_wait_seconds: 60, ..DebugConfig::default() }
 }
+
+/// The pid a fixture printed as `child pid N`.
+pub fn child_pid(output: &str) -> Option<i32> {
+    output.lines().find_map(|l| l.trim().strip_prefix("child pid ")?.trim().parse().ok())
+}
