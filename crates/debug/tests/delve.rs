@@ -113,3 +113,76 @@ async fn a_panic_stops_the_program_with_its_message() {
     h.ok(json!({"operation": "terminate"})).await;
     assert_gone(&procs);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_started_child_that_outlives_the_program_is_gone_after_terminate() {
+    let Some((_project, h)) = check(config()) else { return };
+    let launched = h.ok(json!({"operation": "launch", "program": "forker"})).await;
+    let all = h.all_output().await;
+    let text = agent_tools_debug::render(&launched);
+    let child = child_pid(&all).unwrap_or_else(|| panic!("no child pid in {all:?}\n{text}"));
+    let child = agent_tools_debug::process::ProcRef::of(child).expect("the child runs");
+    h.ok(json!({"operation": "terminate"})).await;
+    assert_gone(&[child]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prompt_without_newline_is_shown_and_stop_on_entry_stops_in_main() {
+    let Some((_project, h)) = check(config()) else { return };
+    h.ok(json!({"operation": "breakpoints", "file": "prompt/main.go", "lines": [9]})).await;
+    let launched =
+        h.ok(json!({"operation": "launch", "program": "prompt", "stop_on_entry": true})).await;
+    let procs = session_processes(&launched);
+    let text = agent_tools_debug::render(&launched);
+    let stop = stopped(&launched);
+    assert_eq!(stop.frame.as_ref().map(|f| f.name.as_str()), Some("main.main"), "{text}");
+    assert!(text.contains("stop_on_entry with delve"), "{text}");
+    let next = h.ok(json!({"operation": "continue"})).await;
+    let stop = stopped(&next);
+    assert_eq!(stop.frame.as_ref().and_then(|f| f.line), Some(9));
+    assert!(h.all_output().await.contains("prompt> "), "{}", agent_tools_debug::render(&next));
+    h.ok(json!({"operation": "terminate"})).await;
+    assert_gone(&procs);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_go_test_is_debugged_through_the_test_mode() {
+    let Some((_project, h)) = check(config()) else { return };
+    h.ok(json!({"operation": "breakpoints", "file": "calc/calc_test.go", "lines": [17]})).await;
+    let launched =
+        h.ok(json!({"operation": "launch", "test": "TestMean", "program": "calc"})).await;
+    let procs = session_processes(&launched);
+    let stop = stopped(&launched);
+    assert_eq!(
+        local(stop, "got").as_deref(),
+        Some("2"),
+        "{}",
+        agent_tools_debug::render(&launched)
+    );
+    h.ok(json!({"operation": "terminate"})).await;
+    assert_gone(&procs);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn attach_by_pid_to_a_go_program() {
+    let Some((project, h)) = check(config()) else { return };
+    let binary = project.root.join("waiter-bin");
+    let built = std::process::Command::new("go")
+        .args(["build", "-gcflags=all=-N -l", "-o"])
+        .arg(&binary)
+        .arg("./waiter")
+        .current_dir(&project.root)
+        .status()
+        .expect("go build");
+    assert!(built.success());
+    let mut target = std::process::Command::new(&binary).spawn().expect("start the target");
+    let attached =
+        h.ok(json!({"operation": "attach", "pid": target.id(), "adapter": "delve"})).await;
+    let text = agent_tools_debug::render(&attached);
+    assert!(text.contains("Attached to"), "{text}");
+    let paused = h.ok(json!({"operation": "pause"})).await;
+    assert_eq!(stopped(&paused).reason, "pause", "{}", agent_tools_debug::render(&paused));
+    h.ok(json!({"operation": "terminate"})).await;
+    let _ = target.kill();
+    let _ = target.wait();
+}

@@ -7,7 +7,7 @@ mod support;
 use std::{path::PathBuf, process::Command};
 
 use agent_tools_debug::{
-    DebugConfig, DebugOutcome,
+    DebugConfig, DebugOutcome, RunState,
     adapters::{SearchEnv, lldb_candidates},
 };
 use serde_json::json;
@@ -22,7 +22,14 @@ fn check(fixture: &str, config: DebugConfig) -> Option<(Project, Harness, PathBu
     let project = Project::copy(fixture);
     let program = match fixture {
         "c" => {
-            let ok = [("buggy", "buggy.c"), ("crash", "crash.c")].iter().all(|(out, src)| {
+            let built = [
+                ("buggy", "buggy.c"),
+                ("crash", "crash.c"),
+                ("forker", "forker.c"),
+                ("waiter", "waiter.c"),
+                ("greet", "greet.c"),
+            ];
+            let ok = built.iter().all(|(out, src)| {
                 Command::new("cc")
                     .args(["-g", "-O0", "-o", out, src])
                     .current_dir(&project.root)
@@ -188,6 +195,58 @@ async fn a_rust_panic_stops_at_the_panicking_line() {
     let e = stop.exception.clone().unwrap();
     assert_eq!(e.id.as_deref(), Some("panic"));
     assert!(e.description.unwrap_or_default().contains("index out of bounds"), "{text}");
+    h.ok(json!({"operation": "terminate"})).await;
+    assert_gone(&procs);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forked_child_that_outlives_the_program_is_gone_after_terminate() {
+    let Some((_project, h, _)) = check("c", config()) else { return };
+    let launched = h.ok(json!({"operation": "launch", "program": "forker"})).await;
+    let all = h.all_output().await;
+    let text = agent_tools_debug::render(&launched);
+    let child = child_pid(&all).unwrap_or_else(|| panic!("no child pid in {all:?}\n{text}"));
+    let child = agent_tools_debug::process::ProcRef::of(child).expect("the child runs");
+    h.ok(json!({"operation": "terminate"})).await;
+    assert_gone(&[child]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn attach_by_pid_pause_reads_as_a_pause_and_detach_leaves_it_running() {
+    let Some((project, h, _)) = check("c", config()) else { return };
+    let mut target = Command::new(project.root.join("waiter")).spawn().expect("start the target");
+    let pid = target.id();
+    let attached = h
+        .ok(json!({"operation": "attach", "pid": pid, "adapter": "lldb", "program": "waiter"}))
+        .await;
+    let text = agent_tools_debug::render(&attached);
+    assert!(text.contains(&format!("Attached to waiter")), "{text}");
+    let paused = h.ok(json!({"operation": "pause"})).await;
+    let stop = stopped(&paused);
+    assert_eq!(stop.reason, "pause", "{}", agent_tools_debug::render(&paused));
+    assert!(stop.exception.is_none());
+    let DebugOutcome::Terminated(report) = h.ok(json!({"operation": "terminate"})).await else {
+        panic!()
+    };
+    assert!(report.steps.iter().any(|s| s.contains("detach")), "{report:?}");
+    assert!(target.try_wait().unwrap().is_none(), "the detached program runs on");
+    target.kill().unwrap();
+    let _ = target.wait();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stdin_is_fed_through_a_fifo() {
+    let Some((_project, h, _)) = check("c", config()) else { return };
+    let launched = h
+        .ok(json!({"operation": "launch", "program": "greet", "stdin": "ada\n", "wait_seconds": 30}))
+        .await;
+    let procs = session_processes(&launched);
+    let done = match run_state(&launched) {
+        RunState::Exited { .. } => launched.clone(),
+        _ => h.ok(json!({"operation": "continue", "wait_seconds": 30})).await,
+    };
+    assert!(matches!(run_state(&done), RunState::Exited { exit_code: Some(0), .. }), "{done:?}");
+    assert!(h.all_output().await.contains("hello ada"));
     h.ok(json!({"operation": "terminate"})).await;
     assert_gone(&procs);
 }
