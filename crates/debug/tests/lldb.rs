@@ -220,7 +220,7 @@ async fn attach_by_pid_pause_reads_as_a_pause_and_detach_leaves_it_running() {
         .ok(json!({"operation": "attach", "pid": pid, "adapter": "lldb", "program": "waiter"}))
         .await;
     let text = agent_tools_debug::render(&attached);
-    assert!(text.contains(&format!("Attached to waiter")), "{text}");
+    assert!(text.contains("Attached to waiter"), "{text}");
     let paused = h.ok(json!({"operation": "pause"})).await;
     let stop = stopped(&paused);
     assert_eq!(stop.reason, "pause", "{}", agent_tools_debug::render(&paused));
