@@ -1,9 +1,12 @@
-//! Project automation: `cargo xtask setup | ci | test | tidy | bench`.
+//! Project automation: `cargo xtask setup | ci | test | bench | wheel` (tidy checks are its tests).
 
 mod bench;
 mod setup;
 #[cfg(test)]
 mod tidy;
+#[cfg(test)]
+mod tidy_links;
+mod wheel;
 
 use std::{
     path::{Path, PathBuf},
@@ -16,9 +19,10 @@ const USAGE: &str = "\
 usage: cargo xtask <command>
 
   setup   install what the tests need that this machine lacks (apt, a venv, npm)
-  ci      setup, then fmt check, clippy -D warnings, nextest, doctests (what .ci/run runs)
+  ci      setup, then fmt check, clippy -D warnings, doctests, the wheel's pytest, nextest (.ci/run)
   test    nextest with the test environment (PATH with the venv and npm tools), after setup
   bench   run the benchmarks side by side with the reference tools and print ratios
+  wheel   build the agent-tools Python wheel (--release: what users get) and run its pytest suite
 ";
 
 fn main() -> Result<()> {
@@ -33,6 +37,11 @@ fn main() -> Result<()> {
             nextest(&args[1..])
         }
         Some("bench") => bench::run(&args[1..]),
+        Some("wheel") => {
+            setup::run()?;
+            let release = args.iter().any(|a| a == "--release");
+            wheel::test(&wheel::build(if release { "release" } else { "dev" })?)
+        }
         _ => {
             #[allow(clippy::print_stderr)]
             {
@@ -78,6 +87,8 @@ fn ci() -> Result<()> {
     // Doctests first, so that the run closes on nextest's summary of every test.
     step("doctests");
     run(setup::with_test_env(cargo().args(["test", "--workspace", "--doc", "--locked"])))?;
+    // The wheel in the dev profile: it reuses what clippy and the tests build.
+    wheel::test(&wheel::build("dev")?)?;
     nextest(&["--profile".into(), "ci".into()])
 }
 

@@ -40,6 +40,8 @@ const PIP: &[&str] = &[
     "debugpy==1.8.*",
     // lsp: basedpyright (bundles its own Node), the Python server of the lsp tests.
     "basedpyright==1.40.*",
+    // python: maturin builds the agent-tools wheel (`cargo xtask wheel`, and in `cargo xtask ci`).
+    "maturin==1.16.*",
 ];
 
 /// npm packages installed under the tools directory.

@@ -1,0 +1,233 @@
+"""agent-tools in-process: the registry of agent tools (files, language servers, structural
+search, debugger, Python/JavaScript kernels, background workers) for Python harnesses.
+
+Open a :class:`Run` on a project root and a surface, list its :meth:`Run.tools`, and
+:meth:`Run.call` them by name with a dict of arguments::
+
+    import agent_tools
+
+    with agent_tools.Run("/path/to/project", surface="plan") as run:
+        print([t.name for t in run.tools()])
+        result = run.call("read", {"path": "README.md", "end_line": 5})
+        print(result.text)
+
+A run owns what its tools start (language servers, kernels, debug adapters, workers); they end
+when the run is closed, when its ``with`` block exits, or when it is garbage collected.
+The same tools are served to MCP clients by the ``agent-tools mcp`` command of this package.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import functools
+import json
+import os
+import weakref
+from dataclasses import dataclass, field
+from typing import Any, Literal, Mapping, Optional, Union
+
+from . import _native
+from ._native import AgentToolsError, RunClosedError, ToolNotFoundError
+
+__all__ = [
+    "AgentToolsError",
+    "Image",
+    "Run",
+    "RunClosedError",
+    "ToolNotFoundError",
+    "ToolResult",
+    "ToolSpec",
+    "__version__",
+]
+
+__version__: str = _native.__version__
+
+Tier = Literal["read", "write", "exec"]
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """One tool as a model sees it: name, description, tier and JSON Schemas."""
+
+    name: str
+    description: str
+    #: ``read``, ``write`` or ``exec``; a surface shows only tools up to its ceiling.
+    tier: Tier
+    #: JSON Schema of the arguments (``call`` validates against it before the tool runs).
+    input_schema: dict[str, Any]
+    #: JSON Schema of :attr:`ToolResult.structured`, when the tool returns structured content.
+    output_schema: Optional[dict[str, Any]] = None
+
+
+@dataclass(frozen=True)
+class Image:
+    """An image a tool returned (for example a matplotlib figure from ``eval``)."""
+
+    mime_type: str
+    data: bytes
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """What a call returned. ``text`` is complete on its own; ``structured`` is the same payload
+    as data (or ``None``); ``is_error`` says the tool failed (the text says why)."""
+
+    text: str
+    structured: Optional[Any] = None
+    images: list[Image] = field(default_factory=list)
+    is_error: bool = False
+
+    def __str__(self) -> str:
+        return self.text
+
+
+_open_runs: "weakref.WeakSet[Run]" = weakref.WeakSet()
+
+
+@atexit.register
+def _close_open_runs() -> None:
+    for run in list(_open_runs):
+        run.close()
+
+
+class Run:
+    """A run of the registry on one project root.
+
+    :param root: the project root; every path a tool takes is confined to it (default: the
+        current directory).
+    :param surface: ``"build"`` (every tool, up to exec) or ``"plan"`` (read-only tools only;
+        write and exec tools are absent). Default: ``[mcp] surface`` of the configuration, else
+        ``"build"``.
+    :param vibe: register the ``vibe_*`` background-worker tools.
+    :param config: an ``agent-tools.toml`` to use instead of the one found from the root.
+    :raises AgentToolsError: the root, surface or configuration cannot be used (the message
+        says which and what would work).
+    """
+
+    def __init__(
+        self,
+        root: Optional[PathLike] = None,
+        *,
+        surface: Optional[Literal["build", "plan"]] = None,
+        vibe: bool = False,
+        config: Optional[PathLike] = None,
+    ) -> None:
+        self._native = _native.NativeRun(
+            root=None if root is None else os.fspath(root),
+            surface=surface,
+            vibe=vibe,
+            config=None if config is None else os.fspath(config),
+        )
+        _open_runs.add(self)
+
+    @property
+    def root(self) -> str:
+        """The run's root, absolute and canonical."""
+        return self._native.root
+
+    @property
+    def surface(self) -> str:
+        """``"build"`` or ``"plan"``."""
+        return self._native.surface
+
+    @property
+    def run_id(self) -> str:
+        return self._native.run_id
+
+    @property
+    def closed(self) -> bool:
+        return self._native.closed
+
+    def tools(self) -> list[ToolSpec]:
+        """The tools of this run's surface, sorted by name."""
+        return [
+            ToolSpec(name, description, tier, json.loads(schema), _loads(output))
+            for name, description, tier, schema, output in self._native.tools()
+        ]
+
+    def tool_names(self) -> list[str]:
+        return [spec.name for spec in self.tools()]
+
+    def call(self, name: str, args: Optional[Mapping[str, Any]] = None) -> ToolResult:
+        """Calls tool ``name`` with ``args`` and waits for its result.
+
+        A tool that fails returns a result with ``is_error`` set (its text is what a model
+        should see); bad arguments fail the same way, naming the argument.
+
+        :raises ToolNotFoundError: ``name`` is not on this surface (the message lists the tools
+            that are).
+        :raises RunClosedError: the run was closed.
+        :raises TypeError: ``args`` is not a mapping of JSON values.
+        """
+        return self._call(name, args, None)
+
+    async def acall(self, name: str, args: Optional[Mapping[str, Any]] = None) -> ToolResult:
+        """:meth:`call` for asyncio: runs in a worker thread, and cancelling the awaiting task
+        cancels the tool call (the tool winds down and its resource stays usable)."""
+        cancel = _native.Cancel()
+        loop = asyncio.get_running_loop()
+        future = loop.run_in_executor(None, functools.partial(self._call, name, args, cancel))
+        try:
+            return await asyncio.shield(future)
+        except asyncio.CancelledError:
+            cancel.cancel()
+            # The tool answers promptly once cancelled; wait so that nothing outlives the task.
+            await asyncio.wait([future])
+            raise
+
+    def close(self) -> None:
+        """Ends the run: its calls are cancelled and every process it started is gone when this
+        returns. Closing twice is harmless."""
+        self._native.close()
+        _open_runs.discard(self)
+
+    async def aclose(self) -> None:
+        await asyncio.get_running_loop().run_in_executor(None, self.close)
+
+    def __enter__(self) -> "Run":
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> "Run":
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    def __repr__(self) -> str:
+        if "_native" not in self.__dict__:
+            return "<agent_tools.Run (not opened)>"
+        state = "closed" if self.closed else "open"
+        return f"<agent_tools.Run {self.run_id} root={self.root!r} surface={self.surface!r} {state}>"
+
+    def _call(
+        self, name: str, args: Optional[Mapping[str, Any]], cancel: Optional[_native.Cancel]
+    ) -> ToolResult:
+        if not isinstance(name, str):
+            raise TypeError(f"name must be a tool name (str), got {type(name).__name__}")
+        if args is None:
+            args = {}
+        if not isinstance(args, Mapping):
+            raise TypeError(
+                f"args must be a dict of the tool's arguments, got {type(args).__name__}; "
+                'for example {"path": "README.md"}'
+            )
+        try:
+            args_json = json.dumps(dict(args))
+        except (TypeError, ValueError) as e:
+            raise TypeError(f"args must hold only JSON values (str, int, float, bool, None, list, dict): {e}") from None
+        text, structured, images, is_error = self._native.call(name, args_json, cancel)
+        return ToolResult(
+            text=text,
+            structured=_loads(structured),
+            images=[Image(mime, data) for mime, data in images],
+            is_error=is_error,
+        )
+
+
+def _loads(text: Optional[str]) -> Optional[Any]:
+    return None if text is None else json.loads(text)

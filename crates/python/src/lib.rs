@@ -1,0 +1,11 @@
+//! Python bindings of the agent-tools registry: the `agent_tools._native` extension module.
+//!
+//! The layer is thin on purpose: a run is assembled by the facade's host
+//! (`agent_tools::host::prepare_run` and `RunSetup::assemble`, as the `agent-tools` binary does),
+//! JSON crosses the boundary as text, and the Python package (`python/agent_tools`) turns it
+//! into dataclasses, async variants and a context manager.
+
+mod errors;
+mod module;
+mod run;
+mod runtime;

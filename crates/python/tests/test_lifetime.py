@@ -1,0 +1,80 @@
+"""A run's processes end with the run: on close, on leaving `with`, on garbage collection; and
+the asyncio variants, including cancelling a call."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+from pathlib import Path
+
+import agent_tools
+from conftest import assert_no_survivors, processes_with
+
+CELL = {"code": "import os\nos.getpid()", "description": "the kernel's process id"}
+
+
+def test_close_ends_the_python_kernel(project: Path, marker: str) -> None:
+    run = agent_tools.Run(project)
+    result = run.call("eval", CELL)
+    assert not result.is_error, result.text
+    kernel_pid = int(result.text.split()[-1])
+    assert kernel_pid in processes_with(marker)
+    run.close()
+    assert run.closed
+    assert_no_survivors(marker)
+
+
+def test_leaving_the_with_block_ends_the_run(project: Path, marker: str) -> None:
+    with agent_tools.Run(project) as run:
+        assert not run.call("eval", CELL).is_error
+        assert processes_with(marker)
+    assert_no_survivors(marker)
+
+
+def test_garbage_collection_ends_an_unclosed_run(project: Path, marker: str) -> None:
+    run = agent_tools.Run(project)
+    assert not run.call("eval", CELL).is_error
+    assert processes_with(marker)
+    del run
+    gc.collect()
+    assert_no_survivors(marker)
+
+
+def test_async_calls_run_concurrently_and_close(project: Path, no_survivors: str) -> None:
+    async def main() -> list[agent_tools.ToolResult]:
+        async with agent_tools.Run(project) as run:
+            return await asyncio.gather(
+                run.acall("read", {"path": "notes.txt"}),
+                run.acall("ast_grep", {"pattern": "print($X)", "path": ".", "language": "python"}),
+                run.acall("eval", {"code": "6 * 7", "description": "multiply"}),
+            )
+
+    read, search, cell = asyncio.run(main())
+    assert "second line" in read.text
+    assert "app.py" in search.text
+    assert "42" in cell.text, cell.text
+
+
+def test_cancelling_an_async_call_interrupts_the_cell_and_the_kernel_answers_next(
+    project: Path, no_survivors: str
+) -> None:
+    async def main() -> tuple[bool, agent_tools.ToolResult]:
+        async with agent_tools.Run(project) as run:
+            assert not (await run.acall("eval", {"code": "kept = 5", "description": "set a value"})).is_error
+            slow = asyncio.ensure_future(
+                run.acall("eval", {"code": "import time\ntime.sleep(120)", "description": "sleep long"})
+            )
+            await asyncio.sleep(1.0)
+            slow.cancel()
+            try:
+                await slow
+                cancelled = False
+            except asyncio.CancelledError:
+                cancelled = True
+            after = await run.acall("eval", {"code": "kept + 1", "description": "read the value"})
+            return cancelled, after
+
+    cancelled, after = asyncio.run(main())
+    assert cancelled
+    assert not after.is_error, after.text
+    assert "6" in after.text, after.text
