@@ -14,7 +14,6 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    check,
     diagnostics::{self, Diagnostic},
     discover,
     encoding::{ColumnUnit, convert_column},
@@ -104,8 +103,9 @@ impl Action {
     }
 }
 
-/// Arguments of the `lsp` tool.
-#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+/// Arguments of the `lsp` tool. The schema is written by hand: the tool's description explains
+/// every action once, and the schema only types the fields (the build surface's token budget).
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct LspArgs {
     /// The action: diagnostics, definition, type_definition, implementation, references, hover,
@@ -118,7 +118,6 @@ pub struct LspArgs {
     pub file: Option<String>,
     /// 1-based line of the symbol (navigation actions and code_actions).
     #[serde(default)]
-    #[schemars(range(min = 1))]
     pub line: Option<u32>,
     /// Text on that line that marks the symbol, for example a function name. Required for
     /// navigation actions; a whole-word match is preferred over a substring.
@@ -126,14 +125,41 @@ pub struct LspArgs {
     pub symbol: Option<String>,
     /// Which occurrence of `symbol` on the line, 1-based (default 1).
     #[serde(default)]
-    #[schemars(range(min = 1))]
     pub occurrence: Option<u32>,
     /// Search text for `symbols`: across the workspace, or with `file` a filter on its outline.
     #[serde(default)]
     pub query: Option<String>,
+    /// Skip this many results of references or symbols (paging; default 0).
+    #[serde(default)]
+    pub offset: Option<u32>,
     /// Also show hints and "unnecessary code" diagnostics (default false).
     #[serde(default)]
     pub include_hints: bool,
+}
+
+impl JsonSchema for LspArgs {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "LspArgs".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "object",
+            "properties": {
+                "action": {"enum": ["diagnostics", "definition", "type_definition", "implementation",
+                    "references", "hover", "symbols", "code_actions", "status", "reload"]},
+                "file": {"type": "string"},
+                "line": {"type": "integer", "minimum": 1},
+                "symbol": {"type": "string", "description": "text on `line` naming the symbol"},
+                "occurrence": {"type": "integer", "minimum": 1},
+                "query": {"type": "string"},
+                "offset": {"type": "integer", "minimum": 0},
+                "include_hints": {"type": "boolean"}
+            },
+            "required": ["action"],
+            "additionalProperties": false
+        })
+    }
 }
 
 /// What a call produced: text for the model, data for programs, files written.
@@ -145,9 +171,17 @@ pub struct LspOutput {
 }
 
 impl LspOutput {
-    fn new(text: String, structured: Value) -> Self {
+    pub(crate) fn new(text: String, structured: Value) -> Self {
         LspOutput { text, structured, changed_files: Vec::new() }
     }
+}
+
+/// The structured content of an `lsp` result: the action and the same data the text shows.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct LspPayload {
+    pub action: String,
+    #[serde(flatten)]
+    pub data: serde_json::Map<String, Value>,
 }
 
 /// A symbol found on a line.
@@ -251,6 +285,12 @@ pub fn locate(
         )));
     }
     let (mut start, end) = found[n - 1];
+    // A dotted symbol (`self.type`, `os.path.join`) addresses its last part, the attribute.
+    if let Some(dot) = line_text[start..end].rfind('.')
+        && line_text[start + dot + 1..end].starts_with(is_ident)
+    {
+        start += dot + 1;
+    }
     // Point at the identifier, not at punctuation the symbol text may begin with.
     if let Some((offset, _)) = line_text[start..end].char_indices().find(|(_, c)| is_ident(*c)) {
         start += offset;
@@ -262,6 +302,21 @@ pub fn locate(
         occurrence: n,
         of: found.len(),
         line_text: line_text.to_string(),
+    })
+}
+
+/// The note under a page of `total` results that starts at `offset` and shows `shown`.
+fn page_note(offset: usize, shown: usize, total: usize) -> Option<String> {
+    if offset >= total && total > 0 {
+        return Some(format!("[offset {offset} is past the end: {total} in total]"));
+    }
+    (offset > 0 || offset + shown < total).then(|| {
+        let more = if offset + shown < total {
+            format!("; call again with offset={} for more", offset + shown)
+        } else {
+            String::new()
+        };
+        format!("[showing {}–{} of {total}{more}]", offset + 1, offset + shown)
     })
 }
 
@@ -279,7 +334,7 @@ impl SourceCache {
         let text = self
             .files
             .entry(path.to_path_buf())
-            .or_insert_with(|| std::fs::read_to_string(path).ok());
+            .or_insert_with(|| crate::paths::read_source(path).ok());
         text.as_ref()?.lines().nth(line as usize).map(|l| l.trim_end().to_string())
     }
 }
@@ -454,8 +509,25 @@ impl Supervisor {
         Ok(path)
     }
 
-    /// Runs one `lsp` call.
+    /// Runs one `lsp` call; the structured data is an [`LspPayload`].
     pub async fn call(
+        &self,
+        args: LspArgs,
+        cancel: &CancellationToken,
+    ) -> Result<LspOutput, LspError> {
+        let action = args.action.as_str();
+        let mut out = self.call_action(args, cancel).await?;
+        let data = match std::mem::take(&mut out.structured) {
+            Value::Object(map) => map,
+            Value::Null => serde_json::Map::new(),
+            other => serde_json::Map::from_iter([("result".to_string(), other)]),
+        };
+        out.structured =
+            serde_json::to_value(LspPayload { action: action.into(), data }).unwrap_or_default();
+        Ok(out)
+    }
+
+    async fn call_action(
         &self,
         args: LspArgs,
         cancel: &CancellationToken,
@@ -521,7 +593,7 @@ impl Supervisor {
                 action.as_str()
             )));
         };
-        let text = std::fs::read_to_string(&path)
+        let text = crate::paths::read_source(&path)
             .map_err(|e| LspError::Invalid(format!("cannot read {shown}: {e}")))?;
         let Some(symbol) = args.symbol.as_deref() else {
             let line_text = text.lines().nth(line.saturating_sub(1) as usize).unwrap_or("");
@@ -644,20 +716,19 @@ impl Supervisor {
                     Action::References => format!("{} reference(s) to {at}:", found.len()),
                     _ => format!("{what} of {at}:"),
                 };
-                for loc in found.iter().take(cap) {
+                let offset = args.offset.unwrap_or(0) as usize;
+                let page: Vec<&ShownLocation> = found.iter().skip(offset).take(cap).collect();
+                for loc in &page {
                     out.push('\n');
                     out.push_str(&loc.render());
                 }
-                if found.len() > cap {
-                    out.push_str(&format!(
-                        "\n[+{} more not shown; {} in total]",
-                        found.len() - cap,
-                        found.len()
-                    ));
+                if let Some(note) = page_note(offset, page.len(), found.len()) {
+                    out.push('\n');
+                    out.push_str(&note);
                 }
                 Ok(LspOutput::new(
                     out,
-                    json!({"symbol": symbol, "total": found.len(), "locations": found.iter().take(cap).collect::<Vec<_>>()}),
+                    json!({"symbol": symbol, "total": found.len(), "offset": offset, "locations": page}),
                 ))
             }
         }
@@ -724,127 +795,6 @@ impl Supervisor {
         ))
     }
 
-    async fn project_check(&self, cancel: &CancellationToken) -> Result<LspOutput, LspError> {
-        let defs = self.defs()?.to_vec();
-        let plain: Vec<_> = defs.iter().map(|d| (**d).clone()).collect();
-        let scan = discover::scan(self.root(), &plain);
-        let mut notes = Vec::new();
-        let mut all = Vec::new();
-        let mut ran = Vec::new();
-        let timeout = Duration::from_millis(self.config().check_timeout_ms);
-        for def in &defs {
-            let Some(presence) = scan.get(&def.id).filter(|p| p.files > 0) else { continue };
-            if def.check_commands.is_empty() || def.check_format.is_none() {
-                notes.push(format!(
-                    "{}: no project check is defined; use `diagnostics` per file",
-                    def.display_languages()
-                ));
-                continue;
-            }
-            if presence.roots.is_empty() {
-                notes.push(format!(
-                    "{}: files present but no root marker ({}), so no project to check",
-                    def.display_languages(),
-                    def.root_markers.join(", ")
-                ));
-                continue;
-            }
-            for root in presence.roots.iter().take(5) {
-                let dirs = discover::search_dirs(self.extra_paths(), &root.root, self.root());
-                let found = def.check_commands.iter().find_map(|c| {
-                    let (name, rest) = c.split_first()?;
-                    discover::resolve_program(name, &dirs, &root.root).map(|p| (p, rest.to_vec()))
-                });
-                let Some((program, rest)) = found else {
-                    notes.push(format!(
-                        "{} in {}: none of {} resolves; {}",
-                        def.display_languages(),
-                        display_relative(self.root(), &root.root),
-                        def.check_commands
-                            .iter()
-                            .filter_map(|c| c.first().cloned())
-                            .collect::<Vec<_>>()
-                            .join(", "),
-                        def.install_hint
-                    ));
-                    continue;
-                };
-                let command = format!(
-                    "{} {}",
-                    program
-                        .file_name()
-                        .map(|n| n.to_string_lossy().to_string())
-                        .unwrap_or_default(),
-                    rest.join(" ")
-                );
-                match check::run_command(&program, &rest, &root.root, timeout, cancel).await {
-                    Ok((stdout, stderr, status)) => {
-                        let format = def.check_format.as_deref().unwrap_or("");
-                        let diags = check::parse(format, &stdout, &stderr, &root.root, self.root());
-                        if diags.is_empty() && status.is_some_and(|s| s != 0) {
-                            let tail: String = stderr
-                                .lines()
-                                .chain(stdout.lines())
-                                .take(5)
-                                .collect::<Vec<_>>()
-                                .join("\n");
-                            notes.push(format!(
-                                "`{command}` in {} failed (exit {}) without parseable diagnostics:\n{tail}",
-                                display_relative(self.root(), &root.root),
-                                status.unwrap_or(-1)
-                            ));
-                        }
-                        ran.push(format!(
-                            "`{command}` in {} ({} diagnostics)",
-                            display_relative(self.root(), &root.root),
-                            diags.len()
-                        ));
-                        all.extend(diags);
-                    }
-                    Err(e) => notes.push(format!("`{command}`: {e}")),
-                }
-            }
-        }
-        if ran.is_empty() && notes.is_empty() {
-            return Ok(LspOutput::new(
-                "no source files of a known language found in the workspace; nothing to check"
-                    .into(),
-                json!({"total": 0, "diagnostics": []}),
-            ));
-        }
-        diagnostics::sort(&mut all);
-        let total = all.len();
-        let mut out = if total == 0 {
-            format!("project check: no errors or warnings\nran: {}", ran.join("; "))
-        } else {
-            format!(
-                "project check: {} ({total} in total)\nran: {}",
-                diagnostics::count_phrase(&all, ""),
-                ran.join("; ")
-            )
-        };
-        if ran.is_empty() {
-            out = "project check: nothing could run".into();
-        }
-        for d in all.iter().take(MAX_DIAGNOSTICS) {
-            out.push('\n');
-            out.push_str(&d.render());
-        }
-        if total > MAX_DIAGNOSTICS {
-            out.push_str(&format!(
-                "\n[+{} more not shown; {total} in total]",
-                total - MAX_DIAGNOSTICS
-            ));
-        }
-        for note in &notes {
-            out.push_str(&format!("\nnote: {note}"));
-        }
-        Ok(LspOutput::new(
-            out,
-            json!({"total": total, "diagnostics": all.iter().take(MAX_DIAGNOSTICS).collect::<Vec<_>>(), "ran": ran, "notes": notes}),
-        ))
-    }
-
     async fn symbols_action(
         &self,
         args: &LspArgs,
@@ -891,9 +841,27 @@ impl Supervisor {
                 notes.push(format!("{} offers no workspace symbol search", server_label(server)));
                 continue;
             }
+            // A server that has no file open may not have loaded its project at all (tsserver
+            // loads it on the first open; clangd indexes after it read the compilation
+            // database): open one of its files first, then wait for the load.
+            if !server.has_open_documents().await
+                && let Some(example) = discover::scan(&server.root, &[(*server.def).clone()])
+                    .get(&server.def.id)
+                    .and_then(|p| p.example.clone())
+            {
+                let ext = example.extension().and_then(|e| e.to_str()).unwrap_or("");
+                let language = server.def.language_of(ext).unwrap_or("plaintext").to_string();
+                let _ = server.sync(&example, &language, false).await;
+            }
             if let Err(e) = self.wait_ready(server, "symbols", cancel).await {
                 notes.push(e.to_string());
                 continue;
+            }
+            if server.command.args.iter().any(|a| a == "--background-index=false") {
+                notes.push(format!(
+                    "{}: the background index is off here (it would write into the project), so only open files are searched",
+                    server_label(server)
+                ));
             }
             let result =
                 match server.request("workspace/symbol", json!({"query": query}), cancel).await {
@@ -934,7 +902,9 @@ impl Supervisor {
         } else {
             format!("{total} workspace symbol(s) matching `{query}`:")
         };
-        for (loc, name, kind, container) in found.iter().take(MAX_WORKSPACE_SYMBOLS) {
+        let offset = args.offset.unwrap_or(0) as usize;
+        let page: Vec<_> = found.iter().skip(offset).take(MAX_WORKSPACE_SYMBOLS).collect();
+        for (loc, name, kind, container) in page.iter().copied() {
             let container = container
                 .as_deref()
                 .filter(|c| !c.is_empty())
@@ -945,18 +915,15 @@ impl Supervisor {
                 loc.path, loc.line, loc.column
             ));
         }
-        if total > MAX_WORKSPACE_SYMBOLS {
-            out.push_str(&format!(
-                "\n[+{} more not shown; narrow the query]",
-                total - MAX_WORKSPACE_SYMBOLS
-            ));
+        if let Some(note) = page_note(offset, page.len(), total) {
+            out.push('\n');
+            out.push_str(&note);
         }
         for note in &notes {
             out.push_str(&format!("\nnote: {}", note.lines().next().unwrap_or("")));
         }
-        let data: Vec<Value> = found
+        let data: Vec<Value> = page
             .iter()
-            .take(MAX_WORKSPACE_SYMBOLS)
             .map(|(loc, name, kind, container)| json!({"name": name, "kind": kind, "container": container, "path": loc.path, "line": loc.line, "column": loc.column}))
             .collect();
         Ok(LspOutput::new(out, json!({"query": query, "total": total, "symbols": data})))
@@ -1028,7 +995,9 @@ impl Supervisor {
         } else {
             format!("{total} symbol(s) in {shown}:")
         };
-        for (depth, line, col, kind, name, detail) in rows.iter().take(MAX_DOCUMENT_SYMBOLS) {
+        let offset = args.offset.unwrap_or(0) as usize;
+        let page: Vec<_> = rows.iter().skip(offset).take(MAX_DOCUMENT_SYMBOLS).collect();
+        for (depth, line, col, kind, name, detail) in page.iter().copied() {
             let detail = if detail.is_empty() {
                 String::new()
             } else {
@@ -1036,12 +1005,12 @@ impl Supervisor {
             };
             out.push_str(&format!("\n{}{line}:{col} {kind} {name}{detail}", "  ".repeat(*depth)));
         }
-        if total > MAX_DOCUMENT_SYMBOLS {
-            out.push_str(&format!("\n[+{} more not shown]", total - MAX_DOCUMENT_SYMBOLS));
+        if let Some(note) = page_note(offset, page.len(), total) {
+            out.push('\n');
+            out.push_str(&note);
         }
-        let data: Vec<Value> = rows
+        let data: Vec<Value> = page
             .iter()
-            .take(MAX_DOCUMENT_SYMBOLS)
             .map(|(depth, line, col, kind, name, detail)| json!({"depth": depth, "line": line, "column": col, "kind": kind, "name": name, "detail": detail}))
             .collect();
         Ok(LspOutput::new(out, json!({"path": shown, "total": total, "symbols": data})))
@@ -1145,6 +1114,12 @@ mod tests {
         assert_eq!(err, "line 9 is outside a.py, which has 2 lines");
         let err = locate(TEXT, "a.py", 1, "id", Some(3)).unwrap_err().to_string();
         assert!(err.contains("has 1 occurrence(s) of `id`; occurrence 3 does not exist"), "{err}");
+    }
+
+    #[test]
+    fn a_dotted_symbol_addresses_the_attribute() {
+        let l = locate("        self.type = kind\n", "a.py", 1, "self.type", None).unwrap();
+        assert_eq!((l.start, &l.line_text[l.start..l.end]), (13, "type"));
     }
 
     #[test]

@@ -29,23 +29,30 @@ pub struct CheckRun {
     pub unparsed_failure: Option<String>,
 }
 
-/// Runs `program args` in `dir`, bounded by `timeout` and `cancel`; returns stdout and stderr.
+/// Runs `program args` in `dir` with `env` added, bounded by `timeout` and `cancel`; returns
+/// stdout, stderr and the exit code. The checker runs in its own process group, forked from
+/// the host-lifetime spawner thread, so it dies with the host and its whole group is killed
+/// on timeout or cancellation.
 pub async fn run_command(
     program: &Path,
     args: &[String],
     dir: &Path,
+    env: &[(String, String)],
     timeout: Duration,
     cancel: &CancellationToken,
 ) -> Result<(String, String, Option<i32>), String> {
-    let mut child = tokio::process::Command::new(program)
+    let mut command = tokio::process::Command::new(program);
+    command
         .args(args)
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .current_dir(dir)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true)
-        .process_group(0)
-        .spawn()
+        .process_group(0);
+    let mut child = crate::spawn::spawn(command)
+        .await
         .map_err(|e| format!("cannot start {}: {e}", program.display()))?;
     let pid = child.id().unwrap_or(0);
     let mut stdout = child.stdout.take();

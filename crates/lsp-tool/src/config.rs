@@ -30,6 +30,11 @@ pub struct LspConfig {
     pub on_write: OnWriteConfig,
     /// Overrides of built-in servers, or new servers, by id.
     pub servers: BTreeMap<String, ServerOverride>,
+    /// Whether code the project controls may run: project-local binaries (`.venv/bin`,
+    /// `node_modules/.bin`), build scripts and proc macros, the project's interpreter. Never
+    /// read from a file: the host sets it for surfaces that can execute, or a trusted project.
+    #[serde(skip)]
+    pub allow_project_code: bool,
 }
 
 impl Default for LspConfig {
@@ -44,6 +49,7 @@ impl Default for LspConfig {
             extra_paths: Vec::new(),
             on_write: OnWriteConfig::default(),
             servers: BTreeMap::new(),
+            allow_project_code: false,
         }
     }
 }
@@ -78,13 +84,17 @@ pub struct ServerOverride {
     pub root_markers: Option<Vec<String>>,
     /// Take the topmost ancestor with a marker instead of the nearest (Cargo workspaces).
     pub topmost_root: Option<bool>,
+    /// Markers whose folder covers every project nested below it (a `tsconfig.json` covers
+    /// sub-folders that hold only a `package.json`): a nested marker there is no new root.
+    pub covering_markers: Option<Vec<String>>,
     /// Candidate commands, tried in order: the first whose program resolves is used.
     pub commands: Option<Vec<Vec<String>>>,
     /// Arguments that make the program print its version (for `status`).
     pub version_args: Option<Vec<String>>,
     /// `initializationOptions` sent with `initialize`.
     pub initialization_options: Option<Value>,
-    /// Answers to `workspace/configuration`, looked up by section (`python.analysis`).
+    /// Answers to `workspace/configuration`, looked up by section (`python.analysis`); merged
+    /// key by key into the built-in settings.
     pub settings: Option<Value>,
     /// What to tell a user whose machine lacks the binary.
     pub install_hint: Option<String>,
@@ -109,6 +119,7 @@ pub struct ServerDef {
     pub languages: BTreeMap<String, Vec<String>>,
     pub root_markers: Vec<String>,
     pub topmost_root: bool,
+    pub covering_markers: Vec<String>,
     pub commands: Vec<Vec<String>>,
     pub version_args: Option<Vec<String>>,
     pub initialization_options: Option<Value>,
@@ -151,6 +162,9 @@ impl ServerDef {
         if let Some(v) = o.topmost_root {
             self.topmost_root = v;
         }
+        if let Some(v) = &o.covering_markers {
+            self.covering_markers = v.clone();
+        }
         if let Some(v) = &o.commands {
             self.commands = v.clone();
             // A new command would not understand the old program's version flag.
@@ -165,7 +179,7 @@ impl ServerDef {
             self.initialization_options = Some(v.clone());
         }
         if let Some(v) = &o.settings {
-            self.settings = v.clone();
+            merge_settings(&mut self.settings, v);
         }
         if let Some(v) = &o.install_hint {
             self.install_hint = v.clone();
@@ -185,6 +199,19 @@ impl ServerDef {
     }
 }
 
+/// Merges `over` into `base` key by key: objects merge recursively, anything else replaces.
+/// Settings a user gives refine the built-in ones instead of clobbering a whole section.
+pub(crate) fn merge_settings(base: &mut Value, over: &Value) {
+    match (base, over) {
+        (Value::Object(base), Value::Object(over)) => {
+            for (key, value) in over {
+                merge_settings(base.entry(key.clone()).or_insert(Value::Null), value);
+            }
+        }
+        (base, over) => *base = over.clone(),
+    }
+}
+
 fn strings(items: &[&str]) -> Vec<String> {
     items.iter().map(|s| s.to_string()).collect()
 }
@@ -192,6 +219,21 @@ fn strings(items: &[&str]) -> Vec<String> {
 fn langs(items: &[(&str, &[&str])]) -> BTreeMap<String, Vec<String>> {
     items.iter().map(|(id, exts)| (id.to_string(), strings(exts))).collect()
 }
+
+/// pyright's own defaults for `python.analysis`, with the type-checking mode per-file
+/// diagnostics and the project check share.
+fn pyright_analysis() -> Value {
+    json!({
+        "typeCheckingMode": PYRIGHT_MODE,
+        "diagnosticMode": "openFilesOnly",
+        "autoSearchPaths": true,
+        "useLibraryCodeForTypes": true,
+        "autoImportCompletions": true,
+    })
+}
+
+/// The type-checking mode of the built-in Python settings (also used by the project check).
+pub(crate) const PYRIGHT_MODE: &str = "standard";
 
 /// The built-in server table.
 pub fn builtin_servers() -> Vec<ServerDef> {
@@ -212,6 +254,7 @@ pub fn builtin_servers() -> Vec<ServerDef> {
                 "pyrightconfig.json",
             ]),
             topmost_root: false,
+            covering_markers: strings(&["pyproject.toml", "setup.py", "setup.cfg", "pyrightconfig.json"]),
             commands: vec![
                 strings(&["basedpyright-langserver", "--stdio"]),
                 strings(&["pyright-langserver", "--stdio"]),
@@ -219,10 +262,13 @@ pub fn builtin_servers() -> Vec<ServerDef> {
             ],
             version_args: None,
             initialization_options: None,
-            // Project config files (pyproject, pyrightconfig) take precedence over these.
+            // Project config files (pyproject, pyrightconfig) take precedence over these. A
+            // section pyright receives replaces its defaults, so the defaults that matter are
+            // spelled out (without `autoSearchPaths` a src-layout project resolves its own
+            // package to site-packages).
             settings: json!({
-                "python": {"analysis": {"typeCheckingMode": "standard", "diagnosticMode": "openFilesOnly"}},
-                "basedpyright": {"analysis": {"typeCheckingMode": "standard", "diagnosticMode": "openFilesOnly"}},
+                "python": {"analysis": pyright_analysis()},
+                "basedpyright": {"analysis": pyright_analysis()},
             }),
             install_hint: "install with `pip install basedpyright` (into the project's .venv or on PATH)".into(),
             // pyright enumerates the workspace after its configuration arrives and logs
@@ -245,6 +291,7 @@ pub fn builtin_servers() -> Vec<ServerDef> {
             ]),
             root_markers: strings(&["tsconfig.json", "jsconfig.json", "package.json"]),
             topmost_root: false,
+            covering_markers: strings(&["tsconfig.json", "jsconfig.json", "package.json"]),
             commands: vec![strings(&["typescript-language-server", "--stdio"])],
             version_args: Some(strings(&["--version"])),
             // A rename at an imported name renames the declaration everywhere, not just an alias.
@@ -273,6 +320,7 @@ pub fn builtin_servers() -> Vec<ServerDef> {
                 "Makefile",
             ]),
             topmost_root: false,
+            covering_markers: strings(&["compile_commands.json", ".clangd"]),
             commands: clangd,
             version_args: Some(strings(&["--version"])),
             initialization_options: None,
@@ -289,6 +337,7 @@ pub fn builtin_servers() -> Vec<ServerDef> {
             languages: langs(&[("go", &["go"])]),
             root_markers: strings(&["go.work", "go.mod"]),
             topmost_root: false,
+            covering_markers: strings(&["go.work"]),
             commands: vec![strings(&["gopls"])],
             version_args: Some(strings(&["version"])),
             initialization_options: None,
@@ -304,6 +353,7 @@ pub fn builtin_servers() -> Vec<ServerDef> {
             languages: langs(&[("rust", &["rs"])]),
             root_markers: strings(&["Cargo.toml"]),
             topmost_root: true,
+            covering_markers: Vec::new(),
             commands: vec![strings(&["rust-analyzer"])],
             version_args: Some(strings(&["--version"])),
             initialization_options: None,
@@ -319,6 +369,7 @@ pub fn builtin_servers() -> Vec<ServerDef> {
             languages: langs(&[("dart", &["dart"])]),
             root_markers: strings(&["pubspec.yaml"]),
             topmost_root: false,
+            covering_markers: Vec::new(),
             commands: vec![strings(&["dart", "language-server", "--protocol=lsp"])],
             version_args: Some(strings(&["--version"])),
             initialization_options: None,
@@ -360,6 +411,7 @@ impl LspConfig {
                         languages: BTreeMap::new(),
                         root_markers: Vec::new(),
                         topmost_root: false,
+                        covering_markers: Vec::new(),
                         commands: Vec::new(),
                         version_args: None,
                         initialization_options: None,

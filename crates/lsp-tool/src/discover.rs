@@ -23,22 +23,51 @@ pub struct RootMatch {
 }
 
 /// The nearest (or, for `topmost_root` servers, the topmost) ancestor of `file` inside
-/// `run_root` that holds a marker of `def`.
+/// `run_root` that holds a marker of `def`; a marker inside a folder that a covering marker
+/// of an enclosing folder already covers is no root of its own (the topmost covering folder
+/// wins).
 pub fn find_root(def: &ServerDef, run_root: &Path, file: &Path) -> Option<RootMatch> {
     let start = if file.is_dir() { file } else { file.parent()? };
     let mut found = None;
+    let mut covering = None;
     for dir in start.ancestors() {
         if !dir.starts_with(run_root) {
             break;
         }
-        if let Some(marker) = def.root_markers.iter().find(|m| dir.join(m.as_str()).exists()) {
+        if (found.is_none() || def.topmost_root)
+            && let Some(marker) = def.root_markers.iter().find(|m| dir.join(m.as_str()).exists())
+        {
             found = Some(RootMatch { root: dir.to_path_buf(), marker: marker.clone() });
-            if !def.topmost_root {
-                break;
-            }
+        }
+        if found.is_some()
+            && let Some(marker) =
+                def.covering_markers.iter().find(|m| dir.join(m.as_str()).exists())
+        {
+            covering = Some(RootMatch { root: dir.to_path_buf(), marker: marker.clone() });
         }
     }
-    found
+    match (found, covering) {
+        (Some(found), Some(covering))
+            if covering.root.components().count() < found.root.components().count() =>
+        {
+            Some(covering)
+        }
+        (found, _) => found,
+    }
+}
+
+/// The roots of `roots` that no other root of the list covers for `def`: one per real
+/// project, however many nested folders hold a marker.
+pub fn outermost_roots(def: &ServerDef, run_root: &Path, roots: &[RootMatch]) -> Vec<RootMatch> {
+    let mut out: Vec<RootMatch> = Vec::new();
+    for root in roots {
+        let Some(effective) = find_root(def, run_root, &root.root.join("_")) else { continue };
+        if !out.iter().any(|r| r.root == effective.root) {
+            out.push(effective);
+        }
+    }
+    out.sort_by(|a, b| a.root.cmp(&b.root));
+    out
 }
 
 /// A resolved server command: the program's path and the full command line.
@@ -46,22 +75,38 @@ pub fn find_root(def: &ServerDef, run_root: &Path, file: &Path) -> Option<RootMa
 pub struct ResolvedCommand {
     pub program: PathBuf,
     pub args: Vec<String>,
+    /// Environment variables set for the process (by the trust rule).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub env: Vec<(String, String)>,
 }
 
 fn is_executable(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
-/// The directories searched for a program, in order: configured extra paths, `PATH`, then the
-/// project's `.venv/bin`, `venv/bin` and `node_modules/.bin` (of the project root, then the
-/// run's root).
-pub fn search_dirs(extra: &[PathBuf], project_root: &Path, run_root: &Path) -> Vec<PathBuf> {
+/// The project-local folders searched for programs when project code may run.
+pub const PROJECT_BIN_DIRS: &[&str] = &[".venv/bin", "venv/bin", "node_modules/.bin"];
+
+/// The directories searched for a program, in order: configured extra paths, `PATH`, then,
+/// only when `allow_project_code`, the project's `.venv/bin`, `venv/bin` and
+/// `node_modules/.bin` (of the project root, then the run's root). Without it, no folder
+/// inside the run's root is searched at all, whatever `PATH` says.
+pub fn search_dirs(
+    extra: &[PathBuf],
+    project_root: &Path,
+    run_root: &Path,
+    allow_project_code: bool,
+) -> Vec<PathBuf> {
     let mut dirs: Vec<PathBuf> = extra.to_vec();
     if let Some(path) = std::env::var_os("PATH") {
         dirs.extend(std::env::split_paths(&path));
     }
+    if !allow_project_code {
+        dirs.retain(|d| d.is_absolute() && !d.starts_with(run_root));
+        return dirs;
+    }
     for base in [project_root, run_root] {
-        for local in [".venv/bin", "venv/bin", "node_modules/.bin"] {
+        for local in PROJECT_BIN_DIRS {
             let dir = base.join(local);
             if !dirs.contains(&dir) {
                 dirs.push(dir);
@@ -71,13 +116,21 @@ pub fn search_dirs(extra: &[PathBuf], project_root: &Path, run_root: &Path) -> V
     dirs
 }
 
-/// Resolves one program name in `dirs` (a name with a slash is taken as a path).
-pub fn resolve_program(name: &str, dirs: &[PathBuf], project_root: &Path) -> Option<PathBuf> {
+/// Resolves one program name in `dirs` (a name with a slash is taken as a path; a relative
+/// one, inside the project, only when `allow_project_code`).
+pub fn resolve_program(
+    name: &str,
+    dirs: &[PathBuf],
+    project_root: &Path,
+    allow_project_code: bool,
+) -> Option<PathBuf> {
     if name.contains('/') {
         let path = if Path::new(name).is_absolute() {
             PathBuf::from(name)
-        } else {
+        } else if allow_project_code {
             project_root.join(name)
+        } else {
+            return None;
         };
         return is_executable(&path).then_some(path);
     }
@@ -90,12 +143,13 @@ pub fn resolve_command(
     extra: &[PathBuf],
     project_root: &Path,
     run_root: &Path,
+    allow_project_code: bool,
 ) -> Option<ResolvedCommand> {
-    let dirs = search_dirs(extra, project_root, run_root);
+    let dirs = search_dirs(extra, project_root, run_root, allow_project_code);
     def.commands.iter().find_map(|command| {
         let (name, args) = command.split_first()?;
-        let program = resolve_program(name, &dirs, project_root)?;
-        Some(ResolvedCommand { program, args: args.to_vec() })
+        let program = resolve_program(name, &dirs, project_root, allow_project_code)?;
+        Some(ResolvedCommand { program, args: args.to_vec(), env: Vec::new() })
     })
 }
 
@@ -224,7 +278,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().canonicalize().unwrap();
         std::fs::create_dir_all(root.join("pkg/sub")).unwrap();
-        std::fs::write(root.join("pyproject.toml"), "").unwrap();
+        std::fs::write(root.join("requirements.txt"), "").unwrap();
         std::fs::write(root.join("pkg/setup.py"), "").unwrap();
         std::fs::write(root.join("pkg/sub/a.py"), "").unwrap();
         let found = find_root(&python(), &root, &root.join("pkg/sub/a.py")).unwrap();
@@ -235,7 +289,35 @@ mod tests {
     }
 
     #[test]
-    fn project_local_bin_folders_are_searched_after_path() {
+    fn a_marker_under_a_covering_config_is_no_root_of_its_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join("examples/demo")).unwrap();
+        std::fs::write(root.join("pyproject.toml"), "").unwrap();
+        std::fs::write(root.join("examples/demo/pyproject.toml"), "").unwrap();
+        let found = find_root(&python(), &root, &root.join("examples/demo/app.py")).unwrap();
+        assert_eq!(found.root, root);
+        let ts = builtin_servers().into_iter().find(|d| d.id == "typescript").unwrap();
+        std::fs::create_dir_all(root.join("web/ajax")).unwrap();
+        std::fs::write(root.join("web/package.json"), "{}").unwrap();
+        std::fs::write(root.join("web/ajax/package.json"), "{}").unwrap();
+        let scan = scan(&root, std::slice::from_ref(&ts));
+        assert_eq!(scan["typescript"].roots.len(), 2);
+        let outer = outermost_roots(&ts, &root, &scan["typescript"].roots);
+        assert_eq!(outer.iter().map(|r| r.root.clone()).collect::<Vec<_>>(), [root.join("web")]);
+        // Go modules do not cover each other: a nested go.mod is its own module.
+        let go = builtin_servers().into_iter().find(|d| d.id == "go").unwrap();
+        std::fs::create_dir_all(root.join("svc/inner")).unwrap();
+        std::fs::write(root.join("svc/go.mod"), "").unwrap();
+        std::fs::write(root.join("svc/inner/go.mod"), "").unwrap();
+        assert_eq!(
+            find_root(&go, &root, &root.join("svc/inner/a.go")).unwrap().root,
+            root.join("svc/inner")
+        );
+    }
+
+    #[test]
+    fn project_local_bin_folders_are_searched_only_when_project_code_may_run() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().canonicalize().unwrap();
         let bin = root.join(".venv/bin");
@@ -243,8 +325,18 @@ mod tests {
         let program = bin.join("agent-tools-test-no-such-server");
         std::fs::write(&program, "#!/bin/sh\n").unwrap();
         std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let dirs = search_dirs(&[], &root, &root);
-        assert_eq!(resolve_program("agent-tools-test-no-such-server", &dirs, &root), Some(program));
+        let dirs = search_dirs(&[], &root, &root, true);
+        assert_eq!(
+            resolve_program("agent-tools-test-no-such-server", &dirs, &root, true),
+            Some(program)
+        );
+        let dirs = search_dirs(&[], &root, &root, false);
+        assert!(!dirs.iter().any(|d| d.starts_with(&root)), "{dirs:?}");
+        assert_eq!(resolve_program("agent-tools-test-no-such-server", &dirs, &root, false), None);
+        assert_eq!(
+            resolve_program(".venv/bin/agent-tools-test-no-such-server", &dirs, &root, false),
+            None
+        );
     }
 
     #[test]

@@ -17,7 +17,10 @@ pub mod diagnostics;
 pub mod discover;
 pub mod encoding;
 mod error;
+pub mod names;
+mod on_write;
 pub mod paths;
+mod project_check;
 mod rename;
 mod server;
 mod spawn;
@@ -25,32 +28,38 @@ mod supervisor;
 #[doc(hidden)]
 pub mod testing;
 mod transport;
+mod trust;
 
 pub use lsp_types;
 
 pub use crate::{
     actions::{
-        Action, Located, LspArgs, LspOutput, MAX_DIAGNOSTICS, MAX_DOCUMENT_SYMBOLS, MAX_REFERENCES,
-        MAX_WORKSPACE_SYMBOLS, locate,
+        Action, Located, LspArgs, LspOutput, LspPayload, MAX_DIAGNOSTICS, MAX_DOCUMENT_SYMBOLS,
+        MAX_REFERENCES, MAX_WORKSPACE_SYMBOLS, locate,
     },
     config::{LspConfig, OnWriteConfig, ServerDef, ServerOverride, builtin_servers},
     diagnostics::{Diagnostic, Ledger, LedgerDelta, Severity},
     error::LspError,
+    on_write::{FileBefore, WriteDiagnostics, WrittenFile},
+    project_check::{CheckRunReport, ProjectCheckReport},
     rename::{
-        EditOp, EditPlan, RenameArgs, apply_text_edits, parse_workspace_edit, plan_edit, write_plan,
+        EditOp, EditPlan, RenameArgs, RenameReport, RenamedFile, apply_text_edits,
+        parse_workspace_edit, plan_edit, write_plan,
     },
     server::{DiagnosticMode, DiagnosticsWait, Progress, join_all, process_group_alive},
     supervisor::{DocHandle, RootStatus, ServerState, Supervisor, SyncOutcome},
 };
 
 /// The `lsp` tool's description for a model.
-pub const LSP_DESCRIPTION: &str = "Ask the language server about code. Address a symbol by `line` (1-based) plus `symbol` \
-(text on that line naming it); columns are never guessed. Actions: definition, type_definition, implementation, \
-references (≤50), hover, code_actions (listed, not applied) need file+line+symbol; diagnostics needs file (or \"*\" \
-for the project's checker); symbols takes query (workspace, ≤100) or file (outline, ≤200); status says which servers \
-run and what is missing; reload restarts a server.";
+pub const LSP_DESCRIPTION: &str = "Ask the language server about code. Address a symbol by file, \
+line (1-based) and symbol (text on that line; `a.b` means b); no column is guessed. definition, \
+type_definition, implementation, references, hover, code_actions need all three. diagnostics: \
+file, or \"*\" for the project's checker. symbols: query (workspace) or file (outline). \
+references and symbols page with offset. status: servers, roots, what is missing. reload: \
+restart a server.";
 
 /// The `lsp_rename` tool's description for a model.
-pub const RENAME_DESCRIPTION: &str = "Rename a symbol across the project through the language server: give file, \
-line (1-based), symbol (text on that line) and new_name. All or nothing: every file is checked and written \
-atomically, or none is. Lists the files and edits changed.";
+pub const RENAME_DESCRIPTION: &str = "Rename a symbol across the project through the language \
+server: file, line (1-based), symbol (text on that line), new_name. All or nothing; refused if \
+new_name is no identifier or taken, or a file changed since the server read it. Lists the \
+changed files and the new diagnostics.";

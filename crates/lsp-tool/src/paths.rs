@@ -85,9 +85,59 @@ pub fn display_relative(root: &Path, path: &Path) -> String {
     }
 }
 
+/// Reads a source file as text: UTF-8, or Latin-1 when its first two lines carry a coding
+/// declaration naming it (PEP 263: `# -*- coding: latin-1 -*-`). Any other encoding is an
+/// error that names it.
+pub fn read_source(path: &Path) -> Result<String, String> {
+    let bytes = std::fs::read(path).map_err(|e| e.to_string())?;
+    let bytes = match String::from_utf8(bytes) {
+        Ok(text) => return Ok(text),
+        Err(e) => e.into_bytes(),
+    };
+    let head: Vec<u8> = bytes
+        .split(|b| *b == b'\n')
+        .take(2)
+        .flat_map(|l| l.iter().copied().chain([b'\n']))
+        .collect();
+    let head = String::from_utf8_lossy(&head).to_ascii_lowercase();
+    let declared = head.find("coding").and_then(|i| {
+        let rest = head[i + 6..].trim_start_matches([':', '=']).trim_start();
+        let name: String = rest
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || matches!(c, '-' | '_' | '.'))
+            .collect();
+        (!name.is_empty() && matches!(head.as_bytes().get(i + 6), Some(b':' | b'=')))
+            .then_some(name)
+    });
+    match declared.as_deref() {
+        Some("latin-1" | "latin1" | "iso-8859-1" | "iso8859-1" | "l1" | "iso-latin-1") => {
+            Ok(bytes.iter().map(|&b| b as char).collect())
+        }
+        Some(other) => Err(format!(
+            "it is not UTF-8 and its declared encoding `{other}` is not supported (UTF-8 and Latin-1 are)"
+        )),
+        None => Err("it is not UTF-8 text and declares no encoding".into()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn latin1_source_with_a_coding_declaration_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("old.py");
+        std::fs::write(&file, b"# -*- coding: latin-1 -*-\nname = '\xe9t\xe9'\n").unwrap();
+        assert_eq!(
+            read_source(&file).unwrap(),
+            "# -*- coding: latin-1 -*-\nname = '\u{e9}t\u{e9}'\n"
+        );
+        std::fs::write(&file, b"name = '\xe9'\n").unwrap();
+        assert!(read_source(&file).unwrap_err().contains("declares no encoding"));
+        std::fs::write(&file, b"# coding=koi8-r\nx = '\xe9'\n").unwrap();
+        assert!(read_source(&file).unwrap_err().contains("`koi8-r` is not supported"));
+    }
 
     #[test]
     fn uris_round_trip_paths_with_spaces_and_accents() {

@@ -20,27 +20,49 @@ use crate::{
     actions::{LspOutput, locate},
     encoding::{ColumnUnit, byte_offset},
     error::LspError,
+    names::check_new_name,
+    on_write::{FileBefore, WriteDiagnostics, WrittenFile},
     paths::{display_relative, is_inside, path_from_uri, resolve_in_root, uri_from_path},
+    server::Server,
     supervisor::{Supervisor, server_label},
 };
 
 /// Arguments of `lsp_rename`.
-#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RenameArgs {
     /// File where the symbol stands, relative to the workspace root.
     pub file: String,
     /// 1-based line of the symbol.
-    #[schemars(range(min = 1))]
     pub line: u32,
     /// Text on that line that marks the symbol (whole-word match preferred).
     pub symbol: String,
     /// Which occurrence of `symbol` on the line, 1-based (default 1).
     #[serde(default)]
-    #[schemars(range(min = 1))]
     pub occurrence: Option<u32>,
     /// The new name.
     pub new_name: String,
+}
+
+impl JsonSchema for RenameArgs {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "RenameArgs".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "object",
+            "properties": {
+                "file": {"type": "string"},
+                "line": {"type": "integer", "minimum": 1},
+                "symbol": {"type": "string"},
+                "occurrence": {"type": "integer", "minimum": 1},
+                "new_name": {"type": "string"}
+            },
+            "required": ["file", "line", "symbol", "new_name"],
+            "additionalProperties": false
+        })
+    }
 }
 
 /// One step of a WorkspaceEdit, in order.
@@ -168,6 +190,38 @@ pub fn apply_text_edits(
         out.replace_range(start..end, new_text);
     }
     Ok(out)
+}
+
+/// The files whose edit ranges do not cover `old_name` in their current text: the server
+/// computed the edit from a view of the file that is no longer on disk (a formatter, `git
+/// checkout` or `sed` changed it). Files the server has open are checked by version instead.
+pub(crate) fn stale_files(
+    ops: &[EditOp],
+    old_name: &str,
+    encoding: ColumnUnit,
+    is_open: &dyn Fn(&Path) -> bool,
+) -> Vec<PathBuf> {
+    let mut stale = Vec::new();
+    for op in ops {
+        let EditOp::Text { path, edits, .. } = op else { continue };
+        if is_open(path) || stale.contains(path) {
+            continue;
+        }
+        let Ok(text) = std::fs::read_to_string(path) else { continue };
+        let mut line_starts = vec![0];
+        line_starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
+        let covers = |(range, _): &(Value, String)| {
+            let at = |k: &str| {
+                offset_of(&text, &line_starts, range.get(k).unwrap_or(&Value::Null), encoding)
+            };
+            let (start, end) = (at("start"), at("end"));
+            text.get(start..end.max(start)).is_some_and(|slice| slice.contains(old_name))
+        };
+        if !edits.iter().all(covers) {
+            stale.push(path.clone());
+        }
+    }
+    stale
 }
 
 /// The planned result of a WorkspaceEdit: new content per file (`None` = delete) and edit counts.
@@ -364,7 +418,205 @@ pub fn write_plan(plan: &EditPlan) -> std::io::Result<()> {
     Err(err)
 }
 
+/// How many edited files of one rename get a baseline from their earlier content.
+const MAX_BASELINES: usize = 10;
+
+/// One file a rename edited.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct RenamedFile {
+    pub path: String,
+    pub edits: usize,
+}
+
+/// The result of `lsp_rename`.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct RenameReport {
+    /// `symbol` at `path:line:col`.
+    pub at: String,
+    pub new_name: String,
+    pub edits: usize,
+    pub files: Vec<RenamedFile>,
+    /// `old → new` for files the edit renamed.
+    pub moved: Vec<String>,
+    pub created: Vec<String>,
+    pub deleted: Vec<String>,
+    /// What the rename did to the project's diagnostics.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diagnostics: Option<WriteDiagnostics>,
+}
+
+impl RenameReport {
+    /// The model-facing text.
+    pub fn render(&self) -> String {
+        if self.files.is_empty() && self.moved.is_empty() {
+            return format!("rename of {} to `{}` changes nothing", self.at, self.new_name);
+        }
+        let mut lines = vec![format!(
+            "renamed {} to `{}`: {} edit(s) in {} file(s)",
+            self.at,
+            self.new_name,
+            self.edits,
+            self.files.len()
+        )];
+        for f in &self.files {
+            lines.push(format!("  {}: {} edit(s)", f.path, f.edits));
+        }
+        lines.extend(self.moved.iter().map(|m| format!("  renamed file {m}")));
+        lines.extend(self.created.iter().map(|p| format!("  created {p}")));
+        lines.extend(self.deleted.iter().map(|p| format!("  deleted {p}")));
+        if let Some(d) = &self.diagnostics {
+            lines.push(String::new());
+            lines.push(d.render());
+        }
+        lines.join("\n")
+    }
+}
+
+/// The identifier at byte `start` of `line` (what a rename replaces).
+fn identifier_at(line: &str, start: usize) -> &str {
+    let rest = &line[start..];
+    let end = rest
+        .char_indices()
+        .find(|(_, c)| !(c.is_alphanumeric() || *c == '_' || *c == '$'))
+        .map_or(rest.len(), |(i, _)| i);
+    &rest[..end]
+}
+
+/// A hierarchical document symbol's name, range and children.
+fn symbol_parts(item: &Value) -> (String, (u32, u32), (u32, u32), Vec<Value>) {
+    let pos = |ptr: &str| {
+        let p = item.pointer(ptr);
+        let n = |k: &str| p.and_then(|p| p.get(k)).and_then(Value::as_u64).unwrap_or(0) as u32;
+        (n("line"), n("character"))
+    };
+    (
+        item.get("name").and_then(Value::as_str).unwrap_or("").to_string(),
+        pos("/range/start"),
+        pos("/range/end"),
+        item.get("children").and_then(Value::as_array).cloned().unwrap_or_default(),
+    )
+}
+
+/// The name of a sibling of the symbol declared at `at` that already is `new_name`, with its
+/// line, in a hierarchical `documentSymbol` answer.
+fn sibling_named(items: &[Value], at: (u32, u32), new_name: &str) -> Option<u32> {
+    for item in items {
+        let (_, start, end, children) = symbol_parts(item);
+        if start <= at && at <= end && !children.is_empty() {
+            if let Some(line) = sibling_named(&children, at, new_name) {
+                return Some(line);
+            }
+            let inside = children.iter().any(|c| {
+                let (_, s, e, _) = symbol_parts(c);
+                s <= at && at <= e
+            });
+            if inside {
+                return children
+                    .iter()
+                    .find(|c| symbol_parts(c).0 == new_name)
+                    .map(|c| symbol_parts(c).1.0 + 1);
+            }
+        }
+    }
+    let declares = items.iter().any(|c| {
+        let (_, s, e, _) = symbol_parts(c);
+        s <= at && at <= e
+    });
+    if declares {
+        return items
+            .iter()
+            .find(|c| symbol_parts(c).0 == new_name)
+            .map(|c| symbol_parts(c).1.0 + 1);
+    }
+    None
+}
+
 impl Supervisor {
+    /// Refuses a rename onto a name the symbol's scope already declares (where the server's
+    /// outline of the declaring file shows it).
+    async fn check_collision(
+        &self,
+        server: &Server,
+        uri: &Option<String>,
+        position: &Value,
+        new_name: &str,
+        at: &str,
+        cancel: &CancellationToken,
+    ) -> Result<(), LspError> {
+        let mut decl_uri = uri.clone();
+        let mut decl_pos = (
+            position["line"].as_u64().unwrap_or(0) as u32,
+            position["character"].as_u64().unwrap_or(0) as u32,
+        );
+        if server.supports("definitionProvider")
+            && let Ok(def) = server
+                .request(
+                    "textDocument/definition",
+                    json!({"textDocument": {"uri": uri}, "position": position}),
+                    cancel,
+                )
+                .await
+        {
+            let first = match &def {
+                Value::Array(a) => a.first().cloned(),
+                Value::Null => None,
+                other => Some(other.clone()),
+            };
+            if let Some(first) = first {
+                let u = first
+                    .get("targetUri")
+                    .or_else(|| first.get("uri"))
+                    .and_then(Value::as_str)
+                    .map(str::to_string);
+                let start = first
+                    .pointer("/targetSelectionRange/start")
+                    .or_else(|| first.pointer("/range/start"));
+                if let (Some(u), Some(start)) = (u, start) {
+                    decl_uri = Some(u);
+                    decl_pos = (
+                        start["line"].as_u64().unwrap_or(0) as u32,
+                        start["character"].as_u64().unwrap_or(0) as u32,
+                    );
+                }
+            }
+        }
+        let Some(decl_uri) = decl_uri else { return Ok(()) };
+        let Some(decl_path) =
+            decl_uri.parse::<lsp_types::Uri>().ok().and_then(|u| path_from_uri(&u))
+        else {
+            return Ok(());
+        };
+        if !is_inside(self.root(), &decl_path) || !server.supports("documentSymbolProvider") {
+            return Ok(());
+        }
+        let ext = decl_path.extension().and_then(|e| e.to_str()).unwrap_or("");
+        if let Some(language) = server.def.language_of(ext) {
+            let language = language.to_string();
+            let _ = server.sync(&decl_path, &language, false).await;
+        }
+        let Ok(symbols) = server
+            .request(
+                "textDocument/documentSymbol",
+                json!({"textDocument": {"uri": decl_uri}}),
+                cancel,
+            )
+            .await
+        else {
+            return Ok(());
+        };
+        let items = symbols.as_array().cloned().unwrap_or_default();
+        if items.iter().any(|i| i.get("location").is_some()) {
+            return Ok(()); // flat SymbolInformation: no scopes to compare
+        }
+        if let Some(line) = sibling_named(&items, decl_pos, new_name) {
+            return Err(LspError::Invalid(format!(
+                "{at} cannot be renamed to `{new_name}`: {}:{line} already declares `{new_name}` in the same scope, and the two would collide; pick another name; nothing was changed",
+                display_relative(self.root(), &decl_path)
+            )));
+        }
+        Ok(())
+    }
+
     /// Runs one `lsp_rename` call.
     pub async fn rename(
         &self,
@@ -382,14 +634,21 @@ impl Supervisor {
         if args.new_name.trim().is_empty() {
             return Err(LspError::Invalid("argument `new_name` is empty".into()));
         }
-        let text = std::fs::read_to_string(&path)
+        let text = crate::paths::read_source(&path)
             .map_err(|e| LspError::Invalid(format!("cannot read {shown}: {e}")))?;
         locate(&text, &shown, args.line, &args.symbol, args.occurrence)?;
         let target = self.target_for(&path)?;
+        check_new_name(&target.language_id, &args.new_name).map_err(LspError::Invalid)?;
         let server = self.server(&target, cancel).await?;
         server.resync_open().await;
         let doc = server.sync(&path, &target.language_id, false).await.map_err(LspError::Failed)?;
         let located = locate(&doc.text, &shown, args.line, &args.symbol, args.occurrence)?;
+        let old_name = identifier_at(&located.line_text, located.start).to_string();
+        if old_name == args.new_name {
+            return Err(LspError::Invalid(format!(
+                "argument `new_name`: `{old_name}` is already the symbol's name; nothing was changed"
+            )));
+        }
         let label = server_label(&server);
         if !server.supports("renameProvider") {
             return Err(LspError::Failed(format!("{label} does not offer rename")));
@@ -434,74 +693,135 @@ impl Supervisor {
                 Err(e) => return Err(fail("prepareRename", e)),
             }
         }
-        let edit = server
-            .request(
-                "textDocument/rename",
-                json!({"textDocument": {"uri": uri}, "position": position, "newName": args.new_name}),
-                cancel,
-            )
-            .await
-            .map_err(|e| match e {
-                crate::transport::RequestError::Server { message, .. } => {
-                    LspError::Invalid(format!("{at} cannot be renamed to `{}`: {message}; nothing was changed", args.new_name))
-                }
-                other => fail("rename", other),
-            })?;
-        if edit.is_null() {
-            return Err(LspError::Invalid(format!(
-                "{at}: {label} returned no edit; nothing was changed"
-            )));
-        }
-        let ops = parse_workspace_edit(&edit).map_err(|e| {
-            LspError::Failed(format!(
-                "rename of {at}: the server's edit has {e}; nothing was changed"
-            ))
-        })?;
-        // Snapshot what the server has for every document the edit touches.
-        let mut open = BTreeMap::new();
-        for op in &ops {
-            if let EditOp::Text { path, .. } = op
-                && let Some(doc) = server.open_doc(path).await
-            {
-                open.insert(path.clone(), doc);
+        self.check_collision(&server, &uri, &position, &args.new_name, &at, cancel).await?;
+        // The server may have read a file before something outside the tools changed it. An
+        // edit whose ranges no longer cover the old name was computed from that stale view:
+        // open those files (the server then has exactly what is on disk) and ask once more;
+        // if it is still stale, refuse.
+        let mut attempt = 0;
+        let (ops, open) = loop {
+            attempt += 1;
+            let edit = server
+                .request(
+                    "textDocument/rename",
+                    json!({"textDocument": {"uri": uri}, "position": position, "newName": args.new_name}),
+                    cancel,
+                )
+                .await
+                .map_err(|e| match e {
+                    crate::transport::RequestError::Server { message, .. } => {
+                        LspError::Invalid(format!("{at} cannot be renamed to `{}`: {message}; nothing was changed", args.new_name))
+                    }
+                    other => fail("rename", other),
+                })?;
+            if edit.is_null() {
+                return Err(LspError::Invalid(format!(
+                    "{at}: {label} returned no edit; nothing was changed"
+                )));
             }
-        }
+            let ops = parse_workspace_edit(&edit).map_err(|e| {
+                LspError::Failed(format!(
+                    "rename of {at}: the server's edit has {e}; nothing was changed"
+                ))
+            })?;
+            // Snapshot what the server has for every document the edit touches.
+            let mut open = BTreeMap::new();
+            for op in &ops {
+                if let EditOp::Text { path, .. } = op
+                    && let Some(doc) = server.open_doc(path).await
+                {
+                    open.insert(path.clone(), doc);
+                }
+            }
+            let stale = stale_files(&ops, &old_name, server.encoding, &|p| open.contains_key(p));
+            if stale.is_empty() {
+                break (ops, open);
+            }
+            let names: Vec<String> =
+                stale.iter().map(|p| display_relative(self.root(), p)).collect();
+            if attempt >= 2 {
+                return Err(LspError::Failed(format!(
+                    "rename of {at} refused: {label}'s edit does not match the current content of {} (changed on disk since the server read it); nothing was changed. Try again, or `reload` the server",
+                    names.join(", ")
+                )));
+            }
+            let events: Vec<(PathBuf, u8)> = stale.iter().map(|p| (p.clone(), 2)).collect();
+            server.files_changed(&events).await;
+            for p in &stale {
+                let ext = p.extension().and_then(|e| e.to_str()).unwrap_or("");
+                let language =
+                    server.def.language_of(ext).unwrap_or(&target.language_id).to_string();
+                server.sync(p, &language, false).await.map_err(LspError::Failed)?;
+            }
+            let _ = server.wait_ready(std::time::Instant::now() + budget, cancel).await;
+        };
         let plan = plan_edit(self.root(), &ops, server.encoding, &|p| open.get(p).cloned())
             .map_err(|e| {
                 LspError::Failed(format!("rename of {at} rejected: {e}; nothing was changed"))
             })?;
+        let mut report = RenameReport {
+            at: at.clone(),
+            new_name: args.new_name.clone(),
+            edits: plan.edits_per_file.values().sum(),
+            files: plan
+                .edits_per_file
+                .iter()
+                .map(|(p, n)| RenamedFile { path: display_relative(self.root(), p), edits: *n })
+                .collect(),
+            moved: plan
+                .renamed
+                .iter()
+                .map(|(a, b)| {
+                    format!(
+                        "{} → {}",
+                        display_relative(self.root(), a),
+                        display_relative(self.root(), b)
+                    )
+                })
+                .collect(),
+            created: plan.created.iter().map(|p| display_relative(self.root(), p)).collect(),
+            deleted: plan.deleted.iter().map(|p| display_relative(self.root(), p)).collect(),
+            diagnostics: None,
+        };
         if plan.files.is_empty() {
-            return Ok(LspOutput {
-                text: format!("rename of {at} to `{}` changes nothing", args.new_name),
-                structured: json!({"files": [], "edits": 0}),
-                changed_files: Vec::new(),
-            });
+            let text = report.render();
+            return Ok(LspOutput::new(text, serde_json::to_value(&report).unwrap_or_default()));
         }
+        // Baselines cost a server round each: the first files get one, a large rename's rest
+        // take their current diagnostics as the baseline (and say so).
+        let before: Vec<WrittenFile> = plan
+            .files
+            .keys()
+            .enumerate()
+            .map(|(i, p)| WrittenFile {
+                path: p.clone(),
+                before: match std::fs::read(p) {
+                    Ok(_) if i >= MAX_BASELINES => FileBefore::Unknown,
+                    Ok(bytes) => FileBefore::Contents(bytes.into()),
+                    Err(_) => FileBefore::Absent,
+                },
+            })
+            .collect();
         write_plan(&plan).map_err(|e| {
             LspError::Failed(format!(
                 "rename of {at}: writing failed ({e}); every file was restored"
             ))
         })?;
-        // Sync what changed: open documents get didChange + didSave, the rest a watched-file event.
+        // Sync what changed: every edited file is opened with its new content (so servers
+        // with a lazily updated index, such as clangd, answer the next question from it),
+        // deleted files are closed, and a watched-file event tells the server about all.
         let mut events = Vec::new();
         for (changed, state) in &plan.files {
             match state {
                 Some(_) => {
-                    if server.open_doc(changed).await.is_some() {
-                        let ext = changed.extension().and_then(|e| e.to_str()).unwrap_or("");
-                        let language =
-                            server.def.language_of(ext).unwrap_or(&target.language_id).to_string();
+                    let ext = changed.extension().and_then(|e| e.to_str()).unwrap_or("");
+                    if let Some(language) = server.def.language_of(ext) {
+                        let language = language.to_string();
                         let _ = server.sync(changed, &language, true).await;
-                    } else {
-                        let kind = if plan.created.contains(changed)
-                            || plan.renamed.iter().any(|(_, to)| to == changed)
-                        {
-                            1
-                        } else {
-                            2
-                        };
-                        events.push((changed.clone(), kind));
                     }
+                    let created = plan.created.contains(changed)
+                        || plan.renamed.iter().any(|(_, to)| to == changed);
+                    events.push((changed.clone(), if created { 1 } else { 2 }));
                 }
                 None => {
                     server.close(changed).await;
@@ -518,36 +838,12 @@ impl Supervisor {
                 .collect();
             server.notify("workspace/didRenameFiles", json!({"files": files})).await;
         }
-        let total: usize = plan.edits_per_file.values().sum();
-        let mut lines = vec![format!(
-            "renamed {at} to `{}`: {total} edit(s) in {} file(s)",
-            args.new_name,
-            plan.edits_per_file.len()
-        )];
-        let mut files = Vec::new();
-        for (p, n) in &plan.edits_per_file {
-            let rel = display_relative(self.root(), p);
-            lines.push(format!("  {rel}: {n} edit(s)"));
-            files.push(json!({"path": rel, "edits": n}));
-        }
-        for (a, b) in &plan.renamed {
-            lines.push(format!(
-                "  renamed file {} → {}",
-                display_relative(self.root(), a),
-                display_relative(self.root(), b)
-            ));
-        }
-        for p in &plan.created {
-            lines.push(format!("  created {}", display_relative(self.root(), p)));
-        }
-        for p in &plan.deleted {
-            lines.push(format!("  deleted {}", display_relative(self.root(), p)));
-        }
-        Ok(LspOutput {
-            text: lines.join("\n"),
-            structured: json!({"files": files, "edits": total}),
-            changed_files: plan.files.keys().cloned().collect(),
-        })
+        let written: Vec<WrittenFile> = before.into_iter().filter(|f| f.path.is_file()).collect();
+        report.diagnostics = self.diagnostics_after_write(&written, cancel).await;
+        let text = report.render();
+        let mut out = LspOutput::new(text, serde_json::to_value(&report).unwrap_or_default());
+        out.changed_files = plan.files.keys().cloned().collect();
+        Ok(out)
     }
 }
 

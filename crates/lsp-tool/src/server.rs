@@ -286,6 +286,9 @@ pub(crate) struct SyncedDoc {
     pub version: i32,
     pub text: String,
     sent_seq: u64,
+    /// A push counts only if it arrived after this sequence number (0: any push of the
+    /// version); set when re-checking an unchanged open file after another file changed.
+    min_seq: u64,
 }
 
 /// Why the diagnostics of a version could not be had.
@@ -434,6 +437,7 @@ impl Server {
     ) -> Result<Arc<Server>, StartError> {
         let mut cmd = tokio::process::Command::new(&command.program);
         cmd.args(&command.args)
+            .envs(command.env.iter().map(|(k, v)| (k, v)))
             .current_dir(&root)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -805,10 +809,8 @@ impl Server {
         language_id: &str,
         save: bool,
     ) -> Result<SyncedDoc, String> {
-        let bytes =
-            std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        let text = String::from_utf8(bytes)
-            .map_err(|_| format!("{} is not UTF-8 text", path.display()))?;
+        let text = crate::paths::read_source(path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
         self.sync_text(path, language_id, text, save).await
     }
 
@@ -868,7 +870,7 @@ impl Server {
             }
             self.notify("textDocument/didSave", params).await;
         }
-        Ok(SyncedDoc { path: path.to_path_buf(), version, text, sent_seq })
+        Ok(SyncedDoc { path: path.to_path_buf(), version, text, sent_seq, min_seq: 0 })
     }
 
     /// Re-reads every open document whose size or modification time changed, and sends what
@@ -919,6 +921,30 @@ impl Server {
         self.notify("workspace/didChangeWatchedFiles", json!({"changes": events})).await;
     }
 
+    /// Every open document but `except`, as a handle that waits for diagnostics newer than
+    /// now (their content did not change, but what they depend on may have).
+    pub(crate) async fn open_documents_except(&self, except: &[PathBuf]) -> Vec<SyncedDoc> {
+        let seq = self.shared.state.lock().push_seq;
+        self.docs
+            .lock()
+            .await
+            .iter()
+            .filter(|(path, _)| !except.contains(path))
+            .map(|(path, doc)| SyncedDoc {
+                path: path.clone(),
+                version: doc.version,
+                text: doc.text.clone(),
+                sent_seq: seq,
+                min_seq: seq,
+            })
+            .collect()
+    }
+
+    /// Whether any document is open.
+    pub(crate) async fn has_open_documents(&self) -> bool {
+        !self.docs.lock().await.is_empty()
+    }
+
     /// The version and text the server has for `path`, if it is open.
     pub(crate) async fn open_doc(&self, path: &Path) -> Option<(i32, String)> {
         self.docs.lock().await.get(path).map(|d| (d.version, d.text.clone()))
@@ -965,7 +991,9 @@ impl Server {
             let fresh = {
                 let state = self.shared.state.lock();
                 state.push.get(&doc.path).and_then(|entry| match entry.version {
-                    Some(v) if v == doc.version => Some((entry.items.clone(), true)),
+                    Some(v) if v == doc.version && entry.seq > doc.min_seq => {
+                        Some((entry.items.clone(), true))
+                    }
                     None if entry.seq > doc.sent_seq => Some((entry.items.clone(), false)),
                     _ => None,
                 })

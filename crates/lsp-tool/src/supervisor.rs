@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::{
     config::{LspConfig, ServerDef},
-    diagnostics::Diagnostic,
+    diagnostics::{Diagnostic, Ledger},
     discover::{self, ResolvedCommand, RootMatch},
     error::LspError,
     paths::display_relative,
@@ -96,6 +96,9 @@ pub struct RootStatus {
     pub last_crash: Option<String>,
     /// Why nothing starts here, and how to fix it, when the intersection rule fails.
     pub missing: Option<String>,
+    /// Which trust rule applies: whether code the project controls runs, and what that means
+    /// for this server.
+    pub project_code: String,
 }
 
 impl RootStatus {
@@ -134,6 +137,7 @@ impl RootStatus {
         if let Some(missing) = &self.missing {
             line.push_str(&format!("\n    nothing starts: {missing}"));
         }
+        line.push_str(&format!("\n    {}", self.project_code));
         line
     }
 }
@@ -146,6 +150,14 @@ struct Inner {
     slots: Mutex<HashMap<(String, PathBuf), Arc<Slot>>>,
     versions: Mutex<HashMap<PathBuf, Result<Option<String>, String>>>,
     closing: CancellationToken,
+    /// A run-private folder outside the tree for what servers and checkers would otherwise
+    /// leave in the project (clangd's index, tsc's build info); removed with the supervisor.
+    private_dir: Option<tempfile::TempDir>,
+    /// The run's diagnostics ledger (diagnostics on write, `lsp_rename`); locked only to read
+    /// or update it, never across a wait.
+    ledger: Mutex<Ledger>,
+    /// How long each file's diagnostics took after its last write (for adaptive deadlines).
+    measured: Mutex<HashMap<PathBuf, Duration>>,
 }
 
 /// The language-server supervisor of one run. Cheap to clone.
@@ -223,6 +235,9 @@ impl Supervisor {
                 slots: Mutex::new(HashMap::new()),
                 versions: Mutex::new(HashMap::new()),
                 closing: CancellationToken::new(),
+                private_dir: tempfile::Builder::new().prefix("agent-tools-lsp-").tempdir().ok(),
+                ledger: Mutex::new(Ledger::new()),
+                measured: Mutex::new(HashMap::new()),
             }),
         }
     }
@@ -233,6 +248,43 @@ impl Supervisor {
 
     pub(crate) fn extra_paths(&self) -> &[PathBuf] {
         &self.inner.extra_paths
+    }
+
+    /// Whether code the project controls may run (see [`crate::trust`]).
+    pub fn allow_project_code(&self) -> bool {
+        self.inner.config.allow_project_code
+    }
+
+    /// The run's diagnostics ledger.
+    pub fn ledger(&self) -> &Mutex<Ledger> {
+        &self.inner.ledger
+    }
+
+    pub(crate) fn measured(&self, path: &Path) -> Option<Duration> {
+        self.inner.measured.lock().get(path).copied()
+    }
+
+    pub(crate) fn record_measured(&self, path: &Path, took: Duration) {
+        self.inner.measured.lock().insert(path.to_path_buf(), took);
+    }
+
+    /// The other open documents of every running server, for a re-check after a write.
+    pub(crate) async fn other_open_documents(
+        &self,
+        except: &[PathBuf],
+    ) -> Vec<(PathBuf, DocHandle)> {
+        let mut out = Vec::new();
+        for server in self.running() {
+            for doc in server.open_documents_except(except).await {
+                out.push((doc.path.clone(), DocHandle { server: server.clone(), doc }));
+            }
+        }
+        out
+    }
+
+    /// The run-private folder outside the tree, if it could be made.
+    pub(crate) fn private_dir(&self) -> Option<&Path> {
+        self.inner.private_dir.as_ref().map(|d| d.path())
     }
 
     pub fn config(&self) -> &LspConfig {
@@ -285,6 +337,7 @@ impl Supervisor {
             &self.inner.extra_paths,
             &project_root,
             &self.inner.root,
+            self.allow_project_code(),
         );
         if let Some(c) = &command
             && let Err(failure) = self.probe(c, &def)
@@ -304,7 +357,14 @@ impl Supervisor {
             (Some(root), Some(command)) => Ok(Target { def, language_id, root, command }),
             (root, command) => Err(LspError::Unavailable {
                 resource: format!("lsp ({})", def.display_languages()),
-                reason: missing_half(&def, root.as_ref(), command.as_ref(), &self.inner.root, path),
+                reason: missing_half(
+                    self.allow_project_code(),
+                    &def,
+                    root.as_ref(),
+                    command.as_ref(),
+                    &self.inner.root,
+                    path,
+                ),
                 fix: if command.is_none() {
                     def.install_hint.clone()
                 } else {
@@ -393,8 +453,15 @@ impl Supervisor {
             record.restarts.push(Instant::now());
         }
         slot.record.lock().starting = true;
+        let (def, command) = crate::trust::prepare(
+            &target.def,
+            &target.root.root,
+            &target.command,
+            self.allow_project_code(),
+            self.private_dir(),
+        );
         let started = tokio::select! {
-            s = Server::start(target.def.clone(), target.root.root.clone(), target.command.clone(), self.timeouts(), cancel) => s,
+            s = Server::start(Arc::new(def), target.root.root.clone(), command, self.timeouts(), cancel) => s,
             _ = self.inner.closing.cancelled() => {
                 slot.record.lock().starting = false;
                 return Err(LspError::Failed("the run is ending".into()));
@@ -460,12 +527,13 @@ impl Supervisor {
             if presence.files == 0 {
                 continue;
             }
-            for root in &presence.roots {
+            for root in &discover::outermost_roots(&def, &self.inner.root, &presence.roots) {
                 if let Some(command) = discover::resolve_command(
                     &def,
                     &self.inner.extra_paths,
                     &root.root,
                     &self.inner.root,
+                    self.allow_project_code(),
                 ) {
                     let language_id = def.languages.keys().next().cloned().unwrap_or_default();
                     out.push(Target { def: def.clone(), language_id, root: root.clone(), command });
@@ -500,7 +568,8 @@ impl Supervisor {
         let mut rows = Vec::new();
         for def in &defs {
             let presence = scan.get(&def.id).cloned().unwrap_or_default();
-            let mut roots: Vec<RootMatch> = presence.roots.clone();
+            let mut roots: Vec<RootMatch> =
+                discover::outermost_roots(def, &self.inner.root, &presence.roots);
             for slot in slots.iter().filter(|s| s.def.id == def.id) {
                 if !roots.contains(&slot.root) {
                     roots.push(slot.root.clone());
@@ -517,6 +586,7 @@ impl Supervisor {
                     &self.inner.extra_paths,
                     &self.inner.root,
                     &self.inner.root,
+                    self.allow_project_code(),
                 );
                 rows.push(RootStatus {
                     server: def.id.clone(),
@@ -532,9 +602,17 @@ impl Supervisor {
                     pid: None,
                     crashes: 0,
                     last_crash: None,
+                    project_code: crate::trust::rule(def, self.allow_project_code()),
                     missing: Some(format!(
                         "{}; {}",
-                        missing_half(def, None, command.as_ref(), &self.inner.root, &example),
+                        missing_half(
+                            self.allow_project_code(),
+                            def,
+                            None,
+                            command.as_ref(),
+                            &self.inner.root,
+                            &example
+                        ),
                         if command.is_none() {
                             def.install_hint.clone()
                         } else {
@@ -550,6 +628,7 @@ impl Supervisor {
                     &self.inner.extra_paths,
                     &root.root,
                     &self.inner.root,
+                    self.allow_project_code(),
                 );
                 let slot = slots.iter().find(|s| s.def.id == def.id && s.root.root == root.root);
                 let server = slot.and_then(|s| s.current.lock().clone());
@@ -592,10 +671,18 @@ impl Supervisor {
                     pid: live.map(|s| s.pid),
                     crashes,
                     last_crash,
+                    project_code: crate::trust::rule(def, self.allow_project_code()),
                     missing: match (&command, live) {
                         (None, None) => Some(format!(
                             "{}; {}",
-                            missing_half(def, Some(&root), None, &self.inner.root, &root.root),
+                            missing_half(
+                                self.allow_project_code(),
+                                def,
+                                Some(&root),
+                                None,
+                                &self.inner.root,
+                                &root.root
+                            ),
                             def.install_hint
                         )),
                         (Some(c), None) => self.probe(c, def).err().map(|failure| {
@@ -736,6 +823,7 @@ fn expand_home(p: &str) -> PathBuf {
 
 /// Says which half of the intersection rule failed.
 fn missing_half(
+    allow_project_code: bool,
     def: &ServerDef,
     root: Option<&RootMatch>,
     command: Option<&ResolvedCommand>,
@@ -753,8 +841,13 @@ fn missing_half(
     let binary_part = match command {
         Some(c) => format!("binary resolved at {}", c.program.display()),
         None => format!(
-            "none of {} resolves (searched PATH, .venv/bin, venv/bin, node_modules/.bin)",
-            def.program_names().join(", ")
+            "none of {} resolves (searched {})",
+            def.program_names().join(", "),
+            if allow_project_code {
+                "PATH, .venv/bin, venv/bin, node_modules/.bin"
+            } else {
+                "PATH; project-local folders are not searched because project code may not run here"
+            }
         ),
     };
     format!("{marker_part}, but {binary_part}")

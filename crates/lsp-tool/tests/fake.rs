@@ -316,7 +316,7 @@ async fn the_intersection_rule_names_the_missing_half() {
     assert_eq!(
         err,
         "lsp (fakelang): marker fake.toml found in ., but none of agent-tools-no-such-server resolves \
-         (searched PATH, .venv/bin, venv/bin, node_modules/.bin); install the fake"
+         (searched PATH; project-local folders are not searched because project code may not run here); install the fake"
     );
     let err =
         p.err(json!({"action": "hover", "file": "notes.txt", "line": 1, "symbol": "x"})).await;

@@ -1,347 +1,37 @@
 //! Diagnostics on write: a tower-style wrapper around any file tool (`write`, `edit`,
-//! `apply_patch`, or a harness's own) whose result then carries only the diagnostics the change
+//! `apply_patch`, or a harness's own) whose result then carries the diagnostics its change
 //! introduced.
 //!
-//! After the inner tool succeeds, every file it changed is sent to the language server of its
-//! root (`didChange` with the new content and version, then `didSave`), and the wrapper waits
-//! once, for all of them, for the diagnostics of exactly those versions, bounded by a short
-//! deadline. A per-run ledger keyed by (severity, code, message) with counts, position left out,
-//! decides what is new; before the first write to a file in a run, its existing diagnostics
-//! enter the ledger as a baseline. The wrapper never turns a successful write into a failure and
-//! never delays the write itself; what it cannot verify it says it did not verify.
+//! The algorithm (sync, baseline, one bounded wait, the run's ledger, rendering) lives in
+//! `agent-tools-lsp` ([`Supervisor::diagnostics_after_write`]); this wrapper only hands it the
+//! files the inner tool reports as changed, with what each held before, and appends the
+//! section. It never turns a successful write into a failure and never delays the write.
 
-use std::{
-    collections::BTreeMap,
-    path::{Path, PathBuf},
-    sync::Arc,
-    time::{Duration, Instant},
-};
+use std::sync::Arc;
 
-use agent_tools_lsp::{
-    Diagnostic, DiagnosticsWait, DocHandle, Ledger, OnWriteConfig, Supervisor, SyncOutcome,
-    diagnostics::count_phrase, join_all,
-};
+use agent_tools_lsp::{FileBefore, Supervisor, WrittenFile};
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use crate::{CallContext, DynTool, Tool, ToolResult, ToolSpec};
-
-/// The ledger of one run, shared by every wrapped tool.
-#[derive(Clone, Default)]
-pub(crate) struct RunLedger(Arc<tokio::sync::Mutex<Ledger>>);
+use crate::{Before, CallContext, DynTool, Tool, ToolResult, ToolSpec};
 
 /// A file tool with diagnostics on write.
 pub(crate) struct DiagnosticsOnWrite {
     inner: DynTool,
     supervisor: Supervisor,
-    ledger: RunLedger,
-    options: OnWriteConfig,
 }
 
 impl DiagnosticsOnWrite {
-    pub(crate) fn new(inner: DynTool, supervisor: Supervisor, ledger: RunLedger) -> Self {
-        let options = supervisor.config().on_write.clone();
-        DiagnosticsOnWrite { inner, supervisor, ledger, options }
+    pub(crate) fn new(inner: DynTool, supervisor: Supervisor) -> Self {
+        DiagnosticsOnWrite { inner, supervisor }
     }
 }
 
-/// Paths a file tool's arguments name: `path`-like strings and the files of a patch
-/// (unified diff headers or `*** Update File:` lines). Only a guess, used to remember what the
-/// files held before the write; the files actually changed come from the result.
-fn guess_paths(root: &Path, args: &Value) -> Vec<PathBuf> {
-    let mut names: Vec<String> = Vec::new();
-    if let Value::Object(map) = args {
-        for key in ["path", "file_path", "file", "filename", "target_file"] {
-            if let Some(Value::String(s)) = map.get(key) {
-                names.push(s.clone());
-            }
-        }
-        for key in ["patch", "diff", "input"] {
-            let Some(Value::String(patch)) = map.get(key) else { continue };
-            for line in patch.lines() {
-                let name = line
-                    .strip_prefix("--- ")
-                    .or_else(|| line.strip_prefix("+++ "))
-                    .map(|rest| {
-                        let rest = rest.split('\t').next().unwrap_or(rest).trim();
-                        rest.strip_prefix("a/").or_else(|| rest.strip_prefix("b/")).unwrap_or(rest)
-                    })
-                    .or_else(|| {
-                        ["*** Update File: ", "*** Add File: ", "*** Delete File: "]
-                            .iter()
-                            .find_map(|p| line.strip_prefix(p))
-                            .map(str::trim)
-                    });
-                if let Some(name) = name
-                    && name != "/dev/null"
-                    && !name.is_empty()
-                {
-                    names.push(name.to_string());
-                }
-            }
-        }
-    }
-    let mut out: Vec<PathBuf> = Vec::new();
-    for name in names {
-        let path =
-            if Path::new(&name).is_absolute() { PathBuf::from(&name) } else { root.join(&name) };
-        let path = path
-            .parent()
-            .and_then(|p| std::fs::canonicalize(p).ok())
-            .and_then(|p| path.file_name().map(|n| p.join(n)))
-            .unwrap_or(path);
-        if path.starts_with(root) && !out.contains(&path) {
-            out.push(path);
-        }
-    }
-    out
-}
-
-/// What a file held before the write: `Some(None)` it did not exist, `None` unknown.
-type Before = BTreeMap<PathBuf, Option<String>>;
-
-fn snapshot(paths: &[PathBuf]) -> Before {
-    let mut before = Before::new();
-    for path in paths {
-        match std::fs::read(path) {
-            Ok(bytes) => {
-                if let Ok(text) = String::from_utf8(bytes) {
-                    before.insert(path.clone(), Some(text));
-                }
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                before.insert(path.clone(), None);
-            }
-            Err(_) => {}
-        }
-    }
-    before
-}
-
-/// What happened for one changed file.
-enum FileOutcome {
-    /// New diagnostics and how many were already known.
-    Checked {
-        server: String,
-        new: Vec<Diagnostic>,
-        known: usize,
-        baseline_unknown: bool,
-    },
-    NotVerified {
-        server: Option<String>,
-        reason: String,
-    },
-}
-
-fn unverified_reason(wait: &DiagnosticsWait, deadline_ms: u64) -> String {
-    match wait {
-        DiagnosticsWait::Timeout { indexing: Some(what), .. } => format!("server {what}"),
-        DiagnosticsWait::Timeout { .. } => {
-            format!("no diagnostics for the new version within {deadline_ms} ms")
-        }
-        DiagnosticsWait::Closed => "server exited".into(),
-        DiagnosticsWait::Cancelled => "cancelled".into(),
-        DiagnosticsWait::Failed(e) => e.clone(),
-    }
-}
-
-impl DiagnosticsOnWrite {
-    fn shown(diags: Vec<Diagnostic>) -> Vec<Diagnostic> {
-        diags.into_iter().filter(|d| d.is_shown(false)).collect()
-    }
-
-    /// Syncs every changed file, waits once, updates the ledger; `None` when no server covers
-    /// any of them.
-    async fn check(
-        &self,
-        ctx: &CallContext,
-        changed: &[PathBuf],
-        before: &Before,
-    ) -> Option<Vec<(PathBuf, FileOutcome)>> {
-        let startup = Duration::from_millis(self.options.startup_wait_ms);
-        let deadline_span = Duration::from_millis(self.options.deadline_ms);
-        let mut ledger = self.ledger.0.lock().await;
-        let mut outcomes: Vec<(PathBuf, FileOutcome)> = Vec::new();
-        let mut pending: Vec<(PathBuf, DocHandle, bool)> = Vec::new();
-        for path in changed {
-            if !path.is_file() {
-                continue;
-            }
-            // The baseline: what the file's diagnostics were before this run's first write to it.
-            let mut baseline_unknown = false;
-            if !ledger.knows(path) {
-                match before.get(path) {
-                    Some(None) => ledger.baseline(path, &[]),
-                    Some(Some(old)) => {
-                        match self
-                            .supervisor
-                            .sync_document(path, Some(old.clone()), false, startup, &ctx.cancel)
-                            .await
-                        {
-                            SyncOutcome::NotCovered => continue,
-                            SyncOutcome::NotReady(reason) => {
-                                outcomes.push((
-                                    path.clone(),
-                                    FileOutcome::NotVerified { server: None, reason },
-                                ));
-                                continue;
-                            }
-                            SyncOutcome::Synced(handle) => {
-                                let deadline = Instant::now() + deadline_span;
-                                match self
-                                    .supervisor
-                                    .document_diagnostics(&handle, deadline, &ctx.cancel)
-                                    .await
-                                {
-                                    Ok(diags) => ledger.baseline(path, &Self::shown(diags)),
-                                    Err(wait) => {
-                                        outcomes.push((
-                                            path.clone(),
-                                            FileOutcome::NotVerified {
-                                                server: Some(handle.server_label()),
-                                                reason: unverified_reason(
-                                                    &wait,
-                                                    self.options.deadline_ms,
-                                                ),
-                                            },
-                                        ));
-                                        continue;
-                                    }
-                                }
-                            }
-                        }
-                    }
-                    None => baseline_unknown = true,
-                }
-            }
-            match self.supervisor.sync_document(path, None, true, startup, &ctx.cancel).await {
-                SyncOutcome::NotCovered => {}
-                SyncOutcome::NotReady(reason) => {
-                    outcomes
-                        .push((path.clone(), FileOutcome::NotVerified { server: None, reason }));
-                }
-                SyncOutcome::Synced(handle) => {
-                    pending.push((path.clone(), handle, baseline_unknown))
-                }
-            }
-        }
-        // One wait for every file of the change.
-        let deadline = Instant::now() + deadline_span;
-        let waits = pending.iter().map(|(_, handle, _)| {
-            self.supervisor.document_diagnostics(handle, deadline, &ctx.cancel)
-        });
-        let results = join_all(waits).await;
-        for ((path, handle, baseline_unknown), result) in pending.into_iter().zip(results) {
-            let server = handle.server_label();
-            match result {
-                Ok(diags) => {
-                    let shown = Self::shown(diags);
-                    if baseline_unknown {
-                        ledger.baseline(&path, &shown);
-                        outcomes.push((
-                            path,
-                            FileOutcome::Checked {
-                                server,
-                                new: Vec::new(),
-                                known: shown.len(),
-                                baseline_unknown,
-                            },
-                        ));
-                    } else {
-                        let delta = ledger.update(&path, &shown);
-                        outcomes.push((
-                            path,
-                            FileOutcome::Checked {
-                                server,
-                                new: delta.new,
-                                known: delta.known,
-                                baseline_unknown,
-                            },
-                        ));
-                    }
-                }
-                Err(wait) => outcomes.push((
-                    path,
-                    FileOutcome::NotVerified {
-                        server: Some(server),
-                        reason: unverified_reason(&wait, self.options.deadline_ms),
-                    },
-                )),
-            }
-        }
-        if outcomes.is_empty() { None } else { Some(outcomes) }
-    }
-
-    fn render(&self, ctx: &CallContext, outcomes: &[(PathBuf, FileOutcome)]) -> (String, Value) {
-        let mut new: Vec<&Diagnostic> = Vec::new();
-        let mut known = 0;
-        let mut servers: Vec<String> = Vec::new();
-        let mut unverified: Vec<String> = Vec::new();
-        let mut unknown_baseline: Vec<String> = Vec::new();
-        for (path, outcome) in outcomes {
-            let shown = agent_tools_lsp::paths::display_relative(&ctx.root, path);
-            match outcome {
-                FileOutcome::Checked { server, new: n, known: k, baseline_unknown } => {
-                    new.extend(n.iter());
-                    known += k;
-                    if !servers.contains(server) {
-                        servers.push(server.clone());
-                    }
-                    if *baseline_unknown {
-                        unknown_baseline.push(shown);
-                    }
-                }
-                FileOutcome::NotVerified { server, reason } => {
-                    let by = server.as_deref().map(|s| format!("{s}, ")).unwrap_or_default();
-                    unverified.push(format!("{shown} ({by}{reason})"));
-                }
-            }
-        }
-        let owned: Vec<Diagnostic> = new.iter().map(|d| (*d).clone()).collect();
-        let mut lines = Vec::new();
-        let known_note = if known > 0 {
-            format!(" ({known} already known, not repeated)")
-        } else {
-            String::new()
-        };
-        if !servers.is_empty() {
-            let summary = if owned.is_empty() {
-                format!("no new errors or warnings{known_note}")
-            } else {
-                format!("{}{known_note}", count_phrase(&owned, "new"))
-            };
-            lines.push(format!(
-                "The write was applied. Diagnostics ({}): {summary}",
-                servers.join(", ")
-            ));
-            for d in owned.iter().take(self.options.max_shown) {
-                lines.push(d.render());
-            }
-            if owned.len() > self.options.max_shown {
-                lines.push(format!(
-                    "[+{} more new diagnostics not shown; call lsp diagnostics on the file for all]",
-                    owned.len() - self.options.max_shown
-                ));
-            }
-            if !unknown_baseline.is_empty() {
-                lines.push(format!(
-                    "(first write to {} in this run and its earlier content is unknown: its current diagnostics were taken as the baseline)",
-                    unknown_baseline.join(", ")
-                ));
-            }
-        } else {
-            lines.push("The write was applied.".into());
-        }
-        if !unverified.is_empty() {
-            lines.push(format!("diagnostics not verified for {}", unverified.join(", ")));
-        }
-        let structured = json!({
-            "new": owned,
-            "known": known,
-            "servers": servers,
-            "not_verified": unverified,
-        });
-        (lines.join("\n"), structured)
+fn before(before: &Before) -> FileBefore {
+    match before {
+        Before::Unknown => FileBefore::Unknown,
+        Before::Absent => FileBefore::Absent,
+        Before::Contents(bytes) => FileBefore::Contents(Arc::clone(bytes)),
     }
 }
 
@@ -352,27 +42,31 @@ impl Tool for DiagnosticsOnWrite {
     }
 
     async fn call(&self, ctx: &CallContext, args: Value) -> ToolResult {
-        // Remember what the named files hold (a read, no server work), then write at once.
-        let before = snapshot(&guess_paths(&ctx.root, &args));
         let mut result = self.inner.call(ctx, args).await;
         if result.is_error || result.changed_files.is_empty() {
             return result;
         }
-        let written = Instant::now();
-        let changed: Vec<_> = result.changed_files.iter().map(|c| c.path.clone()).collect();
-        let Some(outcomes) = self.check(ctx, &changed, &before).await else { return result };
-        let (text, mut structured) = self.render(ctx, &outcomes);
-        structured["elapsed_ms"] = json!(written.elapsed().as_secs_f64() * 1000.0);
+        let files: Vec<WrittenFile> = result
+            .changed_files
+            .iter()
+            .map(|c| WrittenFile { path: c.path.clone(), before: before(&c.before) })
+            .collect();
+        ctx.report_progress(0.0, None, "waiting for the language server's diagnostics");
+        let Some(report) = self.supervisor.diagnostics_after_write(&files, &ctx.cancel).await
+        else {
+            return result;
+        };
         if !result.text.ends_with('\n') {
             result.text.push('\n');
         }
         result.text.push('\n');
-        result.text.push_str(&text);
+        result.text.push_str(&report.render());
+        let data = serde_json::to_value(&report).unwrap_or(Value::Null);
         match &mut result.structured {
             Some(Value::Object(map)) => {
-                map.insert("diagnostics".into(), structured);
+                map.insert("diagnostics".into(), data);
             }
-            None => result.structured = Some(json!({"diagnostics": structured})),
+            None => result.structured = Some(json!({"diagnostics": data})),
             Some(_) => {}
         }
         result
@@ -381,7 +75,15 @@ impl Tool for DiagnosticsOnWrite {
 
 #[cfg(test)]
 mod tests {
-    use agent_tools_lsp::testing::{require_program, setup_paths, tools_home};
+    use std::{
+        path::PathBuf,
+        time::{Duration, Instant},
+    };
+
+    use agent_tools_lsp::{
+        SyncOutcome,
+        testing::{require_program, setup_paths, tools_home},
+    };
 
     use super::*;
     use crate::{RegistryBuilder, RunInfo, Surface, SurfaceKind};
@@ -674,7 +376,7 @@ mod tests {
             let mut wrapper_ms = Vec::new();
             for (i, text) in contents.iter().enumerate() {
                 let result = run.call("write", json!({"path": file, "content": text})).await;
-                let elapsed = result.structured.as_ref().unwrap()["diagnostics"]["elapsed_ms"]
+                let elapsed = result.structured.as_ref().unwrap()["diagnostics"]["waited_ms"]
                     .as_f64()
                     .unwrap();
                 assert!(!result.text.contains("not verified"), "{}", result.text);
@@ -698,18 +400,5 @@ mod tests {
                 );
             }
         }
-    }
-
-    #[test]
-    fn paths_are_guessed_from_path_arguments_and_patch_headers() {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path().canonicalize().unwrap();
-        let args = json!({"path": "a.py", "patch": "--- a/b.py\n+++ b/b.py\n--- /dev/null\n+++ b/c.py\n*** Update File: d.py\n"});
-        let names: Vec<String> = guess_paths(&root, &args)
-            .iter()
-            .map(|p| p.strip_prefix(&root).unwrap().display().to_string())
-            .collect();
-        assert_eq!(names, ["a.py", "b.py", "c.py", "d.py"]);
-        assert!(guess_paths(&root, &json!({"path": "../outside.py"})).is_empty());
     }
 }

@@ -5,8 +5,8 @@
 use std::{path::Path, sync::Arc};
 
 use agent_tools_lsp::{
-    LSP_DESCRIPTION, LspArgs, LspConfig, LspError, LspOutput, RENAME_DESCRIPTION, RenameArgs,
-    Supervisor,
+    LSP_DESCRIPTION, LspArgs, LspConfig, LspError, LspOutput, LspPayload, RENAME_DESCRIPTION,
+    RenameArgs, RenameReport, Supervisor,
 };
 use async_trait::async_trait;
 use serde_json::Value;
@@ -33,11 +33,13 @@ impl RegistryBuilder {
     /// Registers `lsp` and `lsp_rename` over `supervisor`; its servers end when the run ends.
     pub fn with_lsp_supervisor(self, supervisor: Supervisor) -> Self {
         let lsp = LspTool {
-            spec: ToolSpec::new::<LspArgs>("lsp", LSP_DESCRIPTION, Tier::Read),
+            spec: ToolSpec::new::<LspArgs>("lsp", LSP_DESCRIPTION, Tier::Read)
+                .with_output_schema::<LspPayload>(),
             supervisor: supervisor.clone(),
         };
         let rename = RenameTool {
-            spec: ToolSpec::new::<RenameArgs>("lsp_rename", RENAME_DESCRIPTION, Tier::Write),
+            spec: ToolSpec::new::<RenameArgs>("lsp_rename", RENAME_DESCRIPTION, Tier::Write)
+                .with_output_schema::<RenameReport>(),
             supervisor: supervisor.clone(),
         };
         self.with_tool("lsp", Arc::new(lsp))
@@ -48,13 +50,8 @@ impl RegistryBuilder {
     /// Wraps every file tool registered so far (`write`, `edit`, `apply_patch`, or a harness's
     /// own) so that its result carries the diagnostics its change introduced.
     pub fn with_diagnostics_on_write(self, supervisor: Supervisor) -> Self {
-        let ledger = diagnostics::RunLedger::default();
         self.wrap_file_tools(|inner| {
-            Arc::new(diagnostics::DiagnosticsOnWrite::new(
-                inner,
-                supervisor.clone(),
-                ledger.clone(),
-            ))
+            Arc::new(diagnostics::DiagnosticsOnWrite::new(inner, supervisor.clone()))
         })
     }
 }
@@ -95,6 +92,7 @@ impl Tool for LspTool {
             Err(e) => return e,
         };
         let action = args.action.as_str();
+        ctx.report_progress(0.0, None, format!("lsp {action}: asking the language server"));
         into_result(&format!("lsp {action}"), self.supervisor.call(args, &ctx.cancel).await)
     }
 }

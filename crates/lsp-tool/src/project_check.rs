@@ -1,0 +1,328 @@
+//! `diagnostics "*"`: the language's own checker, once per real project root (nested markers an
+//! enclosing config covers are not projects of their own), with the settings the server uses,
+//! under the trust rule; a checker that fails is reported as a failure, never as "no errors".
+
+use std::{path::Path, time::Duration};
+
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use crate::{
+    actions::{LspOutput, MAX_DIAGNOSTICS},
+    check,
+    config::PYRIGHT_MODE,
+    diagnostics::{self, Diagnostic},
+    discover,
+    error::LspError,
+    paths::display_relative,
+    supervisor::Supervisor,
+    trust,
+};
+
+/// One checker run (or one that was not run).
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct CheckRunReport {
+    /// The command line, without paths of private files.
+    pub command: String,
+    /// Project root relative to the run's root.
+    pub root: String,
+    /// `ok`, `failed` (the checker itself failed) or `not_run`.
+    pub outcome: String,
+    pub diagnostics: usize,
+    /// Why it failed or did not run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+/// The result of `diagnostics "*"`.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct ProjectCheckReport {
+    pub runs: Vec<CheckRunReport>,
+    /// Languages present that have no checker here, and why.
+    pub notes: Vec<String>,
+    pub total: usize,
+    #[schemars(with = "Vec<serde_json::Value>")]
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl ProjectCheckReport {
+    /// The model-facing text.
+    pub fn render(&self) -> String {
+        let failed = self.runs.iter().filter(|r| r.outcome != "ok").count();
+        let ok = self.runs.len() - failed;
+        let mut out = if self.runs.is_empty() {
+            "project check: nothing could run".to_string()
+        } else if failed > 0 && ok == 0 {
+            "project check FAILED: no checker completed, so nothing is known about errors".into()
+        } else if self.total == 0 && failed == 0 {
+            "project check: no errors or warnings".into()
+        } else if self.total == 0 {
+            format!(
+                "project check: no errors or warnings where it ran; {failed} run(s) failed or did not run"
+            )
+        } else {
+            format!(
+                "project check: {} ({} in total){}",
+                diagnostics::count_phrase(&self.diagnostics, ""),
+                self.total,
+                if failed > 0 {
+                    format!("; {failed} run(s) failed or did not run")
+                } else {
+                    String::new()
+                }
+            )
+        };
+        for run in &self.runs {
+            out.push_str(&format!(
+                "\n{}: `{}` in {}",
+                run.outcome.replace('_', " "),
+                run.command,
+                run.root
+            ));
+            match (&run.detail, run.outcome.as_str()) {
+                (Some(detail), _) => out.push_str(&format!(": {detail}")),
+                (None, _) => out.push_str(&format!(" ({} diagnostics)", run.diagnostics)),
+            }
+        }
+        for d in self.diagnostics.iter().take(MAX_DIAGNOSTICS) {
+            out.push('\n');
+            out.push_str(&d.render());
+        }
+        if self.total > MAX_DIAGNOSTICS {
+            out.push_str(&format!(
+                "\n[+{} more not shown; {} in total]",
+                self.total - MAX_DIAGNOSTICS,
+                self.total
+            ));
+        }
+        for note in &self.notes {
+            out.push_str(&format!("\nnote: {note}"));
+        }
+        out
+    }
+}
+
+/// A pyright configuration in the project itself (which the server and the CLI both read).
+fn has_pyright_config(root: &Path) -> bool {
+    root.join("pyrightconfig.json").is_file()
+        || std::fs::read_to_string(root.join("pyproject.toml"))
+            .is_ok_and(|t| t.contains("[tool.pyright") || t.contains("[tool.basedpyright"))
+}
+
+/// Arguments that make a checker agree with the server and leave nothing in the tree.
+fn checker_args(sup: &Supervisor, root: &Path, format: &str) -> Result<Vec<String>, String> {
+    let private = sup.private_dir();
+    let key: String = root
+        .display()
+        .to_string()
+        .chars()
+        .map(|c| if c.is_alphanumeric() { c } else { '_' })
+        .collect();
+    let mut args = Vec::new();
+    match format {
+        "pyright-json" => {
+            if !has_pyright_config(root) {
+                // The CLI's default mode differs from the server's: give it the server's.
+                let dir =
+                    private.ok_or("no private folder for the checker's configuration")?.join(&key);
+                std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+                let mut env = json!({"root": root.display().to_string()});
+                if root.join("src").is_dir() {
+                    env["extraPaths"] = json!([root.join("src").display().to_string()]);
+                }
+                let config = json!({
+                    "typeCheckingMode": PYRIGHT_MODE,
+                    "include": [root.display().to_string()],
+                    "executionEnvironments": [env],
+                });
+                let file = dir.join("pyrightconfig.json");
+                std::fs::write(&file, config.to_string()).map_err(|e| e.to_string())?;
+                args.extend(["-p".to_string(), file.display().to_string()]);
+            }
+            if !sup.allow_project_code() {
+                let dirs = discover::search_dirs(&[], root, sup.root(), false);
+                if let Some(python) = ["python3", "python"]
+                    .iter()
+                    .find_map(|n| discover::resolve_program(n, &dirs, root, false))
+                {
+                    args.extend(["--pythonpath".to_string(), python.display().to_string()]);
+                }
+            }
+        }
+        "tsc" => {
+            if !root.join("tsconfig.json").is_file() {
+                return Err(format!(
+                    "no tsconfig.json in {}, so tsc has no project to check",
+                    display_relative(sup.root(), root)
+                ));
+            }
+            // Incremental builds write a .tsbuildinfo into the tree; keep it private.
+            let dir = private.ok_or("no private folder for tsc's build info")?;
+            args.extend([
+                "--incremental".to_string(),
+                "--tsBuildInfoFile".to_string(),
+                dir.join(format!("{key}.tsbuildinfo")).display().to_string(),
+            ]);
+        }
+        "cargo-json" if !sup.allow_project_code() => {
+            if let Some(what) = trust::cargo_runs_project_code(root) {
+                return Err(format!(
+                    "not run: cargo check would execute code of the project ({what}); to allow it, {}",
+                    trust::HOW_TO_ALLOW
+                ));
+            }
+        }
+        _ => {}
+    }
+    Ok(args)
+}
+
+impl Supervisor {
+    pub(crate) async fn project_check(
+        &self,
+        cancel: &CancellationToken,
+    ) -> Result<LspOutput, LspError> {
+        let defs = self.defs()?.to_vec();
+        let plain: Vec<_> = defs.iter().map(|d| (**d).clone()).collect();
+        let scan = discover::scan(self.root(), &plain);
+        let mut report = ProjectCheckReport {
+            runs: Vec::new(),
+            notes: Vec::new(),
+            total: 0,
+            diagnostics: Vec::new(),
+        };
+        let timeout = Duration::from_millis(self.config().check_timeout_ms);
+        for def in &defs {
+            let Some(presence) = scan.get(&def.id).filter(|p| p.files > 0) else { continue };
+            let Some(format) =
+                def.check_format.as_deref().filter(|_| !def.check_commands.is_empty())
+            else {
+                report.notes.push(format!(
+                    "{}: no project check is defined; use `diagnostics` per file",
+                    def.display_languages()
+                ));
+                continue;
+            };
+            let roots = discover::outermost_roots(def, self.root(), &presence.roots);
+            if roots.is_empty() {
+                report.notes.push(format!(
+                    "{}: files present but no root marker ({}), so no project to check",
+                    def.display_languages(),
+                    def.root_markers.join(", ")
+                ));
+                continue;
+            }
+            for root in roots.iter().take(5) {
+                let shown_root = display_relative(self.root(), &root.root);
+                let dirs = discover::search_dirs(
+                    self.extra_paths(),
+                    &root.root,
+                    self.root(),
+                    self.allow_project_code(),
+                );
+                let found = def.check_commands.iter().find_map(|c| {
+                    let (name, rest) = c.split_first()?;
+                    discover::resolve_program(name, &dirs, &root.root, self.allow_project_code())
+                        .map(|p| (p, rest.to_vec()))
+                });
+                let names: Vec<String> =
+                    def.check_commands.iter().filter_map(|c| c.first().cloned()).collect();
+                let Some((program, mut args)) = found else {
+                    report.runs.push(CheckRunReport {
+                        command: names.join(" or "),
+                        root: shown_root,
+                        outcome: "not_run".into(),
+                        diagnostics: 0,
+                        detail: Some(format!(
+                            "none of {} resolves; {}",
+                            names.join(", "),
+                            def.install_hint
+                        )),
+                    });
+                    continue;
+                };
+                let command = format!(
+                    "{} {}",
+                    program
+                        .file_name()
+                        .map(|n| n.to_string_lossy().to_string())
+                        .unwrap_or_default(),
+                    args.join(" ")
+                );
+                match checker_args(self, &root.root, format) {
+                    Ok(more) => args.extend(more),
+                    Err(why) => {
+                        report.runs.push(CheckRunReport {
+                            command,
+                            root: shown_root,
+                            outcome: "not_run".into(),
+                            diagnostics: 0,
+                            detail: Some(why),
+                        });
+                        continue;
+                    }
+                }
+                let env: Vec<(String, String)> = if self.allow_project_code() {
+                    Vec::new()
+                } else {
+                    vec![("GOTOOLCHAIN".into(), "local".into())]
+                };
+                match check::run_command(&program, &args, &root.root, &env, timeout, cancel).await {
+                    Ok((stdout, stderr, status)) => {
+                        let diags = check::parse(format, &stdout, &stderr, &root.root, self.root());
+                        let failed = status.is_none_or(|s| s != 0) && diags.is_empty();
+                        let detail = failed.then(|| {
+                            let tail: Vec<&str> = stderr
+                                .lines()
+                                .chain(stdout.lines())
+                                .filter(|l| !l.trim().is_empty())
+                                .take(5)
+                                .collect();
+                            format!(
+                                "the checker failed (exit {}) without diagnostics: {}",
+                                status.map_or("by signal".into(), |s| s.to_string()),
+                                tail.join(" | ")
+                            )
+                        });
+                        report.runs.push(CheckRunReport {
+                            command,
+                            root: shown_root,
+                            outcome: if failed { "failed".into() } else { "ok".into() },
+                            diagnostics: diags.len(),
+                            detail,
+                        });
+                        report.diagnostics.extend(diags);
+                    }
+                    Err(e) => report.runs.push(CheckRunReport {
+                        command,
+                        root: shown_root,
+                        outcome: "failed".into(),
+                        diagnostics: 0,
+                        detail: Some(e),
+                    }),
+                }
+            }
+            if roots.len() > 5 {
+                report.notes.push(format!(
+                    "{}: {} more project roots not checked",
+                    def.display_languages(),
+                    roots.len() - 5
+                ));
+            }
+        }
+        if report.runs.is_empty() && report.notes.is_empty() {
+            report.notes.push(
+                "no source files of a known language found in the workspace; nothing to check"
+                    .into(),
+            );
+        }
+        diagnostics::sort(&mut report.diagnostics);
+        report.diagnostics.dedup();
+        report.total = report.diagnostics.len();
+        let text = report.render();
+        report.diagnostics.truncate(MAX_DIAGNOSTICS);
+        Ok(LspOutput::new(text, serde_json::to_value(&report).unwrap_or_default()))
+    }
+}

@@ -1,0 +1,445 @@
+//! The supervisor on real-shaped projects with the real servers: a src-layout Python package
+//! with tests and examples, a TypeScript tree with nested package.json files, a C project with
+//! compile_commands.json, a Go module. Each test shows one behaviour a user relies on: renames
+//! on a tree that changed outside the tools, names that cannot be applied, cold workspace
+//! symbols, one server and one check per real project, read-only surfaces that run nothing of
+//! the project and leave nothing in it, cross-file breakage reported on write, paging.
+//!
+//! A server missing on the machine fails the test in CI and skips it loudly elsewhere.
+
+#![allow(clippy::print_stderr)]
+
+use std::{
+    collections::BTreeMap,
+    os::unix::fs::PermissionsExt,
+    path::{Path, PathBuf},
+};
+
+use agent_tools_lsp::{
+    FileBefore, LspArgs, LspConfig, LspError, RenameArgs, Supervisor, WrittenFile,
+    process_group_alive,
+    testing::{require_program, setup_paths},
+};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+struct Project {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    sup: Supervisor,
+}
+
+impl Project {
+    /// A project of `files` for the server `program`; `None` after a loud skip.
+    fn new(program: &str, files: &[(&str, &str)], allow_project_code: bool) -> Option<Project> {
+        let extra = setup_paths();
+        if !require_program(&[program], &extra, "cargo xtask setup installs it") {
+            return None;
+        }
+        let dir = tempfile::tempdir().expect("temp dir");
+        let root = dir.path().canonicalize().expect("canonical").join("project");
+        for (path, text) in files {
+            let path = root.join(path);
+            std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+            std::fs::write(&path, text.replace("$ROOT", &root.display().to_string()))
+                .expect("write");
+        }
+        let mut config: LspConfig =
+            serde_json::from_value(json!({"extra_paths": extra})).expect("config");
+        config.allow_project_code = allow_project_code;
+        let sup = Supervisor::new(&root, config);
+        Some(Project { _dir: dir, root, sup })
+    }
+
+    async fn call(&self, args: Value) -> Result<String, LspError> {
+        let parsed: LspArgs = serde_json::from_value(args.clone()).expect("valid lsp args");
+        let out = self.sup.call(parsed, &CancellationToken::new()).await.map(|o| o.text);
+        eprintln!("--- lsp {args}\n{out:?}");
+        out
+    }
+
+    async fn ok(&self, args: Value) -> String {
+        self.call(args.clone()).await.unwrap_or_else(|e| panic!("lsp {args} failed: {e}"))
+    }
+
+    async fn rename(
+        &self,
+        file: &str,
+        line: u32,
+        symbol: &str,
+        new_name: &str,
+    ) -> Result<String, LspError> {
+        let args: RenameArgs = serde_json::from_value(
+            json!({"file": file, "line": line, "symbol": symbol, "new_name": new_name}),
+        )
+        .expect("rename args");
+        let out = self.sup.rename(args, &CancellationToken::new()).await.map(|o| o.text);
+        eprintln!("--- lsp_rename {symbol} -> {new_name}\n{out:?}");
+        out
+    }
+
+    fn read(&self, file: &str) -> String {
+        std::fs::read_to_string(self.root.join(file)).expect("read")
+    }
+
+    fn write(&self, file: &str, text: &str) {
+        std::fs::write(self.root.join(file), text).expect("write");
+    }
+
+    /// Every file of the tree with its bytes.
+    fn tree(&self) -> BTreeMap<PathBuf, Vec<u8>> {
+        fn walk(dir: &Path, out: &mut BTreeMap<PathBuf, Vec<u8>>) {
+            for entry in std::fs::read_dir(dir).expect("read dir").flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    walk(&path, out);
+                } else {
+                    out.insert(path.clone(), std::fs::read(&path).unwrap_or_default());
+                }
+            }
+        }
+        let mut out = BTreeMap::new();
+        walk(&self.root, &mut out);
+        out
+    }
+
+    async fn finish(self) {
+        let pids = self.sup.server_pids();
+        self.sup.shutdown().await;
+        for pid in pids {
+            assert!(!process_group_alive(pid), "server group {pid} survived the shutdown");
+        }
+    }
+}
+
+// ------------------------------------------------------------------------------ python
+
+const PY_PKG: &str = "def echo(message: str) -> str:\n    return message\n\n\ndef shout(message: str) -> str:\n    return echo(message).upper()\n";
+const PY_TEST: &str = "from pkg import echo\n\n\ndef test_echo() -> None:\n    assert echo(\"a\") == \"a\"\n    assert echo(\"b\") == \"b\"\n";
+
+fn python_package(allow: bool) -> Option<Project> {
+    Project::new(
+        "basedpyright-langserver",
+        &[
+            ("pyproject.toml", "[project]\nname = \"pkg\"\nversion = \"1\"\n"),
+            ("src/pkg/__init__.py", PY_PKG),
+            ("tests/test_echo.py", PY_TEST),
+            ("examples/demo/pyproject.toml", "[project]\nname = \"demo\"\n"),
+            ("examples/demo/run.py", "from pkg import echo\n\necho(1)\n"),
+            ("examples/other/pyproject.toml", "[project]\nname = \"other\"\n"),
+            ("examples/other/run.py", "from pkg import shout\n\nshout(\"x\")\n"),
+        ],
+        allow,
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_src_layout_package_resolves_to_itself_so_references_reach_the_tests() {
+    let Some(p) = python_package(false) else { return };
+    let refs = p
+        .ok(json!({"action": "references", "file": "src/pkg/__init__.py", "line": 1, "symbol": "echo"}))
+        .await;
+    for loc in [
+        "src/pkg/__init__.py:1:5",
+        "src/pkg/__init__.py:6:12",
+        "tests/test_echo.py:1:17",
+        "tests/test_echo.py:5:12",
+        "tests/test_echo.py:6:12",
+        "examples/demo/run.py:3:1",
+    ] {
+        assert!(refs.contains(loc), "{loc} in {refs}");
+    }
+    // Paging: two at a time, the rest on request.
+    let page = p
+        .ok(json!({"action": "references", "file": "src/pkg/__init__.py", "line": 1, "symbol": "echo", "offset": 6}))
+        .await;
+    assert!(page.contains("[showing 7–") || page.contains("[offset 6 is past the end"), "{page}");
+    // One server for the package and its examples: their markers are covered by the top one.
+    let ws = p.ok(json!({"action": "symbols", "query": "shout"})).await;
+    assert!(ws.contains("src/pkg/__init__.py:5:5 function shout"), "{ws}");
+    assert_eq!(p.sup.server_pids().len(), 1, "nested pyproject.toml files start no servers");
+    p.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rename_after_the_tree_changed_outside_the_tools_is_exact() {
+    let Some(p) = python_package(false) else { return };
+    // The server reads the test file from disk for this answer...
+    p.ok(
+        json!({"action": "references", "file": "src/pkg/__init__.py", "line": 1, "symbol": "echo"}),
+    )
+    .await;
+    // ...then a formatter (or git checkout) inserts three lines at its top.
+    p.write("tests/test_echo.py", &format!("import os\nimport sys\n# moved\n{PY_TEST}"));
+    let out = p.rename("src/pkg/__init__.py", 1, "echo", "say").await.expect("rename");
+    assert!(out.contains("renamed `echo`"), "{out}");
+    assert_eq!(
+        p.read("tests/test_echo.py"),
+        format!(
+            "import os\nimport sys\n# moved\n{}",
+            PY_TEST.replace("echo(\"", "say(\"").replace("import echo", "import say")
+        )
+    );
+    assert!(p.read("src/pkg/__init__.py").contains("def say(message: str)"));
+    p.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rename_onto_a_name_the_scope_declares_or_onto_a_keyword_is_refused() {
+    let Some(p) = python_package(false) else { return };
+    let before = p.tree();
+    let err = p.rename("src/pkg/__init__.py", 1, "echo", "shout").await.unwrap_err().to_string();
+    assert!(
+        err.contains("src/pkg/__init__.py:5 already declares `shout`")
+            && err.contains("nothing was changed"),
+        "{err}"
+    );
+    let err = p.rename("src/pkg/__init__.py", 1, "echo", "lambda").await.unwrap_err().to_string();
+    assert!(err.contains("reserved word in Python"), "{err}");
+    assert_eq!(p.tree(), before, "nothing was written");
+    p.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_python_project_check_runs_once_per_project_in_the_servers_mode() {
+    let Some(p) = python_package(false) else { return };
+    let before = p.tree();
+    let out = p.ok(json!({"action": "diagnostics", "file": "*"})).await;
+    assert_eq!(out.matches("\nok: `basedpyright").count(), 1, "{out}");
+    // demo passes an int to echo: reported once, with the standard mode's rule.
+    assert_eq!(
+        out.matches("examples/demo/run.py:3:6 error [reportArgumentType]").count(),
+        1,
+        "{out}"
+    );
+    assert!(!out.contains("reportUnusedCallResult"), "standard mode, as the server: {out}");
+    assert_eq!(p.tree(), before, "the check leaves nothing in the tree");
+    p.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_only_supervisor_runs_no_binary_of_the_project() {
+    let Some(p) = python_package(false) else { return };
+    let marker = p.root.parent().expect("parent").join("ran");
+    for name in ["basedpyright-langserver", "basedpyright", "pyright-langserver", "pyright"] {
+        let path = p.root.join(".venv/bin").join(name);
+        std::fs::create_dir_all(path.parent().expect("bin")).expect("mkdir");
+        std::fs::write(&path, format!("#!/bin/sh\ntouch {}\nexit 1\n", marker.display()))
+            .expect("write");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+    let before = p.tree();
+    let status = p.ok(json!({"action": "status"})).await;
+    assert!(!status.contains("project/.venv/bin"), "{status}");
+    assert!(
+        status.contains("project code does not run (pyright asks the Python on PATH"),
+        "{status}"
+    );
+    let diags = p.ok(json!({"action": "diagnostics", "file": "examples/demo/run.py"})).await;
+    assert!(diags.contains("reportArgumentType"), "{diags}");
+    p.ok(json!({"action": "diagnostics", "file": "*"})).await;
+    assert!(!marker.exists(), "a project-local binary was executed");
+    assert_eq!(p.tree(), before);
+    p.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cargo_check_with_a_build_script_does_not_run_on_a_read_only_supervisor() {
+    let Some(p) = Project::new(
+        "cargo",
+        &[
+            ("Cargo.toml", "[package]\nname = \"x\"\nversion = \"0.1.0\"\nedition = \"2021\"\n"),
+            ("build.rs", "fn main() { std::fs::write(\"$ROOT/pwned\", \"\").unwrap(); }\n"),
+            ("src/lib.rs", "pub fn f() -> u32 { \"no\" }\n"),
+        ],
+        false,
+    ) else {
+        return;
+    };
+    let out = p.ok(json!({"action": "diagnostics", "file": "*"})).await;
+    assert!(
+        out.contains("not run: `cargo check")
+            && out.contains("cargo check would execute code of the project (build.rs")
+            && out.contains("to allow it"),
+        "{out}"
+    );
+    assert!(!out.contains("no errors or warnings"), "{out}");
+    assert!(!p.root.join("pwned").exists());
+    p.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signature_change_reports_the_broken_caller_in_another_python_file() {
+    let Some(p) = python_package(false) else { return };
+    // The test file is open (the model looked at it) and known to the ledger (written once).
+    let test = p.root.join("tests/test_echo.py");
+    let first = p
+        .sup
+        .diagnostics_after_write(
+            &[WrittenFile { path: test.clone(), before: FileBefore::Absent }],
+            &CancellationToken::new(),
+        )
+        .await
+        .expect("covered");
+    assert!(first.new.is_empty(), "{}", first.render());
+    let pkg = p.root.join("src/pkg/__init__.py");
+    let old = std::fs::read(&pkg).expect("read");
+    p.write(
+        "src/pkg/__init__.py",
+        &PY_PKG.replace("def echo(message: str)", "def echo(message: str, loud: bool)"),
+    );
+    let report = p
+        .sup
+        .diagnostics_after_write(
+            &[WrittenFile { path: pkg, before: FileBefore::Contents(old.into()) }],
+            &CancellationToken::new(),
+        )
+        .await
+        .expect("covered");
+    let text = report.render();
+    assert!(text.contains("tests/test_echo.py:5:12 error [reportCallIssue]"), "{text}");
+    assert!(text.contains("src/pkg/__init__.py:6:12 error [reportCallIssue]"), "{text}");
+    p.finish().await;
+}
+
+// -------------------------------------------------------------------------- typescript
+
+fn typescript_tree() -> Option<Project> {
+    Project::new(
+        "typescript-language-server",
+        &[
+            ("package.json", "{\"name\": \"mono\", \"private\": true}\n"),
+            (
+                "tsconfig.json",
+                "{\"compilerOptions\": {\"strict\": true, \"incremental\": true, \"target\": \"es2020\", \"module\": \"commonjs\"}, \"include\": [\"src\", \"ajax\"]}\n",
+            ),
+            (
+                "src/util.ts",
+                "export function formatPrice(cents: number): string {\n  return (cents / 100).toFixed(2);\n}\n",
+            ),
+            (
+                "src/main.ts",
+                "import { formatPrice } from \"./util\";\n\nexport const total: string = formatPrice(250);\n",
+            ),
+            ("ajax/package.json", "{\"name\": \"mono-ajax\", \"main\": \"index.ts\"}\n"),
+            (
+                "ajax/index.ts",
+                "import { formatPrice } from \"../src/util\";\n\nexport const shown = formatPrice(1);\n",
+            ),
+        ],
+        false,
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn typescript_cold_workspace_symbols_find_what_exists_with_one_server() {
+    let Some(p) = typescript_tree() else { return };
+    let ws = p.ok(json!({"action": "symbols", "query": "formatPrice"})).await;
+    assert!(ws.contains("src/util.ts:1:") && ws.contains(" function formatPrice"), "{ws}");
+    assert_eq!(p.sup.server_pids().len(), 1, "ajax/package.json is covered by the root's config");
+    let err =
+        p.rename("src/util.ts", 1, "formatPrice", "1 bad-name").await.unwrap_err().to_string();
+    assert!(err.contains("is not a TypeScript/JavaScript identifier"), "{err}");
+    let err = p.rename("src/util.ts", 1, "formatPrice", "class").await.unwrap_err().to_string();
+    assert!(err.contains("reserved word"), "{err}");
+    let before = p.tree();
+    let out = p.ok(json!({"action": "diagnostics", "file": "*"})).await;
+    assert!(out.starts_with("project check: no errors or warnings"), "{out}");
+    assert_eq!(p.tree(), before, "tsc's build info stays outside the tree");
+    p.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_typescript_checker_is_reported_as_a_failure() {
+    let Some(p) = Project::new(
+        "typescript-language-server",
+        &[("package.json", "{}\n"), ("a.ts", "export const a: number = 1;\n")],
+        false,
+    ) else {
+        return;
+    };
+    let out = p.ok(json!({"action": "diagnostics", "file": "*"})).await;
+    assert!(
+        out.starts_with("project check: nothing could run")
+            || out.starts_with("project check FAILED"),
+        "{out}"
+    );
+    assert!(out.contains("no tsconfig.json"), "{out}");
+    p.finish().await;
+}
+
+// ----------------------------------------------------------------------------------- c
+
+fn c_project(allow: bool) -> Option<Project> {
+    Project::new(
+        "clangd-16",
+        &[
+            (
+                "compile_commands.json",
+                "[{\"directory\": \"$ROOT\", \"file\": \"main.c\", \"arguments\": [\"cc\", \"-c\", \"main.c\"]}, {\"directory\": \"$ROOT\", \"file\": \"area.c\", \"arguments\": [\"cc\", \"-c\", \"area.c\"]}]\n",
+            ),
+            ("area.h", "int square_area(int side);\n"),
+            (
+                "area.c",
+                "#include \"area.h\"\n\nint square_area(int side) { return side * side; }\n",
+            ),
+            (
+                "main.c",
+                "#include \"area.h\"\n\nint main(void) { return square_area(2) + square_area(3); }\n",
+            ),
+        ],
+        allow,
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clangd_answers_from_the_renamed_code_and_leaves_no_index_in_the_tree() {
+    let Some(p) = c_project(false) else { return };
+    let ws = p.ok(json!({"action": "symbols", "query": "square_area"})).await;
+    assert!(ws.contains("area.c:3:5") || ws.contains("area.h:1:5"), "{ws}");
+    let out = p.rename("main.c", 3, "square_area", "area_of_square").await.expect("rename");
+    assert!(out.contains("in 3 file(s)"), "{out}");
+    let refs = p
+        .ok(json!({"action": "references", "file": "area.h", "line": 1, "symbol": "area_of_square"}))
+        .await;
+    for loc in ["area.h:1:5", "area.c:3:5", "main.c:3:25", "main.c:3:45"] {
+        assert!(refs.contains(loc), "{loc} in {refs}");
+    }
+    assert!(!p.root.join(".cache").exists(), "clangd's index stays outside the tree");
+    p.finish().await;
+}
+
+// ---------------------------------------------------------------------------------- go
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_go_rename_after_an_outside_edit_is_exact_and_the_broken_caller_is_reported() {
+    let Some(p) = Project::new(
+        "gopls",
+        &[
+            ("go.mod", "module example.com/tmpl\n\ngo 1.19\n"),
+            (
+                "tree.go",
+                "package tmpl\n\n// Tree is a parse tree.\ntype Tree struct {\n\tName string\n}\n\n// New makes a tree.\nfunc New(name string) *Tree {\n\treturn &Tree{Name: name}\n}\n",
+            ),
+            ("use.go", "package tmpl\n\nfunc use() *Tree {\n\treturn New(\"x\")\n}\n"),
+        ],
+        false,
+    ) else {
+        return;
+    };
+    p.ok(json!({"action": "references", "file": "tree.go", "line": 4, "symbol": "Tree"})).await;
+    let shifted = format!("// Copyright.\n\n\n{}", p.read("tree.go"));
+    p.write("tree.go", &shifted);
+    p.rename("use.go", 3, "Tree", "Node").await.expect("rename");
+    let tree = p.read("tree.go");
+    for line in [
+        "// Copyright.\n\n\n",
+        "\ntype Node struct {\n",
+        "\nfunc New(name string) *Node {\n",
+        "\treturn &Node{Name: name}\n",
+    ] {
+        assert!(tree.contains(line), "{line:?} in {tree}");
+    }
+    assert!(p.read("use.go").contains("func use() *Node {"));
+    p.finish().await;
+}
