@@ -294,7 +294,12 @@ impl Kernels {
             Language::Python => {
                 let python =
                     python::resolve(self.launcher.as_ref(), root, self.config.python.as_deref())?;
-                let kernel = PyKernel::start(self.launcher.as_ref(), &python, root, &[]).await?;
+                let env = if self.config.ipython {
+                    Vec::new()
+                } else {
+                    vec![("AGENT_TOOLS_NO_IPYTHON".to_string(), "1".to_string())]
+                };
+                let kernel = PyKernel::start(self.launcher.as_ref(), &python, root, &env).await?;
                 handle.pgid.store(kernel_pgid(&kernel), Ordering::SeqCst);
                 let info = kernel.info.clone();
                 let interpreter = if info.executable.is_empty() {

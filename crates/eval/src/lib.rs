@@ -27,13 +27,14 @@
 //!     .eval("conversation-1", std::path::Path::new("."), request, Arc::new(NoBridge), &cancel, &NoProgress)
 //!     .await
 //!     .unwrap();
-//! assert_eq!(render(&report), "[started Python …]\nOut[1]: 42");
+//! assert!(render(&report).ends_with("Out[1]: 42"));   // after a `[started Python 3.x …]` line
 //! kernels.shutdown().await;
 //! # }
 //! ```
 
 mod bridge;
 mod cell;
+mod html;
 mod js;
 mod kernels;
 mod launcher;

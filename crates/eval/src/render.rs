@@ -3,8 +3,11 @@
 use base64::Engine;
 use serde_json::Value;
 
-use crate::types::{
-    Bundle, CellImage, CellReport, CellStatus, InterruptReason, Language, Output, StreamName,
+use crate::{
+    html::html_to_text,
+    types::{
+        Bundle, CellImage, CellReport, CellStatus, InterruptReason, Language, Output, StreamName,
+    },
 };
 
 /// Per display: cap on the text form, so one huge repr cannot take the whole budget.
@@ -151,17 +154,26 @@ pub(crate) fn render_bundle(bundle: &Bundle, image_no: &mut usize) -> String {
     if let Some(mime) = image_mime(bundle) {
         *image_no += 1;
         let size = bundle.get(mime).and_then(Value::as_str).map_or(0, |b64| b64.len() * 3 / 4);
-        let label = if plain.is_empty() { mime.to_string() } else { plain.to_string() };
+        let default_repr = plain.starts_with('<') && plain.ends_with(" object>");
+        let label =
+            if plain.is_empty() || default_repr { mime.to_string() } else { plain.to_string() };
         return format!("[image {}: {label} ({mime}, {} KB)]", *image_no, size.div_ceil(1024));
     }
+    // The richest readable form: markdown, then HTML when the plain text is only a default
+    // `<... object>` repr (IPython's HTML, a `_repr_html_`-only object) or holds less.
+    let default_repr = plain.is_empty() || (plain.starts_with('<') && plain.ends_with('>'));
+    let html = bundle.get("text/html").and_then(Value::as_str);
+    let latex = bundle.get("text/latex").and_then(Value::as_str);
     let text = if let Some(md) = bundle.get("text/markdown").and_then(Value::as_str) {
         md.to_string()
+    } else if let Some(html) = html.filter(|_| default_repr) {
+        html_to_text(html)
+    } else if let Some(latex) = latex.filter(|_| default_repr) {
+        latex.to_string()
     } else if !plain.is_empty() {
         plain.to_string()
     } else if let Some(json) = bundle.get("application/json") {
         serde_json::to_string_pretty(json).unwrap_or_default()
-    } else if let Some(html) = bundle.get("text/html").and_then(Value::as_str) {
-        strip_tags(html)
     } else if let Some(svg) = bundle.get("image/svg+xml") {
         format!("[SVG image, {} characters, not shown]", svg.as_str().map_or(0, str::len))
     } else {
@@ -177,26 +189,22 @@ fn image_mime(bundle: &Bundle) -> Option<&'static str> {
 }
 
 fn cap(text: &str, max: usize) -> String {
+    // The runner already cut very large reprs and said by how much: count that part too.
+    let (text, already_cut) = match text.rsplit_once("\n[cut: ") {
+        Some((kept, note)) => match note.strip_suffix(" more characters]").map(str::parse::<usize>)
+        {
+            Some(Ok(n)) => (kept, n),
+            _ => (text, 0),
+        },
+        None => (text, 0),
+    };
     let total = text.chars().count();
-    if total <= max {
+    if total <= max && already_cut == 0 {
         return text.to_string();
     }
     let cut: String = text.chars().take(max).collect();
-    format!("{cut}\n[… {} more characters of this output not shown]", total - max)
-}
-
-fn strip_tags(html: &str) -> String {
-    let mut out = String::with_capacity(html.len() / 2);
-    let mut in_tag = false;
-    for c in html.chars() {
-        match c {
-            '<' => in_tag = true,
-            '>' => in_tag = false,
-            c if !in_tag => out.push(c),
-            _ => {}
-        }
-    }
-    out.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&").replace("&nbsp;", " ")
+    let hidden = total.saturating_sub(max) + already_cut;
+    format!("{cut}\n[… {hidden} more characters of this output not shown]")
 }
 
 /// Strips ANSI escape sequences and applies carriage returns (progress bars keep their last state).

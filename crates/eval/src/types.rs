@@ -73,6 +73,9 @@ pub struct EvalConfig {
     /// The Python interpreter; default: the project's `.venv/bin/python`, then `venv/bin/python`,
     /// then `python3` on PATH.
     pub python: Option<PathBuf>,
+    /// Use IPython's input transformations, magics and display machinery when the kernel's
+    /// interpreter can import IPython (as ipykernel does); false: the stdlib runner only.
+    pub ipython: bool,
     /// Seconds a cell may go without output before it is interrupted (the inactivity budget).
     /// Suspended while a bridged `tool()` call is pending.
     pub inactivity_seconds: f64,
@@ -94,6 +97,7 @@ impl Default for EvalConfig {
     fn default() -> Self {
         EvalConfig {
             python: None,
+            ipython: true,
             inactivity_seconds: 300.0,
             grace_seconds: 5.0,
             max_output_chars: 20_000,

@@ -111,3 +111,18 @@ async fn an_abandoned_javascript_busy_loop_is_stopped_before_the_next_cell() {
     three_cells_answer(&s, "kept", "5").await;
     s.kernels.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_cancelled_cell_under_ipython_is_interrupted_and_the_next_cells_answer() {
+    let s = python(EvalConfig::default());
+    // `%time` engages IPython's machinery (the test venv has IPython); later cells go through it.
+    let (_, text) = s.run("%time kept = 30").await;
+    assert!(text.contains("Wall time"), "{text}");
+    let (r, text) = s.run_cancelled("import time\ntime.sleep(10)").await;
+    assert_eq!(r.status, CellStatus::Interrupted, "{text}");
+    assert!(r.kernel.state_preserved, "{text}");
+    three_cells_answer(&s, "kept", "30").await;
+    let (_, text) = s.run("await __import__('asyncio').sleep(0, 'awaited')").await;
+    assert!(text.ends_with("'awaited'"), "top-level await under IPython: {text}");
+    s.kernels.shutdown().await;
+}

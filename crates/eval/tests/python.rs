@@ -227,8 +227,8 @@ async fn a_matplotlib_figure_comes_back_as_a_png_image() {
 }
 
 #[tokio::test]
-async fn ipython_idioms_are_rewritten() {
-    let s = check(EvalConfig::default());
+async fn without_ipython_the_stdlib_runner_rewrites_the_common_idioms() {
+    let s = check(EvalConfig { ipython: false, ..EvalConfig::default() });
     std::fs::create_dir(s.root().join("sub")).expect("mkdir");
     let (r, text) = s.run("%cd sub\n!pwd\nfiles = !echo one; echo two\nfiles").await;
     assert_eq!(r.status, CellStatus::Ok, "{text}");

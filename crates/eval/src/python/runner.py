@@ -202,7 +202,10 @@ def _frame_markdown(df, kind="DataFrame"):
             name = " / ".join(str(p) for p in name)
         return _cell_text(name)
 
-    header = [_cell_text(df.index.name or "")] + ["…" if c is None else col_name(c) for c in col_idx]
+    index_names = [str(n) for n in getattr(df.index, "names", [df.index.name]) if n is not None]
+    header = [_cell_text(" / ".join(index_names))] + ["…" if c is None else col_name(c) for c in col_idx]
+    column_names = [str(n) for n in getattr(df.columns, "names", []) if n is not None]
+
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] * len(header)) + "|"]
     for r in row_idx:
         if r is None:
@@ -220,6 +223,8 @@ def _frame_markdown(df, kind="DataFrame"):
         counts[str(dtype)] = counts.get(str(dtype), 0) + 1
     dtypes = ", ".join(f"{k}({v})" for k, v in counts.items())
     head = f"{kind} {rows} rows × {cols} columns; dtypes: {dtypes}"
+    if column_names:
+        head += "; column levels: " + " / ".join(column_names)
     text = head + "\n\n" + "\n".join(lines)
     if notes:
         text += "\n\n[table cut: " + "; ".join(notes) + "]"
@@ -284,6 +289,12 @@ def bundle_of(obj):
                 data = data[0]
             if isinstance(data, dict):
                 for k, v in data.items():
+                    if isinstance(v, bytes) and k.startswith("image/") and k != "image/svg+xml":
+                        import base64
+
+                        v = base64.b64encode(v).decode("ascii")
+                    elif isinstance(v, bytes):
+                        v = v.decode("utf-8", "replace")
                     bundle.setdefault(k, v)
         except Exception:
             pass
@@ -568,8 +579,11 @@ def _shell():
     return "/bin/bash" if os.path.exists("/bin/bash") else "/bin/sh"
 
 
-def _run_shell(cmd, capture=False, script=None):
+def _run_shell(cmd, capture=False, script=None, status_only=False):
     import subprocess
+
+    if script is None and cmd.rstrip().endswith("&") and not cmd.rstrip().endswith("&&"):
+        raise OSError("Background processes not supported.")
 
     argv = [_shell(), "-c", cmd if script is None else script]
     proc = subprocess.Popen(
@@ -591,6 +605,8 @@ def _run_shell(cmd, capture=False, script=None):
         raise
     if capture:
         return SList(captured)
+    if status_only:
+        return proc.returncode
     if proc.returncode:
         sys.stderr.write(f"[exit status {proc.returncode}]\n")
     return None
@@ -899,6 +915,199 @@ def _error_info(exc):
     return {"ename": type(exc).__name__, "evalue": str(exc), "traceback": "".join(lines)}
 
 
+
+# ----------------------------------------------------------------------------------------------
+# IPython, when the kernel's interpreter has it: its input transformations, magics, display
+# machinery and history, inside this runner. Created lazily, at the first cell that needs it
+# (an idiom, `get_ipython`, `In`/`Out`, an IPython import), so plain cells start fast.
+
+_SHELL = [None]
+_HAVE_IPYTHON = [None]
+_IDIOM = _re.compile(r"(?m)^\s*(%|!|>>>|\.\.\. )|[?]\s*$|=\s*[!%]|\bget_ipython\b|\bIn\b|\bOut\b|IPython")
+
+
+def _ipython_importable():
+    if _HAVE_IPYTHON[0] is None:
+        import importlib.util
+
+        if os.environ.get("AGENT_TOOLS_NO_IPYTHON"):
+            _HAVE_IPYTHON[0] = False
+        else:
+            try:
+                _HAVE_IPYTHON[0] = importlib.util.find_spec("IPython") is not None
+            except Exception:
+                _HAVE_IPYTHON[0] = False
+    return _HAVE_IPYTHON[0]
+
+
+def _needs_ipython(code):
+    if _SHELL[0] is not None:
+        return True
+    if not _ipython_importable():
+        return False
+    if _IDIOM.search(code):
+        return True
+    first = next((l for l in code.split("\n") if l.strip()), "")
+    if first[:1] in (" ", "\t"):
+        return True  # an indented paste
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return True
+    # Automagic: a lone name that is no variable (`pwd`, `whos`, `ls`).
+    if len(tree.body) == 1 and isinstance(tree.body[0], ast.Expr) and isinstance(tree.body[0].value, ast.Name):
+        name = tree.body[0].value.id
+        return name not in USER_NS and not hasattr(builtins, name)
+    return False
+
+
+class _CellResult:
+    def __init__(self):
+        self.bundle = None
+        self.error = None
+
+
+_CURRENT = [_CellResult()]
+
+
+def _make_shell():
+    from IPython.core.displayhook import DisplayHook
+    from IPython.core.displaypub import DisplayPublisher
+    from IPython.core.interactiveshell import InteractiveShell
+    from traitlets.config import Config
+
+    class Publisher(DisplayPublisher):
+        def publish(self, data, metadata=None, source=None, *, transient=None, update=False, **kwargs):
+            _flush_std()
+            send({"t": "display", "cell": STATE.cell, "bundle": _json_bundle(data)})
+
+        def clear_output(self, wait=False):
+            pass
+
+    class Hook(DisplayHook):
+        def compute_format_data(self, result):
+            bundle = bundle_of(result)
+            try:
+                # IPython's pretty printer, as ipykernel shows it (%precision, long dicts).
+                plain = self.shell.display_formatter.formatters["text/plain"](result)
+                if isinstance(plain, str) and "image/png" not in bundle:
+                    bundle["text/plain"] = plain
+            except Exception:
+                pass
+            return bundle, {}
+
+        def write_output_prompt(self):
+            pass
+
+        def write_format_data(self, format_dict, md_dict=None):
+            _CURRENT[0].bundle = _json_bundle(format_dict)
+
+        def finish_displayhook(self):
+            pass
+
+    class Shell(InteractiveShell):
+        def _showtraceback(self, etype, evalue, stb):
+            text = self.InteractiveTB.stb2text(stb)
+            _CURRENT[0].error = {
+                "ename": getattr(etype, "__name__", str(etype)),
+                "evalue": str(evalue),
+                "traceback": _strip_ansi(text),
+            }
+
+        def system_piped(self, cmd):
+            if cmd.rstrip().endswith("&"):
+                raise OSError("Background processes not supported.")
+            status = _run_shell(self.var_expand(cmd, depth=1), status_only=True)
+            self.user_ns["_exit_code"] = status
+
+        system = system_piped
+
+        def enable_gui(self, gui=None):
+            pass
+
+    config = Config()
+    config.HistoryManager.hist_file = ":memory:"
+    config.InteractiveShell.colors = "nocolor"
+    config.InteractiveShell.xmode = "Context"
+    config.InteractiveShell.autocall = 0
+    shell = Shell.instance(
+        config=config,
+        user_module=MAIN,
+        user_ns=USER_NS,
+        display_pub_class=Publisher,
+        displayhook_class=Hook,
+    )
+    shell.execution_count = HISTORY["count"] + 1
+
+    def show_in_pager(_shell, data, start=0, screen_lines=0, pager_cmd=None):
+        text = data.get("text/plain", "") if isinstance(data, dict) else str(data)
+        print(_strip_ansi(text))
+
+    shell.set_hook("show_in_pager", show_in_pager)
+    ipython_format = shell.display_formatter.format
+
+    def format_for_display(obj, include=None, exclude=None):
+        # Our model views (tables as markdown, figures as PNG) first, IPython's forms besides.
+        data, metadata = ipython_format(obj, include=include, exclude=exclude)
+        bundle = bundle_of(obj)
+        for mime, value in data.items():
+            if mime != "text/plain" or mime not in bundle:
+                bundle.setdefault(mime, value)
+        return bundle, metadata
+
+    shell.display_formatter.format = format_for_display
+    # Ours where they know more than IPython's: %pip evicts stale modules; figures always come
+    # back as images, so %matplotlib only says so.
+    shell.register_magic_function(lambda line: _pip(line), "line", "pip")
+    shell.register_magic_function(lambda line: None, "line", "matplotlib")
+    USER_NS["display"] = display
+    _SHELL[0] = shell
+    return shell
+
+
+def _json_bundle(data):
+    bundle = {}
+    for mime, value in (data or {}).items():
+        if isinstance(value, bytes):
+            import base64
+
+            value = base64.b64encode(value).decode("ascii")
+        elif not isinstance(value, (str, dict, list, int, float, bool)) and value is not None:
+            value = str(value)
+        bundle[mime] = value
+    return bundle
+
+
+def _strip_ansi(text):
+    return _re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", text)
+
+
+def _run_with_ipython(code):
+    """Runs `code` as ipykernel would; returns (status, error, bundle, value_was_shown)."""
+    shell = _SHELL[0] or _make_shell()
+    _CURRENT[0] = _CellResult()
+    shell.execution_count = HISTORY["count"]
+    with STATE.lock:
+        STATE.running = STATE.cell
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        result = shell.run_cell(code, store_history=True)
+    finally:
+        with STATE.lock:
+            STATE.running = None
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+    failure = result.error_in_exec or result.error_before_exec
+    status = "ok"
+    if isinstance(failure, KeyboardInterrupt):
+        status = "interrupted"
+    elif failure is not None:
+        status = "error"
+    error = _CURRENT[0].error
+    if status != "ok" and error is None:
+        error = {"ename": type(failure).__name__, "evalue": str(failure), "traceback": f"{type(failure).__name__}: {failure}"}
+    return status, error, _CURRENT[0].bundle
+
+
 def run_cell(frame):
     import linecache
 
@@ -911,6 +1120,16 @@ def run_cell(frame):
     status = "ok"
     error = None
     STATE.cell = cell
+    if _needs_ipython(code):
+        bundle = None
+        try:
+            status, error, bundle = _run_with_ipython(code)
+        except KeyboardInterrupt as exc:
+            status, error = "interrupted", _error_info(exc)
+        except BaseException as exc:
+            status, error = "error", _error_info(exc)
+        _finish_cell(frame, cell, count, status, error, bundle)
+        return
     try:
         source = transform(code)
         linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
@@ -943,7 +1162,6 @@ def run_cell(frame):
         error = _error_info(exc)
     bundle = None
     try:
-        _patch_pyplot()
         if result is not None:
             try:
                 bundle = bundle_of(result)
@@ -953,6 +1171,14 @@ def run_cell(frame):
             USER_NS["__"] = USER_NS.get("_")
             USER_NS["_"] = result
             USER_NS[f"_{count}"] = result
+    except BaseException as exc:
+        sys.stderr.write(f"[display failed: {type(exc).__name__}: {exc}]\n")
+    _finish_cell(frame, cell, count, status, error, bundle)
+
+
+def _finish_cell(frame, cell, count, status, error, bundle):
+    try:
+        _patch_pyplot()
         _flush_figures()
     except BaseException as exc:
         sys.stderr.write(f"[display failed: {type(exc).__name__}: {exc}]\n")

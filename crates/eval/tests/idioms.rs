@@ -1,0 +1,244 @@
+//! IPython idioms typed by reflex, each checked against what ipykernel shows for it.
+//!
+//! The cells come from IPython's own `test_inputtransformer2*.py` cases (magics split over
+//! lines, indented magics, help syntax, prompts, system assignments) and from the magics Jupyter
+//! users type most. The kernel uses IPython's machinery when the interpreter has IPython (the
+//! test venv does); each cell's expectation is what ipykernel 7 prints for it.
+
+mod common;
+
+use agent_tools_eval::{CellStatus, EvalConfig, Language};
+use common::{Session, require, test_python};
+
+/// What ipykernel shows for a cell: the status, and text that must (or must not) be there.
+struct Idiom {
+    code: &'static str,
+    ok: bool,
+    shows: &'static [&'static str],
+    hides: &'static [&'static str],
+}
+
+const fn ok(code: &'static str, shows: &'static [&'static str]) -> Idiom {
+    Idiom { code, ok: true, shows, hides: &[] }
+}
+
+const fn ok_hiding(
+    code: &'static str,
+    shows: &'static [&'static str],
+    hides: &'static [&'static str],
+) -> Idiom {
+    Idiom { code, ok: true, shows, hides }
+}
+
+const fn fails(code: &'static str, shows: &'static [&'static str]) -> Idiom {
+    Idiom { code, ok: false, shows, hides: &[] }
+}
+
+const IDIOMS: &[Idiom] = &[
+    // Input transformations (IPython's test_inputtransformer2*.py).
+    ok(
+        "def f():\n    return 1\na = f()\n%env FOO \\\nbar\nimport os; os.environ['FOO']",
+        &["'bar'"],
+    ),
+    ok("for a in range(2):\n    %pwd\n'looped'", &["'looped'"]),
+    ok("a = 1\r\n%pwd\r\na + 1", &["Out[", ": 2"]),
+    ok("b = %time \\\n  1 + 1\nb == 2", &["Wall time", "True"]),
+    ok("b = !echo foo \\\n  bar\nb", &["['foo bar']"]),
+    ok(
+        "def test():\n  for i in range(1):\n    print(i)\n  res =! echo x\n  return res\ntest()",
+        &["0\n", "['x']"],
+    ),
+    ok("zip?", &["zip"]),
+    ok("zip??", &["zip"]),
+    ok("%pwd?", &["pwd"]),
+    ok("import math\nmath.pi?", &["float"]),
+    ok("a = \\\nzip?", &["zip"]),
+    ok("(a,\nb) = zip?", &["zip"]),
+    ok(">>> x = 1\n>>> x + 1", &[": 2"]),
+    ok(">>> def g(n):\n...     return n * 3\n>>> g(2)", &[": 6"]),
+    ok("In [1]: y = 5\n\nIn [2]: y * 2", &[": 10"]),
+    ok("   z = 3\n   z + 1", &[": 4"]),
+    ok("if True:\n    w = !echo indented\nw", &["['indented']"]),
+    ok("x = %pwd\nx == __import__('os').getcwd()", &["True"]),
+    ok("s = 'not %magic or !shell in a string'\ns", &["'not %magic or !shell in a string'"]),
+    ok("t = '''\n%not_a_magic\n!not_a_command\n'''\nt.count('%')", &[": 1"]),
+    ok("c = 5 # %comment\nc", &[": 5"]),
+    ok("!echo $HOME > /dev/null && echo shell-ok", &["shell-ok"]),
+    ok("name = 'world'\n!echo hello {name}", &["hello world"]),
+    ok("n = 3\n!echo $n", &["3"]),
+    ok("lines = !printf 'a\\nb\\n'\nlines.n", &["'a\\nb'"]),
+    ok("out = !echo spaced words\nout.s", &["'spaced words'"]),
+    ok("files = !ls /\n'usr' in files", &["True"]),
+    ok("!true", &[]),
+    ok("%system echo via-system", &["via-system"]),
+    ok("r = %sx echo via-sx\nr", &["['via-sx']"]),
+    ok("!echo start\nprint('after')", &["start", "after"]),
+    // Value display rules.
+    ok_hiding("v = 41\nv + 1;", &[], &["42"]),
+    ok_hiding("v + 1;  # hidden", &[], &["42"]),
+    ok_hiding("v + 1 # shown", &["42"], &[]),
+    ok("v", &["Out[", ": 41"]),
+    ok("_ + 1", &[": 42"]),
+    ok("Out[max(Out)] if Out else None", &[]),
+    ok("len(In) > 1", &["True"]),
+    ok("get_ipython() is not None", &["True"]),
+    ok(
+        "from IPython.core.interactiveshell import InteractiveShell as IS\nisinstance(get_ipython(), IS)",
+        &["True"],
+    ),
+    // Line magics.
+    ok("%time sum(range(1000))", &["Wall time", "499500"]),
+    ok("%timeit -n 10 -r 2 sum(range(100))", &["per loop"]),
+    ok("%%time\nq = 2\nq * 21", &["Wall time", ": 42"]),
+    ok("%%timeit -n 5 -r 2\nsum(range(10))", &["per loop"]),
+    ok("%env DEMO_VAR=1", &["env: DEMO_VAR=1"]),
+    ok("%env DEMO_VAR", &["'1'"]),
+    ok("%env BAZ \\\nqux\n%env BAZ", &["'qux'"]),
+    ok("%cd /tmp", &["/tmp"]),
+    ok("%pwd", &["'/tmp'"]),
+    ok("%cd -", &[]),
+    ok("%ls /", &["usr"]),
+    ok("ls /", &["usr"]),
+    ok("pwd", &["'/"]),
+    ok("whoami_var = 1\n%who", &["whoami_var"]),
+    ok("%whos", &["whoami_var", "int"]),
+    ok("%who_ls", &["whoami_var"]),
+    ok("%xmode Minimal", &["Minimal"]),
+    fails("1/0", &["ZeroDivisionError"]),
+    ok("%xmode Context", &["Context"]),
+    ok("%precision 3\nimport math\nmath.pi", &["3.142"]),
+    ok("%precision", &[]),
+    ok("%history -l 2", &["%precision"]),
+    ok("%config InteractiveShell.ast_node_interactivity = 'last_expr'", &[]),
+    ok("%load_ext autoreload", &[]),
+    ok("%autoreload 2", &[]),
+    ok("%matplotlib inline", &[]),
+    ok("%lsmagic", &["%timeit"]),
+    ok("%who int", &["whoami_var"]),
+    fails("%nosuchmagic", &["UsageError", "nosuchmagic"]),
+    ok(
+        "%%writefile /tmp/agent_tools_idiom_script.py\nprint('ran the script')\nresult_of_script = 7",
+        &["/tmp/agent_tools_idiom_script.py"],
+    ),
+    ok("%run /tmp/agent_tools_idiom_script.py\nresult_of_script", &["ran the script", ": 7"]),
+    ok("%%capture cap\nprint('captured text')", &[]),
+    ok("cap.stdout", &["'captured text\\n'"]),
+    ok("cap.show()", &["captured text"]),
+    ok("%%capture --no-stderr cap2\nprint('second')", &[]),
+    ok("cap2.stdout", &["'second\\n'"]),
+    ok("%%bash\necho from bash\necho $((1 + 2))", &["from bash", "3"]),
+    ok("%%sh\necho from sh", &["from sh"]),
+    ok("%%html\n<b>bold</b> text", &["bold", "text"]),
+    ok("%%markdown\n# Title\nsome *text*", &["Title", "text"]),
+    ok("%%javascript\nconsole.log(1)", &[]),
+    ok("%%latex\n$x^2$", &["x^2"]),
+    ok("%alias say echo\n%say aliased", &["aliased"]),
+    ok("keep_me = 1\n%reset -f\n'keep_me' in dir()", &["False"]),
+    ok("%reset_selective -f nothing_here", &[]),
+    ok("%pdoc len", &["Return the number of items"]),
+    ok("%psearch len*", &["len"]),
+    ok("%dirs", &[]),
+    fails("!echo bg &", &["Background processes not supported"]),
+];
+
+#[tokio::test]
+async fn at_least_85_of_89_idioms_behave_as_in_ipykernel() {
+    let Some(python) = test_python() else {
+        require("the test venv (IPython)", false, "run `cargo xtask setup`");
+        return;
+    };
+    assert!(IDIOMS.len() >= 89, "the suite has {} cells", IDIOMS.len());
+    let s = Session::new(
+        Language::Python,
+        EvalConfig { python: Some(python), ..EvalConfig::default() },
+    );
+    let mut failed = Vec::new();
+    for (i, idiom) in IDIOMS.iter().enumerate() {
+        let (r, text) = s.run(idiom.code).await;
+        let status_ok = (r.status == CellStatus::Ok) == idiom.ok;
+        let missing: Vec<_> = idiom.shows.iter().filter(|w| !text.contains(*w)).collect();
+        let leaked: Vec<_> = idiom.hides.iter().filter(|w| text.contains(*w)).collect();
+        if !status_ok || !missing.is_empty() || !leaked.is_empty() {
+            failed.push(format!(
+                "#{i} {:?}: status {:?}, missing {missing:?}, shown {leaked:?}:\n{text}",
+                idiom.code, r.status
+            ));
+        }
+    }
+    s.kernels.shutdown().await;
+    let passed = IDIOMS.len() - failed.len();
+    #[allow(clippy::print_stderr)]
+    {
+        eprintln!("{passed} of {} idiom cells behave as in ipykernel", IDIOMS.len());
+    }
+    assert!(passed >= 85, "{passed} of {} pass; failing:\n{}", IDIOMS.len(), failed.join("\n\n"));
+}
+
+#[tokio::test]
+async fn ipython_display_objects_render_and_html_reaches_the_model() {
+    let Some(python) = test_python() else {
+        require("the test venv (IPython)", false, "run `cargo xtask setup`");
+        return;
+    };
+    let s = Session::new(
+        Language::Python,
+        EvalConfig { python: Some(python), ..EvalConfig::default() },
+    );
+    let png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+    let code = format!(
+        "from IPython.display import display, HTML, Markdown, Image\n\
+         import base64\n\
+         display(HTML('<p>Hello <b>HTML</b></p><table><tr><th>k</th><th>v</th></tr><tr><td>a</td><td>1</td></tr></table>'))\n\
+         display(Markdown('**markdown** here'))\n\
+         display(Image(data=base64.b64decode('{png}')))\n\
+         class OnlyHtml:\n    def _repr_html_(self):\n        return '<i>only html</i>'\n\
+         OnlyHtml()"
+    );
+    let (r, text) = s.run(&code).await;
+    assert_eq!(r.status, CellStatus::Ok, "{text}");
+    assert!(text.contains("Hello HTML\n| k | v |\n|---|---|\n| a | 1 |"), "{text}");
+    assert!(text.contains("**markdown** here"), "{text}");
+    assert!(text.contains("[image 1:"), "{text}");
+    assert_eq!(Session::image_count(&r), 1, "{text}");
+    assert!(text.ends_with("only html"), "{text}");
+    assert!(!text.contains("IPython.core.display"), "{text}");
+    let (r, text) = s.run("'x' * 1_000_000").await;
+    assert_eq!(r.status, CellStatus::Ok, "{text}");
+    let hidden: usize = text
+        .rsplit("[… ")
+        .next()
+        .and_then(|t| t.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .expect("a cut note");
+    let shown = text.matches('x').count();
+    assert!(
+        hidden + shown >= 1_000_000,
+        "the note counts every hidden character: {hidden} + {shown}"
+    );
+    s.kernels.shutdown().await;
+}
+
+#[tokio::test]
+async fn table_index_and_column_level_names_are_kept() {
+    let Some(python) = test_python() else {
+        require("the test venv (pandas)", false, "run `cargo xtask setup`");
+        return;
+    };
+    let s = Session::new(
+        Language::Python,
+        EvalConfig { python: Some(python), ..EvalConfig::default() },
+    );
+    let (r, text) = s
+        .run(
+            "import pandas as pd\n\
+             idx = pd.MultiIndex.from_tuples([('CA', 2000), ('CA', 2010)], names=['state', 'year'])\n\
+             df = pd.DataFrame({'value': [1, 2]}, index=idx)\n\
+             df.columns.name = 'measure'\n\
+             df",
+        )
+        .await;
+    assert_eq!(r.status, CellStatus::Ok, "{text}");
+    assert!(text.contains("| state / year | value |"), "{text}");
+    assert!(text.contains("column levels: measure"), "{text}");
+    s.kernels.shutdown().await;
+}
