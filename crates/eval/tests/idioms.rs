@@ -242,3 +242,36 @@ async fn table_index_and_column_level_names_are_kept() {
     assert!(text.contains("column levels: measure"), "{text}");
     s.kernels.shutdown().await;
 }
+
+#[tokio::test]
+async fn without_ipython_the_stdlib_fallback_gets_the_common_idioms_right() {
+    let python = test_python();
+    let s = Session::new(
+        Language::Python,
+        EvalConfig { python, ipython: false, ..EvalConfig::default() },
+    );
+    let cases: &[Idiom] = &[
+        ok("%env BAZ \\\nqux\nimport os\nos.environ['BAZ']", &["'qux'"]),
+        ok("b = !echo foo \\\n  bar\nb", &["['foo bar']"]),
+        ok("%%time\nq = 2\nq * 21", &["Wall time", ": 42"]),
+        ok("%%capture cap\nprint('captured text')", &[]),
+        ok("cap.show()", &["captured text"]),
+        ok("%%capture --no-stderr cap2\nprint('second')", &[]),
+        ok("cap2.stdout", &["'second\\n'"]),
+        ok_hiding("v = 41\nv + 1;  # hidden", &[], &["42"]),
+        ok("v + 1 # shown", &["42"]),
+        fails("!echo bg &", &["Background processes not supported"]),
+        ok("!echo a && echo b", &["a\nb"]),
+    ];
+    for idiom in cases {
+        let (r, text) = s.run(idiom.code).await;
+        assert_eq!(r.status == CellStatus::Ok, idiom.ok, "{:?}: {text}", idiom.code);
+        for want in idiom.shows {
+            assert!(text.contains(want), "{:?} shows {want:?}: {text}", idiom.code);
+        }
+        for hidden in idiom.hides {
+            assert!(!text.contains(hidden), "{:?} hides {hidden:?}: {text}", idiom.code);
+        }
+    }
+    s.kernels.shutdown().await;
+}

@@ -488,6 +488,37 @@ def _magic_call(kind, body):
     return f"__agent_tools_magic__({name!r}, {args!r})"
 
 
+def _join_magic_continuations(lines):
+    """`%env BAZ \\` + `qux` is one magic line, as in IPython."""
+    joined = []
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        stripped = line.lstrip()
+        is_magic = stripped[:1] in ("%", "!") or _ASSIGN_MAGIC.match(line)
+        while is_magic and line.endswith("\\") and i + 1 < len(lines):
+            i += 1
+            line = line[:-1] + " " + lines[i].lstrip()
+        joined.append(line)
+        i += 1
+    return joined
+
+
+def _ends_with_semicolon(code):
+    """A trailing `;` hides the value, also when a comment follows it."""
+    import io
+    import tokenize
+
+    last = None
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(code).readline):
+            if tok.type not in (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.ENDMARKER, tokenize.INDENT, tokenize.DEDENT):
+                last = tok
+    except (tokenize.TokenError, SyntaxError):
+        return code.rstrip().endswith(";")
+    return last is not None and last.type == tokenize.OP and last.string == ";"
+
+
 def transform(code):
     """Rewrites IPython idioms into calls of `__agent_tools_magic__`; plain Python stays as it is."""
     lines = code.split("\n")
@@ -507,6 +538,7 @@ def transform(code):
     out = []
     state = (None, 0)
     continued = False
+    lines = _join_magic_continuations(lines)
     for line in lines:
         at_statement = state == (None, 0) and not continued
         stripped = line.lstrip()
@@ -612,6 +644,24 @@ def _run_shell(cmd, capture=False, script=None, status_only=False):
     return None
 
 
+class CapturedIO:
+    """What `%%capture name` binds: `.stdout`, `.stderr`, and `.show()` to replay them."""
+
+    def __init__(self, stdout, stderr):
+        self.stdout = stdout
+        self.stderr = stderr
+        self.outputs = []
+
+    def show(self):
+        sys.stdout.write(self.stdout)
+        sys.stderr.write(self.stderr)
+
+    __call__ = show
+
+    def __repr__(self):
+        return f"<CapturedIO stdout={len(self.stdout)} chars, stderr={len(self.stderr)} chars>"
+
+
 def _format_seconds(seconds):
     for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9)):
         if seconds >= scale:
@@ -669,10 +719,12 @@ def _time(code, ns):
     value = None
     try:
         tree = ast.parse(code, mode="exec")
-        if tree.body and isinstance(tree.body[-1], ast.Expr) and len(tree.body) == 1:
-            value = eval(compile(ast.Expression(tree.body[0].value), "<timed>", "eval"), ns)
-        else:
-            exec(compile(tree, "<timed>", "exec"), ns)
+        tail = None
+        if tree.body and isinstance(tree.body[-1], ast.Expr):
+            tail = tree.body.pop()
+        exec(compile(tree, "<timed>", "exec"), ns)
+        if tail is not None:
+            value = eval(compile(ast.Expression(tail.value), "<timed>", "eval"), ns)
     finally:
         wall, cpu = time.perf_counter() - start_wall, time.process_time() - start_cpu
         print(f"CPU times: total: {_format_seconds(cpu)}\nWall time: {_format_seconds(wall)}")
@@ -842,13 +894,17 @@ def _cell_magic(name, args, body):
         import contextlib
         import io
 
+        words = args.split()
         out, err = io.StringIO(), io.StringIO()
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        with contextlib.ExitStack() as stack:
+            if "--no-stdout" not in words:
+                stack.enter_context(contextlib.redirect_stdout(out))
+            if "--no-stderr" not in words:
+                stack.enter_context(contextlib.redirect_stderr(err))
             exec(compile(body, "<captured>", "exec"), ns)
-        var = args.strip()
-        result = types.SimpleNamespace(stdout=out.getvalue(), stderr=err.getvalue())
-        if var:
-            ns[var] = result
+        names = [w for w in words if not w.startswith("-")]
+        if names:
+            ns[names[0]] = CapturedIO(out.getvalue(), err.getvalue())
         return None
     raise UsageError(f"UsageError: cell magic %%{name} is not supported")
 
@@ -1135,7 +1191,7 @@ def run_cell(frame):
         linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
         tree = ast.parse(source, filename=filename, mode="exec", type_comments=False)
         tail = None
-        if tree.body and isinstance(tree.body[-1], ast.Expr) and not code.rstrip().endswith(";"):
+        if tree.body and isinstance(tree.body[-1], ast.Expr) and not _ends_with_semicolon(source):
             tail = tree.body.pop()
         body_code = compile(tree, filename, "exec", flags=TOP_LEVEL_AWAIT, dont_inherit=True)
         tail_code = None
