@@ -170,13 +170,18 @@ impl Probes {
 }
 
 fn run_bounded(argv: &[String], within: Duration) -> Option<String> {
-    let mut child = std::process::Command::new(&argv[0])
+    let mut command = std::process::Command::new(&argv[0]);
+    command
         .args(&argv[1..])
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .ok()?;
+        .stderr(std::process::Stdio::piped());
+    // A short probe: it dies with the host; no watchdog needed.
+    let agent_tools_support::process::SpawnedStd { mut child, group: _group } =
+        agent_tools_support::process::SpawnOptions::new()
+            .watchdog(false)
+            .spawn_std(command)
+            .ok()?;
     let deadline = std::time::Instant::now() + within;
     loop {
         match child.try_wait() {

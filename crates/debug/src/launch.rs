@@ -293,33 +293,34 @@ fn run_bounded(
     command: &mut Command,
     within: Duration,
 ) -> Result<std::process::Output, DebugError> {
-    use std::os::unix::process::CommandExt;
     let shown = format!("{:?}", command);
-    let child = command
+    let mut owned = Command::new(command.get_program());
+    owned.args(command.get_args());
+    if let Some(dir) = command.get_current_dir() {
+        owned.current_dir(dir);
+    }
+    owned
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .process_group(0)
-        .spawn()
-        .map_err(|e| DebugError::adapter(format!("cannot run {shown}: {e}")))?;
-    let pid = child.id();
+        .stderr(std::process::Stdio::piped());
+    let agent_tools_support::process::SpawnedStd { child, group } =
+        agent_tools_support::process::spawn_std(owned)
+            .map_err(|e| DebugError::adapter(format!("cannot run {shown}: {e}")))?;
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let _ = tx.send(child.wait_with_output());
     });
-    match rx.recv_timeout(within) {
+    let result = match rx.recv_timeout(within) {
         Ok(Ok(out)) => Ok(out),
         Ok(Err(e)) => Err(DebugError::adapter(format!("{shown} failed: {e}"))),
-        Err(_) => {
-            if let Ok(pgid) = i32::try_from(pid) {
-                crate::process::signal_group(pgid, libc::SIGKILL);
-            }
-            Err(DebugError::adapter(format!(
-                "{shown} did not finish within {} s",
-                within.as_secs()
-            )))
-        }
-    }
+        Err(_) => Err(DebugError::adapter(format!(
+            "{shown} did not finish within {} s",
+            within.as_secs()
+        ))),
+    };
+    // What it started (cargo's build scripts, rustc) ends with it.
+    group.terminate_blocking(Duration::from_millis(200));
+    result
 }
 
 #[cfg(test)]

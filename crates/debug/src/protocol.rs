@@ -1,4 +1,5 @@
-//! The Debug Adapter Protocol on the wire: Content-Length framing, and a client that correlates
+//! The Debug Adapter Protocol on the wire: Content-Length framing (the support crate's bounded
+//! reader and deadline-bound writer), and a client that correlates
 //! responses by `request_seq`, hands events and reverse requests to the session, and fails every
 //! pending request clearly when the adapter goes away.
 
@@ -11,80 +12,19 @@ use std::{
     time::Duration,
 };
 
+use agent_tools_support::framing::{FrameReader, FrameWriter};
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tokio::{
-    io::{
-        AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt,
-        BufReader,
-    },
+    io::{AsyncRead, AsyncWrite},
     sync::{mpsc, oneshot},
     task::JoinHandle,
 };
 
 /// Largest message body we accept; a broken adapter must not make us allocate without bound.
 const MAX_BODY: usize = 64 * 1024 * 1024;
-
-/// Reads one framed message. `Ok(None)` on a clean end of stream before a header.
-pub async fn read_message<R: AsyncBufRead + Unpin>(
-    reader: &mut R,
-) -> std::io::Result<Option<Value>> {
-    let mut length: Option<usize> = None;
-    let mut line = String::new();
-    let mut saw_header = false;
-    loop {
-        line.clear();
-        let n = reader.read_line(&mut line).await?;
-        if n == 0 {
-            if saw_header {
-                return Err(std::io::Error::new(
-                    std::io::ErrorKind::UnexpectedEof,
-                    "the stream ended inside a message header",
-                ));
-            }
-            return Ok(None);
-        }
-        let trimmed = line.trim_end_matches(['\r', '\n']);
-        if trimmed.is_empty() {
-            if saw_header {
-                break;
-            }
-            // Stray blank lines between messages are tolerated.
-            continue;
-        }
-        saw_header = true;
-        if let Some((name, value)) = trimmed.split_once(':')
-            && name.trim().eq_ignore_ascii_case("content-length")
-        {
-            length = value.trim().parse().ok();
-        }
-    }
-    let Some(length) = length else {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            "a message header without a valid Content-Length",
-        ));
-    };
-    if length > MAX_BODY {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            format!("a message of {length} bytes is larger than the {MAX_BODY}-byte limit"),
-        ));
-    }
-    let mut body = vec![0u8; length];
-    reader.read_exact(&mut body).await?;
-    serde_json::from_slice(&body)
-        .map(Some)
-        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, format!("not JSON: {e}")))
-}
-
-/// Frames `message` with its Content-Length header.
-pub fn frame(message: &Value) -> Vec<u8> {
-    let body = message.to_string();
-    let mut out = format!("Content-Length: {}\r\n\r\n", body.len()).into_bytes();
-    out.extend_from_slice(body.as_bytes());
-    out
-}
+/// How long a write may make no progress before the adapter counts as not reading.
+const WRITE_DEADLINE: Duration = Duration::from_secs(10);
 
 /// A response from the adapter.
 #[derive(Debug, Clone)]
@@ -172,7 +112,7 @@ pub type BoxRead = Box<dyn AsyncRead + Send + Unpin>;
 
 /// A DAP client over one connection.
 pub struct DapClient {
-    writer: tokio::sync::Mutex<Option<BoxWrite>>,
+    writer: FrameWriter,
     seq: AtomicI64,
     pending: Arc<Mutex<Pending>>,
     reader: Mutex<Option<JoinHandle<()>>>,
@@ -251,12 +191,13 @@ impl DapClient {
         let (tx, rx) = mpsc::unbounded_channel();
         let pending = Arc::new(Mutex::new(Pending::default()));
         let client = Arc::new(DapClient {
-            writer: tokio::sync::Mutex::new(Some(write)),
+            writer: FrameWriter::spawn(write, WRITE_DEADLINE),
             seq: AtomicI64::new(1),
             pending: pending.clone(),
             reader: Mutex::new(None),
         });
-        let task = tokio::spawn(read_loop(BufReader::new(read), pending, tx));
+        let reader = FrameReader::new(read).with_max_body(MAX_BODY);
+        let task = tokio::spawn(read_loop(reader, pending, tx));
         *client.reader.lock() = Some(task);
         (client, rx)
     }
@@ -266,17 +207,10 @@ impl DapClient {
     }
 
     async fn write(&self, message: &Value) -> Result<(), DapError> {
-        let mut guard = self.writer.lock().await;
-        let Some(writer) = guard.as_mut() else {
-            return Err(DapError::Closed("our side of the connection was closed".into()));
-        };
-        let bytes = frame(message);
-        let result = async {
-            writer.write_all(&bytes).await?;
-            writer.flush().await
-        }
-        .await;
-        result.map_err(|e| DapError::Closed(format!("cannot write to the adapter: {e}")))
+        self.writer
+            .send(message)
+            .await
+            .map_err(|e| DapError::Closed(format!("cannot write to the adapter: {e}")))
     }
 
     /// Sends a request without waiting for its response.
@@ -335,10 +269,7 @@ impl DapClient {
 
     /// Closes our writing side: for a stdio adapter this closes its stdin.
     pub async fn close_writer(&self) {
-        let writer = self.writer.lock().await.take();
-        if let Some(mut writer) = writer {
-            let _ = tokio::time::timeout(Duration::from_millis(200), writer.shutdown()).await;
-        }
+        let _ = tokio::time::timeout(Duration::from_millis(200), self.writer.close()).await;
     }
 
     /// Whether the adapter's side has ended.
@@ -361,12 +292,12 @@ impl Drop for DapClient {
 }
 
 async fn read_loop<R: AsyncRead + Unpin>(
-    mut reader: BufReader<R>,
+    mut reader: FrameReader<R>,
     pending: Arc<Mutex<Pending>>,
     tx: mpsc::UnboundedSender<Incoming>,
 ) {
     let reason = loop {
-        match read_message(&mut reader).await {
+        match reader.read_value().await {
             Ok(Some(message)) => dispatch(message, &pending, &tx),
             Ok(None) => break "the adapter closed the connection".to_string(),
             Err(e) => break format!("the adapter's stream broke: {e}"),

@@ -26,16 +26,10 @@ use crate::{
 pub(crate) struct AdapterProcess {
     pub(super) child: tokio::process::Child,
     pub(super) pid: i32,
-    pub(super) done: bool,
-}
-
-impl Drop for AdapterProcess {
-    fn drop(&mut self) {
-        if !self.done {
-            // Last resort (a panic, a dropped supervisor): nothing of ours may outlive us.
-            crate::process::signal_group(self.pid, libc::SIGKILL);
-        }
-    }
+    /// The adapter's tree (its group and every process carrying its lineage mark, the
+    /// program and what the program started included); dropping it kills the tree, so
+    /// nothing of ours outlives a panic or a dropped supervisor.
+    pub(super) group: agent_tools_support::process::ProcessGroup,
 }
 
 impl Session {
@@ -104,7 +98,7 @@ impl Session {
             }
             _ => {
                 let argv = opts.command.argv.clone();
-                let (r, w, process) = spawn_stdio(&argv, &cwd, &shared, &mut tasks)?;
+                let (r, w, process) = spawn_stdio(&argv, &cwd, &shared, &mut tasks).await?;
                 (r, w, Some(process), argv)
             }
         };
@@ -142,7 +136,7 @@ impl Session {
 }
 
 /// Starts the adapter `argv` in `cwd`, in its own process group, with stdout and stderr piped.
-pub(super) fn start_adapter(
+pub(super) async fn start_adapter(
     argv: &[String],
     cwd: &Path,
     stdin: std::process::Stdio,
@@ -157,17 +151,18 @@ pub(super) fn start_adapter(
         .current_dir(cwd)
         .stdin(stdin)
         .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .process_group(0);
+        .stderr(std::process::Stdio::piped());
     configure(&mut command);
-    let child = command
-        .spawn()
-        .map_err(|e| DebugError::adapter(format!("cannot start `{}`: {e}", argv.join(" "))))?;
-    let pid = child.id().and_then(|p| i32::try_from(p).ok()).unwrap_or(0);
-    Ok(AdapterProcess { child, pid, done: false })
+    // Own process group, death with the host, a lineage mark its descendants inherit.
+    let agent_tools_support::process::Spawned { child, group } =
+        agent_tools_support::process::spawn(command)
+            .await
+            .map_err(|e| DebugError::adapter(format!("cannot start `{}`: {e}", argv.join(" "))))?;
+    let pid = i32::try_from(group.pid()).unwrap_or(0);
+    Ok(AdapterProcess { child, pid, group })
 }
 
-pub(super) fn spawn_stdio(
+pub(super) async fn spawn_stdio(
     argv: &[String],
     cwd: &Path,
     shared: &Arc<Shared>,
@@ -175,7 +170,8 @@ pub(super) fn spawn_stdio(
 ) -> Result<(BoxRead, BoxWrite, AdapterProcess), DebugError> {
     let mut process = start_adapter(argv, cwd, std::process::Stdio::piped(), |command| {
         command.env("PYDEVD_DISABLE_FILE_VALIDATION", "1");
-    })?;
+    })
+    .await?;
     let (Some(stdin), Some(stdout)) = (process.child.stdin.take(), process.child.stdout.take())
     else {
         return Err(DebugError::adapter("the adapter has no stdio pipes"));
@@ -204,7 +200,7 @@ pub(super) async fn spawn_delve(
     } else {
         std::process::Stdio::null()
     };
-    let mut process = start_adapter(argv, cwd, stdin, |_| {})?;
+    let mut process = start_adapter(argv, cwd, stdin, |_| {}).await?;
     let (Some(stdout), Some(stderr)) = (process.child.stdout.take(), process.child.stderr.take())
     else {
         return Err(DebugError::adapter("dlv has no stdio pipes"));

@@ -374,6 +374,7 @@ impl Session {
                 std::io::Error::last_os_error()
             )));
         }
+        // tidy: private folder (the session's own temp folder)
         let file = std::fs::OpenOptions::new()
             .read(true)
             .write(true)

@@ -55,6 +55,8 @@ pub(crate) struct State {
     pub open_pipes: usize,
     /// Children started for `runInTerminal`; reaped at teardown.
     pub terminal_children: Vec<tokio::process::Child>,
+    /// Their process trees; dropping one kills it.
+    pub terminal_groups: Vec<agent_tools_support::process::ProcessGroup>,
     /// Process groups of the program's (delve's debuggee leads one); swept at teardown.
     pub groups: Vec<i32>,
     /// The program's process disappeared without an `exited` event (its pid).
@@ -269,7 +271,7 @@ async fn reverse_request(
     arguments: &Value,
 ) {
     let answer = match command {
-        "runInTerminal" => match run_in_terminal(shared, arguments) {
+        "runInTerminal" => match run_in_terminal(shared, arguments).await {
             Ok(pid) => {
                 shared.update(|s| s.log_line(format!("runInTerminal: started pid {pid}")));
                 client.respond(seq, command, true, None, json!({"processId": pid})).await
@@ -298,7 +300,7 @@ async fn reverse_request(
 }
 
 /// Runs the debuggee of a `runInTerminal` request as our child, output captured.
-fn run_in_terminal(shared: &Arc<Shared>, arguments: &Value) -> Result<i32, String> {
+async fn run_in_terminal(shared: &Arc<Shared>, arguments: &Value) -> Result<i32, String> {
     let argv: Vec<String> = arguments["args"]
         .as_array()
         .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
@@ -320,8 +322,7 @@ fn run_in_terminal(shared: &Arc<Shared>, arguments: &Value) -> Result<i32, Strin
     command
         .args(&argv[1..])
         .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .process_group(0);
+        .stderr(std::process::Stdio::piped());
     if let Some(cwd) = arguments["cwd"].as_str().filter(|c| !c.is_empty()) {
         command.current_dir(cwd);
     }
@@ -333,8 +334,11 @@ fn run_in_terminal(shared: &Arc<Shared>, arguments: &Value) -> Result<i32, Strin
             };
         }
     }
-    let mut child = command.spawn().map_err(|e| format!("cannot start {program}: {e}"))?;
-    let pid = child.id().and_then(|p| i32::try_from(p).ok()).ok_or("the child has no pid")?;
+    let agent_tools_support::process::Spawned { mut child, group } =
+        agent_tools_support::process::spawn(command)
+            .await
+            .map_err(|e| format!("cannot start {program}: {e}"))?;
+    let pid = i32::try_from(group.pid()).map_err(|_| "the child has no pid")?;
     if let Some(stdout) = child.stdout.take() {
         forward_lines(shared.clone(), stdout, "stdout", false);
     }
@@ -347,6 +351,7 @@ fn run_in_terminal(shared: &Arc<Shared>, arguments: &Value) -> Result<i32, Strin
         }
         s.process_pid.get_or_insert(pid);
         s.terminal_children.push(child);
+        s.terminal_groups.push(group);
         if let Some(writer) = stdin_writer {
             s.set_stdin(std::fs::File::from(std::os::fd::OwnedFd::from(writer)));
         }

@@ -57,38 +57,22 @@ impl Session {
 
         if let Some(process) = self.process.as_mut() {
             let pgid = process.pid;
-            let exited = wait_for_exit(&mut process.child, Duration::from_secs(1)).await;
-            match exited {
+            match wait_for_exit(&mut process.child, Duration::from_secs(1)).await {
                 Some(status) => report.steps.push(format!(
                     "adapter exited after its input closed ({}{})",
                     describe_status(&status),
                     abort_note(self.kind, &status)
                 )),
-                None => {
-                    signal_group(pgid, libc::SIGTERM);
-                    report.steps.push("SIGTERM to the adapter's process group".into());
-                    match wait_for_exit(&mut process.child, Duration::from_millis(300)).await {
-                        Some(status) => report.steps.push(format!(
-                            "adapter exited on SIGTERM ({})",
-                            describe_status(&status)
-                        )),
-                        None => {
-                            report.killed.push(format!("adapter pid {pgid} (SIGKILL)"));
-                            signal_group(pgid, libc::SIGKILL);
-                            let _ = wait_for_exit(&mut process.child, Duration::from_secs(2)).await;
-                        }
-                    }
-                }
+                None => report.steps.push("the adapter did not exit when its input closed".into()),
             }
-            // Sweep the group even when the leader is gone: helpers (lldb-server) may linger.
-            let left = group_members(pgid);
-            if !left.is_empty() {
-                signal_group(pgid, libc::SIGKILL);
-                report
-                    .killed
-                    .extend(left.iter().map(|p| format!("pid {} of the adapter's group", p.pid)));
-            }
-            process.done = true;
+            // The whole tree: SIGTERM, a grace period, SIGKILL to the group and to every
+            // process carrying its lineage mark (what the program forked or started included).
+            let ended = process.group.terminate(Duration::from_millis(300)).await;
+            report.steps.push(format!("the adapter's process tree (group {pgid}): {ended}"));
+            report
+                .killed
+                .extend(ended.killed.iter().map(|p| format!("pid {p} of the adapter's tree")));
+            let _ = wait_for_exit(&mut process.child, Duration::from_secs(2)).await;
         }
 
         if self.owns_debuggee {
@@ -121,12 +105,16 @@ impl Session {
                 report.killed.push(format!("pid {} the program left behind (SIGKILL)", proc.pid));
             }
         }
-        let children: Vec<tokio::process::Child> =
-            self.shared.update(|s| std::mem::take(&mut s.terminal_children));
+        let (children, groups) = self.shared.update(|s| {
+            (std::mem::take(&mut s.terminal_children), std::mem::take(&mut s.terminal_groups))
+        });
+        for group in groups {
+            let ended = group.terminate(Duration::from_millis(300)).await;
+            report
+                .steps
+                .push(format!("the program's process tree (group {}): {ended}", group.pid()));
+        }
         for mut child in children {
-            if let Some(pid) = child.id().and_then(|p| i32::try_from(p).ok()) {
-                signal_group(pid, libc::SIGKILL);
-            }
             let _ = tokio::time::timeout(Duration::from_secs(1), child.wait()).await;
         }
         if self.owns_debuggee {
@@ -205,11 +193,8 @@ impl Drop for Session {
                 }
             }
         }
-        for child in self.shared.update(|s| std::mem::take(&mut s.terminal_children)) {
-            if let Some(pid) = child.id().and_then(|p| i32::try_from(p).ok()) {
-                signal_group(pid, libc::SIGKILL);
-            }
-        }
+        // Dropping the terminal children's trees kills them.
+        self.shared.update(|s| s.terminal_groups.clear());
         for task in self.tasks.drain(..) {
             task.abort();
         }
