@@ -11,4 +11,5 @@ mod files_over_mcp;
 mod host_killed;
 mod lsp_over_mcp;
 mod support;
+mod trust_over_mcp;
 mod vibe_over_mcp;
