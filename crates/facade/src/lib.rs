@@ -29,13 +29,16 @@ pub mod host;
 
 pub use crate::{
     approval::{ApprovalConfig, ApprovalDecision, ApprovalPolicy, ApprovalRequest, Approver},
-    config::{CONFIG_FILE_NAME, Config, McpConfig, OutputConfig},
+    config::{
+        CONFIG_FILE_NAME, Config, McpConfig, OutputConfig, TrustConfig, UNTRUSTED_PROJECT_KEYS,
+    },
     error::{Error, Result, Unavailable},
     registry::{Family, Registry, RegistryBuilder, RunResource},
     surface::{DEFAULT_MAX_OUTPUT_CHARS, RunInfo, Surface, SurfaceKind},
     tool::{
-        Before, CallContext, ChangedFile, DynTool, Image, MAX_CALL_DEPTH, Progress, ProgressSink, SurfaceInfo, Tier,
-        Tool, ToolResult, ToolSpec, parse_args, schema_for,
+        Annotations, Before, CallContext, ChangedFile, DynTool, Effects, Image, MAX_CALL_DEPTH,
+        Progress, ProgressSink, SurfaceInfo, Tier, Tool, ToolResult, ToolSpec, parse_args,
+        schema_for,
     },
     validate::validate_args,
 };

@@ -1,5 +1,7 @@
 //! The tool contract: `Tool`, `Tier`, `ToolSpec`, `ToolResult` and `CallContext`.
 
+mod schema;
+
 use std::{
     fmt,
     path::{Path, PathBuf},
@@ -8,42 +10,11 @@ use std::{
 
 use async_trait::async_trait;
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize, de::DeserializeOwned};
+use serde::{Serialize, de::DeserializeOwned};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-/// What a tool may do, and so which surfaces see it.
-///
-/// The order matters: a surface with ceiling `Write` shows `Read` and `Write` tools.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
-)]
-#[serde(rename_all = "lowercase")]
-pub enum Tier {
-    /// No side effects.
-    Read,
-    /// Changes files.
-    Write,
-    /// Starts or controls a process.
-    Exec,
-}
-
-impl Tier {
-    /// The lowercase name used in messages and schemas.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Tier::Read => "read",
-            Tier::Write => "write",
-            Tier::Exec => "exec",
-        }
-    }
-}
-
-impl fmt::Display for Tier {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+pub use agent_tools_support::Tier;
 
 /// What the model sees of a tool: name, description, tier and argument schema.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -60,6 +31,82 @@ pub struct ToolSpec {
     /// the model only `structuredContent` when it is present).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output_schema: Option<Value>,
+    /// A short human title for client UIs, for example `Read file`.
+    pub title: String,
+    /// What a call does to the world beyond its tier; the MCP annotations come from here.
+    pub effects: Effects,
+}
+
+/// What a tool's calls do, stated once per tool; with the tier, this decides every MCP hint.
+///
+/// The default for a tier is the cautious reading of it: a read tool is read-only, idempotent
+/// and closed-world; a write tool may destroy what a file held; an exec tool may also reach
+/// beyond the workspace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Effects {
+    /// May overwrite or delete what was there (false: only adds).
+    pub destructive: bool,
+    /// Calling again with the same arguments has no further effect.
+    pub idempotent: bool,
+    /// Reaches beyond the workspace (processes, network, people).
+    pub open_world: bool,
+    /// Acts through workers whose ceiling is the caller's surface (vibe): read-only exactly
+    /// on a read-only surface, whatever the tool's own tier.
+    pub delegates: bool,
+}
+
+impl Effects {
+    /// The cautious statement for `tier`.
+    pub const fn of(tier: Tier) -> Self {
+        match tier {
+            Tier::Read => Effects {
+                destructive: false,
+                idempotent: true,
+                open_world: false,
+                delegates: false,
+            },
+            Tier::Write => Effects {
+                destructive: true,
+                idempotent: false,
+                open_world: false,
+                delegates: false,
+            },
+            Tier::Exec => {
+                Effects { destructive: true, idempotent: false, open_world: true, delegates: false }
+            }
+        }
+    }
+
+    pub const fn destructive(mut self, yes: bool) -> Self {
+        self.destructive = yes;
+        self
+    }
+
+    pub const fn idempotent(mut self, yes: bool) -> Self {
+        self.idempotent = yes;
+        self
+    }
+
+    pub const fn open_world(mut self, yes: bool) -> Self {
+        self.open_world = yes;
+        self
+    }
+
+    /// Acts through workers that get the caller's ceiling (see [`Effects::delegates`]).
+    pub const fn delegating(mut self) -> Self {
+        self.delegates = true;
+        self
+    }
+}
+
+/// The MCP tool annotations of a tool on a surface with a given ceiling.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Annotations {
+    pub title: String,
+    pub read_only: bool,
+    pub destructive: bool,
+    pub idempotent: bool,
+    pub open_world: bool,
 }
 
 impl ToolSpec {
@@ -75,6 +122,47 @@ impl ToolSpec {
             tier,
             input_schema: schema_for::<Args>(),
             output_schema: None,
+            title: String::new(),
+            effects: Effects::of(tier),
+        }
+        .with_default_title()
+    }
+
+    /// The title for client UIs (default: the name in words, `ast_grep` → `Ast grep`).
+    pub fn with_title(mut self, title: impl Into<String>) -> Self {
+        self.title = title.into();
+        self
+    }
+
+    /// States what calls do beyond the tier's cautious default.
+    pub fn with_effects(mut self, effects: Effects) -> Self {
+        self.effects = effects;
+        self
+    }
+
+    fn with_default_title(mut self) -> Self {
+        let mut words = self.name.replace('_', " ");
+        if let Some(first) = words.get_mut(..1) {
+            first.make_ascii_uppercase();
+        }
+        self.title = words;
+        self
+    }
+
+    /// The annotations this tool carries on a surface whose ceiling is `ceiling`.
+    ///
+    /// Read-only means nothing changes, directly or through a worker: a delegating tool is
+    /// read-only only where its workers are (a read-only surface gives them a read-only
+    /// ceiling or refuses them). Read-only tools are never destructive.
+    pub fn annotations(&self, ceiling: Tier) -> Annotations {
+        let read_only =
+            self.tier == Tier::Read && (!self.effects.delegates || ceiling == Tier::Read);
+        Annotations {
+            title: self.title.clone(),
+            read_only,
+            destructive: !read_only && self.effects.destructive,
+            idempotent: read_only || self.effects.idempotent,
+            open_world: self.effects.open_world,
         }
     }
 
@@ -85,15 +173,13 @@ impl ToolSpec {
     }
 }
 
-/// The JSON Schema of `T`, as an MCP client expects it (an object schema, no `$schema` noise).
+/// The JSON Schema of `T`, as an MCP client expects it: an object schema in standard JSON
+/// Schema, lean and portable (see [`schema`] for the rules).
 pub fn schema_for<T: JsonSchema>() -> Value {
     let settings = schemars::generate::SchemaSettings::draft2020_12();
     let schema = settings.into_generator().into_root_schema_for::<T>();
     let mut value = schema.to_value();
-    if let Value::Object(map) = &mut value {
-        map.remove("$schema");
-        map.remove("title");
-    }
+    schema::lean(&mut value);
     value
 }
 

@@ -164,9 +164,14 @@ pub fn default_state_dir() -> PathBuf {
 }
 
 impl Journal {
-    /// The journal of `root` under the default state folder.
+    /// The journal of `root` under the default state folder, after recovering every group a
+    /// killed process left there, so no writer ever starts on a half-written tree.
     pub fn for_root(root: &Root) -> Result<Journal, Error> {
-        Journal::at(&default_state_dir(), root)
+        let journal = Journal::at(&default_state_dir(), root)?;
+        if let Err(e) = journal.recover(root) {
+            tracing::warn!("recovering interrupted writes under {}: {e}", root.path().display());
+        }
+        Ok(journal)
     }
 
     /// The journal of `root` under `state_dir` (created, private to the user).

@@ -15,14 +15,11 @@ pub(crate) struct Access {
 }
 
 impl Access {
-    /// Opens the call's root; recovers any group a killed host left half-written there.
+    /// Opens the call's root and its journal (which recovers any group a killed host left).
     pub(crate) fn open(ctx: &CallContext, tool: &str) -> Result<Access, ToolResult> {
         let fail = |e: agent_tools_support::Error| ToolResult::error(format!("{tool}: {e}"));
         let root = Root::open(&ctx.root).map_err(fail)?;
         let journal = Journal::for_root(&root).map_err(fail)?;
-        if let Err(e) = journal.recover(&root) {
-            tracing::warn!("recovering interrupted writes under {}: {e}", root.path().display());
-        }
         Ok(Access { root, journal })
     }
 
