@@ -200,9 +200,10 @@ async fn dropping_the_handle_kills_the_tree_without_blocking() {
 
     drop(group);
 
-    // The group dies at once; the watchdog sweeps the setsid descendant by its mark.
-    eventually("every process of the dropped tree ends", || {
-        tree.iter().all(|p| !running(*p)) && marked(&lineage).is_empty()
+    // The group dies at once; a background sweep finds the setsid descendant by its mark and
+    // reaps the orphans: not even a zombie is left.
+    eventually("every process of the dropped tree ends and is reaped", || {
+        tree[..2].iter().all(|p| state(*p).is_none()) && marked(&lineage).is_empty()
     });
     assert_eq!(child.wait().await.unwrap().signal(), Some(libc::SIGKILL));
 }

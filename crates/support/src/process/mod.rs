@@ -15,7 +15,8 @@
 //!
 //! The returned [`ProcessGroup`] ends the tree: [`ProcessGroup::terminate`] is SIGTERM, a grace
 //! period, SIGKILL to the group and to every marked process, bounded and idempotent; dropping
-//! the last handle kills the group at once without blocking.
+//! the last handle kills the group at once without blocking, and a background thread sweeps
+//! and reaps the rest.
 //!
 //! How to adopt (a language server, a checker, an adapter):
 //!
@@ -40,13 +41,15 @@
 //! `SpawnOptions::new().watchdog(false).spawn(command)`; it still dies with the host itself.
 
 mod group;
+mod janitor;
 mod spawner;
+mod teardown;
 mod tree;
 mod watchdog;
 
 use std::io;
 
-pub use self::group::{ProcessGroup, Teardown};
+pub use self::{group::ProcessGroup, teardown::Teardown};
 use self::{
     tree::{Lineage, TreeId},
     watchdog::Watchdog,

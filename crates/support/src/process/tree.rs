@@ -85,6 +85,9 @@ pub(super) struct Tree {
     /// Whether the process group still belongs to the tree (its leader or a marked process is
     /// in it), so that signalling the group cannot reach a stranger that got the number.
     pub(super) group_is_ours: bool,
+    /// Zombies of the group that were re-parented to the host: the host must reap them.
+    /// (While a member, even a zombie, holds the group's number, it cannot be reused.)
+    pub(super) orphan_zombies: Vec<i32>,
 }
 
 /// The identity of a spawned tree: its leader and its mark.
@@ -146,7 +149,12 @@ impl TreeId {
                 break;
             }
         }
+        let orphan_zombies = all
+            .iter()
+            .filter(|p| p.zombie && p.ppid == host && p.pgid == self.leader && p.pid != self.leader)
+            .map(|p| p.pid)
+            .collect();
         let running = all.into_iter().filter(|p| ours.contains(&p.pid)).collect();
-        Tree { running, group_is_ours }
+        Tree { running, group_is_ours, orphan_zombies }
     }
 }

@@ -11,7 +11,6 @@
 use std::{
     io,
     process::{Child, Command, Stdio},
-    sync::{OnceLock, mpsc},
 };
 
 use super::tree::Lineage;
@@ -68,29 +67,9 @@ impl Watchdog {
         let _ = self.child.wait();
     }
 
-    /// Closes the pipe, so the watchdog sweeps the tree and exits; a background thread reaps
-    /// it, so this never blocks.
+    /// Closes the pipe, so the watchdog sweeps the tree and exits. Its exit is not awaited:
+    /// this is the fallback when no janitor thread could run.
     pub(super) fn release(mut self) {
         drop(self.child.stdin.take());
-        reap_later(self.child);
-    }
-}
-
-fn reap_later(child: Child) {
-    static REAPER: OnceLock<Option<mpsc::Sender<Child>>> = OnceLock::new();
-    let reaper = REAPER.get_or_init(|| {
-        let (tx, rx) = mpsc::channel::<Child>();
-        std::thread::Builder::new()
-            .name("agent-tools-reaper".into())
-            .spawn(move || {
-                for mut child in rx {
-                    let _ = child.wait();
-                }
-            })
-            .ok()
-            .map(|_| tx)
-    });
-    if let Some(tx) = reaper {
-        let _ = tx.send(child);
     }
 }
