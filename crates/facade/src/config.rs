@@ -210,12 +210,13 @@ impl Config {
     }
 
     /// Sets what a run's surface ceiling allows: code the repository controls (project-local
-    /// binaries, build scripts) runs only under an exec ceiling; read means read.
+    /// binaries, build scripts) runs only under an exec ceiling, or where the user trusts the
+    /// project; otherwise read means read.
     pub fn apply_ceiling(&mut self, ceiling: crate::Tier) {
         let _ = ceiling;
         #[cfg(feature = "lsp")]
         {
-            self.lsp.allow_project_code = ceiling >= crate::Tier::Exec;
+            self.lsp.allow_project_code = ceiling >= crate::Tier::Exec || self.project_trusted;
         }
     }
 }

@@ -90,12 +90,15 @@ fn a_project_the_user_trusts_sets_everything() {
 }
 
 #[test]
-fn only_an_exec_ceiling_lets_project_code_run() {
+fn only_an_exec_ceiling_or_the_users_trust_lets_project_code_run() {
     let mut config = Config::default();
     config.apply_ceiling(agent_tools::Tier::Read);
     assert!(!config.lsp.allow_project_code);
     config.apply_ceiling(agent_tools::Tier::Exec);
     assert!(config.lsp.allow_project_code);
+    let mut trusted = Config { project_trusted: true, ..Config::default() };
+    trusted.apply_ceiling(agent_tools::Tier::Read);
+    assert!(trusted.lsp.allow_project_code, "a project the user trusts may run its own tools");
 }
 
 #[test]
