@@ -169,3 +169,30 @@ async fn a_writer_whose_peer_never_reads_stops_at_the_deadline() {
     group.terminate(Duration::from_secs(5)).await;
     child.wait().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_full_queue_is_refused_without_waiting_and_a_dead_peer_stops_the_writer() {
+    let mut command = tokio::process::Command::new("sleep");
+    command.arg("300").stdin(Stdio::piped());
+    let Spawned { mut child, group } = process::spawn(command).await.unwrap();
+    let writer = FrameWriter::spawn(child.stdin.take().unwrap(), Duration::from_secs(600));
+    // The first message fills the pipe; the writer task waits on it while the queue fills.
+    writer.send(&json!({"big": "x".repeat(4 << 20)})).await.unwrap();
+
+    let full = loop {
+        if let Err(e) = writer.try_send(&json!({"small": 1})) {
+            break e;
+        }
+        tokio::task::yield_now().await;
+    };
+
+    assert_eq!(full, FrameError::QueueFull(agent_tools_support::framing::QUEUE_MESSAGES));
+    assert_eq!(
+        full.to_string(),
+        "the writer's queue is full (256 messages wait): the peer is not reading"
+    );
+    group.terminate(Duration::from_secs(5)).await;
+    child.wait().await.unwrap();
+    let reason = writer.stopped().await;
+    assert!(reason.to_string().starts_with("the connection is closed: cannot write"), "{reason}");
+}

@@ -131,6 +131,29 @@ async fn terminate_asks_with_sigterm_first_and_waits_for_a_clean_exit() {
 }
 
 #[tokio::test]
+async fn descendants_without_the_mark_are_found_by_group_and_parentage() {
+    // `env -i` drops the lineage mark: one stays in the group, one leaves it but keeps its
+    // parent.
+    let script = "env -i sleep 300 & echo $!; setsid env -i sleep 300 & echo $!; wait";
+    let Spawned { mut child, group } = process::spawn(sh(script)).await.unwrap();
+    let mut tree = pids(&mut child, 2).await;
+    eventually("both exec'd into sleep without the mark", || {
+        tree.iter().all(|p| {
+            std::fs::read(format!("/proc/{p}/environ")).is_ok_and(|e| e.is_empty())
+                && std::fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| c == "sleep\n")
+        })
+    });
+    tree.push(group.pid() as i32);
+
+    let report = group.terminate(Duration::from_secs(30)).await;
+
+    assert_eq!(report.found, 3, "{report}");
+    assert_eq!(report.to_string(), "3 of 3 processes ended on SIGTERM");
+    check_tree_gone(&group, &tree);
+    child.wait().await.unwrap();
+}
+
+#[tokio::test]
 async fn a_tree_that_ignores_sigterm_is_killed_after_the_grace_period() {
     let script = "trap '' TERM; sleep 300 & echo $!; exec sleep 300";
     let Spawned { mut child, group } = process::spawn(sh(script)).await.unwrap();

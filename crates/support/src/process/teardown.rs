@@ -37,7 +37,8 @@ impl fmt::Display for Teardown {
             return f.write_str("nothing of it was running");
         }
         let on_term = self.found.saturating_sub(self.killed.len() + self.survivors.len());
-        write!(f, "{on_term} of {} processes ended on SIGTERM", self.found)?;
+        let noun = if self.found == 1 { "process" } else { "processes" };
+        write!(f, "{on_term} of {} {noun} ended on SIGTERM", self.found)?;
         if !self.killed.is_empty() {
             write!(f, "; killed with SIGKILL: pid {}", join(&self.killed))?;
         }
