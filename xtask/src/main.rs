@@ -19,7 +19,7 @@ const USAGE: &str = "\
 usage: cargo xtask <command>
 
   setup   install what the tests need that this machine lacks (apt, a venv, npm)
-  ci      setup, then fmt check, clippy -D warnings, doctests, the wheel's pytest, nextest (.ci/run)
+  ci      setup, fmt check, clippy -D warnings, doctests, cargo package, the wheel's pytest, nextest
   test    nextest with the test environment (PATH with the venv and npm tools), after setup
   bench   run the benchmarks side by side with the reference tools and print ratios
   wheel   build the agent-tools Python wheel (--release: what users get) and run its pytest suite
@@ -87,6 +87,18 @@ fn ci() -> Result<()> {
     // Doctests first, so that the run closes on nextest's summary of every test.
     step("doctests");
     run(setup::with_test_env(cargo().args(["test", "--workspace", "--doc", "--locked"])))?;
+    // Seconds: manifests, versions, READMEs and dependencies of every crate we publish.
+    step("cargo package --workspace --no-verify");
+    run(cargo()
+        .args(["package", "--workspace", "--no-verify", "--allow-dirty", "--locked"])
+        .args([
+            "--exclude",
+            "agent-tools-python",
+            "--exclude",
+            "xtask",
+            "--exclude",
+            "agent-tools-e2e",
+        ]))?;
     // The wheel in the dev profile: it reuses what clippy and the tests build.
     wheel::test(&wheel::build("dev")?)?;
     nextest(&["--profile".into(), "ci".into()])

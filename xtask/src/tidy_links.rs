@@ -275,6 +275,23 @@ fn the_reference_finder_tells_our_paths_from_others() {
 }
 
 #[test]
+fn references_resolve_inside_the_repository_only() {
+    let repo = Repo::scan();
+    let root = repo.root.clone();
+    let readme = root.join("README.md");
+    assert!(repo.names_a_file(&root, "families/debug.rs"));
+    assert!(repo.names_a_file(&root.join("crates/eval"), "src/python/runner.py"));
+    assert!(!repo.names_a_file(&root, "DECISIONS.md"));
+    assert!(!repo.names_a_file(&root, "shared/research/debug.md"));
+    assert_eq!(link_problem(&repo, &readme, "docs/decisions.md#d1-package-names"), None);
+    assert_eq!(link_problem(&repo, &readme, "https://example.org/x.md"), None);
+    for bad in ["../shared/spec/SPEC.md", "docs/nothing.md", "docs/decisions.md#d99", "/etc/passwd"]
+    {
+        assert!(link_problem(&repo, &readme, bad).is_some(), "{bad} should be reported");
+    }
+}
+
+#[test]
 fn xtask_help_lists_exactly_the_commands_it_dispatches() {
     let source = std::fs::read_to_string(crate::project_root().join("xtask/src/main.rs"))
         .unwrap_or_default();
