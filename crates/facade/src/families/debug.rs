@@ -4,7 +4,8 @@
 use std::{path::Path, sync::Arc};
 
 use agent_tools_debug::{
-    DebugArgs, DebugError, DebugSupervisor, TOOL_DESCRIPTION, TOOL_NAME, adapter_reports, render,
+    CallScope, DebugArgs, DebugError, DebugOutcome, DebugSupervisor, ProgressPort,
+    TOOL_DESCRIPTION, TOOL_NAME, adapter_reports, render,
 };
 use async_trait::async_trait;
 use serde_json::Value;
@@ -18,7 +19,8 @@ impl RegistryBuilder {
     /// Registers `debug` over `supervisor`; its sessions end when the run ends.
     pub fn with_debug(self, supervisor: Arc<DebugSupervisor>) -> Self {
         let tool = DebugTool {
-            spec: ToolSpec::new::<DebugArgs>(TOOL_NAME, TOOL_DESCRIPTION, Tier::Exec),
+            spec: ToolSpec::new::<DebugArgs>(TOOL_NAME, TOOL_DESCRIPTION, Tier::Exec)
+                .with_output_schema::<DebugOutcome>(),
             supervisor: supervisor.clone(),
         };
         self.with_tool("debug", Arc::new(tool)).with_resource(Arc::new(DebugResource(supervisor)))
@@ -42,20 +44,28 @@ impl Tool for DebugTool {
             Err(e) => return e,
         };
         let op = args.operation.as_str();
-        match self.supervisor.call(&ctx.conversation_id, &ctx.root, args, &ctx.cancel).await {
-            Ok(outcome) => {
-                let structured = serde_json::to_value(&outcome).ok();
-                let result = ToolResult::text(render(&outcome));
-                match structured {
-                    Some(s) => result.with_structured(s),
-                    None => result,
-                }
-            }
+        let progress = ContextProgress(ctx);
+        let scope = CallScope { cancel: &ctx.cancel, progress: Some(&progress) };
+        match self.supervisor.call_in(&ctx.conversation_id, &ctx.root, args, &scope).await {
+            // The text and the structured content are the same outcome (D8).
+            Ok(outcome) => match serde_json::to_value(&outcome) {
+                Ok(structured) => ToolResult::text(render(&outcome)).with_structured(structured),
+                Err(_) => ToolResult::text(render(&outcome)),
+            },
             Err(DebugError::Unavailable { resource, reason, fix }) => {
                 Unavailable::new(resource, reason, fix).into()
             }
             Err(e) => ToolResult::error(format!("debug {op}: {e}")),
         }
+    }
+}
+
+/// Waits of a debug call reported as the call's MCP progress.
+struct ContextProgress<'a>(&'a CallContext);
+
+impl ProgressPort for ContextProgress<'_> {
+    fn report(&self, elapsed_seconds: f64, message: &str) {
+        self.0.report_progress(elapsed_seconds, None, message);
     }
 }
 
@@ -126,5 +136,22 @@ mod tests {
         assert!(bad.is_error);
         assert!(bad.text.starts_with("debug stack: no debug session"), "{}", bad.text);
         registry.shutdown().await;
+    }
+
+    #[test]
+    fn the_debug_schema_fits_its_token_budget_and_declares_its_output() {
+        let spec = ToolSpec::new::<DebugArgs>(TOOL_NAME, TOOL_DESCRIPTION, Tier::Exec)
+            .with_output_schema::<DebugOutcome>();
+        let listed = serde_json::json!({
+            "name": spec.name,
+            "description": spec.description,
+            "inputSchema": spec.input_schema,
+        });
+        let tokens = listed.to_string().chars().count() / 4;
+        assert!(tokens <= 700, "debug costs {tokens} tokens (chars/4); the budget is 700");
+        let text = listed.to_string();
+        assert!(!text.contains("null") && !text.contains("format"), "{text}");
+        assert_eq!(spec.output_schema.unwrap()["type"], "object");
+        insta::assert_json_snapshot!("debug_tool_listing", listed);
     }
 }
