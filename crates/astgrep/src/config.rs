@@ -35,6 +35,7 @@ impl AstgrepConfig {
             threads: self.threads,
             step_budget: self.step_budget.max(1),
             cancel: None,
+            progress: None,
         }
     }
 }

@@ -31,14 +31,12 @@ use crate::{
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EditRequest {
-    /// As for `ast_grep`.
     #[serde(default)]
     pub pattern: Option<String>,
-    /// As for `ast_grep`; a config's `fix` and `transform` apply.
     #[serde(default)]
-    #[schemars(schema_with = "crate::search::rule_schema")]
+    #[schemars(schema_with = "crate::search::edit_rule_schema")]
     pub rule: Option<serde_json::Value>,
-    /// Replacement with the captures (`$X`, `$$$X`); optional when the rule config has `fix`.
+    /// Replacement using the captures; optional if the rule config has `fix`.
     #[serde(default)]
     pub rewrite: Option<String>,
     #[serde(default)]
@@ -46,6 +44,7 @@ pub struct EditRequest {
     #[serde(default)]
     pub language: Option<String>,
     #[serde(default)]
+    #[schemars(schema_with = "crate::search::context_schema")]
     pub context: Option<ContextKind>,
 }
 
@@ -63,10 +62,14 @@ pub enum ResolveAction {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ResolveRequest {
-    /// The id from the `(proposed)` result, e.g. `edit_1`.
+    /// From ast_edit, e.g. `edit_1`.
     pub edit_id: String,
-    /// `accept` writes the staged change, `discard` drops it.
+    #[schemars(schema_with = "crate::edit::action_schema")]
     pub action: ResolveAction,
+}
+
+fn action_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({ "type": "string", "enum": ["accept", "discard"] })
 }
 
 /// One file of a proposal.

@@ -43,11 +43,12 @@ pub use crate::{
     pattern::Pattern,
     rule::RuleSet,
     search::{
-        CaptureView, DEFAULT_MAX_RESULTS, MAX_RESULTS_CAP, MatchView, PatternInfo, SearchRequest,
-        SearchResult, render_search, search, search_compiled,
+        CaptureView, DEFAULT_MAX_RESULTS, MAX_RESULTS_CAP, MatchView, PatternInfo, PayloadMatch,
+        SearchPayload, SearchRequest, SearchResult, render_payload, render_search, search,
+        search_compiled, search_payload,
     },
     strictness::Strictness,
-    walk::{BudgetNote, ScanStats, Scope, SearchOptions, resolve_scope},
+    walk::{BudgetNote, PROGRESS_EVERY, Progress, ScanStats, Scope, SearchOptions, resolve_scope},
 };
 
 /// Matches `pattern` against `source` (one file's text) and returns the raw matches.

@@ -23,24 +23,25 @@ pub const MAX_RESULTS_CAP: usize = 500;
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SearchRequest {
-    /// Code with metavariables: `$X` one node, `$$$X` zero or more, `$_` unbound.
     #[serde(default)]
     pub pattern: Option<String>,
-    /// Instead of `pattern`: an ast-grep rule object (or config with `rule`, `constraints`, `utils`).
+    /// Instead of `pattern`.
     #[serde(default)]
     #[schemars(schema_with = "crate::search::rule_schema")]
     pub rule: Option<serde_json::Value>,
-    /// File or directory under the root (default: the root).
+    /// File or directory (default: the root).
     #[serde(default)]
     pub path: Option<String>,
-    /// Language id; inferred from a file's extension.
+    /// Inferred from a file's extension.
     #[serde(default)]
     pub language: Option<String>,
-    /// Default 50, at most 500.
+    /// Default 50.
     #[serde(default)]
+    #[schemars(range(min = 1, max = 500))]
     pub max_results: Option<usize>,
-    /// Parse the pattern only in this context.
+    /// Force one parse context.
     #[serde(default)]
+    #[schemars(schema_with = "crate::search::context_schema")]
     pub context: Option<ContextKind>,
 }
 
@@ -48,7 +49,20 @@ pub struct SearchRequest {
 pub(crate) fn rule_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     schemars::json_schema!({
         "type": "object",
-        "description": "ast-grep rule: pattern (string or {context,selector,strictness}), kind, regex, nthChild, range; inside/has/follows/precedes (+stopBy: neighbor|end|rule, field); all, any, not, matches. A config {rule, constraints, utils, transform, fix} also works."
+        "description": "ast-grep rule: pattern, kind, regex, nthChild, range, inside/has/follows/precedes (stopBy, field), all, any, not, matches; or a config {rule, constraints, utils, transform, fix}."
+    })
+}
+
+/// `rule` for `ast_edit`: as for `ast_grep`.
+pub(crate) fn edit_rule_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({ "type": "object", "description": "As for ast_grep." })
+}
+
+/// `context`: the rungs of the ladder, without per-rung prose.
+pub(crate) fn context_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": "string",
+        "enum": ["statement", "expression", "member", "declaration"]
     })
 }
 
@@ -330,35 +344,94 @@ fn short_capture(text: &str) -> String {
     }
 }
 
-/// The model-facing text of a search result.
-pub fn render_search(result: &SearchResult) -> String {
+/// What `ast_grep` returns to the model, as data: the text block is this, rendered, and MCP
+/// structured content is this, so a client showing either gives the model the same answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SearchPayload {
+    /// The first line: query, language, how it parsed, counts.
+    pub summary: String,
+    pub matches: Vec<PayloadMatch>,
+    /// What else the model should know: more matches not shown, syntax errors, why none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+/// One match of a [`SearchPayload`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct PayloadMatch {
+    /// `file:line:col`.
+    pub at: String,
+    pub code: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub captures: Vec<CaptureView>,
+}
+
+/// The model-facing payload of a search result.
+pub fn search_payload(result: &SearchResult) -> SearchPayload {
     let info = &result.pattern;
-    let mut out = format!(
+    let head = format!(
         "ast_grep `{}` ({}, {}): ",
         one_line(&info.pattern),
         info.language,
         info.parsed_as()
     );
+    let mut notes: Vec<String> = Vec::new();
+    let mut budget = String::new();
+    push_budget(&mut budget, result.budget_exceeded.as_ref());
     if result.total_matches == 0 {
-        out.push_str(&format!("no matches in `{}`\n", result.scope));
-        out.push_str(&explain_empty(result.pattern.language, &result.scope, &result.stats, info));
-        push_budget(&mut out, result.budget_exceeded.as_ref());
-        return out;
+        let explain = explain_empty(result.pattern.language, &result.scope, &result.stats, info);
+        notes.extend(explain.lines().map(str::to_string));
+        notes.extend(budget.lines().map(str::to_string));
+        return SearchPayload {
+            summary: format!("{head}no matches in `{}`", result.scope),
+            matches: Vec::new(),
+            notes,
+        };
     }
-    out.push_str(&format!(
-        "{} in {}\n",
+    let summary = format!(
+        "{head}{} in {}",
         count(result.total_matches, "match", "matches"),
         count(result.files_with_matches, "file", "files")
-    ));
-    for m in &result.matches {
-        let mut lines = m.text.lines();
-        out.push_str(&format!(
-            "{}:{}:{}  {}\n",
-            m.file,
-            m.line,
-            m.column,
-            lines.next().unwrap_or("")
+    );
+    let matches = result
+        .matches
+        .iter()
+        .map(|m| PayloadMatch {
+            at: format!("{}:{}:{}", m.file, m.line, m.column),
+            code: m.text.clone(),
+            captures: m.captures.clone(),
+        })
+        .collect();
+    let shown = result.matches.len();
+    if shown < result.total_matches {
+        notes.push(format!(
+            "[showing {shown} of {} matches; {} more not shown: narrow `path` or raise `max_results` (at most {MAX_RESULTS_CAP})]",
+            result.total_matches,
+            result.total_matches - shown
         ));
+    }
+    if result.stats.with_syntax_errors > 0 {
+        notes.push(format!(
+            "[{} of {} parsed files have syntax errors; matches inside broken code may be missing]",
+            result.stats.with_syntax_errors, result.stats.parsed
+        ));
+    }
+    notes.extend(budget.lines().map(str::to_string));
+    SearchPayload { summary, matches, notes }
+}
+
+/// The model-facing text of a search result.
+pub fn render_search(result: &SearchResult) -> String {
+    render_payload(&search_payload(result))
+}
+
+/// A search payload as text: the summary, `file:line:col  code` and the captures per match,
+/// then the notes.
+pub fn render_payload(payload: &SearchPayload) -> String {
+    let mut out = format!("{}\n", payload.summary);
+    for m in &payload.matches {
+        let mut lines = m.code.lines();
+        out.push_str(&format!("{}  {}\n", m.at, lines.next().unwrap_or("")));
         for l in lines {
             out.push_str(&format!("    {l}\n"));
         }
@@ -377,21 +450,10 @@ pub fn render_search(result: &SearchResult) -> String {
             out.push_str(&format!("    {}\n", caps.join("; ")));
         }
     }
-    let shown = result.matches.len();
-    if shown < result.total_matches {
-        out.push_str(&format!(
-            "[showing {shown} of {} matches; {} more not shown: narrow `path` or raise `max_results` (at most {MAX_RESULTS_CAP})]\n",
-            result.total_matches,
-            result.total_matches - shown
-        ));
+    for note in &payload.notes {
+        out.push_str(note);
+        out.push('\n');
     }
-    if result.stats.with_syntax_errors > 0 {
-        out.push_str(&format!(
-            "[{} of {} parsed files have syntax errors; matches inside broken code may be missing]\n",
-            result.stats.with_syntax_errors, result.stats.parsed
-        ));
-    }
-    push_budget(&mut out, result.budget_exceeded.as_ref());
     out
 }
 

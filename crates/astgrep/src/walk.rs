@@ -25,6 +25,21 @@ pub struct SearchOptions {
     pub step_budget: u64,
     /// Set to stop the walk early; the call then fails with `AstError::Cancelled`.
     pub cancel: Option<Arc<AtomicBool>>,
+    /// Told the number of files searched so far, every [`PROGRESS_EVERY`] files.
+    pub progress: Option<Progress>,
+}
+
+/// How often (in files) a directory walk reports progress.
+pub const PROGRESS_EVERY: usize = 100;
+
+/// A progress callback: receives the number of files searched so far.
+#[derive(Clone)]
+pub struct Progress(pub Arc<dyn Fn(usize) + Send + Sync>);
+
+impl std::fmt::Debug for Progress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Progress")
+    }
 }
 
 impl Default for SearchOptions {
@@ -34,6 +49,7 @@ impl Default for SearchOptions {
             threads: 0,
             step_budget: crate::matcher::DEFAULT_STEP_BUDGET,
             cancel: None,
+            progress: None,
         }
     }
 }
@@ -183,7 +199,12 @@ pub(crate) fn scan<T: Send>(
     let cancelled = || options.cancel.as_ref().is_some_and(|c| c.load(Ordering::Relaxed));
 
     let visit = |path: &Path, parser: &mut tree_sitter::Parser| -> Result<(), Skip> {
-        counters.scanned.fetch_add(1, Ordering::Relaxed);
+        let scanned = counters.scanned.fetch_add(1, Ordering::Relaxed) + 1;
+        if scanned % PROGRESS_EVERY == 0
+            && let Some(progress) = &options.progress
+        {
+            (progress.0)(scanned);
+        }
         let meta = std::fs::metadata(path).map_err(|e| Skip::Unreadable(e.to_string()))?;
         if meta.len() > options.max_file_bytes {
             return Err(Skip::Large(meta.len()));

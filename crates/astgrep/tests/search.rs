@@ -1,8 +1,16 @@
 //! Searching a tree of files: walk, pre-filter, counts, ordering, limits, bad inputs, rendering.
 
-use std::path::Path;
+use std::{
+    path::Path,
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicBool, Ordering},
+    },
+};
 
-use agent_tools_astgrep::{SearchOptions, SearchRequest, SearchResult, render_search, search};
+use agent_tools_astgrep::{
+    AstError, Progress, SearchOptions, SearchRequest, SearchResult, render_search, search,
+};
 
 mod support;
 use support::project;
@@ -149,4 +157,44 @@ fn an_exhausted_step_budget_is_reported_with_its_place() {
         text.contains("[step budget exceeded: 1 candidate node abandoned (first at a.js:1:1)"),
         "{text}"
     );
+}
+
+#[test]
+fn a_long_walk_reports_progress_and_stops_when_cancelled() {
+    let files: Vec<(String, String)> =
+        (0..450).map(|i| (format!("d/f{i:03}.py"), format!("print({i})\n"))).collect();
+    let refs: Vec<(&str, &str)> = files.iter().map(|(p, c)| (p.as_str(), c.as_str())).collect();
+    let dir = project(&refs);
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let options = SearchOptions {
+        threads: 1,
+        progress: Some(Progress(Arc::new({
+            let seen = seen.clone();
+            move |n| seen.lock().unwrap().push(n)
+        }))),
+        ..SearchOptions::default()
+    };
+    let result = search(dir.path(), &request("print($X)", None, Some("python")), &options).unwrap();
+    assert_eq!(result.total_matches, 450);
+    assert_eq!(*seen.lock().unwrap(), [100, 200, 300, 400]);
+    // Cancelled from the progress callback after the first report: the walk stops there.
+    let flag = Arc::new(AtomicBool::new(false));
+    let options = SearchOptions {
+        threads: 1,
+        cancel: Some(flag.clone()),
+        progress: Some(Progress(Arc::new({
+            let flag = flag.clone();
+            let seen = seen.clone();
+            move |n| {
+                seen.lock().unwrap().push(n);
+                flag.store(true, Ordering::Relaxed);
+            }
+        }))),
+        ..SearchOptions::default()
+    };
+    seen.lock().unwrap().clear();
+    let err =
+        search(dir.path(), &request("print($X)", None, Some("python")), &options).unwrap_err();
+    assert_eq!(err, AstError::Cancelled);
+    assert_eq!(*seen.lock().unwrap(), [100], "the walk went on after the cancel");
 }

@@ -122,3 +122,54 @@ fn an_unparsable_pattern_over_mcp_is_an_error_not_a_silent_zero() {
     let err = text_of(&results[3]);
     assert!(err.contains("outside the run's root"), "{err}");
 }
+
+#[test]
+fn rules_search_and_rewrite_over_mcp_and_structured_content_is_the_text_as_data() {
+    let lib = "use std::io;\n\
+               fn a() -> Result<(), String> { x.unwrap(); Ok(()) }\n\
+               unsafe fn b() -> Result<u8, E> { y.unwrap() }\n\
+               pub(crate) fn c<T: Clone>(t: T) -> io::Result<T> { z.unwrap() }\n\
+               fn d() -> u8 { w.unwrap() }\n";
+    let project = TempProject::new(&[("src/lib.rs", lib)]);
+    let rule = json!({
+        "pattern": "$A.unwrap()",
+        "inside": {"kind": "function_item", "stopBy": "end", "has": {"field": "return_type", "regex": "Result"}}
+    });
+    let script = McpScript::new(&project.root, &[])
+        .call("ast_grep", json!({"rule": rule, "path": "src", "language": "rust"}))
+        .call(
+            "ast_grep",
+            json!({"rule": {"kind": "function_itm"}, "path": "src", "language": "rust"}),
+        )
+        .call(
+            "ast_edit",
+            json!({"rule": {"rule": rule, "fix": "$A?"}, "path": "src", "language": "rust"}),
+        )
+        .call("resolve", json!({"edit_id": "edit_1", "action": "accept"}));
+    let Some(results) = check(script) else { return };
+    let found = text_of(&results[1]);
+    assert_eq!(results[1]["isError"], false, "{found}");
+    assert!(found.contains("(rust, rule): 3 matches in 1 file"), "{found}");
+    for line in ["src/lib.rs:2:", "src/lib.rs:3:", "src/lib.rs:4:"] {
+        assert!(found.contains(line), "{line} missing: {found}");
+    }
+    assert!(!found.contains("src/lib.rs:5:"), "{found}");
+    // A client that shows only structured content gets the same matches and captures.
+    let data = &results[1]["structured"];
+    assert_eq!(data["matches"].as_array().map(Vec::len), Some(3), "{data}");
+    assert_eq!(data["matches"][0]["at"], "src/lib.rs:2:32", "{data}");
+    assert_eq!(data["matches"][0]["captures"][0]["text"], "x", "{data}");
+    assert!(found.starts_with(data["summary"].as_str().unwrap()), "{data}");
+
+    let err = text_of(&results[2]);
+    assert_eq!(results[2]["isError"], true, "{err}");
+    assert!(err.contains("`rule.kind`") && err.contains("function_item"), "{err}");
+
+    let staged = text_of(&results[3]);
+    assert!(staged.starts_with("(proposed) 3 replacements in 1 file"), "{staged}");
+    assert!(results[3]["structured"].is_null(), "{}", results[3]);
+    assert_eq!(results[4]["isError"], false, "{}", text_of(&results[4]));
+    let written = std::fs::read_to_string(project.root.join("src/lib.rs")).unwrap();
+    assert!(written.contains("{ x?; Ok(()) }") && written.contains("{ y? }"), "{written}");
+    assert!(written.contains("{ z? }") && written.contains("w.unwrap()"), "{written}");
+}

@@ -10,8 +10,9 @@ use std::{
 };
 
 use agent_tools_astgrep::{
-    AstError, AstgrepConfig, EditRequest, EditStore, Lang, ResolveRequest, SearchOptions,
-    SearchRequest, render_proposal, render_resolution, render_search, search,
+    AstError, AstgrepConfig, EditRequest, EditStore, Lang, Progress, ResolveRequest, SearchOptions,
+    SearchPayload, SearchRequest, render_payload, render_proposal, render_resolution, search,
+    search_payload,
 };
 use async_trait::async_trait;
 use serde_json::Value;
@@ -58,15 +59,22 @@ pub(crate) fn status_details(root: &Path, config: &Config) -> Vec<String> {
     ]
 }
 
-/// Runs a blocking search on the blocking pool, cancelled with the call.
+/// Runs a blocking search on the blocking pool. The call's cancellation stops the walk at the
+/// next file (the call is awaited until it has), and progress goes out as files searched.
 async fn blocking<T: Send + 'static>(
     ctx: &CallContext,
-    work: impl FnOnce(Arc<AtomicBool>) -> Result<T, AstError> + Send + 'static,
+    work: impl FnOnce(Arc<AtomicBool>, Option<Progress>) -> Result<T, AstError> + Send + 'static,
 ) -> Result<T, AstError> {
     let flag = Arc::new(AtomicBool::new(false));
+    let progress = ctx.progress.as_ref().map(|_| {
+        let ctx = ctx.clone();
+        Progress(Arc::new(move |files: usize| {
+            ctx.report_progress(files as f64, None, format!("{files} files searched"));
+        }))
+    });
     let job = tokio::task::spawn_blocking({
         let flag = flag.clone();
-        move || work(flag)
+        move || work(flag, progress)
     });
     let cancel = ctx.cancel.clone();
     let watcher = tokio::spawn({
@@ -84,8 +92,8 @@ async fn blocking<T: Send + 'static>(
     }
 }
 
-fn options(shared: &Shared, cancel: Arc<AtomicBool>) -> SearchOptions {
-    SearchOptions { cancel: Some(cancel), ..shared.config.options() }
+fn options(shared: &Shared, cancel: Arc<AtomicBool>, progress: Option<Progress>) -> SearchOptions {
+    SearchOptions { cancel: Some(cancel), progress, ..shared.config.options() }
 }
 
 struct AstGrep {
@@ -98,14 +106,14 @@ impl AstGrep {
         AstGrep {
             spec: ToolSpec::new::<SearchRequest>(
                 "ast_grep",
-                "Find code by shape, not text. The pattern is code of the language with metavariables: \
-                 `$NAME` matches one node, `$$$NAME` zero or more siblings, `$_` any node without binding; \
-                 a metavariable used twice must match the same code. Matches ignore formatting and \
-                 comments and never hit strings or comments. The fragment is parsed as a statement, \
-                 expression, class member or declaration (first that parses); an unparsable pattern is \
-                 an error. Results: file:line:col, the code, the captures.",
+                "Find code by syntax, not text: `pattern` is code with metavariables ($X one node, \
+                 $$$X any number, same name = same code), parsed as statement, expression, member or \
+                 declaration; ignores formatting and comments. For context (inside a function, \
+                 containing a call) use `rule`, ast-grep's rule language. Gives file:line:col, code, \
+                 captures.",
                 Tier::Read,
-            ),
+            )
+            .with_output_schema::<SearchPayload>(),
             shared,
         }
     }
@@ -124,11 +132,20 @@ impl Tool for AstGrep {
         };
         let shared = self.shared.clone();
         let root = ctx.root.clone();
-        let out =
-            blocking(ctx, move |cancel| search(&root, &request, &options(&shared, cancel))).await;
+        let out = blocking(ctx, move |cancel, progress| {
+            search(&root, &request, &options(&shared, cancel, progress))
+        })
+        .await;
         match out {
-            Ok(result) => ToolResult::text(render_search(&result))
-                .with_structured(serde_json::to_value(&result).unwrap_or(Value::Null)),
+            Ok(result) => {
+                // The text and the structured content are one payload.
+                let payload = search_payload(&result);
+                let text = render_payload(&payload);
+                match serde_json::to_value(&payload) {
+                    Ok(value) => ToolResult::text(text).with_structured(value),
+                    Err(_) => ToolResult::text(text),
+                }
+            }
             Err(e) => ToolResult::error(format!("ast_grep: {e}")),
         }
     }
@@ -144,10 +161,9 @@ impl AstEdit {
         AstEdit {
             spec: ToolSpec::new::<EditRequest>(
                 "ast_edit",
-                "Structural rewrite, staged: the same search as ast_grep, and each match is replaced by \
-                 `rewrite` with `$NAME`/`$$$NAME` substituted (multi-line text keeps the match's \
-                 indentation; nested matches: outermost wins). Nothing is written: the result is a \
-                 unified diff and an edit_id; call resolve with it to accept or discard.",
+                "Rewrite what ast_grep's `pattern` or `rule` finds: each match becomes `rewrite` (or \
+                 the rule's `fix`) with captures substituted, indentation kept. Writes nothing: gives \
+                 a diff and an edit_id for resolve.",
                 Tier::Write,
             ),
             shared,
@@ -168,13 +184,13 @@ impl Tool for AstEdit {
         };
         let shared = self.shared.clone();
         let root = ctx.root.clone();
-        let out = blocking(ctx, move |cancel| {
-            shared.store.propose(&root, &request, &options(&shared, cancel))
+        let out = blocking(ctx, move |cancel, progress| {
+            shared.store.propose(&root, &request, &options(&shared, cancel, progress))
         })
         .await;
         match out {
-            Ok(proposal) => ToolResult::text(render_proposal(&proposal))
-                .with_structured(serde_json::to_value(&proposal).unwrap_or(Value::Null)),
+            // The diff is the payload; structured content would repeat it (D8: absent).
+            Ok(proposal) => ToolResult::text(render_proposal(&proposal)),
             Err(e) => ToolResult::error(format!("ast_edit: {e}")),
         }
     }
@@ -190,9 +206,8 @@ impl Resolve {
         Resolve {
             spec: ToolSpec::new::<ResolveRequest>(
                 "resolve",
-                "Accept or discard a change staged by ast_edit. `accept` checks every file against the \
-                 content it had at staging (by hash): if any changed, nothing is written; otherwise all \
-                 files are written together or none. `discard` drops the change.",
+                "Accept or discard an ast_edit change. accept writes all its files or none, and \
+                 nothing if any changed since staging.",
                 Tier::Write,
             ),
             shared,
@@ -216,8 +231,7 @@ impl Tool for Resolve {
         match out {
             Ok(Ok(resolution)) => {
                 let paths: Vec<PathBuf> = resolution.written_paths.clone();
-                let mut result = ToolResult::text(render_resolution(&resolution))
-                    .with_structured(serde_json::to_value(&resolution).unwrap_or(Value::Null));
+                let mut result = ToolResult::text(render_resolution(&resolution));
                 for path in paths {
                     result = result.with_changed_file(path);
                 }
@@ -249,9 +263,35 @@ mod tests {
         let specs: Vec<Value> = build
             .specs()
             .iter()
-            .map(|s| json!({"name": s.name, "tier": s.tier, "input_schema": s.input_schema}))
+            .map(|s| {
+                json!({
+                    "name": s.name,
+                    "tier": s.tier,
+                    "description": s.description,
+                    "input_schema": s.input_schema,
+                    "output_schema": s.output_schema,
+                })
+            })
             .collect();
         insta::assert_json_snapshot!("astgrep_tool_specs", specs);
+    }
+
+    /// chars/4 of name, description and input schema: the build surface's budget is 3,000
+    /// tokens for all tools, and these three get at most 550 of it.
+    #[test]
+    fn the_three_tools_fit_their_share_of_the_tool_list_budget() {
+        let registry = registry();
+        let build = registry.surface(SurfaceKind::Build);
+        let sizes: Vec<(String, usize)> = build
+            .specs()
+            .iter()
+            .map(|s| {
+                let chars = s.name.len() + s.description.len() + s.input_schema.to_string().len();
+                (s.name.clone(), chars / 4)
+            })
+            .collect();
+        let total: usize = sizes.iter().map(|(_, t)| t).sum();
+        assert!(total <= 550, "{total} tokens: {sizes:?}");
     }
 
     #[tokio::test]
