@@ -1,12 +1,14 @@
 //! The command backend: each worker is an external agent command configured per tier, run in
 //! the run's root with the briefing on stdin and its id, tier and ceiling in the environment.
 //!
-//! Every attempt runs in its own process group, so a stop reaches everything it started; when an
-//! attempt ends, whatever it left behind in its group is killed too. Workers are forked by the
-//! spawner thread ([`crate::spawn`]), so they are killed when the host process dies.
+//! Every attempt runs in a process tree of its own (`agent-tools-support`'s `process`: own group,
+//! a lineage mark inherited by descendants, death with the host, a watchdog), so a stop reaches
+//! everything it started, even what left the group; when an attempt ends, whatever it left
+//! behind is ended too.
 
 use std::{path::PathBuf, process::Stdio, sync::Arc, time::Duration};
 
+use agent_tools_support::process::{self, ProcessGroup, Spawned};
 use async_trait::async_trait;
 use tokio::{
     io::{AsyncRead, AsyncReadExt, AsyncWriteExt},
@@ -114,16 +116,10 @@ impl WorkerBackend for CommandBackend {
             .env(ENV_CEILING, request.ceiling.as_str())
             .env(ENV_REVISION, request.revision.to_string())
             .env(ENV_ATTEMPT, request.attempt.to_string())
-            .process_group(0)
             .kill_on_drop(true);
-        let mut child = crate::spawn::spawn(cmd).await.map_err(|e| {
+        let Spawned { mut child, group } = process::spawn(cmd).await.map_err(|e| {
             format!("cannot start `{}` in {}: {e}", command.display(), self.root.display())
         })?;
-        let Some(pid) = child.id().and_then(|p| i32::try_from(p).ok()) else {
-            return Err(format!("`{}` exited before it could be tracked", command.display()));
-        };
-        let guard = GroupGuard { pgid: pid, armed: true };
-        let watchdog = start_watchdog(pid);
 
         if let Some(mut stdin) = child.stdin.take() {
             let briefing = request.briefing.clone();
@@ -149,21 +145,20 @@ impl WorkerBackend for CommandBackend {
         .collect();
 
         let (exited_tx, exited_rx) = watch::channel(false);
+        let tree = group.clone();
         tokio::spawn(async move {
-            let mut guard = guard;
+            // Dropped with this task if the runtime shuts down under it: the tree dies with it.
+            let tree = tree;
             let status = child.wait().await;
-            // The leader is gone; whatever it left in its group goes with it.
-            kill_group(guard.pgid, libc::SIGKILL);
-            guard.armed = false;
-            // The group is gone: the watchdog has nothing left to guard (kill_on_drop ends it).
-            drop(watchdog);
+            // The leader is gone; whatever it left behind goes with it.
+            tree.terminate(Duration::ZERO).await;
             for reader in readers {
                 let _ = tokio::time::timeout(AFTER_KILL, reader).await;
             }
             events.exited(exit_report(status));
             let _ = exited_tx.send(true);
         });
-        Ok(Box::new(CommandHandle { pgid: pid, exited: exited_rx }))
+        Ok(Box::new(CommandHandle { group, exited: exited_rx }))
     }
 
     fn describe(&self) -> Vec<String> {
@@ -235,56 +230,8 @@ fn exit_report(status: std::io::Result<std::process::ExitStatus>) -> ExitReport 
     }
 }
 
-fn kill_group(pgid: i32, signal: i32) {
-    if pgid > 1 {
-        // SAFETY: kill(2) with a negative pid signals a process group; no memory is involved.
-        unsafe {
-            libc::kill(-pgid, signal);
-        }
-    }
-}
-
-/// Starts a watchdog for the worker's process group: a tiny `sh` that blocks reading a pipe
-/// only this process holds open. PDEATHSIG kills the worker itself when the host dies, but not
-/// what the worker started; when the host dies (even by SIGKILL) the pipe closes, the read
-/// returns, and the watchdog kills the whole group. It is spawned normally (not through the
-/// PDEATHSIG spawner), so that it outlives the host long enough to do that.
-fn start_watchdog(pgid: i32) -> Option<tokio::process::Child> {
-    let mut cmd = Command::new("sh");
-    cmd.args(["-c", "read _; kill -KILL \"-$1\" 2>/dev/null", "agent-tools-vibe-watchdog"])
-        .arg(pgid.to_string())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .kill_on_drop(true);
-    match cmd.spawn() {
-        Ok(child) => Some(child),
-        Err(e) => {
-            tracing::warn!(
-                "no watchdog for worker group {pgid} ({e}); it may outlive a killed host"
-            );
-            None
-        }
-    }
-}
-
-/// Kills the group if the task watching it is dropped before the group ended (the runtime shut
-/// down under it): no worker outlives its host.
-struct GroupGuard {
-    pgid: i32,
-    armed: bool,
-}
-
-impl Drop for GroupGuard {
-    fn drop(&mut self) {
-        if self.armed {
-            kill_group(self.pgid, libc::SIGKILL);
-        }
-    }
-}
-
 struct CommandHandle {
-    pgid: i32,
+    group: ProcessGroup,
     exited: watch::Receiver<bool>,
 }
 
@@ -301,11 +248,11 @@ impl WorkerHandle for CommandHandle {
         if *self.exited.borrow() {
             return StopReport { forced: false, detail: "it had already exited".into() };
         }
-        kill_group(self.pgid, libc::SIGTERM);
+        let _ = self.group.signal(libc::SIGTERM);
         if self.exited_within(grace).await {
             return StopReport { forced: false, detail: "stopped by SIGTERM".into() };
         }
-        kill_group(self.pgid, libc::SIGKILL);
+        self.group.terminate(Duration::ZERO).await;
         let detail = if self.exited_within(AFTER_KILL).await {
             format!(
                 "it did not stop within {} of SIGTERM, so it was killed with SIGKILL",

@@ -18,7 +18,6 @@ mod command;
 mod config;
 mod render;
 mod roster;
-mod spawn;
 
 pub use crate::{
     args::{
