@@ -28,26 +28,8 @@ impl WorkerTier {
     }
 }
 
-/// What a worker may do at most: read, write files, or also run commands. Ordered.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
-)]
-#[serde(rename_all = "lowercase")]
-pub enum Ceiling {
-    Read,
-    Write,
-    Exec,
-}
-
-impl Ceiling {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Ceiling::Read => "read",
-            Ceiling::Write => "write",
-            Ceiling::Exec => "exec",
-        }
-    }
-}
+/// What a worker may do at most: the permission tier, never above its caller's surface.
+pub use agent_tools_support::Tier as Ceiling;
 
 /// One attempt to start.
 #[derive(Debug, Clone, PartialEq, Eq)]
