@@ -164,6 +164,14 @@ pub fn signal_name(signal: i32) -> String {
         libc::SIGINT => "SIGINT".into(),
         libc::SIGHUP => "SIGHUP".into(),
         libc::SIGPIPE => "SIGPIPE".into(),
+        libc::SIGBUS => "SIGBUS".into(),
+        libc::SIGFPE => "SIGFPE".into(),
+        libc::SIGILL => "SIGILL".into(),
+        libc::SIGQUIT => "SIGQUIT".into(),
+        libc::SIGTRAP => "SIGTRAP".into(),
+        libc::SIGUSR1 => "SIGUSR1".into(),
+        libc::SIGUSR2 => "SIGUSR2".into(),
+        libc::SIGALRM => "SIGALRM".into(),
         other => format!("signal {other}"),
     }
 }

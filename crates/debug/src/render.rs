@@ -59,13 +59,18 @@ fn render_status(out: &mut String, s: &StatusView) {
                         stop.thread_id.map(|t| format!(", thread {t}")).unwrap_or_default()
                     );
                 }
-                (None, "exited") => {
-                    let _ = writeln!(
-                        out,
-                        "The program exited{}.",
-                        s.exit_code.map(|c| format!(" with code {c}")).unwrap_or_default()
-                    );
-                }
+                (None, "exited") => match &s.ended_by {
+                    Some(how) => {
+                        let _ = writeln!(out, "The program ended: {how}.");
+                    }
+                    None => {
+                        let _ = writeln!(
+                            out,
+                            "The program exited{}.",
+                            s.exit_code.map(|c| format!(" with code {c}")).unwrap_or_default()
+                        );
+                    }
+                },
                 (None, "adapter_gone") => {
                     let _ = writeln!(out, "The adapter is gone; `terminate`, then `launch` again.");
                 }

@@ -274,6 +274,9 @@ pub struct StatusView {
     /// The current stop: number, reason and place.
     pub stop: Option<StopSummary>,
     pub exit_code: Option<i64>,
+    /// How the program ended when not by exiting itself (a signal, gone unreported).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_by: Option<String>,
     /// Breakpoints set for this conversation (sent on launch).
     pub breakpoints: usize,
     /// Why the last session ended, if none runs.

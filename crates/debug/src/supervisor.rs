@@ -701,11 +701,14 @@ fn status_view(inner: &SlotInner) -> StatusView {
     match &inner.session {
         Some(session) => {
             let (state, stop, exit_code, unread) = session.status();
+            let (exit_code, ended_by) =
+                if state == "exited" { session.how_it_ended(exit_code) } else { (exit_code, None) };
             StatusView {
                 session: Some(session.view()),
                 state,
                 stop,
                 exit_code,
+                ended_by,
                 breakpoints: inner.breakpoints.values().map(|b| b.lines.len()).sum(),
                 last_end: None,
                 unread_output: unread,
@@ -716,6 +719,7 @@ fn status_view(inner: &SlotInner) -> StatusView {
             state: "none".into(),
             stop: None,
             exit_code: None,
+            ended_by: None,
             breakpoints: inner.breakpoints.values().map(|b| b.lines.len()).sum(),
             last_end: inner.last_end.clone(),
             unread_output: 0,

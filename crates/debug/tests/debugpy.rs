@@ -440,3 +440,18 @@ async fn a_forked_child_that_outlives_the_program_is_gone_after_terminate() {
     h.ok(json!({"operation": "terminate"})).await;
     assert_gone(&[child]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_death_by_signal_reads_as_the_signal_not_an_exit_code() {
+    let Some((_project, h)) = check("python", config()) else { return };
+    let launched = h.ok(json!({"operation": "launch", "program": "die.py"})).await;
+    let procs = session_processes(&launched);
+    let text = agent_tools_debug::render(&launched);
+    let RunState::Exited { exit_code, ended_by, .. } = run_state(&launched) else {
+        panic!("{text}")
+    };
+    assert_eq!(*exit_code, None, "{text}");
+    assert!(ended_by.as_deref().is_some_and(|e| e.starts_with("killed by SIGSEGV")), "{text}");
+    h.ok(json!({"operation": "terminate"})).await;
+    assert_gone(&procs);
+}

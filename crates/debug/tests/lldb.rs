@@ -28,6 +28,7 @@ fn check(fixture: &str, config: DebugConfig) -> Option<(Project, Harness, PathBu
                 ("forker", "forker.c"),
                 ("waiter", "waiter.c"),
                 ("greet", "greet.c"),
+                ("die", "die.c"),
             ];
             let ok = built.iter().all(|(out, src)| {
                 Command::new("cc")
@@ -247,6 +248,21 @@ async fn stdin_is_fed_through_a_fifo() {
     };
     assert!(matches!(run_state(&done), RunState::Exited { exit_code: Some(0), .. }), "{done:?}");
     assert!(h.all_output().await.contains("hello ada"));
+    h.ok(json!({"operation": "terminate"})).await;
+    assert_gone(&procs);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_death_by_signal_reads_as_the_signal_not_an_exit_code() {
+    let Some((_project, h, _)) = check("c", config()) else { return };
+    let launched = h.ok(json!({"operation": "launch", "program": "die"})).await;
+    let procs = session_processes(&launched);
+    assert_eq!(stopped(&launched).reason, "exception");
+    let done = h.ok(json!({"operation": "continue"})).await;
+    let text = agent_tools_debug::render(&done);
+    assert!(text.contains("killed by SIGABRT") && !text.contains("code 6."), "{text}");
+    let status = agent_tools_debug::render(&h.ok(json!({"operation": "status"})).await);
+    assert!(status.contains("killed by SIGABRT"), "{status}");
     h.ok(json!({"operation": "terminate"})).await;
     assert_gone(&procs);
 }

@@ -356,7 +356,7 @@ impl Session {
 
     /// The exit code the adapter gave, or how the program really ended: a negative code is a
     /// signal (Python's convention), and a process that vanished unreported has no code.
-    pub(super) fn how_it_ended(&self, exit_code: Option<i64>) -> (Option<i64>, Option<String>) {
+    pub(crate) fn how_it_ended(&self, exit_code: Option<i64>) -> (Option<i64>, Option<String>) {
         if let Some(pid) = self.shared.read(|s| s.unreported_exit) {
             return (
                 None,
@@ -366,12 +366,40 @@ impl Session {
                 )),
             );
         }
-        match exit_code {
-            Some(code) if code < 0 && code > -65 => {
-                let signal = i32::try_from(-code).unwrap_or(0);
-                (None, Some(format!("killed by {}", crate::process::signal_name(signal))))
+        let signal = match exit_code {
+            Some(code) if (-64..0).contains(&code) => Some(-code),
+            // debugpy reports a signal death as 256 - N (Python's -N as a byte).
+            Some(code) if self.kind == AdapterKind::Debugpy && (225..256).contains(&code) => {
+                Some(256 - code)
             }
-            other => (other, None),
+            // lldb stopped on the signal, then reports its number as the exit code.
+            Some(code) if self.kind == AdapterKind::Lldb => self
+                .shared
+                .read(|s| s.stop.as_ref().and_then(|x| x.description.clone()))
+                .and_then(|d| signal_in(&d))
+                .filter(|n| i64::from(*n) == code)
+                .map(i64::from),
+            _ => None,
+        };
+        match signal.and_then(|n| i32::try_from(n).ok()) {
+            Some(n) => (
+                None,
+                Some(format!(
+                    "killed by {} (the adapter reported exit code {})",
+                    crate::process::signal_name(n),
+                    exit_code.unwrap_or_default()
+                )),
+            ),
+            None => (exit_code, None),
         }
     }
+}
+
+/// The signal number named in an lldb stop description such as `signal SIGABRT`.
+fn signal_in(description: &str) -> Option<i32> {
+    let name = description.split_whitespace().find(|w| w.starts_with("SIG"))?;
+    (1..32).find(|n| {
+        crate::process::signal_name(*n)
+            == name.trim_end_matches(|c: char| !c.is_ascii_alphanumeric())
+    })
 }
