@@ -7,6 +7,7 @@ use std::{
     time::Duration,
 };
 
+use agent_tools_support::process::{self, Spawned};
 use serde_json::Value;
 use tokio::io::AsyncReadExt;
 use tokio_util::sync::CancellationToken;
@@ -16,6 +17,9 @@ use crate::{
     encoding::{ColumnUnit, convert_column},
     paths::display_relative,
 };
+
+/// How long a checker's tree gets between SIGTERM and SIGKILL once its run is over.
+const TEARDOWN_GRACE: Duration = Duration::from_millis(500);
 
 /// The output formats a check can have.
 pub const FORMATS: &[&str] = &["pyright-json", "tsc", "go", "cargo-json", "dart-machine"];
@@ -49,12 +53,10 @@ pub async fn run_command(
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .process_group(0);
-    let mut child = crate::spawn::spawn(command)
+        .kill_on_drop(true);
+    let Spawned { mut child, group } = process::spawn(command)
         .await
         .map_err(|e| format!("cannot start {}: {e}", program.display()))?;
-    let pid = child.id().unwrap_or(0);
     let mut stdout = child.stdout.take();
     let mut stderr = child.stderr.take();
     let read = async {
@@ -76,23 +78,16 @@ pub async fn run_command(
         let status = child.wait().await.ok().and_then(|s| s.code());
         (out, err, status)
     };
-    let kill = || {
-        if pid != 0 {
-            // SAFETY: killpg has no memory-safety preconditions.
-            unsafe { libc::killpg(pid as libc::pid_t, libc::SIGKILL) };
-        }
-    };
-    tokio::select! {
+    let outcome = tokio::select! {
         r = read => Ok(r),
         _ = tokio::time::sleep(timeout) => {
-            kill();
             Err(format!("the check did not finish within {} s and was stopped", timeout.as_secs()))
         }
-        _ = cancel.cancelled() => {
-            kill();
-            Err("cancelled".into())
-        }
-    }
+        _ = cancel.cancelled() => Err("cancelled".into()),
+    };
+    // Whatever the checker started (tsc workers, go vet's children) ends with it.
+    group.terminate(TEARDOWN_GRACE).await;
+    outcome
 }
 
 fn file_text(path: &Path) -> String {

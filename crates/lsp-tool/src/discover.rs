@@ -11,6 +11,7 @@ use std::{
     time::{Duration, Instant},
 };
 
+use agent_tools_support::process::{SpawnOptions, SpawnedStd};
 use serde::Serialize;
 
 use crate::config::ServerDef;
@@ -164,20 +165,18 @@ pub fn probe_version(program: &Path, args: &[String]) -> Result<Option<String>, 
 }
 
 fn probe(program: &Path, args: &[String]) -> Option<(bool, String)> {
-    let mut child = Command::new(program)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .ok()?;
+    let mut command = Command::new(program);
+    command.args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    // A short probe: its own group and death with the host, no watchdog per spawn.
+    let SpawnedStd { mut child, group } =
+        SpawnOptions::new().watchdog(false).spawn_std(command).ok()?;
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
         match child.try_wait() {
             Ok(Some(_)) => break,
             Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
             _ => {
-                let _ = child.kill();
+                group.terminate_blocking(Duration::from_millis(200));
                 let _ = child.wait();
                 return None;
             }

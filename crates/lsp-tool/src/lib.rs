@@ -23,7 +23,6 @@ pub mod paths;
 mod project_check;
 mod rename;
 mod server;
-mod spawn;
 mod supervisor;
 #[doc(hidden)]
 pub mod testing;

@@ -1,10 +1,10 @@
 //! One language-server process: start, `initialize`, document sync, diagnostics, readiness and a
 //! bounded shutdown.
 //!
-//! The process runs in its own process group (so SIGTERM/SIGKILL reach the helpers it starts,
-//! such as tsserver or `go list`), dies with us (`PR_SET_PDEATHSIG`, set by the spawner thread in
-//! [`crate::spawn`]), and has its stderr drained into tracing and a small ring kept for crash
-//! reports.
+//! The process is started through `agent-tools-support`'s process lifetime: its own process
+//! group (so SIGTERM/SIGKILL reach the helpers it starts, such as tsserver or `go list`), death
+//! with the host, a watchdog for its descendants; its stderr is drained into tracing and a
+//! small ring kept for crash reports.
 
 use std::{
     collections::{HashMap, VecDeque},
@@ -17,6 +17,7 @@ use std::{
     time::{Duration, Instant, SystemTime},
 };
 
+use agent_tools_support::process::{self, ProcessGroup, Spawned};
 use parking_lot::Mutex;
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -356,6 +357,8 @@ pub(crate) struct Server {
     exit_status: Arc<Mutex<Option<String>>>,
     stderr_tail: Arc<Mutex<VecDeque<u8>>>,
     shutting_down: AtomicBool,
+    /// The server's process tree (support's process lifetime).
+    group: ProcessGroup,
 }
 
 /// Why a server did not start.
@@ -442,15 +445,13 @@ impl Server {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .process_group(0);
+            .kill_on_drop(true);
         // Forked on the spawner thread: the server is killed when the host process dies.
-        let mut child = crate::spawn::spawn(cmd)
-            .await
-            .map_err(|e| spawn_error(&def, &command, &e.to_string()))?;
-        let pid = child.id().unwrap_or(0);
-        // Until `initialize` succeeds, a dropped (cancelled) start must not leave the process.
-        let mut guard = KillGuard { pid, armed: true };
+        // Its own group, death with the host, a watchdog for what it starts; until
+        // `initialize` succeeds, a dropped (cancelled) start drops the group, which kills it.
+        let Spawned { mut child, group } =
+            process::spawn(cmd).await.map_err(|e| spawn_error(&def, &command, &e.to_string()))?;
+        let pid = group.pid();
         let (Some(stdin), Some(stdout), Some(stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {
@@ -525,7 +526,7 @@ impl Server {
             Err(e) => {
                 // Let the exit status and the last stderr lines arrive.
                 let _ = tokio::time::timeout(Duration::from_millis(300), exited.cancelled()).await;
-                let _ = libc_killpg(pid, libc::SIGKILL);
+                let _ = group.signal(libc::SIGKILL);
                 let status = exit_status.lock().clone();
                 let mut what = match (&e, status) {
                     (RequestError::Closed, Some(status)) => {
@@ -540,7 +541,6 @@ impl Server {
                 return Err(spawn_error(&def, &command, &what));
             }
         };
-        guard.armed = false;
         let capabilities = init.get("capabilities").cloned().unwrap_or(Value::Null);
         let encoding =
             ColumnUnit::from_lsp(capabilities.get("positionEncoding").and_then(Value::as_str));
@@ -567,6 +567,7 @@ impl Server {
             exit_status,
             stderr_tail,
             shutting_down: AtomicBool::new(false),
+            group,
         }))
     }
 
@@ -1096,17 +1097,24 @@ impl Server {
             let _ = self.rpc.notify("exit", Value::Null).await;
             let _ = tokio::time::timeout(Duration::from_secs(1), self.exited.cancelled()).await;
         }
-        for (signal, wait) in
-            [(libc::SIGTERM, Duration::from_secs(2)), (libc::SIGKILL, Duration::from_secs(2))]
-        {
-            if !self.group_alive() && self.exited.is_cancelled() {
-                break;
+        // SIGTERM, a grace period, SIGKILL to the group and every descendant that left it.
+        let teardown = self.group.terminate(Duration::from_secs(2)).await;
+        tracing::debug!(server = %self.def.id, "server ended: {teardown}");
+        // The leader is reaped by its exit task and orphans by the subreaper; until then they
+        // are zombies of the group. Return once the group is empty (bounded).
+        let _ = tokio::time::timeout(Duration::from_secs(2), self.exited.cancelled()).await;
+        let until = Instant::now() + Duration::from_secs(2);
+        while process_group_alive(self.pid) && Instant::now() < until {
+            if self.exited.is_cancelled() {
+                // Orphans of the tree are re-parented to this process (the subreaper) and
+                // would stay zombies of the group: reap them. The leader was reaped already.
+                // SAFETY: waitpid with WNOHANG on our own children has no preconditions.
+                while unsafe {
+                    libc::waitpid(-(self.pid as libc::pid_t), std::ptr::null_mut(), libc::WNOHANG)
+                } > 0
+                {}
             }
-            let _ = libc_killpg(self.pid, signal);
-            let until = Instant::now() + wait;
-            while Instant::now() < until && (self.group_alive() || !self.exited.is_cancelled()) {
-                tokio::time::sleep(Duration::from_millis(25)).await;
-            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
         }
         self.rpc.closed().cancel();
     }
@@ -1114,30 +1122,11 @@ impl Server {
     /// Kills the process group at once (tests; a server that must not linger).
     #[allow(dead_code)]
     pub(crate) fn kill_now(&self) {
-        let _ = libc_killpg(self.pid, libc::SIGKILL);
+        let _ = self.group.signal(libc::SIGKILL);
     }
 
     pub(crate) fn is_shutting_down(&self) -> bool {
         self.shutting_down.load(Ordering::SeqCst)
-    }
-
-    /// Whether any process of the server's group is alive.
-    pub(crate) fn group_alive(&self) -> bool {
-        self.pid != 0 && libc_killpg(self.pid, 0) == 0
-    }
-}
-
-/// Kills a process group when dropped while armed.
-struct KillGuard {
-    pid: u32,
-    armed: bool,
-}
-
-impl Drop for KillGuard {
-    fn drop(&mut self) {
-        if self.armed {
-            let _ = libc_killpg(self.pid, libc::SIGKILL);
-        }
     }
 }
 
