@@ -1,20 +1,30 @@
 """Drives the agent-tools MCP server with the official Python MCP SDK, from a JSON script.
 
-Usage: python mcp_driver.py SCRIPT.json
+Usage: python mcp_driver.py SCRIPT.json   (with the pinned SDK 1.x or the newest 2.x)
 The script: {"server": [argv...], "env": {...}, "cwd": "...",
+             "mode": "legacy" | "auto" | "2026-07-28"   (SDK 2.x only; default "auto"),
              "elicitation": null | {"action": "accept"|"decline"|"cancel", "content": {...}},
-             "steps": [{"op": "list_tools"} | {"op": "call", "tool": "...", "args": {...}}]}
-Prints one JSON document: {"results": [...], "elicitations": [...]}.
+             "steps": [{"op": "list_tools"}
+                       | {"op": "call", "tool": "...", "args": {...},
+                          "cancel_after": SECONDS   (the SDK's own cancel of this request),
+                          "progress": true          (attach a progress token and record reports)}]}
+Prints one JSON document: {"sdk": "1.30.0", "results": [...], "elicitations": [...]}.
+
+Each call result carries `model_view`: what a client that, like Claude Code and Codex, shows the
+model only `structuredContent` when present (and the text blocks otherwise) would pass on.
 """
 
 import asyncio
+import importlib.metadata
 import json
 import os
 import sys
 
-from mcp import ClientSession, StdioServerParameters
-from mcp.client.stdio import stdio_client
 import mcp.types as types
+from mcp import StdioServerParameters
+
+SDK = importlib.metadata.version("mcp")
+SDK2 = int(SDK.split(".")[0]) >= 2
 
 
 def content_to_json(block):
@@ -25,6 +35,148 @@ def content_to_json(block):
     return {"type": block.type}
 
 
+def tool_to_json(tool):
+    hints = tool.annotations
+    return {
+        "name": tool.name,
+        "title": getattr(tool, "title", None),
+        "readOnly": bool(hints and hints.readOnlyHint),
+        "destructive": hints.destructiveHint if hints else None,
+        "idempotent": hints.idempotentHint if hints else None,
+        "openWorld": hints.openWorldHint if hints else None,
+        "hintTitle": hints.title if hints else None,
+        "outputSchema": tool.outputSchema is not None,
+    }
+
+
+def result_to_json(step, res, progress):
+    content = [content_to_json(c) for c in res.content]
+    if res.structuredContent is not None:
+        view = json.dumps(res.structuredContent)
+    else:
+        view = "\n".join(c.get("text", "") for c in content)
+    return {
+        "op": "call",
+        "tool": step["tool"],
+        "isError": bool(res.isError),
+        "content": content,
+        "structured": res.structuredContent,
+        "model_view": view,
+        "progress": progress,
+    }
+
+
+async def run_steps(call, list_tools, cancel_call, script):
+    results = []
+    for step in script["steps"]:
+        if step["op"] == "list_tools":
+            listed = await list_tools()
+            results.append({"op": "list_tools", "tools": [tool_to_json(t) for t in listed.tools]})
+        elif step["op"] == "call":
+            progress = []
+
+            async def on_progress(value, total, message):
+                progress.append({"progress": value, "total": total, "message": message})
+
+            callback = on_progress if step.get("progress") else None
+            if "cancel_after" in step:
+                outcome = await cancel_call(step, callback)
+                results.append({"op": "call", "tool": step["tool"], "cancelled": outcome})
+                continue
+            res = await call(step["tool"], step.get("args", {}), callback)
+            results.append(result_to_json(step, res, progress))
+        else:
+            raise SystemExit(f"unknown op {step['op']!r}")
+    return results
+
+
+def elicitation_callback(script, elicitations):
+    elicit = script.get("elicitation")
+    if elicit is None:
+        return None
+
+    async def callback(context, params):
+        elicitations.append({"message": params.message, "schema": params.requestedSchema})
+        return types.ElicitResult(action=elicit["action"], content=elicit.get("content"))
+
+    return callback
+
+
+async def main_sdk1(params, script, elicitations):
+    from datetime import timedelta
+
+    from mcp import ClientSession
+    from mcp.client.stdio import stdio_client
+
+    callback = elicitation_callback(script, elicitations)
+    async with stdio_client(params) as (read, write):
+        kwargs = {"elicitation_callback": callback} if callback else {}
+        async with ClientSession(read, write, **kwargs) as session:
+            init = await session.initialize()
+
+            async def call(tool, args, progress):
+                return await session.call_tool(tool, args, progress_callback=progress)
+
+            async def cancel_call(step, progress):
+                # SDK 1.x has no cancel of its own on a timeout: the caller sends the
+                # `notifications/cancelled` through the session, as a client's Esc does.
+                task = asyncio.ensure_future(
+                    session.call_tool(step["tool"], step.get("args", {}), progress_callback=progress)
+                )
+                await asyncio.sleep(0.2)
+                request_id = session._request_id - 1
+                await asyncio.sleep(step["cancel_after"])
+                await session.send_notification(
+                    types.ClientNotification(
+                        types.CancelledNotification(
+                            params=types.CancelledNotificationParams(
+                                requestId=request_id, reason="test cancel"
+                            )
+                        )
+                    )
+                )
+                try:
+                    res = await asyncio.wait_for(task, timeout=3)
+                    return {"answered": True, "isError": bool(res.isError)}
+                except asyncio.TimeoutError:
+                    return {"answered": False}
+
+            results = [{"op": "initialize", "server": init.serverInfo.name}]
+            results += await run_steps(call, session.list_tools, cancel_call, script)
+            return results
+
+
+async def main_sdk2(params, script, elicitations):
+    from mcp import Client
+
+    client = Client(
+        params,
+        mode=script.get("mode") or "auto",
+        elicitation_callback=elicitation_callback(script, elicitations),
+    )
+    async with client:
+
+        async def call(tool, args, progress):
+            return await client.call_tool(tool, args, progress_callback=progress)
+
+        async def cancel_call(step, progress):
+            # The SDK's own cancel: a request timeout sends `notifications/cancelled`.
+            try:
+                res = await client.call_tool(
+                    step["tool"],
+                    step.get("args", {}),
+                    read_timeout_seconds=step["cancel_after"],
+                    progress_callback=progress,
+                )
+                return {"answered": True, "isError": bool(res.isError)}
+            except Exception as e:  # the SDK raises on its timeout
+                return {"answered": False, "error": type(e).__name__}
+
+        results = [{"op": "initialize", "server": "agent-tools", "mode": client.mode}]
+        results += await run_steps(call, client.list_tools, cancel_call, script)
+        return results
+
+
 async def main(script):
     env = dict(os.environ)
     env.update(script.get("env", {}))
@@ -32,42 +184,9 @@ async def main(script):
         command=script["server"][0], args=script["server"][1:], env=env, cwd=script.get("cwd")
     )
     elicitations = []
-    elicit = script.get("elicitation")
-    callback = None
-    if elicit is not None:
-
-        async def callback(context, params):
-            elicitations.append({"message": params.message, "schema": params.requestedSchema})
-            return types.ElicitResult(action=elicit["action"], content=elicit.get("content"))
-
-    results = []
-    async with stdio_client(params) as (read, write):
-        kwargs = {"elicitation_callback": callback} if callback else {}
-        async with ClientSession(read, write, **kwargs) as session:
-            init = await session.initialize()
-            results.append({"op": "initialize", "server": init.serverInfo.name})
-            for step in script["steps"]:
-                if step["op"] == "list_tools":
-                    listed = await session.list_tools()
-                    results.append({
-                        "op": "list_tools",
-                        "tools": [
-                            {"name": t.name, "readOnly": bool(t.annotations and t.annotations.readOnlyHint)}
-                            for t in listed.tools
-                        ],
-                    })
-                elif step["op"] == "call":
-                    res = await session.call_tool(step["tool"], step.get("args", {}))
-                    results.append({
-                        "op": "call",
-                        "tool": step["tool"],
-                        "isError": bool(res.isError),
-                        "content": [content_to_json(c) for c in res.content],
-                        "structured": res.structuredContent,
-                    })
-                else:
-                    raise SystemExit(f"unknown op {step['op']!r}")
-    print(json.dumps({"results": results, "elicitations": elicitations}))
+    runner = main_sdk2 if SDK2 else main_sdk1
+    results = await runner(params, script, elicitations)
+    print(json.dumps({"sdk": SDK, "results": results, "elicitations": elicitations}))
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::{
     tool::{CallContext, DynTool, SurfaceInfo, Tier, ToolResult, ToolSpec},
-    validate::validate_args,
+    validate::{drop_null_optionals, validate_args},
 };
 
 /// Default cap on the model-facing text of one result.
@@ -231,7 +231,8 @@ impl Surface {
         let Some(tool) = self.get(name) else {
             return ToolResult::error(format!("unknown tool `{name}`"));
         };
-        let args = if args.is_null() { Value::Object(Default::default()) } else { args };
+        let mut args = if args.is_null() { Value::Object(Default::default()) } else { args };
+        drop_null_optionals(&tool.spec().input_schema, &mut args);
         if let Err(message) = validate_args(&tool.spec().input_schema, &args) {
             return ToolResult::error(format!("{name}: {message}"));
         }

@@ -6,15 +6,30 @@
 
 use serde_json::{Map, Value};
 
+/// Drops top-level arguments that are `null` where the schema does not require them: models
+/// and clients send `null` for "not given", and the lean schemas write optional fields without
+/// a null type.
+pub fn drop_null_optionals(schema: &Value, args: &mut Value) {
+    let required: Vec<&str> = match schema.get("required") {
+        Some(Value::Array(names)) => names.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    };
+    if let Value::Object(map) = args {
+        map.retain(|key, value| !value.is_null() || required.contains(&key.as_str()));
+    }
+}
+
 /// Checks `args` against `schema`; the error names the argument and says what would work.
 pub fn validate_args(schema: &Value, args: &Value) -> Result<(), String> {
-    let mut checker = Checker { root: schema, depth: 0 };
+    let mut checker = Checker { root: schema, depth: 0, optional: false };
     checker.check(schema, args, "")
 }
 
 struct Checker<'a> {
     root: &'a Value,
     depth: usize,
+    /// The value being checked is an optional property: errors say it may be left out.
+    optional: bool,
 }
 
 fn describe(value: &Value) -> String {
@@ -125,7 +140,11 @@ impl Checker<'_> {
             };
             if !types.is_empty() && !types.iter().any(|t| type_matches(t, value)) {
                 let wanted: Vec<&str> = types.iter().copied().filter(|t| *t != "null").collect();
-                let optional = if types.contains(&"null") { " (or leave it out)" } else { "" };
+                let optional = if types.contains(&"null") || self.optional {
+                    " (or leave it out)"
+                } else {
+                    ""
+                };
                 return Err(format!(
                     "{}: expected {}{optional}, got {}",
                     field_name(path),
@@ -200,9 +219,19 @@ impl Checker<'_> {
                 }
             }
         }
+        let required: Vec<&str> = match schema.get("required") {
+            Some(Value::Array(names)) => names.iter().filter_map(Value::as_str).collect(),
+            _ => Vec::new(),
+        };
         for (key, value) in map {
             match properties.and_then(|p| p.get(key)) {
-                Some(sub) => self.check(sub, value, &join(path, key))?,
+                Some(sub) => {
+                    let outer =
+                        std::mem::replace(&mut self.optional, !required.contains(&key.as_str()));
+                    let checked = self.check(sub, value, &join(path, key));
+                    self.optional = outer;
+                    checked?
+                }
                 None => {
                     if schema.get("additionalProperties") == Some(&Value::Bool(false)) {
                         let known: Vec<&str> = properties

@@ -12,7 +12,8 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use crate::{
-    CallContext, Config, RegistryBuilder, RunResource, Tier, Tool, ToolResult, ToolSpec, parse_args,
+    CallContext, Config, Effects, RegistryBuilder, RunResource, Tier, Tool, ToolResult, ToolSpec,
+    parse_args,
 };
 
 impl RegistryBuilder {
@@ -20,15 +21,38 @@ impl RegistryBuilder {
     /// `roster` (all tier read: the gate belongs on the workers' own tools), and stops every
     /// worker when the run ends.
     pub fn with_vibe(self, roster: Roster) -> Self {
+        // What a worker does is what its ceiling allows: read-only exactly on a read-only
+        // surface (whose workers get the read-only command or are refused).
+        let workers = Effects::of(Tier::Exec).delegating();
         let specs = [
             (
                 Op::Spawn,
-                ToolSpec::new::<SpawnArgs>(tools::SPAWN, tools::SPAWN_DESCRIPTION, Tier::Read),
+                ToolSpec::new::<SpawnArgs>(tools::SPAWN, tools::SPAWN_DESCRIPTION, Tier::Read)
+                    .with_title("Start a background worker")
+                    .with_effects(workers.idempotent(false)),
             ),
-            (Op::Send, ToolSpec::new::<SendArgs>(tools::SEND, tools::SEND_DESCRIPTION, Tier::Read)),
-            (Op::Wait, ToolSpec::new::<WaitArgs>(tools::WAIT, tools::WAIT_DESCRIPTION, Tier::Read)),
-            (Op::Kill, ToolSpec::new::<KillArgs>(tools::KILL, tools::KILL_DESCRIPTION, Tier::Read)),
-            (Op::List, ToolSpec::new::<ListArgs>(tools::LIST, tools::LIST_DESCRIPTION, Tier::Read)),
+            (
+                Op::Send,
+                ToolSpec::new::<SendArgs>(tools::SEND, tools::SEND_DESCRIPTION, Tier::Read)
+                    .with_title("Brief a worker again")
+                    .with_effects(workers.idempotent(false)),
+            ),
+            (
+                Op::Wait,
+                ToolSpec::new::<WaitArgs>(tools::WAIT, tools::WAIT_DESCRIPTION, Tier::Read)
+                    .with_title("Wait for workers"),
+            ),
+            (
+                Op::Kill,
+                ToolSpec::new::<KillArgs>(tools::KILL, tools::KILL_DESCRIPTION, Tier::Read)
+                    .with_title("Stop a worker")
+                    .with_effects(workers.destructive(true)),
+            ),
+            (
+                Op::List,
+                ToolSpec::new::<ListArgs>(tools::LIST, tools::LIST_DESCRIPTION, Tier::Read)
+                    .with_title("List workers"),
+            ),
         ];
         let builder = specs.into_iter().fold(self, |builder, (op, spec)| {
             builder.with_tool("vibe", Arc::new(VibeTool { op, spec, roster: roster.clone() }))

@@ -5,21 +5,31 @@
 //! (`ask_user`, and approval cards, become `elicitation/create` requests); a client that does not
 //! gets no port, so `ask_user` is absent from its tool list and approvals fail closed.
 
-use std::sync::{Arc, OnceLock};
+use std::{
+    sync::{Arc, OnceLock},
+    time::Duration,
+};
 
-use base64::Engine;
 use rmcp::{
     ErrorData as McpError, RoleServer, ServerHandler, ServiceExt,
     model::{
-        CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-        InitializeRequestParams, InitializeResult, ListToolsResult, PaginatedRequestParams,
-        ServerCapabilities, ServerConfig, Tool as McpTool, ToolAnnotations,
+        CallToolRequestParams, CallToolResponse, Implementation, InitializeRequestParams,
+        InitializeResult, ListToolsResult, PaginatedRequestParams, ServerCapabilities,
+        ServerConfig,
     },
-    service::RequestContext,
+    service::{RequestContext, ServerInitializeError},
 };
 
-use super::{Attach, HostRun, RunSetup};
-use crate::{Tier, ToolResult};
+use super::{
+    Attach, HostRun, RunSetup,
+    progress::ProgressForwarder,
+    tool_list::{to_mcp_result, to_mcp_tool},
+    transport::LineTransport,
+};
+
+/// How long a run's calls get to wind down after the client went away, before the run's
+/// resources are shut down under them.
+const WIND_DOWN: Duration = Duration::from_secs(20);
 
 /// One connection's run: prepared at start, built at `initialize` (or at the first request of a
 /// client that never initialises), shut down when the connection ends.
@@ -27,6 +37,48 @@ struct HostState {
     setup: RunSetup,
     attach: Attach,
     run: OnceLock<HostRun>,
+    /// Every call in flight: the run ends only after each has returned.
+    calls: InFlight,
+}
+
+/// Counts the calls in flight, so that the run can wait for them to return.
+#[derive(Default)]
+struct InFlight {
+    count: std::sync::atomic::AtomicUsize,
+    idle: tokio::sync::Notify,
+}
+
+impl InFlight {
+    async fn track<F: Future>(&self, work: F) -> F::Output {
+        struct Leave<'a>(&'a InFlight);
+        impl Drop for Leave<'_> {
+            fn drop(&mut self) {
+                if self.0.count.fetch_sub(1, std::sync::atomic::Ordering::SeqCst) == 1 {
+                    self.0.idle.notify_waiters();
+                }
+            }
+        }
+        self.count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let _leave = Leave(self);
+        work.await
+    }
+
+    fn len(&self) -> usize {
+        self.count.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Returns once no call is in flight.
+    async fn wait(&self) {
+        loop {
+            let idle = self.idle.notified();
+            tokio::pin!(idle);
+            idle.as_mut().enable();
+            if self.len() == 0 {
+                return;
+            }
+            idle.await;
+        }
+    }
 }
 
 impl HostState {
@@ -44,31 +96,6 @@ impl HostState {
 #[derive(Clone)]
 struct McpHost {
     state: Arc<HostState>,
-}
-
-fn to_mcp_tool(spec: &crate::ToolSpec) -> McpTool {
-    let schema = match &spec.input_schema {
-        serde_json::Value::Object(map) => map.clone(),
-        _ => Default::default(),
-    };
-    let annotations = ToolAnnotations::new().read_only(spec.tier == Tier::Read);
-    McpTool::new(spec.name.clone(), spec.description.clone(), Arc::new(schema))
-        .with_annotations(annotations)
-}
-
-fn to_mcp_result(result: ToolResult) -> CallToolResult {
-    let mut content = vec![ContentBlock::text(result.text)];
-    for image in result.images {
-        let data = base64::engine::general_purpose::STANDARD.encode(&image.data);
-        content.push(ContentBlock::image(data, image.mime_type));
-    }
-    let mut out = if result.is_error {
-        CallToolResult::error(content)
-    } else {
-        CallToolResult::success(content)
-    };
-    out.structured_content = result.structured;
-    out
 }
 
 impl ServerHandler for McpHost {
@@ -107,43 +134,86 @@ impl ServerHandler for McpHost {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         let surface = self.state.run().surface();
-        Ok(ListToolsResult::with_all_items(surface.specs().into_iter().map(to_mcp_tool).collect()))
+        let ceiling = surface.info().ceiling;
+        Ok(ListToolsResult::with_all_items(
+            surface.specs().into_iter().map(|spec| to_mcp_tool(spec, ceiling)).collect(),
+        ))
     }
 
+    /// Runs the call to its end. A `notifications/cancelled` (or the client going away)
+    /// cancels the call's token, and the call is still awaited until it has wound down, so
+    /// the tool leaves its resource in order (an interrupted cell, a stopped walk); rmcp drops
+    /// the late answer of a cancelled request.
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let args = serde_json::Value::Object(request.arguments.unwrap_or_default());
-        let run = self.state.run();
-        let surface = run.surface();
-        let ctx = surface.context(&run.info, None);
-        let cancel = ctx.cancel.clone();
-        let call = surface.call(&ctx, &request.name, args);
-        let result = tokio::select! {
-            result = call => result,
-            () = context.ct.cancelled() => {
-                cancel.cancel();
-                ToolResult::error(format!("{}: cancelled by the client", request.name))
-            }
+        let state = self.state.clone();
+        let work = async move {
+            let args = serde_json::Value::Object(request.arguments.unwrap_or_default());
+            let run = state.run();
+            let surface = run.surface();
+            let mut ctx = surface.context(&run.info, None);
+            let forwarder = context
+                .meta
+                .get_progress_token()
+                .map(|token| ProgressForwarder::start(context.peer.clone(), token));
+            ctx.progress = forwarder.as_ref().map(|f| f.sink.clone());
+            let cancel = ctx.cancel.clone();
+            let call = surface.call(&ctx, &request.name, args);
+            tokio::pin!(call);
+            let result = tokio::select! {
+                result = &mut call => result,
+                () = context.ct.cancelled() => {
+                    tracing::info!(tool = %request.name, "cancelled by the client; winding down");
+                    cancel.cancel();
+                    call.await
+                }
+            };
+            drop(forwarder);
+            let spec = surface.get(&request.name).map(|t| t.spec());
+            to_mcp_result(result, spec)
         };
-        Ok(to_mcp_result(result).into())
+        Ok(self.state.calls.track(work).await.into())
     }
 }
 
 /// Serves one run over stdin/stdout until the client disconnects, then ends the run: every
-/// resource is shut down and no child process is left behind. The registry is built at
-/// `initialize`, from `setup` plus `attach` plus what the client declared.
+/// call is cancelled and awaited, every resource is shut down and no child process is left
+/// behind. The registry is built at `initialize`, from `setup` plus `attach` plus what the
+/// client declared. A connection that ends before (or instead of) initialising, such as an
+/// empty stdin or a `server/discover` probe, ends cleanly.
 pub async fn serve_stdio(setup: RunSetup, attach: Attach) -> anyhow::Result<()> {
-    let state = Arc::new(HostState { setup, attach, run: OnceLock::new() });
+    let transport =
+        LineTransport::new(tokio::io::stdin(), tokio::io::stdout(), setup.info.cancel.clone());
+    serve(setup, attach, transport).await
+}
+
+async fn serve<T>(setup: RunSetup, attach: Attach, transport: T) -> anyhow::Result<()>
+where
+    T: rmcp::transport::Transport<RoleServer> + Send + 'static,
+{
+    let state =
+        Arc::new(HostState { setup, attach, run: OnceLock::new(), calls: InFlight::default() });
     let host = McpHost { state: state.clone() };
-    let served = host.serve(rmcp::transport::stdio()).await;
-    let outcome = match served {
+    let outcome = match host.serve(transport).await {
         Ok(service) => service.waiting().await.map(|_| ()).map_err(anyhow::Error::from),
+        Err(ServerInitializeError::ConnectionClosed(why)) => {
+            tracing::info!("the client left before initialising: {why}");
+            Ok(())
+        }
+        Err(ServerInitializeError::ExpectedInitializeRequest(None)) => Ok(()),
         Err(e) => Err(anyhow::anyhow!("MCP initialisation failed: {e}")),
     };
     state.setup.info.cancel.cancel();
+    if tokio::time::timeout(WIND_DOWN, state.calls.wait()).await.is_err() {
+        tracing::warn!(
+            "{} call(s) still running {}s after the client left; shutting down under them",
+            state.calls.len(),
+            WIND_DOWN.as_secs()
+        );
+    }
     if let Some(run) = state.run.get() {
         run.registry.shutdown().await;
     }

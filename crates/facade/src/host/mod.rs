@@ -256,7 +256,8 @@ pub fn main() -> ExitCode {
     let code = runtime.block_on(async move {
         match cli.command {
             Command::Mcp { run: args } => {
-                let setup = match prepare_run_trusting(args.root, args.surface, args.trust_project) {
+                let setup = match prepare_run_trusting(args.root, args.surface, args.trust_project)
+                {
                     Ok(r) => r,
                     Err(e) => {
                         print_err(&format!("agent-tools mcp: {e}"));

@@ -1,0 +1,357 @@
+//! Newline-delimited JSON-RPC over a byte stream (stdio) that answers every request it can.
+//!
+//! rmcp's own stdio transport drops unparsable lines and over-long messages without a word, so
+//! a client waits forever. This one replies: -32700 for a line that is not JSON, -32600 naming
+//! the cap for a message over [`MAX_MESSAGE_BYTES`], -32602 naming what is wrong for a
+//! `tools/call` without a tool name or with non-object arguments. A write to a closed output
+//! is an error for the caller, never a panic. End of input cancels `on_close`, so the calls of
+//! a client that went away are cancelled at once.
+
+use std::{borrow::Cow, sync::Arc};
+
+use rmcp::{
+    RoleServer,
+    service::{RxJsonRpcMessage, TxJsonRpcMessage},
+    transport::Transport,
+};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio_util::sync::CancellationToken;
+
+/// The largest message accepted on one line (16 MiB), stated in the README.
+pub const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
+
+pub(super) struct LineTransport<R, W> {
+    reader: BufReader<R>,
+    writer: Arc<tokio::sync::Mutex<Option<W>>>,
+    line: Vec<u8>,
+    max_bytes: usize,
+    on_close: CancellationToken,
+}
+
+impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> LineTransport<R, W> {
+    pub(super) fn new(reader: R, writer: W, on_close: CancellationToken) -> Self {
+        LineTransport {
+            reader: BufReader::new(reader),
+            writer: Arc::new(tokio::sync::Mutex::new(Some(writer))),
+            line: Vec::new(),
+            max_bytes: MAX_MESSAGE_BYTES,
+            on_close,
+        }
+    }
+
+    #[cfg(test)]
+    fn with_max_bytes(mut self, max_bytes: usize) -> Self {
+        self.max_bytes = max_bytes;
+        self
+    }
+}
+
+/// What reading one line gave.
+enum Line {
+    Complete,
+    TooLong(usize),
+    End,
+}
+
+/// Writes one message and a newline; fails on a closed output instead of panicking.
+async fn write_line<W: AsyncWrite + Unpin>(
+    writer: &tokio::sync::Mutex<Option<W>>,
+    text: String,
+) -> std::io::Result<()> {
+    let mut guard = writer.lock().await;
+    let Some(out) = guard.as_mut() else {
+        return Err(std::io::Error::new(std::io::ErrorKind::NotConnected, "output closed"));
+    };
+    let mut bytes = text.into_bytes();
+    bytes.push(b'\n');
+    out.write_all(&bytes).await?;
+    out.flush().await
+}
+
+fn error_reply(id: Value, code: i64, message: String) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}).to_string()
+}
+
+fn describe(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Why the params of a request with a known shape are wrong, for requests rmcp would otherwise
+/// misreport (a `tools/call` it cannot decode becomes "method not found").
+fn bad_params(message: &Value) -> Option<String> {
+    let method = message.get("method")?.as_str()?;
+    let params = message.get("params");
+    if method != "tools/call" {
+        return None;
+    }
+    let Some(Value::Object(params)) = params else {
+        return Some(format!(
+            "tools/call needs params {{\"name\": TOOL, \"arguments\": {{...}}}}, got {}",
+            params.map_or("none", describe)
+        ));
+    };
+    match params.get("name") {
+        Some(Value::String(_)) => {}
+        None => {
+            return Some(
+                "tools/call: missing `name`, the tool to call (tools/list gives the names)".into(),
+            );
+        }
+        Some(other) => {
+            return Some(format!(
+                "tools/call: `name` must be the tool's name as a string, got {}",
+                describe(other)
+            ));
+        }
+    }
+    match params.get("arguments") {
+        None | Some(Value::Null) | Some(Value::Object(_)) => None,
+        Some(other) => Some(format!(
+            "tools/call: `arguments` must be a JSON object of the tool's arguments, got {}",
+            describe(other)
+        )),
+    }
+}
+
+/// Notifications outside MCP (an editor's LSP traffic on the same pipe) are ignored quietly.
+fn ignorable(message: &Value) -> bool {
+    message.get("id").is_none()
+}
+
+impl<R, W> LineTransport<R, W>
+where
+    R: AsyncRead + Unpin + Send,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    /// Reads one line into `self.line`, keeping at most `max_bytes`; the rest of an over-long
+    /// line is read and dropped so the next message starts clean.
+    async fn read_line(&mut self) -> std::io::Result<Line> {
+        self.line.clear();
+        let mut total = 0usize;
+        loop {
+            let available = self.reader.fill_buf().await?;
+            if available.is_empty() {
+                return Ok(if total == 0 {
+                    Line::End
+                } else if total > self.max_bytes {
+                    Line::TooLong(total)
+                } else {
+                    Line::Complete
+                });
+            }
+            let (chunk, done) = match available.iter().position(|b| *b == b'\n') {
+                Some(i) => (&available[..i], i + 1),
+                None => (available, available.len()),
+            };
+            let ended = done > chunk.len();
+            total += chunk.len();
+            if total <= self.max_bytes {
+                self.line.extend_from_slice(chunk);
+            } else {
+                self.line.clear();
+            }
+            self.reader.consume(done);
+            if ended {
+                return Ok(if total > self.max_bytes {
+                    Line::TooLong(total)
+                } else {
+                    Line::Complete
+                });
+            }
+        }
+    }
+
+    /// Sends a protocol error reply; false when the output is gone.
+    fn reply(&self, text: String) -> impl Future<Output = bool> + Send + 'static {
+        let writer = self.writer.clone();
+        async move {
+            match write_line(&writer, text).await {
+                Ok(()) => true,
+                Err(e) => {
+                    tracing::warn!("cannot write a protocol error reply: {e}");
+                    false
+                }
+            }
+        }
+    }
+}
+
+impl<R, W> Transport<RoleServer> for LineTransport<R, W>
+where
+    R: AsyncRead + Unpin + Send,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    type Error = std::io::Error;
+
+    fn name() -> Cow<'static, str> {
+        "agent-tools line transport".into()
+    }
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleServer>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        let writer = self.writer.clone();
+        async move {
+            let text = serde_json::to_string(&item).map_err(std::io::Error::other)?;
+            write_line(&writer, text).await
+        }
+    }
+
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
+        loop {
+            let read = match self.read_line().await {
+                Ok(read) => read,
+                Err(e) => {
+                    tracing::warn!("cannot read from the client: {e}");
+                    Line::End
+                }
+            };
+            match read {
+                Line::End => {
+                    self.on_close.cancel();
+                    return None;
+                }
+                Line::TooLong(bytes) => {
+                    let message = format!(
+                        "message of {bytes} bytes is over the {} MiB cap on one message; it was \
+                         dropped. Send less per request (a smaller argument, a file path instead \
+                         of its contents)",
+                        self.max_bytes / (1024 * 1024)
+                    );
+                    if !self.reply(error_reply(Value::Null, -32600, message)).await {
+                        self.on_close.cancel();
+                        return None;
+                    }
+                    continue;
+                }
+                Line::Complete => {}
+            }
+            let raw = self.line.strip_suffix(b"\r").unwrap_or(&self.line);
+            let raw = raw.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(raw);
+            if raw.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            let value: Value = match serde_json::from_slice(raw) {
+                Ok(value) => value,
+                Err(e) => {
+                    let message = format!("parse error: the message is not JSON ({e})");
+                    if !self.reply(error_reply(Value::Null, -32700, message)).await {
+                        self.on_close.cancel();
+                        return None;
+                    }
+                    continue;
+                }
+            };
+            let id = value.get("id").cloned().unwrap_or(Value::Null);
+            if value.get("id").is_some()
+                && let Some(message) = bad_params(&value)
+            {
+                self.reply(error_reply(id, -32602, message)).await;
+                continue;
+            }
+            match serde_json::from_value::<RxJsonRpcMessage<RoleServer>>(value.clone()) {
+                Ok(message) => return Some(message),
+                Err(_) if ignorable(&value) => {
+                    tracing::debug!("ignoring a notification that is not MCP: {value}");
+                }
+                Err(e) => {
+                    let (code, message) = match value.get("method").and_then(Value::as_str) {
+                        Some(method) => (-32602, format!("invalid params for `{method}`: {e}")),
+                        None => (
+                            -32600,
+                            format!("invalid request: a JSON-RPC 2.0 message was expected ({e})"),
+                        ),
+                    };
+                    self.reply(error_reply(id, code, message)).await;
+                }
+            }
+        }
+    }
+
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        let mut guard = self.writer.lock().await;
+        if let Some(mut out) = guard.take() {
+            let _ = out.flush().await;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rmcp::transport::Transport;
+    use serde_json::Value;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio_util::sync::CancellationToken;
+
+    use super::LineTransport;
+
+    /// Feeds `input` to a transport and returns what it delivered and what it replied.
+    async fn check(input: &[u8], max: usize) -> (usize, Vec<Value>) {
+        let (mut client_in, server_in) = tokio::io::duplex(1 << 20);
+        let (server_out, mut client_out) = tokio::io::duplex(1 << 20);
+        let input = input.to_vec();
+        tokio::spawn(async move {
+            client_in.write_all(&input).await.unwrap();
+        });
+        let closed = CancellationToken::new();
+        let mut transport =
+            LineTransport::new(server_in, server_out, closed.clone()).with_max_bytes(max);
+        let mut delivered = 0;
+        while Transport::<rmcp::RoleServer>::receive(&mut transport).await.is_some() {
+            delivered += 1;
+        }
+        assert!(closed.is_cancelled(), "end of input cancels the run's calls");
+        drop(transport);
+        let mut out = String::new();
+        client_out.read_to_string(&mut out).await.unwrap();
+        (delivered, out.lines().map(|l| serde_json::from_str(l).unwrap()).collect())
+    }
+
+    fn codes(replies: &[Value]) -> Vec<i64> {
+        replies.iter().map(|r| r["error"]["code"].as_i64().unwrap()).collect()
+    }
+
+    #[tokio::test]
+    async fn a_line_that_is_not_json_gets_a_parse_error_and_the_next_one_is_read() {
+        let (delivered, replies) =
+            check(b"this is not json\n{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n", 1024)
+                .await;
+        assert_eq!(delivered, 1);
+        assert_eq!(codes(&replies), [-32700]);
+    }
+
+    #[tokio::test]
+    async fn a_message_over_the_cap_is_refused_with_the_cap_named() {
+        let long = format!("{{\"x\": \"{}\"}}\n", "a".repeat(3 * 1024 * 1024));
+        let input = format!("{long}{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}}\n");
+        let (delivered, replies) = check(input.as_bytes(), 2 * 1024 * 1024).await;
+        assert_eq!(delivered, 1);
+        assert_eq!(codes(&replies), [-32600]);
+        let message = replies[0]["error"]["message"].as_str().unwrap();
+        assert!(message.contains("2 MiB cap"), "{message}");
+    }
+
+    #[tokio::test]
+    async fn a_tool_call_without_a_name_or_with_bad_arguments_is_invalid_params() {
+        let input = concat!(
+            "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{}}\n",
+            "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"read\",\"arguments\":[1]}}\n",
+        );
+        let (delivered, replies) = check(input.as_bytes(), 1024).await;
+        assert_eq!(delivered, 0);
+        assert_eq!(codes(&replies), [-32602, -32602]);
+        assert_eq!(replies[0]["id"], 1);
+        assert!(replies[0]["error"]["message"].as_str().unwrap().contains("missing `name`"));
+        assert!(replies[1]["error"]["message"].as_str().unwrap().contains("`arguments` must be"));
+    }
+}
