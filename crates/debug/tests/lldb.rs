@@ -266,3 +266,17 @@ async fn a_death_by_signal_reads_as_the_signal_not_an_exit_code() {
     h.ok(json!({"operation": "terminate"})).await;
     assert_gone(&procs);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_cargo_test_stops_at_its_assertion() {
+    let Some((_project, h, _)) = check("rust", config()) else { return };
+    let launched = h.ok(json!({"operation": "launch", "test": "tests::average_of_three"})).await;
+    let procs = session_processes(&launched);
+    let text = agent_tools_debug::render(&launched);
+    let stop = stopped(&launched);
+    assert_eq!(stop.reason, "exception", "{text}");
+    assert_eq!(stop.frame.as_ref().and_then(|f| f.line), Some(32), "{text}");
+    assert_eq!(local(stop, "got").as_deref(), Some("6"), "{text}");
+    h.ok(json!({"operation": "terminate"})).await;
+    assert_gone(&procs);
+}
