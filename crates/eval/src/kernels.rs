@@ -16,11 +16,13 @@ use tokio_util::sync::CancellationToken;
 use crate::{
     bridge::{NoBridge, ToolBridge},
     cell::{Budget, CellProgress, Collector, Fate, NoProgress, drive},
+    child::ChildKernel,
     js::{ENGINE, JsKernel},
     launcher::{CapsuleLauncher, HostLauncher, Launcher},
-    python::{self, PyKernel},
+    node, python,
     types::{
-        CellReport, CellStatus, EvalConfig, EvalRequest, InterruptReason, KernelNote, Language,
+        CellReport, CellStatus, EvalConfig, EvalRequest, InterruptReason, JsEngine, KernelNote,
+        Language,
     },
 };
 
@@ -34,14 +36,14 @@ pub enum EvalError {
 }
 
 enum Kernel {
-    Py(Box<PyKernel>),
+    Child(Box<ChildKernel>),
     Js(JsKernel),
 }
 
 impl Kernel {
     async fn shutdown(self) {
         match self {
-            Kernel::Py(k) => k.shutdown().await,
+            Kernel::Child(k) => k.shutdown().await,
             Kernel::Js(k) => k.shutdown().await,
         }
     }
@@ -294,27 +296,60 @@ impl Kernels {
             Language::Python => {
                 let python =
                     python::resolve(self.launcher.as_ref(), root, self.config.python.as_deref())?;
-                let env = if self.config.ipython {
-                    Vec::new()
-                } else {
-                    vec![("AGENT_TOOLS_NO_IPYTHON".to_string(), "1".to_string())]
-                };
-                let kernel = PyKernel::start(self.launcher.as_ref(), &python, root, &env).await?;
-                handle.pgid.store(kernel_pgid(&kernel), Ordering::SeqCst);
-                let info = kernel.info.clone();
-                let interpreter = if info.executable.is_empty() {
-                    python.display().to_string()
-                } else {
-                    info.executable.clone()
-                };
-                Ok((Kernel::Py(Box::new(kernel)), interpreter, info.version, Some(info.cwd)))
+                let program = python::program(&python, self.config.ipython);
+                let kernel = ChildKernel::start(self.launcher.as_ref(), &program, root).await?;
+                self.started(kernel, &python, handle)
             }
-            Language::Javascript => {
-                let kernel = JsKernel::start(self.config.js_memory_limit_mb.max(16) * 1024 * 1024)?;
-                *handle.js_interrupt.lock() = Some(kernel_interrupt(&kernel));
-                Ok((Kernel::Js(kernel), ENGINE.to_string(), String::new(), None))
+            Language::Javascript | Language::Typescript => {
+                let typescript = language == Language::Typescript;
+                let node = match self.config.javascript {
+                    Some(JsEngine::Quickjs) => None,
+                    Some(JsEngine::Node) => Some(node::resolve(self.config.node.as_deref())?),
+                    None => node::resolve(self.config.node.as_deref()).ok(),
+                };
+                match node {
+                    Some(node) => {
+                        let program = node::program(&node, typescript);
+                        let kernel =
+                            ChildKernel::start(self.launcher.as_ref(), &program, root).await?;
+                        if typescript && !kernel.info.typescript {
+                            let version = kernel.info.version.clone();
+                            kernel.shutdown().await;
+                            return Err(node::typescript_missing(&node, &version));
+                        }
+                        self.started(kernel, &node, handle)
+                    }
+                    None if typescript => {
+                        Err("TypeScript cells need Node.js 23.2 or newer (it strips types); no \
+                         `node` resolves here (or [eval] javascript = \"quickjs\"); install \
+                         Node.js, or write the cell as JavaScript"
+                            .into())
+                    }
+                    None => {
+                        let kernel =
+                            JsKernel::start(self.config.js_memory_limit_mb.max(16) * 1024 * 1024)?;
+                        *handle.js_interrupt.lock() = Some(kernel_interrupt(&kernel));
+                        Ok((Kernel::Js(kernel), ENGINE.to_string(), String::new(), None))
+                    }
+                }
             }
         }
+    }
+
+    fn started(
+        &self,
+        kernel: ChildKernel,
+        program: &Path,
+        handle: &SlotHandle,
+    ) -> Result<(Kernel, String, String, Option<String>), String> {
+        handle.pgid.store(kernel_pgid(&kernel), Ordering::SeqCst);
+        let info = kernel.info.clone();
+        let interpreter = if info.executable.is_empty() {
+            program.display().to_string()
+        } else {
+            info.executable.clone()
+        };
+        Ok((Kernel::Child(Box::new(kernel)), interpreter, info.version, Some(info.cwd)))
     }
 
     /// Ends every kernel of the run; afterwards no kernel process remains.
@@ -358,10 +393,31 @@ impl Kernels {
             },
             Err(e) => details.push(format!("python: unavailable: {e}")),
         }
-        details.push(format!(
-            "javascript: {ENGINE}, memory limit {} MiB",
-            self.config.js_memory_limit_mb
-        ));
+        let quickjs = format!("{ENGINE}, memory limit {} MiB", self.config.js_memory_limit_mb);
+        let node = match self.config.javascript {
+            Some(JsEngine::Quickjs) => None,
+            _ => Some(node::resolve(self.config.node.as_deref())),
+        };
+        details.push(match node {
+            None => format!("javascript: {quickjs} ([eval] javascript = \"quickjs\")"),
+            Some(Ok(path)) => match node::probe_version(self.launcher.as_ref(), &path) {
+                Ok(version) => format!(
+                    "javascript: Node.js {version} ({}) on {}{}",
+                    path.display(),
+                    self.launcher.describe(),
+                    if node::strips_types(&version) {
+                        "; typescript: yes (type stripping)"
+                    } else {
+                        "; typescript: no (needs Node.js 23.2+)"
+                    }
+                ),
+                Err(e) => format!("javascript: {} resolves but does not run: {e}", path.display()),
+            },
+            Some(Err(e)) if self.config.javascript == Some(JsEngine::Node) => {
+                format!("javascript: unavailable: {e}")
+            }
+            Some(Err(_)) => format!("javascript: {quickjs} (no `node` on PATH)"),
+        });
         details.push(format!(
             "inactivity budget {}, grace {} before a kill",
             human_duration(self.config.inactivity()),
@@ -384,7 +440,7 @@ async fn run_on(
     out: &mut Collector,
 ) -> Fate {
     match slot.kernel.as_mut() {
-        Some(Kernel::Py(k)) => {
+        Some(Kernel::Child(k)) => {
             if cell > 0
                 && let Err(how) = k.exec(cell, code).await
             {
@@ -438,7 +494,7 @@ fn kill_from_outside(handle: &SlotHandle) {
     }
 }
 
-fn kernel_pgid(kernel: &PyKernel) -> i32 {
+fn kernel_pgid(kernel: &ChildKernel) -> i32 {
     kernel.pgid()
 }
 

@@ -121,7 +121,7 @@ pub fn resolve_python_on_host(root: &Path, configured: Option<&Path>) -> Result<
     })
 }
 
-fn which(name: &str) -> Option<PathBuf> {
+pub(crate) fn which(name: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path).map(|dir| dir.join(name)).find(|p| is_executable(p))
 }

@@ -34,10 +34,12 @@
 
 mod bridge;
 mod cell;
+mod child;
 mod html;
 mod js;
 mod kernels;
 mod launcher;
+mod node;
 mod payload;
 mod python;
 mod render;
@@ -52,9 +54,12 @@ pub use crate::{
     render::{images, render},
     types::{
         BridgeTier, Bundle, CellError, CellImage, CellReport, CellStatus, EvalConfig, EvalRequest,
-        InterruptReason, KernelNote, Language, LauncherConfig, Output, StreamName,
+        InterruptReason, JsEngine, KernelNote, Language, LauncherConfig, Output, StreamName,
     },
 };
 
 /// The Python runner shipped in this crate (stdlib only), for inspection and tests.
 pub const PYTHON_RUNNER: &str = python::RUNNER;
+
+/// The Node.js runner shipped in this crate, for inspection and tests.
+pub const NODE_RUNNER: &str = node::RUNNER;

@@ -22,7 +22,10 @@ pub fn render(report: &CellReport) -> String {
     if kernel.started {
         let what = match report.language {
             Language::Python => format!("Python {} ({})", kernel.version, kernel.interpreter),
-            Language::Javascript => kernel.interpreter.clone(),
+            Language::Javascript | Language::Typescript if !kernel.version.is_empty() => {
+                format!("Node.js {} ({})", kernel.version, kernel.interpreter)
+            }
+            Language::Javascript | Language::Typescript => kernel.interpreter.clone(),
         };
         match &kernel.previous_lost {
             Some(why) => out.push_str(&format!(

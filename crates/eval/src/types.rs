@@ -13,9 +13,13 @@ pub enum Language {
     /// CPython: the project's own interpreter (`.venv`, `venv`, then `python3` on PATH).
     #[default]
     Python,
-    /// QuickJS-NG, embedded: no file system or network except through `tool()`.
+    /// Node.js when `node` resolves (else embedded QuickJS; `[eval] javascript` chooses).
     #[serde(alias = "js")]
     Javascript,
+    /// TypeScript on Node.js with type stripping (Node 23.2+); elsewhere the result says what
+    /// is missing.
+    #[serde(alias = "ts")]
+    Typescript,
 }
 
 impl Language {
@@ -23,6 +27,7 @@ impl Language {
         match self {
             Language::Python => "python",
             Language::Javascript => "javascript",
+            Language::Typescript => "typescript",
         }
     }
 
@@ -31,6 +36,7 @@ impl Language {
         match self {
             Language::Python => "Python",
             Language::Javascript => "JavaScript",
+            Language::Typescript => "TypeScript",
         }
     }
 }
@@ -47,7 +53,7 @@ pub struct EvalRequest {
     pub code: String,
     /// Required: 5-10 words saying what the cell does, for the transcript.
     pub description: String,
-    /// `python` (default) or `javascript`.
+    /// `python` (default), `javascript` or `typescript`.
     #[serde(default)]
     pub language: Option<Language>,
     /// Discard this language's kernel and start a clean one before running the cell.
@@ -73,6 +79,11 @@ pub struct EvalConfig {
     /// The Python interpreter; default: the project's `.venv/bin/python`, then `venv/bin/python`,
     /// then `python3` on PATH.
     pub python: Option<PathBuf>,
+    /// The engine for `javascript` cells: `node` or `quickjs`; default: Node.js when `node`
+    /// resolves, else the embedded QuickJS.
+    pub javascript: Option<JsEngine>,
+    /// The `node` executable; default: `node` on PATH.
+    pub node: Option<PathBuf>,
     /// Use IPython's input transformations, magics and display machinery when the kernel's
     /// interpreter can import IPython (as ipykernel does); false: the stdlib runner only.
     pub ipython: bool,
@@ -97,6 +108,8 @@ impl Default for EvalConfig {
     fn default() -> Self {
         EvalConfig {
             python: None,
+            javascript: None,
+            node: None,
             ipython: true,
             inactivity_seconds: 300.0,
             grace_seconds: 5.0,
@@ -117,6 +130,17 @@ impl EvalConfig {
     pub fn grace(&self) -> Duration {
         Duration::from_secs_f64(self.grace_seconds.max(0.01))
     }
+}
+
+/// Which engine runs JavaScript cells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum JsEngine {
+    /// A child process of `node`: Node's APIs, `import`/`require` of built-ins and the
+    /// project's `node_modules`.
+    Node,
+    /// QuickJS-NG embedded in this process: no file system or network except through `tool()`.
+    Quickjs,
 }
 
 /// The highest tier a kernel's `tool()` calls may reach (the facade maps it to its own tiers).

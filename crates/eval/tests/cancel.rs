@@ -11,17 +11,19 @@ fn python(config: EvalConfig) -> Session {
     Session::new(Language::Python, EvalConfig { python, ..config })
 }
 
+/// The embedded engine (Node has its own tests below).
 fn javascript() -> Session {
-    Session::new(Language::Javascript, EvalConfig::default())
+    let config = EvalConfig {
+        javascript: Some(agent_tools_eval::JsEngine::Quickjs),
+        ..EvalConfig::default()
+    };
+    Session::new(Language::Javascript, config)
 }
 
 /// Three cells in a row answer with their own values, and the state from before is there.
 async fn three_cells_answer(s: &Session, setup_name: &str, setup_value: &str) {
     for i in 1..=3 {
-        let code = match s.language {
-            Language::Python => format!("{setup_name} + {i}"),
-            Language::Javascript => format!("{setup_name} + {i}"),
-        };
+        let code = format!("{setup_name} + {i}");
         let (r, text) = s.run(&code).await;
         assert_eq!(r.status, CellStatus::Ok, "cell {i} after the cancel: {text}");
         let expected: i64 = setup_value.parse::<i64>().expect("number") + i;
@@ -124,5 +126,33 @@ async fn a_cancelled_cell_under_ipython_is_interrupted_and_the_next_cells_answer
     three_cells_answer(&s, "kept", "30").await;
     let (_, text) = s.run("await __import__('asyncio').sleep(0, 'awaited')").await;
     assert!(text.ends_with("'awaited'"), "top-level await under IPython: {text}");
+    s.kernels.shutdown().await;
+}
+
+fn node() -> Option<Session> {
+    let found = std::process::Command::new("node")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !common::require("node", found, "install Node.js") {
+        return None;
+    }
+    let config =
+        EvalConfig { javascript: Some(agent_tools_eval::JsEngine::Node), ..EvalConfig::default() };
+    Some(Session::new(Language::Javascript, config))
+}
+
+#[tokio::test]
+async fn a_cancelled_node_busy_loop_stops_and_the_kernel_keeps_its_state() {
+    let Some(s) = node() else { return };
+    s.run("var kept = 20").await;
+    let (r, text) = s.run_cancelled("console.log('spinning'); while (true) {}").await;
+    assert_eq!(r.status, CellStatus::Interrupted, "{text}");
+    assert_eq!(r.interrupt, Some(InterruptReason::Cancelled));
+    three_cells_answer(&s, "kept", "20").await;
+    s.run_abandoned("while (true) {}").await;
+    let (_, text) = s.run("kept").await;
+    assert!(text.contains("was abandoned by its call and interrupted"), "{text}");
+    three_cells_answer(&s, "kept", "20").await;
     s.kernels.shutdown().await;
 }

@@ -1,13 +1,14 @@
-//! The JavaScript kernel as a user sees it: completion values, persistence, console, display,
+//! The embedded QuickJS kernel as a user sees it: completion values, persistence, console, display,
 //! the bridge, the inactivity budget, out-of-memory recovery, and no outside access.
 
 mod common;
 
-use agent_tools_eval::{CellStatus, EvalConfig, InterruptReason, Language, Output};
+use agent_tools_eval::{CellStatus, EvalConfig, InterruptReason, JsEngine, Language, Output};
 use common::{Session, short_budget};
 
 /// A JavaScript session with `config`.
 fn check(config: EvalConfig) -> Session {
+    let config = EvalConfig { javascript: Some(JsEngine::Quickjs), ..config };
     Session::new(Language::Javascript, config)
 }
 

@@ -1,0 +1,661 @@
+//! A kernel in a child process (Python or Node.js) running a runner shipped in this crate.
+//!
+//! Protocol frames (4-byte big-endian length + JSON) travel over a private pipe pair mapped to
+//! the child's fds 3 (commands in) and 4 (events out). stdin is /dev/null; stdout and stderr are
+//! pipes read here as cell output. The child leads its own process group, so the whole group
+//! (including shell commands a cell started) is killed at the end.
+
+use std::{
+    collections::VecDeque,
+    ffi::OsString,
+    os::fd::{AsRawFd, FromRawFd, OwnedFd},
+    path::{Path, PathBuf},
+    process::Stdio,
+    time::Duration,
+};
+
+use serde_json::{Value, json};
+use tokio::{
+    io::{AsyncReadExt, AsyncWriteExt},
+    net::unix::pipe,
+    process::{Child, ChildStderr, ChildStdout},
+    sync::mpsc,
+    time::Instant,
+};
+
+use crate::{
+    cell::{Done, Event, KernelIo, Utf8Stream},
+    launcher::Launcher,
+    types::{CellError, StreamName},
+};
+
+/// How long a fresh kernel may take to say hello.
+const START_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long to wait, after a cell's `done`, for the end marker on stdout and stderr.
+const SYNC_TIMEOUT: Duration = Duration::from_secs(2);
+/// How much of stderr to keep for crash reports.
+const STDERR_TAIL: usize = 2048;
+
+#[derive(Debug)]
+enum Raw {
+    Frame(Value),
+    Bytes(StreamName, Vec<u8>),
+    /// The event pipe closed (or sent garbage): the kernel is gone.
+    EventsClosed(Option<String>),
+    StreamClosed(StreamName),
+}
+
+/// What to start: the interpreter, its arguments (a bootstrap that reads the runner from the
+/// command pipe), the runner itself and the environment.
+#[derive(Debug, Clone)]
+pub(crate) struct KernelProgram {
+    pub program: PathBuf,
+    pub args: Vec<OsString>,
+    pub runner: &'static str,
+    pub env: Vec<(String, String)>,
+    /// SIGINT interrupts a cell (Python); otherwise an `interrupt` frame does (Node).
+    pub interrupt_by_signal: bool,
+}
+
+/// Facts about a started interpreter.
+#[derive(Debug, Clone)]
+pub(crate) struct KernelInfo {
+    pub executable: String,
+    pub version: String,
+    pub cwd: String,
+    /// The runner can run TypeScript cells (Node with type stripping).
+    pub typescript: bool,
+}
+
+pub(crate) struct ChildKernel {
+    child: Child,
+    pgid: i32,
+    cmd: pipe::Sender,
+    rx: mpsc::UnboundedReceiver<Raw>,
+    pub(crate) info: KernelInfo,
+    ready: VecDeque<Event>,
+    cell: u64,
+    token: String,
+    pending_done: Option<(Done, Instant)>,
+    token_seen: [bool; 2],
+    streams_open: [bool; 2],
+    decoders: [Utf8Stream; 2],
+    carry: [String; 2],
+    stderr_tail: String,
+    dead: bool,
+    death: Option<String>,
+    /// The child is the interpreter itself (no capsule prefix), so signals reach it.
+    signal_directly: bool,
+}
+
+fn stream_index(name: StreamName) -> usize {
+    match name {
+        StreamName::Stdout => 0,
+        StreamName::Stderr => 1,
+    }
+}
+
+fn cloexec_pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0i32; 2];
+    // SAFETY: pipe2 writes two fds into the array on success.
+    let rc = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: both fds were just created and are owned by nobody else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+fn set_nonblocking(fd: &OwnedFd) -> std::io::Result<()> {
+    // SAFETY: plain fcntl calls on an fd we own.
+    unsafe {
+        let flags = libc::fcntl(fd.as_raw_fd(), libc::F_GETFL);
+        if flags < 0 || libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, flags | libc::O_NONBLOCK) < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+fn encode_frame(value: &Value) -> Vec<u8> {
+    let body = serde_json::to_vec(value).unwrap_or_default();
+    let mut frame = Vec::with_capacity(body.len() + 4);
+    frame.extend_from_slice(&(body.len() as u32).to_be_bytes());
+    frame.extend_from_slice(&body);
+    frame
+}
+
+fn new_token() -> String {
+    let mut bytes = [0u8; 16];
+    // SAFETY: getrandom fills the buffer it is given; a short read only weakens the token.
+    let _ = unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), 0) };
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    format!("\u{1}agent-tools-end-{hex}\u{1}")
+}
+
+impl ChildKernel {
+    /// Starts `program` under `launcher` in `cwd` and waits for the runner's hello.
+    pub(crate) async fn start(
+        launcher: &dyn Launcher,
+        program: &KernelProgram,
+        cwd: &Path,
+    ) -> Result<ChildKernel, String> {
+        let (cmd_read, cmd_write) =
+            cloexec_pipe().map_err(|e| format!("cannot create the kernel's pipes: {e}"))?;
+        let (evt_read, evt_write) =
+            cloexec_pipe().map_err(|e| format!("cannot create the kernel's pipes: {e}"))?;
+        let python = &program.program;
+        let mut std_cmd = launcher.command(python, &program.args);
+        std_cmd
+            .current_dir(cwd)
+            .env("AGENT_TOOLS_KERNEL_CMD_FD", "3")
+            .env("AGENT_TOOLS_KERNEL_EVT_FD", "4")
+            .envs(program.env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let child_fds = [cmd_read.as_raw_fd(), evt_write.as_raw_fd()];
+        {
+            use std::os::unix::process::CommandExt;
+            std_cmd.process_group(0);
+            // SAFETY: only async-signal-safe calls (fcntl, dup2) between fork and exec.
+            unsafe {
+                std_cmd.pre_exec(move || {
+                    let mut high = [0i32; 2];
+                    for (i, fd) in child_fds.iter().enumerate() {
+                        let dup = libc::fcntl(*fd, libc::F_DUPFD_CLOEXEC, 10);
+                        if dup < 0 {
+                            return Err(std::io::Error::last_os_error());
+                        }
+                        high[i] = dup;
+                    }
+                    for (i, fd) in high.iter().enumerate() {
+                        if libc::dup2(*fd, 3 + i as i32) < 0 {
+                            return Err(std::io::Error::last_os_error());
+                        }
+                    }
+                    Ok(())
+                });
+            }
+        }
+        let mut cmd = tokio::process::Command::from(std_cmd);
+        cmd.kill_on_drop(true);
+        let mut child = cmd.spawn().map_err(|e| {
+            format!("cannot start {} ({}): {e}", python.display(), launcher.describe())
+        })?;
+        drop(cmd_read);
+        drop(evt_write);
+        let pgid = child.id().map_or(0, |p| p as i32);
+        set_nonblocking(&cmd_write).map_err(|e| format!("kernel pipe: {e}"))?;
+        set_nonblocking(&evt_read).map_err(|e| format!("kernel pipe: {e}"))?;
+        let cmd =
+            pipe::Sender::from_owned_fd(cmd_write).map_err(|e| format!("kernel pipe: {e}"))?;
+        let events =
+            pipe::Receiver::from_owned_fd(evt_read).map_err(|e| format!("kernel pipe: {e}"))?;
+        let (tx, rx) = mpsc::unbounded_channel();
+        if let Some(stdout) = child.stdout.take() {
+            tokio::spawn(read_stream(stdout_reader(stdout), StreamName::Stdout, tx.clone()));
+        }
+        if let Some(stderr) = child.stderr.take() {
+            tokio::spawn(read_stream(stderr_reader(stderr), StreamName::Stderr, tx.clone()));
+        }
+        tokio::spawn(read_frames(events, tx));
+        let mut kernel = ChildKernel {
+            child,
+            pgid,
+            cmd,
+            rx,
+            info: KernelInfo {
+                executable: String::new(),
+                version: String::new(),
+                cwd: String::new(),
+                typescript: false,
+            },
+            ready: VecDeque::new(),
+            cell: 0,
+            token: String::new(),
+            pending_done: None,
+            token_seen: [false; 2],
+            streams_open: [true; 2],
+            decoders: Default::default(),
+            carry: Default::default(),
+            stderr_tail: String::new(),
+            dead: false,
+            death: None,
+            signal_directly: program.interrupt_by_signal
+                && launcher.signals_reach_the_interpreter(),
+        };
+        let mut runner = Vec::with_capacity(program.runner.len() + 4);
+        runner.extend_from_slice(&(program.runner.len() as u32).to_be_bytes());
+        runner.extend_from_slice(program.runner.as_bytes());
+        if let Err(e) = kernel.cmd.write_all(&runner).await {
+            let how = kernel.wait_dead().await;
+            return Err(format!("the interpreter did not take the runner ({e}); {how}"));
+        }
+        let deadline = Instant::now() + START_TIMEOUT;
+        loop {
+            let raw = tokio::select! {
+                raw = kernel.rx.recv() => raw,
+                () = tokio::time::sleep_until(deadline) => {
+                    kernel.kill_group();
+                    return Err(format!("{} did not start within {} s", python.display(), START_TIMEOUT.as_secs()));
+                }
+            };
+            match raw {
+                Some(Raw::Frame(frame)) if frame["t"] == "hello" => {
+                    kernel.info = KernelInfo {
+                        executable: frame["executable"].as_str().unwrap_or_default().to_string(),
+                        version: frame["version"].as_str().unwrap_or_default().to_string(),
+                        cwd: frame["cwd"].as_str().unwrap_or_default().to_string(),
+                        typescript: frame["typescript"].as_bool().unwrap_or(false),
+                    };
+                    return Ok(kernel);
+                }
+                Some(Raw::Bytes(StreamName::Stderr, bytes)) => {
+                    kernel.remember_stderr(&String::from_utf8_lossy(&bytes));
+                }
+                Some(Raw::EventsClosed(_)) | None => {
+                    let how = kernel.wait_dead().await;
+                    return Err(format!("{} failed to start the kernel: {how}", python.display()));
+                }
+                Some(_) => {}
+            }
+        }
+    }
+
+    /// The kernel's process group (its pid), 0 once it is gone.
+    pub(crate) fn pgid(&self) -> i32 {
+        self.pgid
+    }
+
+    fn remember_stderr(&mut self, text: &str) {
+        self.stderr_tail.push_str(text);
+        if self.stderr_tail.len() > STDERR_TAIL * 2 {
+            let mut cut = self.stderr_tail.len() - STDERR_TAIL;
+            while !self.stderr_tail.is_char_boundary(cut) {
+                cut += 1;
+            }
+            self.stderr_tail.drain(..cut);
+        }
+    }
+
+    /// Sends a cell to the kernel.
+    pub(crate) async fn exec(&mut self, cell: u64, code: &str) -> Result<(), String> {
+        self.cell = cell;
+        self.token = new_token();
+        self.pending_done = None;
+        self.token_seen = [false; 2];
+        self.ready.clear();
+        let frame = json!({"t": "exec", "cell": cell, "code": code, "token": self.token});
+        match self.cmd.write_all(&encode_frame(&frame)).await {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                let how = self.wait_dead().await;
+                Err(format!("the kernel is gone ({e}): {how}"))
+            }
+        }
+    }
+
+    fn send_now(&mut self, frame: &Value) {
+        let bytes = encode_frame(frame);
+        // Small frames fit the pipe buffer; the runner's reader thread drains it continuously.
+        let mut written = 0;
+        let started = std::time::Instant::now();
+        while written < bytes.len() {
+            match self.cmd.try_write(&bytes[written..]) {
+                Ok(n) => written += n,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    if started.elapsed() > Duration::from_secs(5) {
+                        return;
+                    }
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                Err(_) => return,
+            }
+        }
+    }
+
+    /// Handles one raw event, queueing what the cell loop should see.
+    fn absorb(&mut self, raw: Raw) {
+        match raw {
+            Raw::Frame(frame) => self.absorb_frame(frame),
+            Raw::Bytes(name, bytes) => {
+                let i = stream_index(name);
+                let text = self.decoders[i].push(&bytes);
+                let mut text = std::mem::take(&mut self.carry[i]) + &text;
+                if strip_markers(&mut text, &self.token) {
+                    self.token_seen[i] = true;
+                }
+                // Hold back a possible partial marker at the end.
+                let keep = partial_marker(&text);
+                if keep > 0 {
+                    self.carry[i] = text.split_off(text.len() - keep);
+                }
+                if name == StreamName::Stderr {
+                    self.remember_stderr(&text);
+                }
+                if !text.is_empty() {
+                    self.ready.push_back(Event::Stream(name, text));
+                }
+            }
+            Raw::StreamClosed(name) => {
+                let i = stream_index(name);
+                self.streams_open[i] = false;
+                let rest = std::mem::take(&mut self.carry[i]);
+                if !rest.is_empty() {
+                    self.ready.push_back(Event::Stream(name, rest));
+                }
+            }
+            Raw::EventsClosed(garbage) => {
+                self.dead = true;
+                if let Some(garbage) = garbage {
+                    self.remember_stderr(&format!("\n[protocol error: {garbage}]\n"));
+                }
+            }
+        }
+        self.release_done();
+    }
+
+    fn absorb_frame(&mut self, frame: Value) {
+        let kind = frame["t"].as_str().unwrap_or_default();
+        if matches!(kind, "display" | "tool_call" | "done")
+            && frame["cell"].as_u64() != Some(self.cell)
+        {
+            // A frame of an earlier cell (one whose call was abandoned): never this cell's.
+            if kind == "tool_call" {
+                let id = frame["id"].as_u64().unwrap_or_default();
+                self.send_now(&json!({"t": "tool_result", "id": id, "ok": false,
+                    "error": "the cell that made this call was abandoned"}));
+            }
+            return;
+        }
+        match kind {
+            "display" => {
+                if let Ok(bundle) = serde_json::from_value(frame["bundle"].clone()) {
+                    self.ready.push_back(Event::Display(bundle));
+                }
+            }
+            "tool_call" => {
+                self.ready.push_back(Event::ToolCall {
+                    id: frame["id"].as_u64().unwrap_or_default(),
+                    name: frame["name"].as_str().unwrap_or_default().to_string(),
+                    args: frame["args"].clone(),
+                });
+            }
+            "done" => {
+                let done = Done {
+                    cell: self.cell,
+                    status: frame["status"].as_str().unwrap_or("error").to_string(),
+                    error: serde_json::from_value::<Option<CellError>>(frame["error"].clone())
+                        .ok()
+                        .flatten(),
+                    result: serde_json::from_value(frame["result"].clone()).ok().flatten(),
+                    count: frame["count"].as_u64().unwrap_or_default(),
+                    cwd: frame["cwd"].as_str().map(str::to_string),
+                };
+                self.pending_done = Some((done, Instant::now() + SYNC_TIMEOUT));
+            }
+            _ => {}
+        }
+    }
+
+    /// Releases `done` once the end markers arrived on both streams (all output is in).
+    fn release_done(&mut self) {
+        let synced = (0..2).all(|i| self.token_seen[i] || !self.streams_open[i]);
+        if synced && let Some((done, _)) = self.pending_done.take() {
+            self.ready.push_back(Event::Done(done));
+        }
+    }
+
+    async fn wait_dead(&mut self) -> String {
+        // Collect the last output for the report, briefly.
+        let deadline = Instant::now() + Duration::from_millis(500);
+        while self.streams_open.iter().any(|o| *o) {
+            let raw = tokio::select! {
+                raw = self.rx.recv() => raw,
+                () = tokio::time::sleep_until(deadline) => break,
+            };
+            match raw {
+                Some(raw) => self.absorb(raw),
+                None => break,
+            }
+        }
+        let status = tokio::time::timeout(Duration::from_secs(2), self.child.wait()).await;
+        self.kill_group();
+        self.pgid = 0;
+        let status = match status {
+            Ok(Ok(status)) => describe_status(status),
+            Ok(Err(e)) => format!("its exit status is unknown ({e})"),
+            Err(_) => {
+                let _ = self.child.kill().await;
+                "it stopped answering and was killed".to_string()
+            }
+        };
+        let tail = last_lines(&self.stderr_tail, 12);
+        if tail.is_empty() { status } else { format!("{status}; last stderr lines:\n{tail}") }
+    }
+
+    fn kill_group(&mut self) {
+        if self.pgid > 0 {
+            // SAFETY: signalling our own child's process group.
+            unsafe {
+                libc::kill(-self.pgid, libc::SIGKILL);
+            }
+        }
+    }
+
+    /// Ends the kernel: asks it to exit, then kills its process group (and every child of it).
+    pub(crate) async fn shutdown(mut self) {
+        self.send_now(&json!({"t": "exit"}));
+        let _ = tokio::time::timeout(Duration::from_millis(500), self.child.wait()).await;
+        self.kill_group();
+        let _ = tokio::time::timeout(Duration::from_secs(2), self.child.wait()).await;
+        self.pgid = 0;
+    }
+}
+
+impl Drop for ChildKernel {
+    fn drop(&mut self) {
+        self.kill_group();
+    }
+}
+
+impl KernelIo for ChildKernel {
+    async fn next_event(&mut self) -> Event {
+        loop {
+            if let Some(event) = self.ready.pop_front() {
+                return event;
+            }
+            if self.dead {
+                if self.death.is_none() {
+                    let how = self.wait_dead().await;
+                    self.death = Some(how);
+                    continue;
+                }
+                return Event::Died(self.death.clone().unwrap_or_default());
+            }
+            let sync_deadline = self.pending_done.as_ref().map(|(_, at)| *at);
+            let raw = tokio::select! {
+                raw = self.rx.recv() => raw,
+                () = tokio::time::sleep_until(sync_deadline.unwrap_or_else(Instant::now)), if sync_deadline.is_some() => {
+                    // The markers did not come (fd 1 or 2 redirected by the cell): go on without.
+                    if let Some((done, _)) = self.pending_done.take() {
+                        return Event::Done(done);
+                    }
+                    continue;
+                }
+            };
+            match raw {
+                Some(raw) => self.absorb(raw),
+                None => self.dead = true,
+            }
+        }
+    }
+
+    fn tool_result(&mut self, id: u64, result: Result<Value, String>) {
+        let frame = match result {
+            Ok(value) => json!({"t": "tool_result", "id": id, "ok": true, "value": value}),
+            Err(error) => json!({"t": "tool_result", "id": id, "ok": false, "error": error}),
+        };
+        self.send_now(&frame);
+    }
+
+    fn interrupt(&mut self) {
+        if self.signal_directly && self.pgid > 0 {
+            // SIGINT straight to the interpreter: its C-level handler runs even while a C
+            // extension holds the GIL. The runner ignores SIGINT outside user code, so a signal
+            // that lands after the cell ended is harmless.
+            // SAFETY: signalling our own child process.
+            unsafe {
+                libc::kill(self.pgid, libc::SIGINT);
+            }
+        } else {
+            // Under a capsule the pid is the prefix's: the runner's reader thread signals itself.
+            let frame = json!({"t": "interrupt", "cell": self.cell});
+            self.send_now(&frame);
+        }
+    }
+
+    async fn kill(&mut self) -> String {
+        self.kill_group();
+        let status = tokio::time::timeout(Duration::from_secs(5), self.child.wait()).await;
+        self.pgid = 0;
+        self.dead = true;
+        self.death = Some("it was killed".to_string());
+        match status {
+            Ok(Ok(status)) => describe_status(status),
+            _ => "killed".to_string(),
+        }
+    }
+}
+
+const MARKER_PREFIX: &str = "\u{1}agent-tools-end-";
+/// The prefix, 32 hex digits and the closing `\u{1}`.
+const MARKER_LEN: usize = MARKER_PREFIX.len() + 33;
+
+/// Removes every end marker from `text` (an earlier cell's late one as well as this cell's);
+/// true when this cell's `token` was among them.
+fn strip_markers(text: &mut String, token: &str) -> bool {
+    let mut seen = false;
+    let mut from = 0;
+    while let Some(found) = text[from..].find(MARKER_PREFIX) {
+        let at = from + found;
+        let candidate = text.get(at..at + MARKER_LEN);
+        let is_marker = candidate.is_some_and(|m| {
+            let hex = &m[MARKER_PREFIX.len()..MARKER_LEN - 1];
+            hex.bytes().all(|b| b.is_ascii_hexdigit()) && m.ends_with('\u{1}')
+        });
+        if is_marker {
+            if candidate == Some(token) {
+                seen = true;
+            }
+            text.replace_range(at..at + MARKER_LEN, "");
+            from = at;
+        } else {
+            from = at + 1;
+        }
+    }
+    seen
+}
+
+/// How many bytes at the end of `text` could be the start of a marker.
+fn partial_marker(text: &str) -> usize {
+    let Some(at) = text.rfind('\u{1}') else { return 0 };
+    let tail = &text[at..];
+    if tail.len() >= MARKER_LEN {
+        return 0;
+    }
+    let prefix_part = tail.len().min(MARKER_PREFIX.len());
+    let hex_ok = tail[prefix_part..].bytes().all(|b| b.is_ascii_hexdigit());
+    if MARKER_PREFIX.starts_with(&tail[..prefix_part]) && hex_ok { tail.len() } else { 0 }
+}
+
+fn last_lines(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.trim_end().lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+/// "exited with status 3" or "was killed by signal 11 (SIGSEGV)".
+pub(crate) fn describe_status(status: std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    if let Some(code) = status.code() {
+        return format!("it exited with status {code}");
+    }
+    if let Some(sig) = status.signal() {
+        let name = match sig {
+            libc::SIGSEGV => "SIGSEGV, a segmentation fault",
+            libc::SIGKILL => "SIGKILL; out of memory, or killed from outside",
+            libc::SIGABRT => "SIGABRT, an abort",
+            libc::SIGBUS => "SIGBUS",
+            libc::SIGFPE => "SIGFPE",
+            libc::SIGILL => "SIGILL",
+            libc::SIGTERM => "SIGTERM",
+            libc::SIGINT => "SIGINT",
+            _ => "",
+        };
+        return if name.is_empty() {
+            format!("it was killed by signal {sig}")
+        } else {
+            format!("it was killed by signal {sig} ({name})")
+        };
+    }
+    "it ended".to_string()
+}
+
+fn stdout_reader(s: ChildStdout) -> Box<dyn tokio::io::AsyncRead + Unpin + Send> {
+    Box::new(s)
+}
+
+fn stderr_reader(s: ChildStderr) -> Box<dyn tokio::io::AsyncRead + Unpin + Send> {
+    Box::new(s)
+}
+
+async fn read_stream(
+    mut reader: Box<dyn tokio::io::AsyncRead + Unpin + Send>,
+    name: StreamName,
+    tx: mpsc::UnboundedSender<Raw>,
+) {
+    let mut buf = vec![0u8; 16 * 1024];
+    loop {
+        match reader.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                if tx.send(Raw::Bytes(name, buf[..n].to_vec())).is_err() {
+                    return;
+                }
+            }
+        }
+    }
+    let _ = tx.send(Raw::StreamClosed(name));
+}
+
+async fn read_frames(mut events: pipe::Receiver, tx: mpsc::UnboundedSender<Raw>) {
+    let mut head = [0u8; 4];
+    loop {
+        if events.read_exact(&mut head).await.is_err() {
+            let _ = tx.send(Raw::EventsClosed(None));
+            return;
+        }
+        let len = u32::from_be_bytes(head) as usize;
+        if len > 256 * 1024 * 1024 {
+            let _ = tx.send(Raw::EventsClosed(Some(format!("frame of {len} bytes"))));
+            return;
+        }
+        let mut body = vec![0u8; len];
+        if events.read_exact(&mut body).await.is_err() {
+            let _ = tx.send(Raw::EventsClosed(None));
+            return;
+        }
+        match serde_json::from_slice::<Value>(&body) {
+            Ok(frame) => {
+                if tx.send(Raw::Frame(frame)).is_err() {
+                    return;
+                }
+            }
+            Err(e) => {
+                let _ = tx.send(Raw::EventsClosed(Some(format!("bad frame: {e}"))));
+                return;
+            }
+        }
+    }
+}

@@ -1,0 +1,336 @@
+// The agent-tools Node.js kernel runner, shipped inside the agent-tools-eval crate.
+//
+// The host starts `node -e BOOTSTRAP`; the bootstrap reads this file over the command pipe and
+// runs it. Protocol: frames of a 4-byte big-endian length plus UTF-8 JSON, host -> kernel on
+// fd 3 (read by a worker thread, so an interrupt arrives while the main thread is busy),
+// kernel -> host on fd 4. fds 1 and 2 are the cell's stdout and stderr.
+//
+// Cells run through the in-process inspector's `Runtime.evaluate` with `replMode`, which gives
+// what a REPL needs: the completion value, top-level await, and let/const/class declarations
+// that persist and may be declared again. An interrupt is `Runtime.terminateExecution` from the
+// worker (a busy loop stops, state stays), plus rejecting a cell that is waiting.
+'use strict';
+
+const fs = require('node:fs');
+const path = require('node:path');
+const util = require('node:util');
+const inspector = require('node:inspector');
+const { Module } = require('node:module');
+const { Worker } = require('node:worker_threads');
+const { pathToFileURL } = require('node:url');
+
+const EVT_FD = Number(process.env.AGENT_TOOLS_KERNEL_EVT_FD || 4);
+const CMD_FD = Number(process.env.AGENT_TOOLS_KERNEL_CMD_FD || 3);
+delete process.env.AGENT_TOOLS_KERNEL_EVT_FD;
+delete process.env.AGENT_TOOLS_KERNEL_CMD_FD;
+
+function send(frame) {
+  const body = Buffer.from(JSON.stringify(frame), 'utf8');
+  const buf = Buffer.alloc(4 + body.length);
+  buf.writeUInt32BE(body.length, 0);
+  body.copy(buf, 4);
+  let off = 0;
+  while (off < buf.length) {
+    try {
+      off += fs.writeSync(EVT_FD, buf, off, buf.length - off);
+    } catch (e) {
+      if (e.code !== 'EAGAIN') throw e;
+    }
+  }
+}
+
+// The cell whose code runs now (0: none), shared with the reader thread.
+const running = new Int32Array(new SharedArrayBuffer(4));
+
+const READER = `
+const fs = require('node:fs');
+const inspector = require('node:inspector');
+const { parentPort, workerData } = require('node:worker_threads');
+const running = workerData.running;
+const session = new inspector.Session();
+session.connectToMainThread();
+function readExact(n) {
+  const buf = Buffer.alloc(n);
+  let off = 0;
+  while (off < n) {
+    let got = 0;
+    try { got = fs.readSync(workerData.fd, buf, off, n - off, null); }
+    catch (e) { if (e.code === 'EAGAIN' || e.code === 'EINTR') continue; return null; }
+    if (got === 0) return null;
+    off += got;
+  }
+  return buf;
+}
+for (;;) {
+  const head = readExact(4);
+  const body = head && readExact(head.readUInt32BE(0));
+  if (!body) { parentPort.postMessage({ t: 'gone' }); break; }
+  const frame = JSON.parse(body.toString('utf8'));
+  if (frame.t === 'interrupt') {
+    if (Atomics.load(running, 0) === frame.cell) session.post('Runtime.terminateExecution');
+  }
+  parentPort.postMessage(frame);
+}
+`;
+
+const session = new inspector.Session();
+session.connect();
+
+// `import()` works in the bootstrap's `-e` script, not in code run by `vm`: it lends us its own.
+const dynamicImport = globalThis.__agentToolsDynamicImport;
+delete globalThis.__agentToolsDynamicImport;
+
+const cellRequire = Module.createRequire(path.join(process.cwd(), '[agent-tools-cell]'));
+globalThis.require = cellRequire;
+
+/** `import()` of a built-in, a project package (resolved from the working directory) or a file. */
+async function importModule(specifier) {
+  let target = specifier;
+  if (!specifier.startsWith('node:') && !Module.isBuiltin(specifier)) {
+    try {
+      target = pathToFileURL(cellRequire.resolve(specifier)).href;
+    } catch {
+      const local = path.resolve(process.cwd(), specifier);
+      if (fs.existsSync(local)) target = pathToFileURL(local).href;
+    }
+  }
+  return dynamicImport(target);
+}
+globalThis.__agentToolsImport = importModule;
+
+/** Static imports become awaited dynamic ones; `import(` becomes the runner's resolver. */
+function rewriteImports(code) {
+  const bindings = (clause) => {
+    clause = clause.trim();
+    const star = clause.match(/^\*\s+as\s+([\w$]+)$/);
+    if (star) return [`const ${star[1]} = __m;`];
+    const out = [];
+    const named = clause.match(/\{([^}]*)\}/);
+    const def = clause.replace(/\{[^}]*\}/, '').replace(/,/g, ' ').trim();
+    const defStar = def.match(/^([\w$]+)\s+\*\s+as\s+([\w$]+)$/);
+    if (defStar) {
+      out.push(`const ${defStar[1]} = __m.default ?? __m;`, `const ${defStar[2]} = __m;`);
+    } else if (def.startsWith('* as')) {
+      out.push(`const ${def.slice(4).trim()} = __m;`);
+    } else if (def) {
+      out.push(`const ${def} = __m.default ?? __m;`);
+    }
+    if (named) {
+      const parts = named[1].split(',').map((p) => p.trim()).filter(Boolean)
+        .map((p) => p.replace(/\s+as\s+/, ': '));
+      out.push(`const { ${parts.join(', ')} } = __m;`);
+    }
+    return out;
+  };
+  let n = 0;
+  code = code.replace(/^[ \t]*import\s+([^'"]+?)\s+from\s+(['"][^'"]+['"])\s*;?/gm, (_, clause, spec) => {
+    const m = `__agentToolsModule${n++}`;
+    return `const ${m} = await __agentToolsImport(${spec}); ` + bindings(clause).map((b) => b.replace(/__m/g, m)).join(' ');
+  });
+  code = code.replace(/^[ \t]*import\s+(['"][^'"]+['"])\s*;?/gm, (_, spec) => `await __agentToolsImport(${spec});`);
+  return code.replace(/(^|[^\w$.])import\s*\(/g, '$1__agentToolsImport(');
+}
+
+function post(method, params) {
+  return new Promise((resolve) => session.post(method, params, (err, result) => resolve({ err, result })));
+}
+
+const LAST = Symbol.for('agent-tools.last');
+async function valueOf(remote) {
+  if (!remote) return undefined;
+  if (remote.objectId) {
+    await post('Runtime.callFunctionOn', {
+      objectId: remote.objectId,
+      functionDeclaration: 'function () { globalThis[Symbol.for("agent-tools.last")] = this; }',
+    });
+    const value = globalThis[LAST];
+    delete globalThis[LAST];
+    return value;
+  }
+  if (remote.type === 'undefined') return undefined;
+  if ('unserializableValue' in remote) {
+    const u = remote.unserializableValue;
+    return u.endsWith('n') ? BigInt(u.slice(0, -1)) : Number(u);
+  }
+  return remote.value;
+}
+
+function inspect(value) {
+  return util.inspect(value, { depth: 4, colors: false, maxArrayLength: 100, maxStringLength: 20000, breakLength: 100 });
+}
+
+function bundleOf(value) {
+  if (value && typeof value === 'object') {
+    const custom = value[Symbol.for('Jupyter.display')];
+    if (typeof custom === 'function') {
+      const b = custom.call(value);
+      if (b && typeof b === 'object') return b;
+    }
+  }
+  const bundle = { 'text/plain': inspect(value) };
+  if (value !== null && typeof value === 'object' && !(value instanceof Error)) {
+    try {
+      const json = JSON.parse(JSON.stringify(value));
+      if (json !== undefined && JSON.stringify(json).length <= 200000) bundle['application/json'] = json;
+    } catch {}
+  }
+  return bundle;
+}
+
+let currentCell = 0;
+
+/** `display(value)`; `display(bundle, {raw: true})` sends a mime bundle as it is. */
+globalThis.display = function display(value, options) {
+  let bundle;
+  if (options && options.raw && value && typeof value === 'object') {
+    bundle = {};
+    for (const [k, v] of Object.entries(value)) bundle[k] = Buffer.isBuffer(v) ? v.toString('base64') : v;
+  } else if (Buffer.isBuffer(value) && value.subarray(0, 4).toString('hex') === '89504e47') {
+    bundle = { 'image/png': value.toString('base64'), 'text/plain': `<PNG image, ${value.length} bytes>` };
+  } else {
+    bundle = typeof value === 'string' ? { 'text/plain': value } : bundleOf(value);
+  }
+  send({ t: 'display', cell: currentCell, bundle });
+};
+
+class ToolError extends Error {}
+ToolError.prototype.name = 'ToolError';
+globalThis.ToolError = ToolError;
+const calls = new Map();
+let nextCall = 0;
+/** `await tool(name, args)` calls a tool of the harness through the host. */
+globalThis.tool = function tool(name, args = {}) {
+  if (args === null || typeof args !== 'object' || Array.isArray(args)) {
+    return Promise.reject(new TypeError('tool(name, args): args must be an object of the tool\'s arguments'));
+  }
+  const id = ++nextCall;
+  return new Promise((resolve, reject) => {
+    calls.set(id, { resolve, reject });
+    send({ t: 'tool_call', cell: currentCell, id, name: String(name), args });
+  });
+};
+
+process.on('unhandledRejection', (reason) => {
+  const text = reason instanceof Error ? (reason.stack || String(reason)) : inspect(reason);
+  process.stderr.write(`Unhandled promise rejection: ${text}\n`);
+});
+process.on('uncaughtException', (err) => {
+  process.stderr.write(`Uncaught exception: ${err && err.stack ? err.stack : inspect(err)}\n`);
+});
+
+function errorInfo(err) {
+  if (err instanceof Error || (err && typeof err === 'object' && 'stack' in err)) {
+    const stack = String(err.stack || `${err.name}: ${err.message}`)
+      .split('\n')
+      .filter((l) => !/node:inspector|agent-tools-runner|\[eval\]|at new Promise \(<anonymous>\)|at post \(|Session\.post/.test(l))
+      .join('\n');
+    return { ename: err.name || 'Error', evalue: String(err.message ?? ''), traceback: stack };
+  }
+  const text = inspect(err);
+  return { ename: 'Error', evalue: text, traceback: `Uncaught ${text}` };
+}
+
+let interruptCell = null;
+let count = 0;
+
+async function runCell(frame) {
+  count += 1;
+  currentCell = frame.cell;
+  let status = 'ok';
+  let error = null;
+  let result = null;
+  const interrupted = new Promise((resolve) => { interruptCell = resolve; });
+  Atomics.store(running, 0, frame.cell);
+  try {
+    const evaluated = post('Runtime.evaluate', {
+      expression: rewriteImports(TYPESCRIPT ? stripTypes(frame.code, { mode: 'strip' }) : frame.code),
+      replMode: true,
+      awaitPromise: true,
+      objectGroup: 'cell',
+    });
+    const outcome = await Promise.race([evaluated, interrupted.then(() => ({ interrupted: true }))]);
+    Atomics.store(running, 0, 0);
+    if (outcome.interrupted) {
+      status = 'interrupted';
+    } else if (outcome.err) {
+      status = /terminated/i.test(String(outcome.err.message)) ? 'interrupted' : 'error';
+      if (status === 'error') error = { ename: 'Error', evalue: String(outcome.err.message), traceback: String(outcome.err.message) };
+    } else if (outcome.result.exceptionDetails) {
+      status = 'error';
+      const ex = await valueOf(outcome.result.exceptionDetails.exception);
+      error = errorInfo(ex);
+    } else {
+      const value = await valueOf(outcome.result.result);
+      if (value !== undefined) result = bundleOf(value);
+    }
+  } catch (e) {
+    Atomics.store(running, 0, 0);
+    status = 'error';
+    error = errorInfo(e);
+  }
+  interruptCell = null;
+  if (status === 'interrupted') {
+    for (const [, call] of calls) call.reject(new ToolError('the cell was interrupted'));
+    calls.clear();
+  }
+  await post('Runtime.releaseObjectGroup', { objectGroup: 'cell' });
+  if (frame.token) {
+    try { fs.writeSync(1, frame.token); } catch {}
+    try { fs.writeSync(2, frame.token); } catch {}
+  }
+  send({ t: 'done', cell: frame.cell, status, error, result, count, cwd: process.cwd() });
+  currentCell = 0;
+}
+
+const queue = [];
+let busy = false;
+async function pump() {
+  if (busy) return;
+  busy = true;
+  while (queue.length) await runCell(queue.shift());
+  busy = false;
+}
+
+const reader = new Worker(READER, { eval: true, workerData: { fd: CMD_FD, running } });
+reader.on('message', (frame) => {
+  switch (frame.t) {
+    case 'exec':
+      queue.push(frame);
+      pump();
+      break;
+    case 'tool_result': {
+      const call = calls.get(frame.id);
+      if (call) {
+        calls.delete(frame.id);
+        if (frame.ok) call.resolve(frame.value);
+        else call.reject(new ToolError(frame.error || 'the tool call failed'));
+      }
+      break;
+    }
+    case 'interrupt':
+      if (frame.cell === currentCell && interruptCell) interruptCell();
+      break;
+    case 'exit':
+    case 'gone':
+      // A kernel never outlives its pipe, nor does what its cells started in its group.
+      try { if (frame.t === 'gone') process.kill(-process.pid, 'SIGKILL'); } catch {}
+      process.exit(0);
+  }
+});
+reader.on('error', (e) => {
+  process.stderr.write(`[agent-tools runner: the command reader failed: ${e.stack}]\n`);
+  process.exit(70);
+});
+
+const stripTypes = require('node:module').stripTypeScriptTypes;
+const TYPESCRIPT = process.env.AGENT_TOOLS_TYPESCRIPT === '1' && typeof stripTypes === 'function';
+delete process.env.AGENT_TOOLS_TYPESCRIPT;
+
+send({
+  t: 'hello',
+  pid: process.pid,
+  executable: process.execPath,
+  version: process.version,
+  cwd: process.cwd(),
+  typescript: typeof stripTypes === 'function',
+});
