@@ -193,20 +193,5 @@ impl ApprovalResponse {
     }
 }
 
-/// `15 min`, `90 s`, `1 h 5 min`.
-pub fn human_duration(d: Duration) -> String {
-    let secs = d.as_secs();
-    if secs == 0 {
-        return format!("{} ms", d.as_millis());
-    }
-    if secs < 120 {
-        return format!("{secs} s");
-    }
-    let (h, m, s) = (secs / 3600, (secs % 3600) / 60, secs % 60);
-    match (h, m, s) {
-        (0, m, 0) => format!("{m} min"),
-        (0, m, s) => format!("{m} min {s} s"),
-        (h, 0, _) => format!("{h} h"),
-        (h, m, _) => format!("{h} h {m} min"),
-    }
-}
+/// `15 min`, `90 s`, `1 h 5 min`: the one wording of durations.
+pub use agent_tools_support::duration::human as human_duration;

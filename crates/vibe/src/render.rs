@@ -7,25 +7,7 @@ use crate::roster::{
     WorkerView,
 };
 
-/// `0.5 s`, `12 s`, `2 min`, `1 h 5 min`.
-pub fn seconds(d: Duration) -> String {
-    let secs = d.as_secs_f64();
-    if secs < 10.0 {
-        let rounded = (secs * 10.0).round() / 10.0;
-        return format!("{rounded} s");
-    }
-    let secs = d.as_secs();
-    if secs < 120 {
-        return format!("{secs} s");
-    }
-    let (h, m, s) = (secs / 3600, (secs % 3600) / 60, secs % 60);
-    match (h, m, s) {
-        (0, m, 0) => format!("{m} min"),
-        (0, m, s) => format!("{m} min {s} s"),
-        (h, 0, _) => format!("{h} h"),
-        (h, m, _) => format!("{h} h {m} min"),
-    }
-}
+pub use agent_tools_support::duration::human as seconds;
 
 fn secs(value: f64) -> String {
     seconds(Duration::from_secs_f64(value.max(0.0)))

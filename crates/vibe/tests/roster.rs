@@ -169,17 +169,18 @@ fn timeless(value: impl serde::Serialize) -> Value {
     value
 }
 
-/// The text with durations like `0.3 s` or `12 s` replaced, for snapshots.
+/// The text with durations like `250 ms`, `0.3 s` or `12 s` replaced by `[t] s`, for snapshots.
 fn timeless_text(text: &str) -> String {
     let mut out = String::new();
     let words: Vec<&str> = text.split(' ').collect();
     let mut i = 0;
     while i < words.len() {
         let is_number = words[i].parse::<f64>().is_ok();
-        if is_number && words.get(i + 1).is_some_and(|w| w.starts_with('s') || w.starts_with("min"))
+        let unit = words.get(i + 1).copied().unwrap_or("");
+        if is_number && (unit.starts_with('s') || unit.starts_with("min") || unit.starts_with("ms"))
         {
             out.push_str("[t] ");
-            out.push_str(words[i + 1]);
+            out.push_str(unit.strip_prefix('m').filter(|u| u.starts_with('s')).unwrap_or(unit));
             i += 2;
         } else {
             out.push_str(words[i]);
