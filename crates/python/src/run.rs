@@ -45,13 +45,14 @@ pub(crate) struct NativeRun {
 #[pymethods]
 impl NativeRun {
     #[new]
-    #[pyo3(signature = (root = None, surface = None, vibe = false, config = None))]
+    #[pyo3(signature = (root = None, surface = None, vibe = false, config = None, trust_project = false))]
     fn new(
         py: Python<'_>,
         root: Option<PathBuf>,
         surface: Option<String>,
         vibe: bool,
         config: Option<PathBuf>,
+        trust_project: bool,
     ) -> PyResult<Self> {
         let surface = surface
             .map(|s| {
@@ -59,9 +60,8 @@ impl NativeRun {
             })
             .transpose()?;
         let rt = runtime()?;
-        let run = py
-            .detach(|| open(rt, root, surface, vibe, config))
-            .map_err(AgentToolsError::new_err)?;
+        let opening = Opening { root, surface, vibe, config, trust_project };
+        let run = py.detach(|| open(rt, opening)).map_err(AgentToolsError::new_err)?;
         let surface = run.surface();
         Ok(NativeRun {
             root: run.info.root.display().to_string(),
@@ -171,18 +171,23 @@ impl Drop for NativeRun {
     }
 }
 
-/// Root, configuration and surface as the `agent-tools` binary resolves them; `config` replaces
-/// the configuration file found from the root.
-fn open(
-    rt: &tokio::runtime::Runtime,
+/// What `Run(...)` was given.
+struct Opening {
     root: Option<PathBuf>,
     surface: Option<SurfaceKind>,
     vibe: bool,
     config: Option<PathBuf>,
-) -> Result<HostRun, String> {
+    trust_project: bool,
+}
+
+/// Root, configuration and surface as the `agent-tools` binary resolves them (`trust_project` as
+/// `--trust-project`); `config`, a file the caller chose, replaces the configuration found from
+/// the root and the user's directory.
+fn open(rt: &tokio::runtime::Runtime, opening: Opening) -> Result<HostRun, String> {
+    let Opening { root, surface, vibe, config, trust_project } = opening;
     // Families may start background tasks while they attach.
     let _entered = rt.enter();
-    let mut setup = host::prepare_run(root, surface)?;
+    let mut setup = host::prepare_run_trusting(root, surface, trust_project)?;
     if let Some(file) = config {
         let text = std::fs::read_to_string(&file).map_err(|e| {
             format!("config {}: {e}; give the path of an agent-tools.toml file", file.display())
@@ -194,6 +199,7 @@ fn open(
                 None => SurfaceKind::Build,
             };
         }
+        setup.config.apply_ceiling(setup.surface_kind.ceiling());
     }
     Ok(setup.assemble(&Attach::default().with_vibe(vibe)))
 }

@@ -9,6 +9,7 @@ import pytest
 
 import agent_tools
 from agent_tools import AgentToolsError, RunClosedError, ToolNotFoundError
+from conftest import require_env
 
 
 def test_a_build_run_lists_every_family_with_schemas(project: Path) -> None:
@@ -144,3 +145,15 @@ def test_the_module_is_typed_and_versioned() -> None:
     assert (package / "_native.pyi").exists()
     assert agent_tools.__version__.count(".") == 2
     assert agent_tools.Run.call.__doc__
+
+
+def test_a_matplotlib_figure_comes_back_as_an_image(project: Path, tmp_path: Path) -> None:
+    python = require_env("AGENT_TOOLS_TEST_PYTHON", "the test venv's Python, which has matplotlib")
+    config = tmp_path / "agent-tools.toml"
+    config.write_text(f"[eval]\npython = {json.dumps(python)}\n")
+    code = "import matplotlib.pyplot as plt\nplt.plot([1, 2, 3], [1, 4, 9])\nplt.show()"
+    with agent_tools.Run(project, config=config) as run:
+        result = run.call("eval", {"code": code, "description": "plot three points"})
+    assert not result.is_error, result.text
+    assert result.images, result.text
+    assert all(i.mime_type == "image/png" and i.data.startswith(b"\x89PNG") for i in result.images)

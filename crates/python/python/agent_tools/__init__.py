@@ -101,7 +101,10 @@ class Run:
         write and exec tools are absent). Default: ``[mcp] surface`` of the configuration, else
         ``"build"``.
     :param vibe: register the ``vibe_*`` background-worker tools.
-    :param config: an ``agent-tools.toml`` to use instead of the one found from the root.
+    :param config: an ``agent-tools.toml`` to use instead of the ones found from the root and
+        the user's config directory (a file the caller chose, so it is trusted).
+    :param trust_project: trust the project's own ``agent-tools.toml`` (as ``--trust-project``):
+        without it that file may only set limits, never commands or policies.
     :raises AgentToolsError: the root, surface or configuration cannot be used (the message
         says which and what would work).
     """
@@ -113,12 +116,14 @@ class Run:
         surface: Optional[Literal["build", "plan"]] = None,
         vibe: bool = False,
         config: Optional[PathLike] = None,
+        trust_project: bool = False,
     ) -> None:
         self._native = _native.NativeRun(
             root=None if root is None else os.fspath(root),
             surface=surface,
             vibe=vibe,
             config=None if config is None else os.fspath(config),
+            trust_project=trust_project,
         )
         _open_runs.add(self)
 

@@ -21,6 +21,7 @@ class NativeRun:
         surface: Optional[str] = None,
         vibe: bool = False,
         config: Optional[str] = None,
+        trust_project: bool = False,
     ) -> None: ...
     @property
     def root(self) -> str: ...
