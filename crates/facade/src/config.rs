@@ -225,7 +225,11 @@ impl TrustConfig {
     /// Whether `root` is one of the trusted projects or inside one.
     pub fn covers(&self, root: &Path) -> bool {
         self.projects.iter().any(|p| {
-            let p = std::fs::canonicalize(p).unwrap_or_else(|_| p.clone());
+            let p = match (p.strip_prefix("~"), dirs::home_dir()) {
+                (Ok(rest), Some(home)) => home.join(rest),
+                _ => p.clone(),
+            };
+            let p = std::fs::canonicalize(&p).unwrap_or(p);
             root.starts_with(&p)
         })
     }
