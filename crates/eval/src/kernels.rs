@@ -11,6 +11,7 @@ use std::{
     time::Duration,
 };
 
+use agent_tools_support::duration::human as human_duration;
 use tokio_util::sync::CancellationToken;
 
 use crate::{
@@ -500,18 +501,6 @@ fn kernel_pgid(kernel: &ChildKernel) -> i32 {
 
 fn kernel_interrupt(kernel: &JsKernel) -> Arc<AtomicBool> {
     kernel.interrupt_flag()
-}
-
-/// "300 s", "1.5 s", "250 ms".
-pub(crate) fn human_duration(d: Duration) -> String {
-    let secs = d.as_secs_f64();
-    if secs < 1.0 {
-        format!("{} ms", d.as_millis())
-    } else if (secs - secs.round()).abs() < 1e-9 {
-        format!("{} s", secs.round() as u64)
-    } else {
-        format!("{secs:.1} s")
-    }
 }
 
 /// The Python a kernel for `root` would use under `config`, for status and tests.

@@ -53,7 +53,7 @@ pub use crate::{
     payload::{CellPayload, PayloadOutput, Shown, payload},
     render::{images, render},
     types::{
-        BridgeTier, Bundle, CellError, CellImage, CellReport, CellStatus, EvalConfig, EvalRequest,
+        Bundle, CellError, CellImage, CellReport, CellStatus, EvalConfig, EvalRequest,
         InterruptReason, JsEngine, KernelNote, Language, LauncherConfig, Output, StreamName,
     },
 };

@@ -2,6 +2,7 @@
 
 use std::{collections::BTreeMap, path::PathBuf, time::Duration};
 
+use agent_tools_support::Tier;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -10,14 +11,13 @@ use serde_json::Value;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Language {
-    /// CPython: the project's own interpreter (`.venv`, `venv`, then `python3` on PATH).
+    // CPython: the project's own interpreter (`.venv`, `venv`, then `python3` on PATH).
     #[default]
     Python,
-    /// Node.js when `node` resolves (else embedded QuickJS; `[eval] javascript` chooses).
+    // Node.js when `node` resolves, else embedded QuickJS (`[eval] javascript` chooses).
     #[serde(alias = "js")]
     Javascript,
-    /// TypeScript on Node.js with type stripping (Node 23.2+); elsewhere the result says what
-    /// is missing.
+    // TypeScript on Node.js with type stripping (23.2+); elsewhere the result says so.
     #[serde(alias = "ts")]
     Typescript,
 }
@@ -45,18 +45,14 @@ impl Language {
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EvalRequest {
-    /// The cell. The value of its last expression is returned, as in a notebook; variables,
-    /// imports and loaded data persist between calls. Python: top-level `await`, `display(obj)`,
-    /// IPython idioms (`%pip install`, `%cd`, `!cmd`, `x = !cmd`, `%%bash`, `%time`, `%timeit`,
-    /// `%%timeit`, `%env`), and `tool(name, args)` to call the harness's other tools.
-    /// JavaScript: top-level `await`, `console.log`, `display(value)`, `await tool(name, args)`.
+    /// The cell's source.
     pub code: String,
-    /// Required: 5-10 words saying what the cell does, for the transcript.
+    /// 5-10 words saying what the cell does.
     pub description: String,
     /// `python` (default), `javascript` or `typescript`.
     #[serde(default)]
     pub language: Option<Language>,
-    /// Discard this language's kernel and start a clean one before running the cell.
+    /// Start this language's kernel clean first.
     #[serde(default)]
     pub reset: Option<bool>,
 }
@@ -100,7 +96,7 @@ pub struct EvalConfig {
     pub js_memory_limit_mb: usize,
     /// The highest tier `tool()` may reach from a kernel: `read`, `write` or `exec`.
     /// The calling surface's ceiling lowers it further.
-    pub bridge_tier: BridgeTier,
+    pub bridge_tier: Tier,
     pub launcher: LauncherConfig,
 }
 
@@ -116,7 +112,7 @@ impl Default for EvalConfig {
             max_output_chars: 20_000,
             max_images: 8,
             js_memory_limit_mb: 512,
-            bridge_tier: BridgeTier::Exec,
+            bridge_tier: Tier::Exec,
             launcher: LauncherConfig::default(),
         }
     }
@@ -141,16 +137,6 @@ pub enum JsEngine {
     Node,
     /// QuickJS-NG embedded in this process: no file system or network except through `tool()`.
     Quickjs,
-}
-
-/// The highest tier a kernel's `tool()` calls may reach (the facade maps it to its own tiers).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum BridgeTier {
-    Read,
-    Write,
-    #[default]
-    Exec,
 }
 
 /// A mime bundle: mime type to data (text, base64 for images, JSON for application/json).

@@ -8,8 +8,7 @@ use std::{
 };
 
 use agent_tools_eval::{
-    BridgeTier, CellPayload, CellProgress, CellStatus, EvalError, EvalRequest, Kernels, Language,
-    ToolBridge,
+    CellPayload, CellProgress, CellStatus, EvalError, EvalRequest, Kernels, Language, ToolBridge,
 };
 use async_trait::async_trait;
 use serde_json::{Value, json};
@@ -19,17 +18,13 @@ use crate::{
     parse_args,
 };
 
-const DESCRIPTION: &str = "Run a Python (default) or JavaScript cell in a persistent kernel of \
-this conversation: variables, imports and loaded data persist between calls, and the value of \
-the last expression is returned, as in a notebook. Python is the project's own interpreter \
-(.venv, venv, then python3): top-level await, display(obj), a pandas DataFrame comes back as a \
-table and a matplotlib figure as an image; IPython idioms work (%pip install, %cd, !cmd, \
-x = !cmd, %%bash, %time, %timeit, %%timeit, %env). JavaScript is embedded QuickJS: top-level \
-await, console.log, display(value), no file system or network. In both, tool(name, args) calls \
-the other tools of this harness (Python: returns the result; JavaScript: await it), with the \
-same permissions as your own calls; `eval` itself cannot be called. A cell that produces no \
-output for the inactivity budget (default 5 minutes) is interrupted; its state survives. \
-`reset: true` starts the language's kernel clean. Not parallel-safe: run cells one at a time.";
+const DESCRIPTION: &str = "Run a cell in this conversation's persistent kernel: variables and \
+imports persist, and the last expression's value is returned, as in a notebook. Python \
+(default) is the project's interpreter with IPython idioms (%pip, !cmd, %%bash, %time, obj?), \
+display(), DataFrames as tables and figures as images. JavaScript runs on Node.js (require, \
+import, top-level await, display()) or embedded QuickJS. tool(name, args) calls this \
+harness's other tools (JavaScript: await it). A cell silent for the inactivity budget (5 min) \
+is interrupted and its state survives; reset: true starts clean. One cell at a time.";
 
 impl RegistryBuilder {
     /// Registers `eval` over `kernels`, and ends the kernels when the run ends.
@@ -51,11 +46,11 @@ struct EvalTool {
     ceilings: Mutex<HashMap<(String, Language), Tier>>,
 }
 
-fn bridge_tier(tier: BridgeTier) -> Tier {
+fn bridge_tier(tier: agent_tools_support::Tier) -> Tier {
     match tier {
-        BridgeTier::Read => Tier::Read,
-        BridgeTier::Write => Tier::Write,
-        BridgeTier::Exec => Tier::Exec,
+        agent_tools_support::Tier::Read => Tier::Read,
+        agent_tools_support::Tier::Write => Tier::Write,
+        agent_tools_support::Tier::Exec => Tier::Exec,
     }
 }
 
@@ -212,6 +207,37 @@ mod tests {
         insta::assert_json_snapshot!("eval_output_schema", spec.output_schema);
     }
 
+    #[test]
+    fn the_eval_tool_costs_at_most_350_tokens_of_the_tool_list() {
+        let kernels = Arc::new(Kernels::new(EvalConfig::default()));
+        let registry = RegistryBuilder::new().with_kernels(kernels).build();
+        let surface = Surface::build(&registry);
+        let spec = surface.get("eval").expect("eval").spec();
+        let chars = spec.name.len() + spec.description.len() + spec.input_schema.to_string().len();
+        assert!(chars / 4 <= 350, "eval costs {} tokens (chars/4)", chars / 4);
+    }
+
+    #[tokio::test]
+    async fn structured_content_carries_the_value_the_outputs_and_the_traceback() {
+        let (registry, run, _dir) = check(EvalConfig::default());
+        let build = Surface::build(&registry);
+        let ok = eval(&build, &run, "python", "print('hi')\n{'a': 1}").await;
+        let data = ok.structured.clone().expect("structured content");
+        assert_eq!(data["status"], "ok", "{data}");
+        assert_eq!(data["value"]["text"], "{'a': 1}", "{data}");
+        assert_eq!(data["outputs"][0], json!({"type": "stream", "name": "stdout", "text": "hi\n"}));
+        assert!(data["kernel"]["state_preserved"].as_bool().unwrap_or(false), "{data}");
+        let failed = eval(&build, &run, "python", "1/0").await;
+        assert!(failed.is_error);
+        let data = failed.structured.expect("structured content on an error too");
+        assert_eq!(data["error"]["ename"], "ZeroDivisionError", "{data}");
+        assert!(
+            data["error"]["traceback"].as_str().is_some_and(|t| t.contains("ZeroDivisionError")),
+            "{data}"
+        );
+        registry.shutdown().await;
+    }
+
     #[tokio::test]
     async fn eval_is_an_exec_tool_that_needs_a_description() {
         let (registry, run, _dir) = check(EvalConfig::default());
@@ -242,7 +268,12 @@ mod tests {
         assert!(py.text.ends_with("Out[1]: (2, '1\\tone\\n2\\ttwo\\n')"), "{}", py.text);
         let js = eval(&build, &run, "javascript", "(await tool('read', {path: 'notes.txt'})).text")
             .await;
-        assert!(js.text.ends_with("Out[1]: \"1\\tone\\n2\\ttwo\\n\""), "{}", js.text);
+        assert!(
+            js.text.ends_with("Out[1]: '1\\tone\\n2\\ttwo\\n'")
+                || js.text.ends_with("Out[1]: \"1\\tone\\n2\\ttwo\\n\""),
+            "Node or QuickJS: {}",
+            js.text
+        );
         let nested =
             eval(&build, &run, "python", "tool('eval', {'code': '1', 'description': 'x'})").await;
         assert!(nested.is_error);
@@ -278,7 +309,8 @@ mod tests {
 
     #[tokio::test]
     async fn the_configured_bridge_tier_lowers_the_ceiling() {
-        let config = EvalConfig { bridge_tier: BridgeTier::Read, ..EvalConfig::default() };
+        let config =
+            EvalConfig { bridge_tier: agent_tools_support::Tier::Read, ..EvalConfig::default() };
         let (registry, run, _dir) = check(config);
         let build = Surface::build(&registry);
         let code = "import concurrent.futures as cf\n\
