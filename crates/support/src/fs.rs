@@ -477,3 +477,16 @@ impl Root {
         }
     }
 }
+
+/// Swaps two names atomically (`renameat2(RENAME_EXCHANGE)`), as a process racing a tool would:
+/// the tests of every writer use it to swap a folder for a symlink in a tight loop.
+pub fn exchange(a: &Path, b: &Path) -> std::io::Result<()> {
+    rustix::fs::renameat_with(
+        rustix::fs::CWD,
+        a,
+        rustix::fs::CWD,
+        b,
+        rustix::fs::RenameFlags::EXCHANGE,
+    )
+    .map_err(Into::into)
+}

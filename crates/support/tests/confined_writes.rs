@@ -12,7 +12,7 @@ use std::{
 
 use agent_tools_support::{
     Error,
-    fs::Root,
+    fs::{Root, exchange},
     journal::{self, Change, Expect, Journal},
 };
 
@@ -107,23 +107,6 @@ fn a_group_whose_file_changed_since_staging_writes_nothing() {
     assert!(temp_files(tree.path()).is_empty());
 }
 
-/// `renameat2(RENAME_EXCHANGE)`: swaps two names atomically, as an attacker racing us would.
-fn exchange(a: &Path, b: &Path) {
-    let a = std::ffi::CString::new(a.as_os_str().as_encoded_bytes()).unwrap();
-    let b = std::ffi::CString::new(b.as_os_str().as_encoded_bytes()).unwrap();
-    // SAFETY: two valid NUL-terminated paths; the syscall touches no memory of ours otherwise.
-    unsafe {
-        libc::syscall(
-            libc::SYS_renameat2,
-            libc::AT_FDCWD,
-            a.as_ptr(),
-            libc::AT_FDCWD,
-            b.as_ptr(),
-            libc::RENAME_EXCHANGE,
-        );
-    }
-}
-
 #[test]
 fn a_folder_swapped_for_a_symlink_in_a_tight_loop_never_redirects_a_write_outside() {
     let (tree, _state, root, journal) = setup();
@@ -136,7 +119,7 @@ fn a_folder_swapped_for_a_symlink_in_a_tight_loop_never_redirects_a_write_outsid
         let (sub, swap) = (tree.path().join("sub"), tree.path().join("swap"));
         std::thread::spawn(move || {
             while !stop.load(Ordering::Relaxed) {
-                exchange(&sub, &swap);
+                let _ = exchange(&sub, &swap);
             }
         })
     };

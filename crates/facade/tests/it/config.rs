@@ -44,6 +44,7 @@ fn with_user_file(text: Option<&str>) -> tempfile::TempDir {
     dir
 }
 
+#[cfg(feature = "lsp")]
 #[test]
 fn an_untrusted_project_file_sets_limits_but_never_commands_or_policies() {
     let _user = with_user_file(Some(
@@ -75,6 +76,7 @@ fn an_untrusted_project_file_sets_limits_but_never_commands_or_policies() {
     );
 }
 
+#[cfg(feature = "lsp")]
 #[test]
 fn a_project_the_user_trusts_sets_everything() {
     let dir = tempfile::tempdir().unwrap();
@@ -89,6 +91,7 @@ fn a_project_the_user_trusts_sets_everything() {
     assert!(flagged.project_trusted);
 }
 
+#[cfg(feature = "lsp")]
 #[test]
 fn only_an_exec_ceiling_or_the_users_trust_lets_project_code_run() {
     let mut config = Config::default();

@@ -4,6 +4,7 @@
 use std::os::unix::fs::PermissionsExt;
 
 use agent_tools::SurfaceKind;
+use agent_tools_support::fs::exchange;
 use serde_json::{Value, json};
 
 use crate::Project;
@@ -200,23 +201,6 @@ fn apply_patch_rejects_text_that_is_not_a_diff() {
     insta::assert_snapshot!(text, @"apply_patch: argument `patch`: no file sections found; expected a unified diff with `--- a/path`, `+++ b/path` and `@@ -l,n +l,n @@` hunks; no file was changed");
 }
 
-/// `renameat2(RENAME_EXCHANGE)`: swaps two names atomically, as a racing process would.
-fn exchange(a: &std::path::Path, b: &std::path::Path) {
-    let a = std::ffi::CString::new(a.as_os_str().as_encoded_bytes()).unwrap();
-    let b = std::ffi::CString::new(b.as_os_str().as_encoded_bytes()).unwrap();
-    // SAFETY: two valid NUL-terminated paths; the syscall reads nothing else of ours.
-    unsafe {
-        libc::syscall(
-            libc::SYS_renameat2,
-            libc::AT_FDCWD,
-            a.as_ptr(),
-            libc::AT_FDCWD,
-            b.as_ptr(),
-            libc::RENAME_EXCHANGE,
-        );
-    }
-}
-
 fn stray_temp_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     let mut found = Vec::new();
     for entry in std::fs::read_dir(dir).unwrap().flatten() {
@@ -241,7 +225,7 @@ fn a_folder_swapped_for_an_outside_symlink_during_writes_never_gets_a_file_outsi
         let (sub, swap) = (project.dir.path().join("sub"), project.dir.path().join("swap"));
         std::thread::spawn(move || {
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                exchange(&sub, &swap);
+                let _ = exchange(&sub, &swap);
             }
         })
     };
