@@ -1,10 +1,12 @@
-//! `cargo xtask bench diagnostics`: the overhead of diagnostics on write with real servers.
+//! `cargo xtask bench diagnostics`: diagnostics on write with real servers.
 //!
-//! Runs the facade's ignored `bench_diagnostics_on_write` test (basedpyright and clangd): the
-//! same sequence of writes (`--writes`, default 100; an error at a moving line, then clean) goes
-//! through a minimal client (sync + wait for that version's diagnostics: the server's own time)
-//! and through the wrapped `write` (end of the write to the result). Prints p50/p90 of both and
-//! the overhead. Needs `cargo xtask setup` (basedpyright, clangd-16).
+//! First the lsp crate's ignored `bench_diagnostics_on_write_on_a_3000_line_file` test (p50/p90
+//! per language on a file of about 3,000 lines: basedpyright, typescript-language-server,
+//! clangd, gopls), then the facade's ignored `bench_diagnostics_on_write` test (basedpyright and
+//! clangd): the same sequence of writes (`--writes`, default 100; an error at a moving line,
+//! then clean) goes through a minimal client (sync + wait for that version's diagnostics: the
+//! server's own time) and through the wrapped `write` (end of the write to the result). Prints
+//! p50/p90 of both and the overhead. Needs `cargo xtask setup`.
 
 #![allow(clippy::print_stdout)]
 
@@ -20,6 +22,20 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
         .cloned()
         .unwrap_or_else(|| "100".into());
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut large = Command::new(&cargo);
+    large
+        .args([
+            "test",
+            "-p",
+            "agent-tools-lsp",
+            "--test",
+            "bench_on_write",
+            "--",
+            "--ignored",
+            "--nocapture",
+        ])
+        .env("AGENT_TOOLS_BENCH_WRITES", &writes);
+    crate::run(crate::setup::with_test_env(&mut large))?;
     let mut cmd = Command::new(cargo);
     cmd.args([
         "test",

@@ -114,11 +114,12 @@ impl WriteDiagnostics {
     }
 }
 
-fn unverified_reason(wait: &DiagnosticsWait) -> String {
+/// Why a file's diagnostics were not had; `deadline` is the bound that applied to it.
+fn unverified_reason(wait: &DiagnosticsWait, deadline: Duration) -> String {
     match wait {
         DiagnosticsWait::Timeout { indexing: Some(what), .. } => format!("server {what}"),
-        DiagnosticsWait::Timeout { waited, .. } => {
-            format!("no diagnostics for the new version within {} ms", waited.as_millis())
+        DiagnosticsWait::Timeout { .. } => {
+            format!("no diagnostics for the new version within {} ms", deadline.as_millis())
         }
         DiagnosticsWait::Closed => "server exited".into(),
         DiagnosticsWait::Cancelled => "cancelled".into(),
@@ -168,7 +169,10 @@ impl Supervisor {
                 let deadline = Instant::now() + self.write_deadline(path);
                 match self.document_diagnostics(&handle, deadline, cancel).await {
                     Ok(diags) => Ok(Some(shown(diags))),
-                    Err(wait) => Err((Some(handle.server_label()), unverified_reason(&wait))),
+                    Err(wait) => Err((
+                        Some(handle.server_label()),
+                        unverified_reason(&wait, self.write_deadline(path)),
+                    )),
                 }
             }
         }
@@ -246,7 +250,9 @@ impl Supervisor {
             async move {
                 let t = Instant::now();
                 let result = self.document_diagnostics(&p.handle, deadline, cancel).await;
-                if result.is_ok() {
+                // A file that ran out of time gets twice as long next time (up to the startup
+                // wait), so a large file's diagnostics are verified from its second write on.
+                if matches!(result, Ok(_) | Err(DiagnosticsWait::Timeout { .. })) {
                     self.record_measured(&p.path, t.elapsed());
                 }
                 result
@@ -287,8 +293,10 @@ impl Supervisor {
                         report.baseline_unknown.push(shown_path);
                     } else {
                         let delta = ledger.update(&p.path, &diags);
-                        report.known += delta.known;
+                        // Only the written files' known diagnostics are counted: a re-checked
+                        // file reports what is new in it, nothing else.
                         if p.written {
+                            report.known += delta.known;
                             report.new.extend(delta.new)
                         } else {
                             others.extend(delta.new)
@@ -298,9 +306,10 @@ impl Supervisor {
                 // An open file that was only re-checked and did not answer in time is no
                 // failure of this write.
                 Err(_) if !p.written => {}
-                Err(wait) => report
-                    .not_verified
-                    .push(format!("{shown_path} ({server}, {})", unverified_reason(&wait))),
+                Err(wait) => report.not_verified.push(format!(
+                    "{shown_path} ({server}, {})",
+                    unverified_reason(&wait, self.write_deadline(&p.path))
+                )),
             }
         }
         report.new.extend(others);

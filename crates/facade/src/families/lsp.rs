@@ -170,6 +170,24 @@ mod tests {
     }
 
     #[test]
+    fn the_lsp_tool_specs_are_stable_and_within_their_share_of_the_budget() {
+        let dir = tempfile::tempdir().unwrap();
+        let registry = RegistryBuilder::new().with_lsp(dir.path(), LspConfig::default()).build();
+        let build = registry.surface(SurfaceKind::Build);
+        let specs: Vec<&ToolSpec> =
+            ["lsp", "lsp_rename"].iter().map(|n| build.get(n).unwrap().spec()).collect();
+        // name + description + inputSchema, chars / 4, as the build surface's budget counts.
+        let tokens: usize = specs
+            .iter()
+            .map(|s| s.name.len() + s.description.len() + s.input_schema.to_string().len())
+            .sum::<usize>()
+            / 4;
+        assert!(tokens <= 450, "lsp + lsp_rename cost {tokens} tokens");
+        assert!(specs.iter().all(|s| s.output_schema.is_some()));
+        insta::assert_json_snapshot!("lsp_tool_specs", specs);
+    }
+
+    #[test]
     fn status_says_why_each_language_present_has_no_server() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("main.rs"), "fn main() {}\n").unwrap();
