@@ -4,15 +4,18 @@
 use std::{
     collections::{BTreeMap, HashMap},
     fmt::Write as _,
-    io::Write as _,
-    os::unix::fs::PermissionsExt,
     path::{Path, PathBuf},
     sync::Mutex,
 };
 
+use agent_tools_support::{
+    Error as SupportError,
+    fs::Root,
+    journal::{Change, Expect, Journal},
+};
+
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 use crate::{
     error::AstError,
@@ -124,6 +127,8 @@ struct StagedFile {
 
 #[derive(Debug, Clone)]
 struct StagedEdit {
+    /// The run's root (canonical): `accept` reopens it and resolves every file beneath it.
+    root: PathBuf,
     files: Vec<StagedFile>,
     replacements: usize,
 }
@@ -328,9 +333,7 @@ struct FileEdit {
     diff: String,
 }
 
-fn sha256(bytes: &[u8]) -> [u8; 32] {
-    Sha256::digest(bytes).into()
-}
+use agent_tools_support::journal::sha256;
 
 /// The source with every kept match replaced: outermost matches win, nested ones are counted.
 /// Only the range a match's pattern tokens cover is replaced, so a trailing comment or `;`
@@ -516,7 +519,11 @@ impl EditStore {
             let id = state.next;
             state.staged.insert(
                 id,
-                StagedEdit { files: edits.into_iter().map(|e| e.staged).collect(), replacements },
+                StagedEdit {
+                    root: scope.root.clone(),
+                    files: edits.into_iter().map(|e| e.staged).collect(),
+                    replacements,
+                },
             );
             while state.staged.len() > MAX_STAGED {
                 if let Some((old, _)) = state.staged.pop_first() {
@@ -596,14 +603,27 @@ impl EditStore {
     }
 }
 
+/// Writes every file of the edit or none, through the support crate: each file is resolved
+/// beneath the root by handle (a folder swapped for a symlink after staging can never redirect
+/// the write out of the root), re-hashed, and the group is committed crash-atomically with an
+/// intent journal outside the tree.
 fn accept(edit: &StagedEdit) -> Result<(), AstError> {
-    let mut originals = Vec::with_capacity(edit.files.len());
+    let root = Root::open(&edit.root).map_err(|e| AstError::Io(e.to_string()))?;
     let mut stale = Vec::new();
+    let mut changes = Vec::with_capacity(edit.files.len());
     for f in &edit.files {
-        match std::fs::read(&f.path) {
-            Ok(bytes) if sha256(&bytes) == f.hash => originals.push(bytes),
-            Ok(_) => stale.push((f, "changed")),
-            Err(_) => stale.push((f, "missing or unreadable")),
+        let rel = root.confine(&f.rel, "path").map_err(|e| AstError::Path(e.to_string()))?;
+        match root.read(&rel, "path") {
+            Ok(bytes) if sha256(&bytes) == f.hash => changes.push(Change::write(
+                rel,
+                f.new_contents.clone().into_bytes(),
+                Expect::Sha256(f.hash),
+            )),
+            Ok(_) => stale.push((f, "changed".to_string())),
+            Err(e @ (SupportError::Escapes { .. } | SupportError::Outside { .. })) => {
+                stale.push((f, format!("no longer inside the root: {e}")));
+            }
+            Err(_) => stale.push((f, "missing or unreadable".to_string())),
         }
     }
     if !stale.is_empty() {
@@ -620,82 +640,16 @@ fn accept(edit: &StagedEdit) -> Result<(), AstError> {
             files: stale.iter().map(|(f, _)| f.path.clone()).collect(),
         });
     }
-    let changes: Vec<(&Path, &[u8], &[u8], [u8; 32])> = edit
-        .files
-        .iter()
-        .zip(&originals)
-        .map(|(f, o)| (f.path.as_path(), f.new_contents.as_bytes(), o.as_slice(), f.hash))
-        .collect();
-    write_group(&changes, None).map_err(AstError::Io)
-}
-
-/// Writes every file or none: temp files beside each target first (fsynced, permissions kept),
-/// then renames, each preceded by a hash re-check; on a failure, renamed files are restored.
-///
-/// `fail_at` makes the rename of that index fail (tests of the rollback).
-pub(crate) fn write_group(
-    changes: &[(&Path, &[u8], &[u8], [u8; 32])],
-    fail_at: Option<usize>,
-) -> Result<(), String> {
-    let mut temps = Vec::with_capacity(changes.len());
-    for (path, new, _, _) in changes {
-        let temp = prepare(path, new).map_err(|e| {
-            format!(
-                "cannot write a temporary file beside {}: {e}; nothing was written",
-                path.display()
-            )
-        })?;
-        temps.push(temp);
-    }
-    let mut done: Vec<usize> = Vec::new();
-    for (i, ((path, _, original, hash), temp)) in changes.iter().zip(temps).enumerate() {
-        let step = if fail_at == Some(i) {
-            Err(format!("injected failure renaming onto {}", path.display()))
-        } else {
-            match std::fs::read(path) {
-                Ok(now) if sha256(&now) == *hash => temp
-                    .persist(path)
-                    .map(|_| ())
-                    .map_err(|e| format!("{}: {}", path.display(), e.error)),
-                _ => Err(format!("{} changed while the edit was being written", path.display())),
-            }
-        };
-        if let Err(err) = step {
-            let mut restore_failures = Vec::new();
-            for j in done.iter().rev() {
-                let (p, _, orig, _) = changes[*j];
-                if let Err(e) =
-                    prepare(p, orig).and_then(|t| t.persist(p).map(|_| ()).map_err(|e| e.error))
-                {
-                    restore_failures.push(format!("{}: {e}", p.display()));
-                }
-            }
-            let _ = original;
-            return Err(if restore_failures.is_empty() {
-                format!(
-                    "not applied: {err}; the {} file(s) already written were restored, so nothing changed",
-                    done.len()
-                )
-            } else {
-                format!(
-                    "not applied: {err}; restoring failed for {} — check those files",
-                    restore_failures.join(", ")
-                )
-            });
-        }
-        done.push(i);
-    }
-    Ok(())
-}
-
-fn prepare(path: &Path, contents: &[u8]) -> std::io::Result<tempfile::NamedTempFile> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let mut temp = tempfile::Builder::new().prefix(".agent-tools-astgrep-").tempfile_in(dir)?;
-    temp.write_all(contents)?;
-    temp.as_file().sync_all()?;
-    let mode = std::fs::metadata(path).map(|m| m.permissions().mode()).unwrap_or(0o644);
-    std::fs::set_permissions(temp.path(), std::fs::Permissions::from_mode(mode))?;
-    Ok(temp)
+    let journal = Journal::for_root(&root).map_err(|e| AstError::Io(e.to_string()))?;
+    journal.commit(&root, &changes).map(|_| ()).map_err(|e| match e {
+        SupportError::Changed { .. } => AstError::Stale {
+            message: format!(
+                "not applied: {e}. Nothing was written and the edit was dropped; call ast_edit again"
+            ),
+            files: edit.files.iter().map(|f| f.path.clone()).collect(),
+        },
+        other => AstError::Io(format!("not applied, nothing was written: {other}")),
+    })
 }
 
 /// Lines of diff shown before the renderer cuts it.
@@ -783,38 +737,6 @@ pub fn render_resolution(r: &Resolution) -> String {
         }
         ResolveAction::Discard => {
             format!("discarded {} ({replacements} in {files}); nothing was written", r.edit_id)
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_failed_rename_restores_the_files_already_written() {
-        let dir = tempfile::tempdir().unwrap();
-        let paths: Vec<PathBuf> = (0..3).map(|i| dir.path().join(format!("f{i}.txt"))).collect();
-        for p in &paths {
-            std::fs::write(p, b"old").unwrap();
-        }
-        let hash = sha256(b"old");
-        let changes: Vec<(&Path, &[u8], &[u8], [u8; 32])> =
-            paths.iter().map(|p| (p.as_path(), &b"new"[..], &b"old"[..], hash)).collect();
-        let err = write_group(&changes, Some(2)).unwrap_err();
-        assert!(err.contains("the 2 file(s) already written were restored"), "{err}");
-        for p in &paths {
-            assert_eq!(std::fs::read(p).unwrap(), b"old");
-        }
-        let leftovers: Vec<_> = std::fs::read_dir(dir.path())
-            .unwrap()
-            .flatten()
-            .filter(|e| e.file_name().to_string_lossy().starts_with(".agent-tools-astgrep-"))
-            .collect();
-        assert!(leftovers.is_empty(), "temp files left behind: {leftovers:?}");
-        write_group(&changes, None).unwrap();
-        for p in &paths {
-            assert_eq!(std::fs::read(p).unwrap(), b"new");
         }
     }
 }

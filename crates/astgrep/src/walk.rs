@@ -12,6 +12,8 @@ use std::{
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use agent_tools_support::fs::{Kind, Root};
+
 use crate::{error::AstError, lang::Lang, matcher::RawMatch, query::Query};
 
 /// Limits and plumbing a host passes to a search.
@@ -80,6 +82,8 @@ pub struct Scope {
     pub lang: Lang,
     /// The target as shown to the model (relative to the root, `.` for the root).
     pub display: String,
+    /// The root, held open: files are read beneath it by handle.
+    pub(crate) handle: Arc<Root>,
 }
 
 /// Resolves `path` (default: the root) inside `root` and chooses the language.
@@ -88,34 +92,25 @@ pub fn resolve_scope(
     path: Option<&str>,
     language: Option<&str>,
 ) -> Result<Scope, AstError> {
-    let root = std::fs::canonicalize(root).map_err(|e| {
+    // Confinement goes through the support crate's root handle: `..` and symlinks are judged
+    // by the kernel beneath the root, never by comparing path strings.
+    let handle = Root::open(root).map_err(|e| {
         AstError::Path(format!("the run's root {} is not usable: {e}", root.display()))
     })?;
+    let root = handle.path().to_path_buf();
     let arg = path.map(str::trim).filter(|p| !p.is_empty()).unwrap_or(".");
-    let joined = if Path::new(arg).is_absolute() { PathBuf::from(arg) } else { root.join(arg) };
-    let target = std::fs::canonicalize(&joined).map_err(|e| {
-        if e.kind() == std::io::ErrorKind::NotFound {
-            AstError::Path(format!(
-                "path `{arg}` does not exist under the root {}; give a file or directory inside it",
-                root.display()
-            ))
-        } else {
-            AstError::Path(format!("path `{arg}`: {e}"))
-        }
-    })?;
-    if !target.starts_with(&root) {
+    let rel = handle.confine(arg, "path").map_err(|e| AstError::Path(e.to_string()))?;
+    let kind = handle.kind(&rel, "path").map_err(|e| AstError::Path(e.to_string()))?;
+    let Some(kind) = kind else {
         return Err(AstError::Path(format!(
-            "path `{arg}` is outside the run's root {}; use a path inside it (relative paths are resolved \
-             from the root)",
+            "path `{arg}` does not exist under the root {}; give a file or directory inside it",
             root.display()
         )));
-    }
-    let is_file = target.is_file();
-    let display = match target.strip_prefix(&root) {
-        Ok(rel) if rel.as_os_str().is_empty() => ".".to_string(),
-        Ok(rel) => rel.display().to_string(),
-        Err(_) => target.display().to_string(),
     };
+    let real = handle.real(&rel, "path").map_err(|e| AstError::Path(e.to_string()))?;
+    let target = handle.join(&real);
+    let is_file = kind == Kind::File;
+    let display = real.to_string();
     let lang = match language.map(str::trim).filter(|l| !l.is_empty()) {
         Some(id) => Lang::from_id(id).ok_or_else(|| {
             AstError::Language(format!(
@@ -137,7 +132,7 @@ pub fn resolve_scope(
         }
     };
     lang.require_built()?;
-    Ok(Scope { root, target, is_file, lang, display })
+    Ok(Scope { root, target, is_file, lang, display, handle: Arc::new(handle) })
 }
 
 /// A parsed file with at least one match, handed to the per-file step.
@@ -205,11 +200,23 @@ pub(crate) fn scan<T: Send>(
         {
             (progress.0)(scanned);
         }
-        let meta = std::fs::metadata(path).map_err(|e| Skip::Unreadable(e.to_string()))?;
+        // Read by handle beneath the root: a folder swapped for a symlink during the walk can
+        // never make the search read (and a rewrite stage) a file outside the root.
+        let confined = scope
+            .handle
+            .relative_of(path)
+            .ok_or_else(|| Skip::Unreadable("outside the root".into()))?;
+        let mut file = scope
+            .handle
+            .open_file(&confined, "path")
+            .map_err(|e| Skip::Unreadable(e.to_string()))?;
+        let meta = file.metadata().map_err(|e| Skip::Unreadable(e.to_string()))?;
         if meta.len() > options.max_file_bytes {
             return Err(Skip::Large(meta.len()));
         }
-        let bytes = std::fs::read(path).map_err(|e| Skip::Unreadable(e.to_string()))?;
+        let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+        std::io::Read::read_to_end(&mut file, &mut bytes)
+            .map_err(|e| Skip::Unreadable(e.to_string()))?;
         if memchr::memchr(0, &bytes[..bytes.len().min(8192)]).is_some() {
             return Err(Skip::Binary);
         }

@@ -197,3 +197,98 @@ fn a_rewrite_that_changes_nothing_stages_nothing_and_says_so() {
         "{text}"
     );
 }
+
+/// Names of the files under `dir`, recursively, relative to it.
+fn tree(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                stack.push(path);
+            } else {
+                out.push(path.strip_prefix(dir).unwrap().display().to_string());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn accept_never_writes_outside_the_root_when_a_folder_became_a_symlink_after_staging() {
+    let dir = project(&[("root/stage/t.py", "print(1)\n"), ("outside/t.py", "print(1)\n")]);
+    let root = dir.path().join("root");
+    let outside = dir.path().join("outside");
+    let store = EditStore::new();
+    let staged = check(&store, &root, "print($X)", "log($X)", Some("stage/t.py"), None).unwrap();
+    assert_eq!(staged.edit_id.as_deref(), Some("edit_1"));
+    // The folder is swapped for a symlink to an outside folder holding identical bytes.
+    std::fs::rename(root.join("stage"), dir.path().join("stage.moved")).unwrap();
+    std::os::unix::fs::symlink(&outside, root.join("stage")).unwrap();
+    let err = resolve(&store, "edit_1", ResolveAction::Accept).unwrap_err();
+    assert!(
+        err.contains("no longer inside the root") && err.contains("Nothing was written"),
+        "{err}"
+    );
+    assert_eq!(read(&outside, "t.py"), "print(1)\n");
+    assert_eq!(tree(&outside), ["t.py"]);
+}
+
+#[test]
+fn accept_racing_a_folder_swap_puts_no_file_outside_the_root() {
+    let dir = project(&[("root/sub/t.py", "print(1)\n"), ("outside/t.py", "print(1)\n")]);
+    let root = dir.path().join("root");
+    let outside = dir.path().join("outside");
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let swapper = std::thread::spawn({
+        let (root, outside, stop) = (root.clone(), outside.clone(), stop.clone());
+        let parked = dir.path().join("sub.parked");
+        move || {
+            let mut swaps = 0u32;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                // sub → symlink to outside, then back: the window a racing write could use.
+                if std::fs::rename(root.join("sub"), &parked).is_ok() {
+                    let _ = std::os::unix::fs::symlink(&outside, root.join("sub"));
+                    std::thread::yield_now();
+                    let _ = std::fs::remove_file(root.join("sub"));
+                    let _ = std::fs::rename(&parked, root.join("sub"));
+                    swaps += 1;
+                    // Mostly a real folder, so stagings succeed and accepts race the swap.
+                    std::thread::sleep(std::time::Duration::from_micros(300));
+                }
+            }
+            swaps
+        }
+    });
+    let store = EditStore::new();
+    let mut accepted = 0;
+    for i in 0..200 {
+        // Alternate the rewrite so every round has something to write.
+        let (from, to) =
+            if i % 2 == 0 { ("print($X)", "log($X)") } else { ("log($X)", "print($X)") };
+        // Stage while `sub` is the real folder (bounded wait), so the race is against accept.
+        for _ in 0..10_000 {
+            if std::fs::symlink_metadata(root.join("sub")).is_ok_and(|m| m.is_dir()) {
+                break;
+            }
+            std::thread::yield_now();
+        }
+        let Ok(p) = check(&store, &root, from, to, Some("sub"), Some("python")) else { continue };
+        let Some(id) = p.edit_id else { continue };
+        if resolve(&store, &id, ResolveAction::Accept).is_ok() {
+            accepted += 1;
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let swaps = swapper.join().unwrap();
+    assert!(swaps > 0, "the folder was never swapped");
+    assert_eq!(read(&outside, "t.py"), "print(1)\n", "a write went outside the root");
+    assert_eq!(tree(&outside), ["t.py"], "files appeared outside the root");
+    let leftovers: Vec<String> =
+        tree(&root).into_iter().filter(|f| f.contains(".agent-tools-")).collect();
+    assert!(leftovers.is_empty(), "temp files left: {leftovers:?}");
+    // Accepts did go through between swaps, so the loop exercised the write path.
+    assert!(accepted > 0, "no accept of 200 was written ({swaps} swaps)");
+}
