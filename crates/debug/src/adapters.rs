@@ -216,9 +216,12 @@ pub struct AdapterReport {
     /// The markers looked for in the root.
     pub markers: Vec<String>,
     /// The marker found, relative to the root.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub marker: Option<String>,
     /// The command that would start the adapter.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
     /// Facts that make it unusable, or worth knowing.
     pub problems: Vec<String>,

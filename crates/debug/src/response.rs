@@ -63,6 +63,7 @@ fn object_root(schema: &mut schemars::Schema) {
 pub enum RunState {
     Stopped(Box<StopSnapshot>),
     Exited {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         exit_code: Option<i64>,
         /// How it ended when not by exiting itself: a signal, or gone unreported.
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -90,12 +91,16 @@ pub struct StopSnapshot {
     pub stop: u64,
     /// breakpoint, step, exception, pause, entry, function breakpoint, …
     pub reason: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exception: Option<ExceptionView>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thread: Option<ThreadView>,
     /// Whether every thread stopped (most adapters stop all).
     pub all_threads_stopped: bool,
     /// The top frame in the user's code (library and runtime frames skipped).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub frame: Option<FrameView>,
     /// How many frames above it were skipped (runtime, libraries).
     pub frames_skipped: usize,
@@ -105,6 +110,7 @@ pub struct StopSnapshot {
     pub locals: Vec<VariableView>,
     /// Locals not shown; `variables` with `locals_reference` pages through all of them.
     pub locals_more: usize,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub locals_reference: Option<u64>,
     /// The user frame and its callers (at most 5).
     pub stack: Vec<FrameView>,
@@ -124,11 +130,15 @@ pub struct SourceLine {
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct ExceptionView {
     /// The exception's type, for example `KeyError`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     /// always, unhandled, userUnhandled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub break_mode: Option<String>,
     /// The adapter's stack trace text, if it gives one (cut).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub details: Option<String>,
 }
 
@@ -144,8 +154,11 @@ pub struct FrameView {
     pub frame_id: u64,
     pub name: String,
     /// Relative to the root when inside it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub line: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub column: Option<u32>,
     /// Library or runtime code (skipped when choosing the user frame).
     pub library: bool,
@@ -156,12 +169,15 @@ pub struct VariableView {
     pub name: String,
     pub value: String,
     #[serde(rename = "type")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub type_name: Option<String>,
     /// Characters cut from the value (0 if whole).
     pub cut_chars: usize,
     /// Pass as `reference` to `variables` to see the children (absent if it has none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reference: Option<u64>,
     /// How many children, when the adapter says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub children: Option<u64>,
 }
 
@@ -170,6 +186,7 @@ pub struct ScopeView {
     pub name: String,
     pub reference: u64,
     pub expensive: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub count: Option<u64>,
 }
 
@@ -179,6 +196,7 @@ pub struct StackView {
     pub thread_id: i64,
     pub frames: Vec<FrameView>,
     /// Total frames, when the adapter says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub total: Option<u64>,
 }
 
@@ -190,12 +208,14 @@ pub struct VariablesView {
     /// Whether there are children after these ones (page with `start`).
     pub has_more: bool,
     /// How many children there are in all, when the adapter says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub total: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct EvaluateView {
     pub expression: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub frame_id: Option<u64>,
     pub result: VariableView,
 }
@@ -204,6 +224,7 @@ pub struct EvaluateView {
 pub struct OutputView {
     pub output: OutputChunk,
     /// Whether the program has exited, and how.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<i64>,
 }
 
@@ -217,6 +238,7 @@ pub struct InputView {
     /// Characters waiting because the pipe is full.
     pub pending: usize,
     /// Where the program is after it read the input, when it was running.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state: Option<RunState>,
 }
 
@@ -227,10 +249,12 @@ pub struct BreakpointView {
     /// The line asked for.
     pub requested: u32,
     /// The line it landed on (may differ: the next line with code).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub line: Option<u32>,
     /// Whether the adapter could place it.
     pub verified: bool,
     /// Why not, if the adapter said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
 }
 
@@ -250,8 +274,11 @@ pub struct SessionView {
     pub program: String,
     /// The adapter command line (or the port for a direct attach).
     pub command: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub adapter_version: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub adapter_pid: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub debuggee_pid: Option<i32>,
     /// Seconds until the session's time limit ends it.
     pub ttl_seconds_left: u64,
@@ -268,11 +295,14 @@ pub struct StartedView {
 
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct StatusView {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<SessionView>,
     /// stopped, running, exited, adapter_gone, none.
     pub state: String,
     /// The current stop: number, reason and place.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop: Option<StopSummary>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<i64>,
     /// How the program ended when not by exiting itself (a signal, gone unreported).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -280,6 +310,7 @@ pub struct StatusView {
     /// Breakpoints set for this conversation (sent on launch).
     pub breakpoints: usize,
     /// Why the last session ended, if none runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_end: Option<String>,
     /// Output entries not yet read.
     pub unread_output: u64,
@@ -289,7 +320,9 @@ pub struct StatusView {
 pub struct StopSummary {
     pub stop: u64,
     pub reason: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thread_id: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub place: Option<String>,
 }
 
@@ -305,5 +338,6 @@ pub struct TeardownReport {
     pub killed: Vec<String>,
     /// The final output not yet read.
     pub output: OutputChunk,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<i64>,
 }

@@ -245,3 +245,84 @@ fn dart_over_mcp_through_the_fake_adapter_and_the_run_end_cleans_up() {
     );
     assert!(ok(&results[1]).contains("Stopped at stop 1 (exception)"), "{}", text_of(&results[1]));
 }
+
+/// Runs raw driver `steps` (with `cancel_after` and `progress`, which `McpScript::call` does not
+/// set) against `root`; returns the results after `initialize`, and proves nothing survives.
+fn run_steps(root: &Path, python: &Path, steps: Vec<Value>) -> Vec<Value> {
+    let marker = McpScript::new(root, &[]).marker().to_string();
+    let host = host_binary().display().to_string();
+    let server = json!([host, "mcp", "--root", root.display().to_string(), "--trust-project"]);
+    let script = json!({
+        "server": server,
+        "env": {"AGENT_TOOLS_E2E_MARKER": marker, "RUST_LOG": "warn"},
+        "steps": steps,
+        "elicitation": null,
+    });
+    let file = root.join(".e2e-script.json");
+    std::fs::write(&file, script.to_string()).expect("write the script");
+    let driver = Path::new(env!("CARGO_MANIFEST_DIR")).join("py").join("mcp_driver.py");
+    let output = Command::new(python).arg(driver).arg(&file).output().expect("run the driver");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert_no_survivors(&marker, Duration::from_secs(15));
+    let out: Value = serde_json::from_slice(&output.stdout).expect("driver JSON");
+    out["results"].as_array().cloned().unwrap_or_default()[1..].to_vec()
+}
+
+#[test]
+fn a_cancelled_wait_returns_and_leaves_the_session_usable_with_progress_and_structured_content() {
+    let Some(python) = mcp_python() else { return };
+    let has_debugpy = Command::new(&python)
+        .args(["-c", "import debugpy"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !require("debugpy in the test venv", has_debugpy, "run `cargo xtask setup`") {
+        return;
+    }
+    let wrapper = format!("#!/bin/sh\nexec {} \"$@\"\n", python.display());
+    let project = TempProject::new(&[
+        ("pyproject.toml", "[project]\nname = \"looping\"\n"),
+        ("loop.py", &fixture("python/loop.py")),
+        (".venv/bin/python", &wrapper),
+    ]);
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(
+        project.root.join(".venv/bin/python"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    let call = |args: Value| json!({"op": "call", "tool": "debug", "args": args});
+    let results = run_steps(
+        &project.root,
+        &python,
+        vec![
+            // The program never stops: the client gives up after 4 s and cancels.
+            json!({"op": "call", "tool": "debug", "cancel_after": 4, "progress": true,
+                   "args": {"operation": "launch", "program": "loop.py", "wait_seconds": 300}}),
+            call(json!({"operation": "status"})),
+            json!({"op": "call", "tool": "debug", "progress": true,
+                   "args": {"operation": "continue", "wait_seconds": 3}}),
+            call(json!({"operation": "pause"})),
+            call(json!({"operation": "terminate"})),
+        ],
+    );
+    assert_eq!(results[0]["cancelled"]["answered"], false, "{:?}", results[0]);
+    // The session survived the cancel: it runs, a wait reports progress, pause stops it.
+    let status = ok(&results[1]);
+    assert!(status.contains("The program is running."), "{status}");
+    assert_eq!(results[1]["structured"]["kind"], "status");
+    assert_eq!(results[1]["structured"]["state"], "running");
+    let waited = ok(&results[2]);
+    assert!(waited.contains("still running after"), "{waited}");
+    let progress = results[2]["progress"].as_array().cloned().unwrap_or_default();
+    assert!(
+        progress.iter().any(|p| p["message"] == "waiting for the program to stop"),
+        "progress while waiting: {progress:?}"
+    );
+    let paused = ok(&results[3]);
+    assert!(paused.contains("Stopped (stop 1): pause"), "{paused}");
+    // The structured content is the same outcome as data.
+    assert_eq!(results[3]["structured"]["kind"], "run");
+    assert_eq!(results[3]["structured"]["state"], "stopped");
+    assert_eq!(results[3]["structured"]["reason"], "pause");
+    ok(&results[4]);
+}

@@ -246,7 +246,7 @@ impl Session {
             "stepIn" => "step in",
             _ => "step out",
         };
-        let (running, epoch) = self.shared.read(|s| (s.running && s.epoch > 0, s.epoch));
+        let (running, epoch) = self.shared.read(|s| (s.running || s.epoch == 0, s.epoch));
         if command == "continue" && running && !self.finished() {
             // Already running (an earlier wait ended first): wait for the next stop again.
             return Ok(self.wait_state(epoch, wait, cancel).await);
