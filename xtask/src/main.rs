@@ -104,10 +104,20 @@ fn ci() -> Result<()> {
     nextest(&["--profile".into(), "ci".into()])
 }
 
+/// nextest over the workspace, or over the packages `extra` names with `-p`.
 fn nextest(extra: &[String]) -> Result<()> {
-    step("cargo nextest run --workspace");
+    let scope = if extra.iter().any(|a| a == "-p" || a.starts_with("--package")) {
+        None
+    } else {
+        Some("--workspace")
+    };
+    step(&format!("cargo nextest run {}", scope.unwrap_or("(the named packages)")));
     run(setup::with_test_env(
-        cargo().args(["nextest", "run", "--workspace", "--locked", "--no-fail-fast"]).args(extra),
+        cargo()
+            .args(["nextest", "run"])
+            .args(scope)
+            .args(["--locked", "--no-fail-fast"])
+            .args(extra),
     ))
 }
 
