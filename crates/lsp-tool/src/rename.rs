@@ -6,9 +6,13 @@
 
 use std::{
     collections::BTreeMap,
-    io::Write,
-    os::unix::fs::PermissionsExt,
     path::{Path, PathBuf},
+};
+
+use agent_tools_support::{
+    Error as SupportError,
+    fs::Root,
+    journal::{Change, Expect, Journal},
 };
 
 use schemars::JsonSchema;
@@ -367,55 +371,30 @@ pub fn plan_edit(
     Ok(plan)
 }
 
-fn prepare_temp(path: &Path, contents: &[u8]) -> std::io::Result<tempfile::NamedTempFile> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir)?;
-    let mut temp = tempfile::Builder::new().prefix(".agent-tools-").tempfile_in(dir)?;
-    temp.write_all(contents)?;
-    temp.as_file().sync_all()?;
-    let mode = std::fs::metadata(path).map(|m| m.permissions().mode()).unwrap_or(0o644);
-    std::fs::set_permissions(temp.path(), std::fs::Permissions::from_mode(mode))?;
-    Ok(temp)
-}
-
-/// Writes the plan: temp files first, then renames and deletions; if any step fails, every
-/// file already changed is restored.
-pub fn write_plan(plan: &EditPlan) -> std::io::Result<()> {
-    let changes: Vec<(&PathBuf, &Option<String>)> = plan.files.iter().collect();
-    let originals: Vec<Option<Vec<u8>>> =
-        changes.iter().map(|(p, _)| std::fs::read(p).ok()).collect();
-    let mut prepared = Vec::new();
-    for (path, state) in &changes {
-        prepared.push(match state {
-            Some(text) => Some(prepare_temp(path, text.as_bytes())?),
-            None => None,
+/// Writes the plan as one crash-atomic group through support's journal: every path is
+/// resolved beneath `root` by handle (a folder swapped for a symlink cannot redirect a write),
+/// each file must still hold what it held when read here, and after a crash at any instant the
+/// next start on the root rolls the group forward or back. All files change, or none does.
+pub fn write_plan(root: &Path, plan: &EditPlan) -> Result<(), String> {
+    let handle = Root::open(root).map_err(|e| e.to_string())?;
+    let journal = Journal::for_root(&handle).map_err(|e| e.to_string())?;
+    let mut changes = Vec::new();
+    for (path, state) in &plan.files {
+        let rel = handle
+            .relative_of(path)
+            .ok_or_else(|| format!("{} is outside the workspace root", path.display()))?;
+        let before = match handle.read(&rel, "file") {
+            Ok(bytes) => Some(bytes),
+            Err(SupportError::NotFound { .. }) => None,
+            Err(e) => return Err(e.to_string()),
+        };
+        let expect = Expect::holding(before.as_deref());
+        changes.push(match state {
+            Some(text) => Change::write(rel, text.clone().into_bytes(), expect),
+            None => Change::delete(rel, expect),
         });
     }
-    let mut done = 0;
-    let mut failure = None;
-    for ((path, _), temp) in changes.iter().zip(prepared) {
-        let step = match temp {
-            Some(temp) => temp.persist(path).map(|_| ()).map_err(|e| e.error),
-            None => match std::fs::remove_file(path) {
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-                other => other,
-            },
-        };
-        if let Err(e) = step {
-            failure = Some(e);
-            break;
-        }
-        done += 1;
-    }
-    let Some(err) = failure else { return Ok(()) };
-    for ((path, _), original) in changes.iter().zip(&originals).take(done) {
-        let _ = match original {
-            Some(bytes) => prepare_temp(path, bytes)
-                .and_then(|t| t.persist(path).map(|_| ()).map_err(|e| e.error)),
-            None => std::fs::remove_file(path),
-        };
-    }
-    Err(err)
+    journal.commit_named(&handle, &changes, "file").map(|_| ()).map_err(|e| e.to_string())
 }
 
 /// How many edited files of one rename get a baseline from their earlier content.
@@ -802,10 +781,8 @@ impl Supervisor {
                 },
             })
             .collect();
-        write_plan(&plan).map_err(|e| {
-            LspError::Failed(format!(
-                "rename of {at}: writing failed ({e}); every file was restored"
-            ))
+        write_plan(self.root(), &plan).map_err(|e| {
+            LspError::Failed(format!("rename of {at}: writing failed ({e}); no file was changed"))
         })?;
         // Sync what changed: every edited file is opened with its new content (so servers
         // with a lazily updated index, such as clangd, answer the next question from it),
@@ -890,7 +867,7 @@ mod tests {
         .unwrap_err();
         assert_eq!(err, "b.py is at version 4 but the edit was computed for version 3");
         let plan = plan_edit(&root, &ops, ColumnUnit::Utf16, &|_| None).unwrap();
-        write_plan(&plan).unwrap();
+        write_plan(&root, &plan).unwrap();
         assert_eq!(std::fs::read_to_string(root.join("a.py")).unwrap(), "y = 1\n");
         assert_eq!(std::fs::read_to_string(root.join("b.py")).unwrap(), "print(y)\n");
     }
@@ -911,10 +888,32 @@ mod tests {
         let plan =
             plan_edit(&root, &parse_workspace_edit(&edit).unwrap(), ColumnUnit::Utf16, &|_| None)
                 .unwrap();
-        write_plan(&plan).unwrap();
+        write_plan(&root, &plan).unwrap();
         assert!(!root.join("old.ts").exists() && !root.join("gone.ts").exists());
         assert_eq!(std::fs::read_to_string(root.join("new.ts")).unwrap(), "export const b = 1;\n");
         assert_eq!(std::fs::read_to_string(root.join("made.ts")).unwrap(), "");
+    }
+
+    #[test]
+    fn a_folder_swapped_for_a_symlink_out_of_the_root_cannot_redirect_the_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().canonicalize().unwrap();
+        let (root, outside) = (base.join("root"), base.join("outside"));
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(root.join("a.py"), "x = 1\n").unwrap();
+        std::fs::write(outside.join("b.py"), "x = 1\n").unwrap();
+        std::os::unix::fs::symlink(&outside, root.join("sub")).unwrap();
+        let mut plan = EditPlan::default();
+        plan.files.insert(root.join("a.py"), Some("y = 1\n".into()));
+        plan.files.insert(root.join("sub/b.py"), Some("y = 1\n".into()));
+        assert!(write_plan(&root, &plan).is_err());
+        assert_eq!(std::fs::read_to_string(outside.join("b.py")).unwrap(), "x = 1\n");
+        assert_eq!(
+            std::fs::read_to_string(root.join("a.py")).unwrap(),
+            "x = 1\n",
+            "all or nothing"
+        );
     }
 
     #[test]
