@@ -17,6 +17,7 @@ model only `structuredContent` when present (and the text blocks otherwise) woul
 import asyncio
 import importlib.metadata
 import json
+import re
 import os
 import sys
 
@@ -27,11 +28,21 @@ SDK = importlib.metadata.version("mcp")
 SDK2 = int(SDK.split(".")[0]) >= 2
 
 
+def attr(obj, camel, default=None):
+    """A field by its wire name; SDK 2.x models spell fields in snake case."""
+    if obj is None:
+        return default
+    if hasattr(obj, camel):
+        return getattr(obj, camel)
+    snake = re.sub(r"(?<!^)([A-Z])", lambda m: "_" + m.group(1).lower(), camel)
+    return getattr(obj, snake, default)
+
+
 def content_to_json(block):
     if block.type == "text":
         return {"type": "text", "text": block.text}
     if block.type == "image":
-        return {"type": "image", "mimeType": block.mimeType, "bytes": len(block.data)}
+        return {"type": "image", "mimeType": attr(block, "mimeType"), "bytes": len(block.data)}
     return {"type": block.type}
 
 
@@ -40,27 +51,28 @@ def tool_to_json(tool):
     return {
         "name": tool.name,
         "title": getattr(tool, "title", None),
-        "readOnly": bool(hints and hints.readOnlyHint),
-        "destructive": hints.destructiveHint if hints else None,
-        "idempotent": hints.idempotentHint if hints else None,
-        "openWorld": hints.openWorldHint if hints else None,
-        "hintTitle": hints.title if hints else None,
-        "outputSchema": tool.outputSchema is not None,
+        "readOnly": bool(attr(hints, "readOnlyHint")),
+        "destructive": attr(hints, "destructiveHint"),
+        "idempotent": attr(hints, "idempotentHint"),
+        "openWorld": attr(hints, "openWorldHint"),
+        "hintTitle": attr(hints, "title"),
+        "outputSchema": attr(tool, "outputSchema") is not None,
     }
 
 
 def result_to_json(step, res, progress):
     content = [content_to_json(c) for c in res.content]
-    if res.structuredContent is not None:
-        view = json.dumps(res.structuredContent)
+    structured = attr(res, "structuredContent")
+    if structured is not None:
+        view = json.dumps(structured)
     else:
         view = "\n".join(c.get("text", "") for c in content)
     return {
         "op": "call",
         "tool": step["tool"],
-        "isError": bool(res.isError),
+        "isError": bool(attr(res, "isError")),
         "content": content,
-        "structured": res.structuredContent,
+        "structured": structured,
         "model_view": view,
         "progress": progress,
     }
@@ -96,7 +108,7 @@ def elicitation_callback(script, elicitations):
         return None
 
     async def callback(context, params):
-        elicitations.append({"message": params.message, "schema": params.requestedSchema})
+        elicitations.append({"message": params.message, "schema": attr(params, "requestedSchema")})
         return types.ElicitResult(action=elicit["action"], content=elicit.get("content"))
 
     return callback
@@ -137,7 +149,7 @@ async def main_sdk1(params, script, elicitations):
                 )
                 try:
                     res = await asyncio.wait_for(task, timeout=3)
-                    return {"answered": True, "isError": bool(res.isError)}
+                    return {"answered": True, "isError": bool(attr(res, "isError"))}
                 except asyncio.TimeoutError:
                     return {"answered": False}
 
@@ -168,7 +180,7 @@ async def main_sdk2(params, script, elicitations):
                     read_timeout_seconds=step["cancel_after"],
                     progress_callback=progress,
                 )
-                return {"answered": True, "isError": bool(res.isError)}
+                return {"answered": True, "isError": bool(attr(res, "isError"))}
             except Exception as e:  # the SDK raises on its timeout
                 return {"answered": False, "error": type(e).__name__}
 

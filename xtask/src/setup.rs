@@ -44,8 +44,18 @@ const PIP: &[&str] = &[
     "maturin==1.16.*",
 ];
 
+/// The newest Python MCP SDK (2.x, `auto` mode speaks 2026-07-28), in a venv of its own beside
+/// the pinned 1.x one, so the end-to-end tests drive the host with both.
+const PIP_SDK2: &[&str] = &["mcp==2.3.*"];
+
 /// npm packages installed under the tools directory.
 const NPM: &[&str] = &[
+    // MCP clients: the TypeScript SDK (1.x and the 2.x client), the Inspector CLI and the
+    // official conformance suite (server mode, against `agent-tools mcp --http`).
+    "@modelcontextprotocol/sdk@1.32",
+    "@modelcontextprotocol/client@2.4",
+    "@modelcontextprotocol/inspector-cli@1",
+    "@modelcontextprotocol/conformance@0.1",
     // lsp: typescript-language-server 5 needs Node >= 20 (6 needs >= 22.22); typescript 7 has no
     // tsserver, so both stay on 5.x.
     "typescript-language-server@5",
@@ -65,6 +75,11 @@ pub(crate) fn venv() -> PathBuf {
     tools_home().join("venv")
 }
 
+/// The venv with the newest Python MCP SDK (2.x).
+pub(crate) fn venv_sdk2() -> PathBuf {
+    tools_home().join("venv-sdk2")
+}
+
 fn npm_prefix() -> PathBuf {
     tools_home().join("npm")
 }
@@ -79,6 +94,7 @@ pub(crate) fn with_test_env(cmd: &mut Command) -> &mut Command {
     cmd.env("PATH", path)
         .env("AGENT_TOOLS_TEST_HOME", tools_home())
         .env("AGENT_TOOLS_TEST_PYTHON", venv().join("bin").join("python"))
+        .env("AGENT_TOOLS_TEST_PYTHON_SDK2", venv_sdk2().join("bin").join("python"))
 }
 
 fn have(command: &str) -> bool {
@@ -128,6 +144,21 @@ pub(crate) fn run() -> Result<()> {
                 .args(PIP),
         )?;
         write_stamp("pip.stamp", &pip_list)?;
+    }
+
+    let sdk2_list = PIP_SDK2.join("\n");
+    if !venv_sdk2().join("bin").join("python").exists() {
+        step(&format!("python3 -m venv {}", venv_sdk2().display()));
+        crate::run(Command::new("python3").arg("-m").arg("venv").arg(venv_sdk2()))?;
+    }
+    if !stamp_matches("pip-sdk2.stamp", &sdk2_list) {
+        step(&format!("pip install {} (second venv)", PIP_SDK2.join(" ")));
+        crate::run(
+            Command::new(venv_sdk2().join("bin").join("python"))
+                .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check"])
+                .args(PIP_SDK2),
+        )?;
+        write_stamp("pip-sdk2.stamp", &sdk2_list)?;
     }
 
     let npm_list = NPM.join("\n");

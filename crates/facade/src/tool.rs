@@ -168,7 +168,7 @@ impl ToolSpec {
 
     /// Declares that successful results carry `Output` as structured content.
     pub fn with_output_schema<Output: JsonSchema>(mut self) -> Self {
-        self.output_schema = Some(schema_for::<Output>());
+        self.output_schema = Some(output_schema_for::<Output>());
         self
     }
 }
@@ -179,7 +179,17 @@ pub fn schema_for<T: JsonSchema>() -> Value {
     let settings = schemars::generate::SchemaSettings::draft2020_12();
     let schema = settings.into_generator().into_root_schema_for::<T>();
     let mut value = schema.to_value();
-    schema::lean(&mut value);
+    schema::lean(&mut value, schema::Side::Input);
+    value
+}
+
+/// The JSON Schema of `T` as it is serialised (a field skipped when empty is not required),
+/// for output schemas: clients validate structured content against it.
+pub fn output_schema_for<T: JsonSchema>() -> Value {
+    let settings = schemars::generate::SchemaSettings::draft2020_12().for_serialize();
+    let schema = settings.into_generator().into_root_schema_for::<T>();
+    let mut value = schema.to_value();
+    schema::lean(&mut value, schema::Side::Output);
     value
 }
 

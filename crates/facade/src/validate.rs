@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 /// Drops top-level arguments that are `null` where the schema does not require them: models
 /// and clients send `null` for "not given", and the lean schemas write optional fields without
 /// a null type.
-pub fn drop_null_optionals(schema: &Value, args: &mut Value) {
+pub(crate) fn drop_null_optionals(schema: &Value, args: &mut Value) {
     let required: Vec<&str> = match schema.get("required") {
         Some(Value::Array(names)) => names.iter().filter_map(Value::as_str).collect(),
         _ => Vec::new(),

@@ -9,6 +9,7 @@ mod debug_over_mcp;
 mod eval_over_mcp;
 mod files_over_mcp;
 mod host_killed;
+mod host_over_mcp;
 mod lsp_over_mcp;
 mod support;
 mod trust_over_mcp;

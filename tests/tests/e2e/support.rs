@@ -45,12 +45,48 @@ pub(crate) fn test_python() -> Option<PathBuf> {
     usable.then_some(candidate)
 }
 
+/// The second venv's Python, with the newest MCP SDK (2.x), installed by `cargo xtask setup`.
+pub(crate) fn test_python_sdk2() -> Option<PathBuf> {
+    let candidate =
+        std::env::var_os("AGENT_TOOLS_TEST_PYTHON_SDK2").map(PathBuf::from).unwrap_or_else(|| {
+            let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default();
+            home.join(".cache/agent-tools-test/venv-sdk2/bin/python")
+        });
+    let usable = candidate.exists()
+        && Command::new(&candidate)
+            .args(["-c", "import importlib.metadata as m; assert m.version('mcp') >= '2'"])
+            .output()
+            .is_ok_and(|o| o.status.success());
+    usable.then_some(candidate)
+}
+
+/// Which official Python SDK drives a script.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Sdk {
+    /// The pinned 1.x (`initialize` handshake).
+    V1,
+    /// The newest 2.x in its default `auto` mode.
+    V2,
+}
+
+impl Sdk {
+    /// The SDK's Python, or `None` after a loud skip (a failure in CI).
+    pub(crate) fn python(self) -> Option<PathBuf> {
+        let (python, what) = match self {
+            Sdk::V1 => (test_python(), "python venv with the pinned `mcp` SDK 1.x"),
+            Sdk::V2 => (test_python_sdk2(), "python venv with the newest `mcp` SDK 2.x"),
+        };
+        require(what, python.is_some(), "run `cargo xtask setup`").then_some(python).flatten()
+    }
+}
+
 /// A script for the Python MCP driver.
 pub(crate) struct McpScript {
     server_args: Vec<String>,
     steps: Vec<Value>,
     elicitation: Value,
     marker: String,
+    mode: Option<String>,
 }
 
 impl McpScript {
@@ -72,7 +108,7 @@ impl McpScript {
         ];
         server_args.extend(extra.iter().map(|s| s.to_string()));
         let marker = format!("e2e-{}-{}", std::process::id(), unique());
-        McpScript { server_args, steps: Vec::new(), elicitation: Value::Null, marker }
+        McpScript { server_args, steps: Vec::new(), elicitation: Value::Null, marker, mode: None }
     }
 
     pub(crate) fn list_tools(mut self) -> Self {
@@ -83,6 +119,32 @@ impl McpScript {
     pub(crate) fn call(mut self, tool: &str, args: Value) -> Self {
         self.steps.push(json!({"op": "call", "tool": tool, "args": args}));
         self
+    }
+
+    /// A call the client cancels with its SDK's own cancel `after_seconds` after sending it.
+    pub(crate) fn call_cancelled(mut self, tool: &str, args: Value, after_seconds: f64) -> Self {
+        self.steps
+            .push(json!({"op": "call", "tool": tool, "args": args, "cancel_after": after_seconds}));
+        self
+    }
+
+    /// A call with a progress token; the result records the progress reports.
+    pub(crate) fn call_with_progress(mut self, tool: &str, args: Value) -> Self {
+        self.steps.push(json!({"op": "call", "tool": tool, "args": args, "progress": true}));
+        self
+    }
+
+    /// The SDK 2.x connection mode (`auto`, `legacy` or a protocol version).
+    pub(crate) fn mode(mut self, mode: &str) -> Self {
+        self.mode = Some(mode.to_string());
+        self
+    }
+
+    /// Runs the script with `sdk`, then proves that no process of the run outlived it.
+    pub(crate) fn run_with(&self, sdk: Sdk) -> Option<Value> {
+        let out = self.run(&sdk.python()?);
+        assert_no_survivors(&self.marker, Duration::from_secs(15));
+        Some(out)
     }
 
     /// Declares the elicitation capability and answers every request with `action`/`content`.
@@ -103,6 +165,7 @@ impl McpScript {
             "env": {"AGENT_TOOLS_E2E_MARKER": self.marker, "RUST_LOG": "warn"},
             "steps": self.steps,
             "elicitation": self.elicitation,
+            "mode": self.mode,
         });
         let dir = std::env::temp_dir().join(format!("agent-tools-e2e-{}", unique()));
         std::fs::create_dir_all(&dir).expect("temp dir");
@@ -287,6 +350,34 @@ impl RawHost {
 }
 
 impl RawHost {
+    /// Sends one line as it is, valid JSON or not.
+    pub(crate) fn send_raw(&mut self, line: &str) {
+        use std::io::Write;
+        writeln!(self.stdin, "{line}").and_then(|()| self.stdin.flush()).expect("write");
+    }
+
+    /// The next error response whose id is `id` (`None`: an error without an id).
+    pub(crate) fn next_error(&mut self, id: Option<u64>) -> Value {
+        let wanted = id.map_or(Value::Null, Value::from);
+        loop {
+            let line = self
+                .lines
+                .recv_timeout(std::time::Duration::from_secs(60))
+                .unwrap_or_else(|e| panic!("no error reply: {e}"));
+            let message: Value = serde_json::from_str(&line).expect("a JSON-RPC line");
+            if message.get("error").is_some() && message["id"] == wanted {
+                return message;
+            }
+        }
+    }
+
+    /// Closes the host's stdin, as a client that is done does, and waits for it to exit.
+    pub(crate) fn finish(self) -> std::process::ExitStatus {
+        let RawHost { mut child, stdin, .. } = self;
+        drop(stdin);
+        child.wait().expect("host exit")
+    }
+
     /// `initialize` plus `notifications/initialized`, as a client without capabilities.
     pub(crate) fn initialize(&mut self) {
         let init = self.request(

@@ -14,15 +14,24 @@
 
 use serde_json::{Map, Value};
 
+/// Which side of a call a schema describes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Side {
+    /// Arguments: nullable fields become optional ones.
+    Input,
+    /// Structured content: a `null` the tool writes is a real value and stays allowed.
+    Output,
+}
+
 /// Rewrites `schema` in place by the rules above.
-pub(crate) fn lean(schema: &mut Value) {
+pub(crate) fn lean(schema: &mut Value, side: Side) {
     if let Value::Object(root) = schema {
         root.remove("description");
         root.remove("$schema");
         root.remove("title");
     }
     inline_single_use_definitions(schema);
-    tidy(schema);
+    tidy(schema, side);
 }
 
 /// The bounds of a schemars integer format, as (minimum, maximum).
@@ -46,15 +55,18 @@ fn is_null_schema(value: &Value) -> bool {
         || value.get("const").is_some_and(Value::is_null)
 }
 
-fn tidy(value: &mut Value) {
+fn tidy(value: &mut Value, side: Side) {
     match value {
-        Value::Array(items) => items.iter_mut().for_each(tidy),
+        Value::Array(items) => items.iter_mut().for_each(|v| tidy(v, side)),
         Value::Object(map) => {
-            tidy_object(map);
+            if side == Side::Input {
+                drop_null(map);
+            }
+            tidy_formats(map);
             for (key, child) in map.iter_mut() {
                 // Literal values, not schemas: leave them alone.
                 if !matches!(key.as_str(), "enum" | "const" | "default" | "examples") {
-                    tidy(child);
+                    tidy(child, side);
                 }
             }
         }
@@ -62,7 +74,7 @@ fn tidy(value: &mut Value) {
     }
 }
 
-fn tidy_object(map: &mut Map<String, Value>) {
+fn drop_null(map: &mut Map<String, Value>) {
     // `"type": ["string", "null"]` → `"type": "string"`.
     if let Some(Value::Array(types)) = map.get_mut("type") {
         types.retain(|t| t.as_str() != Some("null"));
@@ -96,6 +108,9 @@ fn tidy_object(map: &mut Map<String, Value>) {
     if map.get("default").is_some_and(Value::is_null) {
         map.remove("default");
     }
+}
+
+fn tidy_formats(map: &mut Map<String, Value>) {
     // Non-standard integer formats → bounds (kept when schemars already wrote tighter ones).
     if let Some(format) = map.get("format").and_then(Value::as_str).map(str::to_string)
         && let Some((min, max)) = integer_bounds(&format)
@@ -205,10 +220,10 @@ fn substitute(value: &mut Value, inline: &Map<String, Value>) -> bool {
 mod tests {
     use serde_json::json;
 
-    use super::lean;
+    use super::{Side, lean};
 
     fn check(mut input: serde_json::Value, expected: serde_json::Value) {
-        lean(&mut input);
+        lean(&mut input, Side::Input);
         assert_eq!(input, expected);
     }
 
@@ -246,6 +261,16 @@ mod tests {
                 "mode": {"enum": ["a", "b"], "type": "string"}
             }}),
         );
+    }
+
+    #[test]
+    fn output_schemas_keep_the_nulls_a_tool_writes() {
+        let mut schema = json!({"type": "object", "properties": {
+            "value": {"type": ["string", "null"], "format": "uint64"}
+        }});
+        lean(&mut schema, Side::Output);
+        assert_eq!(schema["properties"]["value"]["type"], json!(["string", "null"]));
+        assert!(schema["properties"]["value"].get("format").is_none());
     }
 
     #[test]

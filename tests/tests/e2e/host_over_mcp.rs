@@ -1,0 +1,224 @@
+//! The MCP boundary itself, through the official SDKs and raw stdio: cancellation that stops
+//! the work and leaves the kernel in sync, progress, annotations on every surface, results a
+//! structured-content-only client can use, and JSON-RPC errors for bad input.
+
+use std::{
+    io::Write,
+    process::{Command, Stdio},
+};
+
+use serde_json::{Value, json};
+
+use crate::support::{McpScript, RawHost, Sdk, TempProject, host_binary, results, text_of};
+
+/// A project whose kernels use the test venv's Python.
+fn eval_project() -> Option<TempProject> {
+    let python = Sdk::V1.python()?;
+    let config = format!("[eval]\npython = {:?}\n", python.display().to_string());
+    Some(TempProject::new(&[("agent-tools.toml", &config), ("data.txt", "alpha\nbeta\n")]))
+}
+
+fn cell(code: &str, language: &str) -> Value {
+    json!({"code": code, "description": "an e2e cell", "language": language})
+}
+
+/// After a cancelled cell, the next three answer with their own values.
+fn check_cancel(sdk: Sdk, language: &str, setup: &str, busy: &str, next: [(&str, &str); 3]) {
+    let Some(project) = eval_project() else { return };
+    let mut script = McpScript::new(&project.root, &[])
+        .call("eval", cell(setup, language))
+        .call_cancelled("eval", cell(busy, language), 1.5);
+    for (code, _) in next {
+        script = script.call("eval", cell(code, language));
+    }
+    let Some(out) = script.run_with(sdk) else { return };
+    let results = results(out);
+    assert_eq!(results[1]["isError"], false, "{}", text_of(&results[1]));
+    assert_eq!(results[2]["cancelled"]["answered"], false, "a cancelled call gets no late answer");
+    for (i, (code, expected)) in next.iter().enumerate() {
+        let result = &results[3 + i];
+        let text = text_of(result);
+        assert_eq!(result["isError"], false, "{code}: {text}");
+        assert!(text.trim_end().ends_with(expected), "{code} should answer {expected}: {text}");
+    }
+}
+
+#[test]
+fn a_cancelled_ten_second_python_cell_is_interrupted_and_the_next_cells_answer_sdk1() {
+    check_cancel(
+        Sdk::V1,
+        "python",
+        "x = 1",
+        "import time\ntime.sleep(10)\nx = 99",
+        [("x", "1"), ("x + 1", "2"), ("'after'", "'after'")],
+    );
+}
+
+#[test]
+fn a_cancelled_ten_second_python_cell_is_interrupted_and_the_next_cells_answer_sdk2() {
+    check_cancel(
+        Sdk::V2,
+        "python",
+        "x = 1",
+        "import time\ntime.sleep(10)\nx = 99",
+        [("x", "1"), ("x + 1", "2"), ("'after'", "'after'")],
+    );
+}
+
+#[test]
+fn a_cancelled_python_cell_on_a_2026_07_28_connection_is_interrupted_too() {
+    let Some(project) = eval_project() else { return };
+    let script = McpScript::new(&project.root, &[])
+        .mode("2026-07-28")
+        .call("eval", cell("z = 5", "python"))
+        .call_cancelled("eval", cell("import time\ntime.sleep(10)\nz = 0", "python"), 1.5)
+        .call("eval", cell("z", "python"));
+    let Some(out) = script.run_with(Sdk::V2) else { return };
+    let results = results(out);
+    assert_eq!(results[2]["cancelled"]["answered"], false);
+    assert!(text_of(&results[3]).trim_end().ends_with('5'), "{}", text_of(&results[3]));
+}
+
+#[test]
+fn a_cancelled_javascript_busy_loop_is_interrupted_and_the_next_cells_answer() {
+    check_cancel(
+        Sdk::V2,
+        "javascript",
+        "globalThis.y = 20",
+        "while (true) {}",
+        [("y + 1", "21"), ("y * 2", "40"), ("'js'", "'js'")],
+    );
+}
+
+#[test]
+fn a_long_search_reports_progress_that_only_grows() {
+    let files: Vec<(String, String)> = (0..4000)
+        .map(|i| {
+            (format!("src/m{}/f{i}.py", i % 40), format!("def f{i}(a):\n    return a + {i}\n"))
+        })
+        .collect();
+    let borrowed: Vec<(&str, &str)> = files.iter().map(|(p, c)| (p.as_str(), c.as_str())).collect();
+    let project = TempProject::new(&borrowed);
+    let script = McpScript::new(&project.root, &[]).call_with_progress(
+        "ast_grep",
+        json!({"pattern": "return $A + $B", "path": "src", "language": "python"}),
+    );
+    let Some(out) = script.run_with(Sdk::V2) else { return };
+    let result = &results(out)[1];
+    assert_eq!(result["isError"], false, "{}", text_of(result));
+    let progress = result["progress"].as_array().expect("progress list");
+    assert!(!progress.is_empty(), "a long search reports progress");
+    let values: Vec<f64> = progress.iter().filter_map(|p| p["progress"].as_f64()).collect();
+    assert!(values.windows(2).all(|w| w[0] < w[1]), "progress only grows: {values:?}");
+}
+
+#[test]
+fn annotations_are_honest_on_both_surfaces_and_workers_follow_their_ceiling() {
+    let project = TempProject::new(&[("a.txt", "a\n")]);
+    for (surface, workers_read_only) in [("build", false), ("plan", true)] {
+        let script = McpScript::new(&project.root, &["--vibe", "--surface", surface]).list_tools();
+        let Some(out) = script.run_with(Sdk::V2) else { return };
+        let listed = &results(out)[1];
+        for tool in listed["tools"].as_array().expect("tools") {
+            let name = tool["name"].as_str().unwrap_or_default();
+            assert!(tool["title"].as_str().is_some_and(|t| !t.is_empty()), "{name}: title");
+            for hint in ["destructive", "idempotent", "openWorld"] {
+                assert!(tool[hint].is_boolean(), "{name} on {surface}: {hint} missing");
+            }
+            if name == "vibe_spawn" || name == "vibe_send" {
+                assert_eq!(tool["readOnly"], workers_read_only, "{name} on {surface}");
+            }
+            if name == "write" {
+                assert_eq!(tool["readOnly"], false);
+                assert_eq!(tool["destructive"], true);
+            }
+        }
+    }
+}
+
+#[test]
+fn a_client_that_reads_only_structured_content_still_gets_the_file_and_the_value() {
+    let Some(project) = eval_project() else { return };
+    let script = McpScript::new(&project.root, &[])
+        .list_tools()
+        .call("read", json!({"path": "data.txt"}))
+        .call("eval", cell("6 * 7", "python"))
+        .call("eval", cell("1 / 0", "python"));
+    let Some(out) = script.run_with(Sdk::V2) else { return };
+    let results = results(out);
+    let declared: Vec<&str> = results[1]["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter(|t| t["outputSchema"] == true)
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    for result in &results[2..] {
+        let tool = result["tool"].as_str().unwrap_or_default();
+        if !result["structured"].is_null() {
+            assert!(declared.contains(&tool), "{tool}: structured content without an outputSchema");
+        }
+    }
+    let view = |i: usize| results[i]["model_view"].as_str().unwrap_or_default().to_string();
+    assert!(view(2).contains("alpha") && view(2).contains("beta"), "read: {}", view(2));
+    assert!(view(3).contains("42"), "eval value: {}", view(3));
+    assert!(view(4).contains("ZeroDivisionError"), "eval traceback: {}", view(4));
+}
+
+fn raw_error(host: &mut RawHost, line: &str, id: Option<u64>) -> Value {
+    host.send_raw(line);
+    host.next_error(id)
+}
+
+#[test]
+fn bad_input_gets_json_rpc_errors_that_say_what_is_wrong() {
+    let project = TempProject::new(&[("a.txt", "a\n")]);
+    let mut host = RawHost::start(&project.root, "protocol-errors", &[]);
+    host.initialize();
+    let parse = raw_error(&mut host, "this is not json", None);
+    assert_eq!(parse["error"]["code"], -32700, "{parse}");
+    let no_name = host.request(7, "tools/call", json!({"arguments": {"path": "a.txt"}}));
+    assert_eq!(no_name["error"]["code"], -32602, "{no_name}");
+    assert!(no_name["error"]["message"].as_str().unwrap_or("").contains("name"), "{no_name}");
+    let bad_args = host.request(8, "tools/call", json!({"name": "read", "arguments": [1]}));
+    assert_eq!(bad_args["error"]["code"], -32602, "{bad_args}");
+    let range = host.call(9, "read", json!({"path": "a.txt", "start_line": 4294967296u64}));
+    assert_eq!(range["isError"], true, "{range}");
+    let text = range["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(text.contains("start_line") && text.contains("maximum"), "{text}");
+    let ok = host.call(10, "read", json!({"path": "a.txt", "start_line": null}));
+    assert_eq!(ok["isError"], false, "null stands for a left-out optional argument: {ok}");
+    let status = host.finish();
+    assert!(status.success(), "the host ends cleanly when the client closes: {status}");
+}
+
+#[test]
+fn an_empty_connection_ends_cleanly() {
+    let project = TempProject::new(&[]);
+    let output = Command::new(host_binary())
+        .args(["mcp", "--root"])
+        .arg(&project.root)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run the host");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+}
+
+#[test]
+fn a_closed_stdout_is_not_a_panic() {
+    let lines: String = (1..=5000).map(|i| format!("line {i}\n")).collect();
+    let project = TempProject::new(&[("long.txt", &lines)]);
+    let mut child = Command::new(host_binary())
+        .args(["call", "read", r#"{"path": "long.txt"}"#, "--root"])
+        .arg(&project.root)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run call");
+    // The reader takes nothing and goes away, as `| head -0` would.
+    drop(child.stdout.take());
+    let output = child.wait_with_output().expect("call exit");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    let _ = std::io::stderr().flush();
+}
