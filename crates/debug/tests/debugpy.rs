@@ -455,3 +455,42 @@ async fn a_death_by_signal_reads_as_the_signal_not_an_exit_code() {
     h.ok(json!({"operation": "terminate"})).await;
     assert_gone(&procs);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_console_script_of_the_project_environment_is_launched_by_name() {
+    let Some((project, h)) = check("python", config()) else { return };
+    let python = python_with_debugpy().unwrap();
+    let script = project.write(
+        ".venv/bin/hello",
+        &format!(
+            "#!{}\nimport sys\n\n\ndef main():\n    name = 'world'\n    print(f'hello {{name}}')\n    return 4\n\n\nsys.exit(main())\n",
+            python.display()
+        ),
+    );
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    h.ok(json!({"operation": "breakpoints", "file": ".venv/bin/hello", "lines": [7]})).await;
+    let launched = h.ok(json!({"operation": "launch", "program": "hello"})).await;
+    let procs = session_processes(&launched);
+    let stop = stopped(&launched);
+    assert_eq!(
+        local(stop, "name").as_deref(),
+        Some("'world'"),
+        "{}",
+        agent_tools_debug::render(&launched)
+    );
+    assert_eq!(h.continue_to_exit().await, Some(4));
+    h.ok(json!({"operation": "terminate"})).await;
+    assert_gone(&procs);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forked_child_is_gone_at_the_end_of_the_run() {
+    let Some((_project, h)) = check("python", config()) else { return };
+    h.ok(json!({"operation": "launch", "program": "forker.py"})).await;
+    let all = h.all_output().await;
+    let child = child_pid(&all).unwrap_or_else(|| panic!("no child pid in {all:?}"));
+    let child = agent_tools_debug::process::ProcRef::of(child).expect("the child runs");
+    h.debug.shutdown().await;
+    assert_gone(&[child]);
+}
