@@ -106,14 +106,22 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
     ]))?;
     let bench = crate::project_root().join("target/release/examples/eval_bench");
     let mut rows = Vec::new();
-    for language in ["python", "javascript"] {
+    // Python plain, Python whose first cell engages IPython (`%pwd`), Node.js, QuickJS.
+    let variants: [&[&str]; 4] = [
+        &["--language", "python"],
+        &["--language", "python", "--code", "%pwd"],
+        &["--language", "javascript", "--engine", "node"],
+        &["--language", "javascript", "--engine", "quickjs"],
+    ];
+    for variant in variants {
         let out = Command::new(&bench)
-            .args(["--language", language, "--python"])
+            .args(variant)
+            .arg("--python")
             .arg(&python)
             .args(["--starts", &starts.to_string(), "--cells", &cells.to_string()])
             .output()
             .context("run eval_bench")?;
-        rows.push(row_of(out, &format!("eval_bench ({language})"))?);
+        rows.push(row_of(out, &format!("eval_bench ({})", variant.join(" ")))?);
     }
     let out = Command::new(&python)
         .args(["-c", IPYKERNEL, &starts.to_string(), &cells.to_string()])
@@ -134,13 +142,19 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
         );
     }
     let ours = &rows[0];
-    let theirs = &rows[2];
+    let theirs = &rows[4];
     let ratio = |key: &str| theirs.ms(key) / ours.ms(key);
     println!(
         "\nPython, ours vs ipykernel: start {:.1}x faster, round trip {:.1}x faster (median), {:.1}x (mean)",
         ratio("start_ms_median"),
         ratio("round_trip_ms_median"),
         ratio("round_trip_ms_mean")
+    );
+    println!(
+        "Python with IPython engaged: start {:.2}x of ipykernel's; Node.js: start {:.2}x, round trip {:.2}x of ipykernel's (median)",
+        rows[1].ms("start_ms_median") / theirs.ms("start_ms_median"),
+        rows[2].ms("start_ms_median") / theirs.ms("start_ms_median"),
+        rows[2].ms("round_trip_ms_median") / theirs.ms("round_trip_ms_median"),
     );
     Ok(())
 }

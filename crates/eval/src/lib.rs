@@ -7,7 +7,8 @@
 //!
 //! - Python runs as a child process of the project's own interpreter (`.venv/bin/python`,
 //!   `venv/bin/python`, `python3` on PATH) with a stdlib-only runner shipped in this crate.
-//! - JavaScript runs on QuickJS-NG (rquickjs), embedded, on a thread of its own.
+//! - JavaScript runs on Node.js (a child process of `node`) when it resolves, else on QuickJS-NG
+//!   (rquickjs), embedded, on a thread of its own.
 //! - The cell timeout is an inactivity budget, suspended while a bridged call is pending.
 //!
 //! ```no_run

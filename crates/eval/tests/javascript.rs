@@ -203,3 +203,18 @@ async fn there_is_no_file_system_network_or_module_loader() {
     assert_eq!(r.status, CellStatus::Error, "{text}");
     s.kernels.shutdown().await;
 }
+
+#[tokio::test]
+async fn an_unhandled_rejection_is_reported_and_a_handled_one_is_not() {
+    let s = check(EvalConfig::default());
+    let (r, text) = s.run("Promise.reject(new Error('nobody caught me')); 1").await;
+    assert_eq!(r.status, CellStatus::Ok, "{text}");
+    assert!(text.contains("Unhandled promise rejection: Error: nobody caught me"), "{text}");
+    let (_, text) =
+        s.run("const p = Promise.reject(new Error('caught')); await p.catch(() => 0); 2").await;
+    assert!(!text.contains("Unhandled"), "{text}");
+    assert!(text.ends_with(": 2"), "{text}");
+    let (r, text) = s.run("throw new Error('the cell itself')").await;
+    assert_eq!(r.status, CellStatus::Error, "{text}");
+    assert!(!text.contains("Unhandled"), "the cell's own error is its traceback: {text}");
+}

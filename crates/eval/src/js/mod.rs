@@ -185,6 +185,12 @@ fn js_thread(
     };
     runtime.set_memory_limit(memory_limit);
     runtime.set_max_stack_size(8 * 1024 * 1024);
+    // Rejections nobody handles are kept on the JavaScript side and reported when the cell ends.
+    runtime.set_host_promise_rejection_tracker(Some(Box::new(|ctx, promise, reason, handled| {
+        if let Ok(track) = ctx.globals().get::<_, Function<'_>>(TRACK) {
+            let _: rquickjs::Result<()> = track.call((promise, reason, handled));
+        }
+    })));
     let flag = interrupt.clone();
     runtime.set_interrupt_handler(Some(Box::new(move || flag.load(Ordering::Relaxed))));
     let context = match Context::full(&runtime) {
@@ -284,6 +290,7 @@ fn install<'js>(
     options.filename = Some("<agent-tools-prelude>".into());
     let make: Function<'js> = ctx.eval_with_options(PRELUDE, options)?;
     let hooks: Object<'js> = make.call((host,))?;
+    let _: Value<'js> = ctx.eval(REJECTIONS)?;
     Ok(Hooks {
         settle: hooks.get("settle")?,
         fail_all: hooks.get("failAll")?,
@@ -291,6 +298,37 @@ fn install<'js>(
         bundle: hooks.get("bundle")?,
         error: hooks.get("error")?,
     })
+}
+
+const TRACK: &str = "__agentToolsTrackRejection";
+const UNHANDLED: &str = "__agentToolsUnhandled";
+
+/// Keeps unhandled rejections until the cell ends; a later `.catch` removes its promise again.
+const REJECTIONS: &str = "(() => {\
+  const pending = new Map();\
+  const hide = (name, value) => Object.defineProperty(globalThis, name, { value, enumerable: false });\
+  hide('__agentToolsTrackRejection', (p, r, handled) => { if (handled) pending.delete(p); else pending.set(p, r); });\
+  hide('__agentToolsUnhandled', (cell) => {\
+    const out = [];\
+    for (const [p, r] of pending) if (p !== cell) out.push(r instanceof Error ? `${r.name}: ${r.message}` : String(r));\
+    pending.clear();\
+    return out.map((t) => `Unhandled promise rejection: ${t}\\n`).join('');\
+  });\
+})()";
+
+/// Reports, on stderr, the rejections of this cell that nobody handled (not the cell's own).
+fn report_unhandled<'js>(
+    ctx: &Ctx<'js>,
+    ev_tx: &mpsc::UnboundedSender<Event>,
+    cell: &Promise<'js>,
+) {
+    let Ok(unhandled) = ctx.globals().get::<_, Function<'js>>(UNHANDLED) else { return };
+    let text: rquickjs::Result<String> = unhandled.call((cell.clone(),));
+    if let Ok(text) = text
+        && !text.is_empty()
+    {
+        let _ = ev_tx.send(Event::Stream(StreamName::Stderr, text));
+    }
 }
 
 fn caught_message(err: &CaughtError<'_>) -> String {
@@ -384,6 +422,7 @@ fn run_cell<'js>(
                         done.result = bundle.ok().and_then(|s| serde_json::from_str(&s).ok());
                     }
                 }
+                report_unhandled(ctx, ev_tx, &promise);
                 return Ok(done);
             }
             PromiseState::Rejected => {
@@ -420,6 +459,7 @@ fn run_cell<'js>(
                 }
                 done.status = "error".into();
                 done.error = Some(error);
+                report_unhandled(ctx, ev_tx, &promise);
                 return Ok(done);
             }
             PromiseState::Pending => {}
