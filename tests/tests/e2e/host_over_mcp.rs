@@ -222,3 +222,22 @@ fn a_closed_stdout_is_not_a_panic() {
     assert!(!stderr.contains("panicked"), "{stderr}");
     let _ = std::io::stderr().flush();
 }
+
+#[test]
+fn a_connection_that_only_discovers_ends_cleanly() {
+    let project = TempProject::new(&[]);
+    let mut host = RawHost::start(&project.root, "discover-only", &[]);
+    let discovered = host.request(
+        1,
+        "server/discover",
+        json!({"_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "probe", "version": "0"},
+        }}),
+    );
+    let versions = discovered["result"]["supportedVersions"].as_array().expect("versions");
+    assert!(versions.contains(&json!("2026-07-28")), "{discovered}");
+    let status = host.finish();
+    assert!(status.success(), "a discover-only probe ends with exit 0: {status}");
+}
