@@ -119,7 +119,16 @@ impl Session {
         match session.handshake(&opts).await {
             Ok(view) => Ok((session, view)),
             Err(e) => {
-                let context = session.failure_context();
+                let mut context = session.failure_context();
+                if let Target::Attach { how: AttachTo::Pid(_), .. } = &opts.target
+                    && session.kind == AdapterKind::Debugpy
+                {
+                    context.push_str(&format!(
+                        "\ndebugpy attaches to a pid by injecting itself with gdb, which failed \
+                         here (it needs gdb, ptrace rights and an interpreter it can read). {}",
+                        attach_recipe(AdapterKind::Debugpy, 5678)
+                    ));
+                }
                 session.teardown("start failed").await;
                 Err(match e {
                     DebugError::Adapter(message) => {
