@@ -48,18 +48,15 @@ pub mod tools {
     pub const KILL: &str = "vibe_kill";
     pub const LIST: &str = "vibe_list";
 
-    pub const SPAWN_DESCRIPTION: &str = "Start a background worker on a task and return its id \
-at once; it keeps running while you do other work. Delegate self-contained work with a complete \
-brief; keep the critical path yourself and give parallel workers disjoint files. tier `fast` \
-(default) for mechanical work, `good` for design, judgement or review. Beyond the slot limit the \
-worker is queued. Collect results with vibe_wait; do not redo delegated work.";
-    pub const SEND_DESCRIPTION: &str = "Send a worker more instructions: the message is appended to \
-its briefing (a new revision) and the worker restarts with the whole briefing. A running attempt \
-is interrupted (the result says so); a finished worker starts a new attempt.";
-    pub const WAIT_DESCRIPTION: &str = "Wait until a worker finishes and return its result. Returns \
-early if the worker stalls (no output for a while). When the timeout passes first, returns the \
-current state (not an error) and the worker keeps running. timeout_seconds defaults to 60, max \
-600; prefer longer waits to polling.";
+    pub const SPAWN_DESCRIPTION: &str = "Start a background worker on a task; returns its id at \
+once while the worker keeps running. Delegate self-contained work with a complete brief; keep the \
+critical path yourself and give parallel workers disjoint files. Beyond the slot limit it is \
+queued. Collect results with vibe_wait; do not redo delegated work.";
+    pub const SEND_DESCRIPTION: &str = "Send a worker more instructions. A running attempt is \
+interrupted (the result says so); a finished worker starts a new attempt.";
+    pub const WAIT_DESCRIPTION: &str = "Wait until a worker finishes and return its result; returns \
+early if it stalls. If the timeout passes first, returns the current state (not an error) and the \
+worker keeps running.";
     pub const KILL_DESCRIPTION: &str = "Stop a worker: gracefully, then forced after a short grace \
 time. Always frees its slot. On a finished worker it does nothing and says so.";
     pub const LIST_DESCRIPTION: &str = "List every worker of this run: id, label, tier, state, \

@@ -99,8 +99,13 @@ mod tests {
     }
 
     #[test]
-    fn the_build_surface_fits_its_token_budget() {
-        let registry = registry(false);
+    fn the_build_surface_fits_its_token_budget_with_and_without_vibe_mode() {
+        check_budget(false);
+        check_budget(true);
+    }
+
+    fn check_budget(vibe: bool) {
+        let registry = registry(vibe);
         let surface = registry.surface(SurfaceKind::Build);
         let specs = surface.specs();
         let per_tool: Vec<String> =
@@ -108,7 +113,8 @@ mod tests {
         let total = listed_tokens(specs.iter().copied());
         assert!(
             total <= BUILD_BUDGET_TOKENS,
-            "the build surface lists {total} tokens (budget {BUILD_BUDGET_TOKENS}): {}",
+            "the build surface (vibe mode {vibe}) lists {total} tokens (budget \
+             {BUILD_BUDGET_TOKENS}): {}",
             per_tool.join(", ")
         );
         if let Some(debug) = surface.get("debug") {
