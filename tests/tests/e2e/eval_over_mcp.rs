@@ -1,9 +1,10 @@
 //! `eval` through `agent-tools mcp`: a cell's value, a figure as MCP image content, the
-//! `tool()` bridge to `read`, the tier ceiling from configuration, and no kernel left behind.
+//! `tool()` bridge to `read`, the tier ceiling, a cancelled Python cell and Node busy loop that
+//! leave their kernels in sync, a Node cell with built-in and project modules, no kernel left.
 
 use serde_json::{Value, json};
 
-use crate::support::{McpScript, TempProject, require, test_python, text_of};
+use crate::support::{McpScript, Sdk, TempProject, require, test_python, text_of};
 
 /// Serves a project whose `agent-tools.toml` points the kernel at the test venv's Python.
 fn check(extra_config: &str, files: &[(&str, &str)], steps: Vec<Value>) -> Option<Vec<Value>> {
@@ -48,7 +49,7 @@ fn a_cell_value_a_figure_as_image_content_and_a_bridged_read() {
     assert!(content[1]["bytes"].as_u64().unwrap_or(0) > 1000);
     assert!(text_of(figure).contains("[image 1: <Figure size"), "{}", text_of(figure));
     assert!(text_of(figure).ends_with("Out[2]: 43"), "{}", text_of(figure));
-    assert_eq!(figure["structured"]["images"], 1);
+    assert_eq!(figure["structured"]["outputs"][0]["image"], 1, "{}", figure["structured"]);
     assert!(
         text_of(&results[3]).ends_with("Out[3]: '1\\talpha\\n2\\tbeta\\n'"),
         "{}",
@@ -73,4 +74,85 @@ fn a_read_only_bridge_refuses_write_and_description_is_required() {
     );
     assert_eq!(results[2]["isError"], true);
     assert!(text_of(&results[2]).contains("description"), "{}", text_of(&results[2]));
+}
+
+fn js_cell(code: &str) -> Value {
+    json!({"code": code, "description": "an e2e cell", "language": "javascript"})
+}
+
+fn py_cell(code: &str) -> Value {
+    json!({"code": code, "description": "an e2e cell"})
+}
+
+/// The official SDK's own cancel of a 10 s Python cell and of a Node busy loop: each is
+/// interrupted, the next three cells answer correctly, and the first says the state survived.
+#[test]
+fn a_cancelled_python_cell_and_a_cancelled_node_busy_loop_leave_their_kernels_in_sync() {
+    let project = TempProject::new(&[("data.txt", "alpha\n")]);
+    let script = McpScript::new(&project.root, &[])
+        .call("eval", py_cell("kept = 40"))
+        .call_cancelled(
+            "eval",
+            py_cell("import time\nprint('working')\ntime.sleep(10)\n'late'"),
+            1.0,
+        )
+        .call("eval", py_cell("kept + 1"))
+        .call("eval", py_cell("kept + 2"))
+        .call("eval", py_cell("kept + 3"))
+        .call("eval", js_cell("var js = 20"))
+        .call_cancelled("eval", js_cell("while (true) {}"), 1.0)
+        .call("eval", js_cell("js + 1"))
+        .call("eval", js_cell("js + 2"))
+        .call_with_progress("eval", js_cell("await new Promise(r => setTimeout(r, 2500)); js + 3"));
+    let Some(out) = script.run_with(Sdk::V2) else { return };
+    // The driver's first result is the handshake; the calls follow.
+    let results: Vec<Value> = crate::support::results(out).into_iter().skip(1).collect();
+    let texts: Vec<&str> = results.iter().map(text_of).collect();
+    assert!(
+        results[1]["cancelled"].is_object() || results[1]["cancelled"].is_string(),
+        "{results:?}"
+    );
+    assert!(
+        texts[2].contains("was cancelled by the client and interrupted; the kernel's state"),
+        "{}",
+        texts[2]
+    );
+    for (i, want) in [(2, "41"), (3, "42"), (4, "43")] {
+        assert!(texts[i].ends_with(&format!(": {want}")), "cell {i}: {}", texts[i]);
+        assert!(
+            !texts[i].contains("agent-tools-end") && !texts[i].contains("'late'"),
+            "{}",
+            texts[i]
+        );
+    }
+    assert!(texts[7].contains("was cancelled by the client and interrupted"), "{}", texts[7]);
+    assert!(texts[7].ends_with(": 21"), "the loop stopped and the state is kept: {}", texts[7]);
+    assert!(texts[8].ends_with(": 22"), "{}", texts[8]);
+    assert!(texts[9].ends_with(": 23"), "{}", texts[9]);
+    assert_eq!(results[9]["structured"]["value"]["text"], "23", "{}", results[9]["model_view"]);
+    let progress = results[9]["progress"].as_array().cloned().unwrap_or_default();
+    assert!(!progress.is_empty(), "a 2.5 s cell reports progress: {:?}", results[9]);
+}
+
+/// Node.js through MCP: `node:fs` and a package from the project's `node_modules`, a `tool()`
+/// call awaited, and a client that reads only structured content sees the value.
+#[test]
+fn a_node_cell_imports_builtins_and_project_packages_and_awaits_a_tool() {
+    let project = TempProject::new(&[
+        ("data.txt", "alpha\nbeta\n"),
+        ("node_modules/shout/package.json", r#"{"name":"shout","main":"index.js"}"#),
+        ("node_modules/shout/index.js", "module.exports = (s) => s.toUpperCase() + '!';"),
+    ]);
+    let code = "import { readFileSync } from 'node:fs';\nimport shout from 'shout';\n\
+                const read = await tool('read', {path: 'data.txt'});\n\
+                [shout(readFileSync('data.txt', 'utf8').split('\\n')[0]), read.total_lines]";
+    let script = McpScript::new(&project.root, &[]).call("eval", js_cell(code));
+    let Some(out) = script.run_with(Sdk::V2) else { return };
+    let results: Vec<Value> = crate::support::results(out).into_iter().skip(1).collect();
+    let text = text_of(&results[0]);
+    assert_eq!(results[0]["isError"], false, "{text}");
+    assert!(text.starts_with("[started Node.js v"), "{text}");
+    assert!(text.ends_with("Out[1]: [ 'ALPHA!', 2 ]"), "{text}");
+    let view = results[0]["model_view"].as_str().unwrap_or_default();
+    assert!(view.contains("ALPHA!"), "structured content carries the value: {view}");
 }
