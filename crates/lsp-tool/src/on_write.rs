@@ -23,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 use crate::{
     diagnostics::{Diagnostic, count_phrase},
     paths::display_relative,
-    server::{DiagnosticsWait, join_all},
+    server::{DiagnosticMode, DiagnosticsWait, join_all},
     supervisor::{DocHandle, Supervisor, SyncOutcome},
 };
 
@@ -189,6 +189,7 @@ impl Supervisor {
         let options = self.config().on_write.clone();
         let startup = Duration::from_millis(options.startup_wait_ms);
         let started = Instant::now();
+        let marks = self.push_marks();
         let mut report = WriteDiagnostics { max_shown: options.max_shown, ..Default::default() };
         let mut covered = false;
         let mut pending: Vec<Pending> = Vec::new();
@@ -264,16 +265,25 @@ impl Supervisor {
         // short.
         let written: Vec<PathBuf> = pending.iter().map(|p| p.path.clone()).collect();
         let others: Vec<Pending> = self
-            .other_open_documents(&written)
+            .other_open_documents(&written, &marks)
             .await
             .into_iter()
             .filter(|(path, _)| self.ledger().lock().knows(path))
             .map(|(path, handle)| Pending { path, handle, written: false, baseline_unknown: false })
             .collect();
-        let window = Instant::now() + CROSS_FILE_WINDOW;
+        // A pull server answers for the current state (give it the write's deadline); a push
+        // server re-publishes with or just after the written files (a short window).
+        let now = Instant::now();
+        let window = now + CROSS_FILE_WINDOW;
         results.extend(
-            join_all(others.iter().map(|p| self.document_diagnostics(&p.handle, window, cancel)))
-                .await,
+            join_all(others.iter().map(|p| {
+                let until = match p.handle.diagnostic_mode() {
+                    DiagnosticMode::Pull => now + self.write_deadline(&p.path),
+                    DiagnosticMode::Push => window,
+                };
+                self.document_diagnostics(&p.handle, until, cancel)
+            }))
+            .await,
         );
         pending.extend(others);
         let mut others = Vec::new();

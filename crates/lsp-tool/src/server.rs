@@ -922,10 +922,14 @@ impl Server {
         self.notify("workspace/didChangeWatchedFiles", json!({"changes": events})).await;
     }
 
-    /// Every open document but `except`, as a handle that waits for diagnostics newer than
-    /// now (their content did not change, but what they depend on may have).
-    pub(crate) async fn open_documents_except(&self, except: &[PathBuf]) -> Vec<SyncedDoc> {
-        let seq = self.shared.state.lock().push_seq;
+    /// Every open document but `except`, as a handle that waits for diagnostics pushed after
+    /// `since` (default: now); their content did not change, but what they depend on may have.
+    pub(crate) async fn open_documents_except(
+        &self,
+        except: &[PathBuf],
+        since: Option<u64>,
+    ) -> Vec<SyncedDoc> {
+        let seq = since.unwrap_or_else(|| self.push_mark());
         self.docs
             .lock()
             .await
@@ -939,6 +943,11 @@ impl Server {
                 min_seq: seq,
             })
             .collect()
+    }
+
+    /// The sequence number of the last push so far (pushes after it are newer).
+    pub(crate) fn push_mark(&self) -> u64 {
+        self.shared.state.lock().push_seq
     }
 
     /// Whether any document is open.

@@ -268,14 +268,22 @@ impl Supervisor {
         self.inner.measured.lock().insert(path.to_path_buf(), took);
     }
 
-    /// The other open documents of every running server, for a re-check after a write.
+    /// The push mark of every running server, by pid (see [`Supervisor::other_open_documents`]).
+    pub(crate) fn push_marks(&self) -> HashMap<u32, u64> {
+        self.running().iter().map(|s| (s.pid, s.push_mark())).collect()
+    }
+
+    /// The other open documents of every running server, for a re-check after a write: a
+    /// push counts when it came after the server's mark in `since` (taken before the write was
+    /// synced), or after now for a server without one.
     pub(crate) async fn other_open_documents(
         &self,
         except: &[PathBuf],
+        since: &HashMap<u32, u64>,
     ) -> Vec<(PathBuf, DocHandle)> {
         let mut out = Vec::new();
         for server in self.running() {
-            for doc in server.open_documents_except(except).await {
+            for doc in server.open_documents_except(except, since.get(&server.pid).copied()).await {
                 out.push((doc.path.clone(), DocHandle { server: server.clone(), doc }));
             }
         }

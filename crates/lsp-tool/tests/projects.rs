@@ -281,7 +281,7 @@ async fn a_signature_change_reports_the_broken_caller_in_another_python_file() {
         )
         .await
         .expect("covered");
-    assert!(first.new.is_empty(), "{}", first.render());
+    assert!(first.new.is_empty() && first.not_verified.is_empty(), "{}", first.render());
     let pkg = p.root.join("src/pkg/__init__.py");
     let old = std::fs::read(&pkg).expect("read");
     p.write(
@@ -441,5 +441,90 @@ async fn a_go_rename_after_an_outside_edit_is_exact_and_the_broken_caller_is_rep
         assert!(tree.contains(line), "{line:?} in {tree}");
     }
     assert!(p.read("use.go").contains("func use() *Node {"));
+    p.finish().await;
+}
+
+// ------------------------------------------------------------ cross-file breakage on write
+
+/// Writes `caller` once (so it is open and the ledger knows it), then changes `callee` from
+/// `old` to `new` and returns the section the second write reports.
+async fn break_a_caller(p: &Project, caller: &str, callee: &str, old: &str, new: &str) -> String {
+    // The model looked at the caller first (a cold server's first answer can take longer
+    // than a write's deadline).
+    p.ok(json!({"action": "diagnostics", "file": caller})).await;
+    let cancel = CancellationToken::new();
+    let caller = p.root.join(caller);
+    let before = std::fs::read(&caller).expect("read caller");
+    let first = p
+        .sup
+        .diagnostics_after_write(
+            &[WrittenFile { path: caller, before: FileBefore::Contents(before.into()) }],
+            &cancel,
+        )
+        .await
+        .expect("covered");
+    assert!(first.new.is_empty() && first.not_verified.is_empty(), "{}", first.render());
+    let path = p.root.join(callee);
+    let text = std::fs::read_to_string(&path).expect("read callee");
+    assert!(text.contains(old), "{old} in {text}");
+    std::fs::write(&path, text.replace(old, new)).expect("write callee");
+    let report = p
+        .sup
+        .diagnostics_after_write(
+            &[WrittenFile { path, before: FileBefore::Contents(text.into_bytes().into()) }],
+            &cancel,
+        )
+        .await
+        .expect("covered");
+    let out = report.render();
+    eprintln!("--- after changing {callee}\n{out}");
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signature_change_reports_the_broken_caller_in_typescript() {
+    let Some(p) = typescript_tree() else { return };
+    let out = break_a_caller(
+        &p,
+        "src/main.ts",
+        "src/util.ts",
+        "cents: number)",
+        "cents: number, currency: string)",
+    )
+    .await;
+    assert!(
+        out.contains("src/main.ts:3:30 error [2554]")
+            || out.contains("src/main.ts:3:30 error [TS2554]"),
+        "{out}"
+    );
+    p.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signature_change_reports_the_broken_caller_in_c() {
+    let Some(p) = c_project(true) else { return };
+    let out = break_a_caller(&p, "main.c", "area.h", "int side)", "int side, int scale)").await;
+    assert!(out.contains("main.c:3:") && out.contains("Too few arguments"), "{out}");
+    p.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signature_change_reports_the_broken_caller_in_go() {
+    let Some(p) = Project::new(
+        "gopls",
+        &[
+            ("go.mod", "module example.com/calls\n\ngo 1.19\n"),
+            (
+                "lib.go",
+                "package calls\n\n// Scale multiplies.\nfunc Scale(x int) int {\n\treturn x * 2\n}\n",
+            ),
+            ("use.go", "package calls\n\nfunc use() int {\n\treturn Scale(3)\n}\n"),
+        ],
+        false,
+    ) else {
+        return;
+    };
+    let out = break_a_caller(&p, "use.go", "lib.go", "Scale(x int)", "Scale(x int, y int)").await;
+    assert!(out.contains("use.go:4:") && out.contains("not enough arguments"), "{out}");
     p.finish().await;
 }
