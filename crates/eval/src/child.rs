@@ -23,6 +23,8 @@ use tokio::{
     time::Instant,
 };
 
+use agent_tools_support::process::{self, ProcessGroup, Spawned};
+
 use crate::{
     cell::{Done, Event, KernelIo, Utf8Stream},
     launcher::Launcher,
@@ -69,6 +71,8 @@ pub(crate) struct KernelInfo {
 
 pub(crate) struct ChildKernel {
     child: Child,
+    /// The kernel's process tree; dropping it kills the tree.
+    group: ProcessGroup,
     pgid: i32,
     cmd: pipe::Sender,
     rx: mpsc::UnboundedReceiver<Raw>,
@@ -157,7 +161,6 @@ impl ChildKernel {
         let child_fds = [cmd_read.as_raw_fd(), evt_write.as_raw_fd()];
         {
             use std::os::unix::process::CommandExt;
-            std_cmd.process_group(0);
             // SAFETY: only async-signal-safe calls (fcntl, dup2) between fork and exec.
             unsafe {
                 std_cmd.pre_exec(move || {
@@ -178,11 +181,12 @@ impl ChildKernel {
                 });
             }
         }
-        let mut cmd = tokio::process::Command::from(std_cmd);
-        cmd.kill_on_drop(true);
-        let mut child = cmd.spawn().map_err(|e| {
-            format!("cannot start {} ({}): {e}", python.display(), launcher.describe())
-        })?;
+        // The support crate's spawn: an own process group, death with the host (even by
+        // SIGKILL), and a teardown that also finds what a cell started and detached.
+        let Spawned { mut child, group } =
+            process::spawn(tokio::process::Command::from(std_cmd)).await.map_err(|e| {
+                format!("cannot start {} ({}): {e}", python.display(), launcher.describe())
+            })?;
         drop(cmd_read);
         drop(evt_write);
         let pgid = child.id().map_or(0, |p| p as i32);
@@ -202,6 +206,7 @@ impl ChildKernel {
         tokio::spawn(read_frames(events, tx));
         let mut kernel = ChildKernel {
             child,
+            group,
             pgid,
             cmd,
             rx,
@@ -437,26 +442,17 @@ impl ChildKernel {
 
     fn kill_group(&mut self) {
         if self.pgid > 0 {
-            // SAFETY: signalling our own child's process group.
-            unsafe {
-                libc::kill(-self.pgid, libc::SIGKILL);
-            }
+            let _ = self.group.signal(libc::SIGKILL);
         }
     }
 
-    /// Ends the kernel: asks it to exit, then kills its process group (and every child of it).
+    /// Ends the kernel: asks it to exit, then ends its whole tree (what its cells started too).
     pub(crate) async fn shutdown(mut self) {
         self.send_now(&json!({"t": "exit"}));
         let _ = tokio::time::timeout(Duration::from_millis(500), self.child.wait()).await;
-        self.kill_group();
+        let _ = self.group.terminate(Duration::from_millis(500)).await;
         let _ = tokio::time::timeout(Duration::from_secs(2), self.child.wait()).await;
         self.pgid = 0;
-    }
-}
-
-impl Drop for ChildKernel {
-    fn drop(&mut self) {
-        self.kill_group();
     }
 }
 

@@ -130,3 +130,13 @@ fn is_executable(path: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
+
+/// Runs a short helper command (a version probe) to its end through the support crate's
+/// spawn, so it dies with the host like every other process of a run.
+pub(crate) fn output_of(mut command: Command) -> std::io::Result<std::process::Output> {
+    use std::process::Stdio;
+    command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let spawned =
+        agent_tools_support::process::SpawnOptions::new().watchdog(false).spawn_std(command)?;
+    spawned.child.wait_with_output()
+}

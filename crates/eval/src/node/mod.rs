@@ -7,7 +7,6 @@
 use std::{
     ffi::OsString,
     path::{Path, PathBuf},
-    process::Stdio,
 };
 
 use crate::{child::KernelProgram, launcher::Launcher};
@@ -78,10 +77,7 @@ pub(crate) fn resolve(configured: Option<&Path>) -> Result<PathBuf, String> {
 
 /// `node --version` under `launcher`, for `status` (for example `v20.20.2`).
 pub(crate) fn probe_version(launcher: &dyn Launcher, node: &Path) -> Result<String, String> {
-    let out = launcher
-        .command(node, &[OsString::from("--version")])
-        .stdin(Stdio::null())
-        .output()
+    let out = crate::launcher::output_of(launcher.command(node, &[OsString::from("--version")]))
         .map_err(|e| format!("cannot run {}: {e}", node.display()))?;
     if !out.status.success() {
         return Err(format!("{} --version failed", node.display()));

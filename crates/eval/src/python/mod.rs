@@ -3,7 +3,6 @@
 use std::{
     ffi::OsString,
     path::{Path, PathBuf},
-    process::Stdio,
 };
 
 use crate::{child::KernelProgram, launcher::Launcher};
@@ -40,10 +39,7 @@ pub(crate) fn program(python: &Path, ipython: bool) -> KernelProgram {
 /// Runs `python -c` under `launcher` to learn its version, for `status`.
 pub(crate) fn probe_version(launcher: &dyn Launcher, python: &Path) -> Result<String, String> {
     let args = [OsString::from("-c"), OsString::from("import sys; print(sys.version.split()[0])")];
-    let out = launcher
-        .command(python, &args)
-        .stdin(Stdio::null())
-        .output()
+    let out = crate::launcher::output_of(launcher.command(python, &args))
         .map_err(|e| format!("cannot run {}: {e}", python.display()))?;
     if !out.status.success() {
         return Err(format!(
