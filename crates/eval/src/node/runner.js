@@ -310,11 +310,17 @@ reader.on('message', (frame) => {
     case 'interrupt':
       if (frame.cell === currentCell && interruptCell) interruptCell();
       break;
-    case 'exit':
     case 'gone':
       // A kernel never outlives its pipe, nor does what its cells started in its group.
-      try { if (frame.t === 'gone') process.kill(-process.pid, 'SIGKILL'); } catch {}
+      try { process.kill(-process.pid, 'SIGKILL'); } catch {}
       process.exit(0);
+      break;
+    case 'exit':
+      // Inspector sessions left connected make node wait at exit ("Waiting for the debugger
+      // to disconnect"): close both first.
+      session.disconnect();
+      setTimeout(() => process.exit(0), 200).unref();
+      reader.terminate().finally(() => process.exit(0));
   }
 });
 reader.on('error', (e) => {
