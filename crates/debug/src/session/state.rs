@@ -207,6 +207,8 @@ pub(crate) fn apply_event(shared: &Shared, kind: AdapterKind, event: &str, body:
         "exited" => shared.update(|s| {
             s.exited = true;
             s.running = false;
+            // The adapter did report it, only later than the tracker noticed.
+            s.unreported_exit = None;
             if let Some(code) = body["exitCode"].as_i64() {
                 s.exit_code = Some(code);
             }
@@ -248,6 +250,7 @@ pub(crate) fn apply_event(shared: &Shared, kind: AdapterKind, event: &str, body:
                     {
                         s.exit_code = Some(code);
                         s.exited = true;
+                        s.unreported_exit = None;
                     }
                     s.log_line(text);
                 }),
