@@ -34,6 +34,10 @@ pub const MAX_DOCUMENT_SYMBOLS: usize = 200;
 pub(crate) const MAX_LOCATIONS: usize = 50;
 /// Most diagnostics listed by `diagnostics`.
 pub const MAX_DIAGNOSTICS: usize = 100;
+/// Code actions whose edit is resolved for the listing.
+const MAX_RESOLVED_ACTIONS: usize = 10;
+/// Edits shown per code action.
+const MAX_SHOWN_EDITS: usize = 10;
 /// Most characters of a hover shown.
 pub(crate) const MAX_HOVER_CHARS: usize = 4000;
 
@@ -682,11 +686,27 @@ impl Supervisor {
                     ));
                 }
                 let mut lines = vec![format!(
-                    "{} code action(s) offered for {at} (listed, not applied):",
+                    "{} code action(s) offered for {at} (apply one with lsp_code_action and its number):",
                     items.len()
                 )];
+                let resolvable = server
+                    .capabilities
+                    .pointer("/codeActionProvider/resolveProvider")
+                    .and_then(Value::as_bool)
+                    == Some(true);
                 let mut data = Vec::new();
                 for (i, item) in items.iter().enumerate() {
+                    let mut item = item.clone();
+                    // An action without its edit may have it lazily (codeAction/resolve).
+                    if item.get("edit").is_none()
+                        && resolvable
+                        && i < MAX_RESOLVED_ACTIONS
+                        && let Ok(resolved) =
+                            server.request("codeAction/resolve", item.clone(), cancel).await
+                        && resolved.get("edit").is_some()
+                    {
+                        item = resolved;
+                    }
                     let title = item.get("title").and_then(Value::as_str).unwrap_or("(untitled)");
                     let kind = item.get("kind").and_then(Value::as_str).unwrap_or("command");
                     let preferred = item.get("isPreferred").and_then(Value::as_bool) == Some(true);
@@ -696,10 +716,30 @@ impl Supervisor {
                         line.push_str(" [preferred]");
                     }
                     if let Some(reason) = disabled {
-                        line.push_str(&format!(" [disabled: {reason}]"));
+                        data.push(json!({"index": i + 1, "title": title, "kind": kind, "preferred": preferred, "disabled": reason}));
+                        continue;
                     }
+                    let edit = item.get("edit").cloned();
+                    let changes = match edit.as_ref().map(crate::rename::parse_workspace_edit) {
+                        Some(Ok(ops)) => {
+                            crate::rename::describe_ops(self.root(), &ops, server.encoding)
+                        }
+                        Some(Err(e)) => vec![format!("(an edit this tool cannot apply: {e})")],
+                        None => vec![
+                            "(no edit: runs a server command, which this tool does not apply)"
+                                .into(),
+                        ],
+                    };
                     lines.push(line);
-                    data.push(json!({"title": title, "kind": kind, "preferred": preferred, "disabled": disabled}));
+                    lines.extend(changes.iter().take(MAX_SHOWN_EDITS).map(|c| format!("   {c}")));
+                    if changes.len() > MAX_SHOWN_EDITS {
+                        lines.push(format!("   [+{} more edits]", changes.len() - MAX_SHOWN_EDITS));
+                    }
+                    data.push(json!({"index": i + 1, "title": title, "kind": kind, "preferred": preferred, "changes": changes, "edit": edit}));
+                }
+                let disabled = data.iter().filter(|d| d.get("disabled").is_some()).count();
+                if disabled > 0 {
+                    lines.push(format!("({disabled} more not applicable here, not listed)"));
                 }
                 Ok(LspOutput::new(lines.join("\n"), json!({"actions": data})))
             }

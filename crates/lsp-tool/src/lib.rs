@@ -12,6 +12,7 @@
 
 mod actions;
 pub mod check;
+mod code_action;
 mod config;
 pub mod diagnostics;
 pub mod discover;
@@ -36,6 +37,7 @@ pub use crate::{
         Action, Located, LspArgs, LspOutput, LspPayload, MAX_DIAGNOSTICS, MAX_DOCUMENT_SYMBOLS,
         MAX_REFERENCES, MAX_WORKSPACE_SYMBOLS, locate,
     },
+    code_action::{CODE_ACTION_DESCRIPTION, CodeActionArgs, CodeActionReport},
     config::{LspConfig, OnWriteConfig, ServerDef, ServerOverride, builtin_servers},
     diagnostics::{Diagnostic, Ledger, LedgerDelta, Severity},
     error::LspError,

@@ -228,6 +228,70 @@ pub(crate) fn stale_files(
     stale
 }
 
+/// One line per edit, for a model to see what a code action would change: `path:line:col
+/// replace `old` with `new`` (texts cut to 60 characters), and the resource operations.
+pub(crate) fn describe_ops(root: &Path, ops: &[EditOp], encoding: ColumnUnit) -> Vec<String> {
+    let cut = |t: &str| {
+        let one = t.replace('\n', "⏎");
+        if one.chars().count() > 60 {
+            one.chars().take(60).collect::<String>() + "…"
+        } else {
+            one
+        }
+    };
+    let mut out = Vec::new();
+    for op in ops {
+        match op {
+            EditOp::Text { path, edits, .. } => {
+                let shown = display_relative(root, path);
+                let text = crate::paths::read_source(path).unwrap_or_default();
+                let mut line_starts = vec![0];
+                line_starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
+                for (range, new_text) in edits {
+                    let at = |k: &str| {
+                        offset_of(
+                            &text,
+                            &line_starts,
+                            range.get(k).unwrap_or(&Value::Null),
+                            encoding,
+                        )
+                    };
+                    let (start, end) = (at("start"), at("end"));
+                    let old = text.get(start..end.max(start)).unwrap_or("");
+                    let line =
+                        range.pointer("/start/line").and_then(Value::as_u64).unwrap_or(0) + 1;
+                    let col = text[line_starts.get(line as usize - 1).copied().unwrap_or(0)
+                        ..start.min(text.len())]
+                        .chars()
+                        .count()
+                        + 1;
+                    out.push(match (old.is_empty(), new_text.is_empty()) {
+                        (true, _) => format!("{shown}:{line}:{col} insert `{}`", cut(new_text)),
+                        (false, true) => format!("{shown}:{line}:{col} delete `{}`", cut(old)),
+                        _ => format!(
+                            "{shown}:{line}:{col} replace `{}` with `{}`",
+                            cut(old),
+                            cut(new_text)
+                        ),
+                    });
+                }
+            }
+            EditOp::Create { path, .. } => {
+                out.push(format!("create {}", display_relative(root, path)))
+            }
+            EditOp::Rename { from, to, .. } => out.push(format!(
+                "rename {} → {}",
+                display_relative(root, from),
+                display_relative(root, to)
+            )),
+            EditOp::Delete { path, .. } => {
+                out.push(format!("delete {}", display_relative(root, path)))
+            }
+        }
+    }
+    out
+}
+
 /// The planned result of a WorkspaceEdit: new content per file (`None` = delete) and edit counts.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct EditPlan {
@@ -766,6 +830,25 @@ impl Supervisor {
             let text = report.render();
             return Ok(LspOutput::new(text, serde_json::to_value(&report).unwrap_or_default()));
         }
+        report.diagnostics =
+            self.commit_edit(&server, &plan, &format!("rename of {at}"), cancel).await?;
+        let text = report.render();
+        let mut out = LspOutput::new(text, serde_json::to_value(&report).unwrap_or_default());
+        out.changed_files = plan.files.keys().cloned().collect();
+        Ok(out)
+    }
+}
+
+impl Supervisor {
+    /// Writes a planned WorkspaceEdit (all or nothing), tells `server` about every change and
+    /// returns the diagnostics it introduced; `what` names the operation in errors.
+    pub(crate) async fn commit_edit(
+        &self,
+        server: &Server,
+        plan: &EditPlan,
+        what: &str,
+        cancel: &CancellationToken,
+    ) -> Result<Option<WriteDiagnostics>, LspError> {
         // Baselines cost a server round each: the first files get one, a large rename's rest
         // take their current diagnostics as the baseline (and say so).
         let before: Vec<WrittenFile> = plan
@@ -781,8 +864,8 @@ impl Supervisor {
                 },
             })
             .collect();
-        write_plan(self.root(), &plan).map_err(|e| {
-            LspError::Failed(format!("rename of {at}: writing failed ({e}); no file was changed"))
+        write_plan(self.root(), plan).map_err(|e| {
+            LspError::Failed(format!("{what}: writing failed ({e}); no file was changed"))
         })?;
         // Sync what changed: every edited file is opened with its new content (so servers
         // with a lazily updated index, such as clangd, answer the next question from it),
@@ -816,11 +899,7 @@ impl Supervisor {
             server.notify("workspace/didRenameFiles", json!({"files": files})).await;
         }
         let written: Vec<WrittenFile> = before.into_iter().filter(|f| f.path.is_file()).collect();
-        report.diagnostics = self.diagnostics_after_write(&written, cancel).await;
-        let text = report.render();
-        let mut out = LspOutput::new(text, serde_json::to_value(&report).unwrap_or_default());
-        out.changed_files = plan.files.keys().cloned().collect();
-        Ok(out)
+        Ok(self.diagnostics_after_write(&written, cancel).await)
     }
 }
 

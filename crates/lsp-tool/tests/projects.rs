@@ -528,3 +528,45 @@ async fn a_signature_change_reports_the_broken_caller_in_go() {
     assert!(out.contains("use.go:4:") && out.contains("not enough arguments"), "{out}");
     p.finish().await;
 }
+
+// -------------------------------------------------------------------------- code actions
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_listed_code_action_shows_its_edit_and_applies_all_or_nothing() {
+    let Some(p) = typescript_tree() else { return };
+    p.write("src/main.ts", "export const total: string = formatPrice(250);\n");
+    let listed = p
+        .ok(json!({"action": "code_actions", "file": "src/main.ts", "line": 1, "symbol": "formatPrice"}))
+        .await;
+    let line = listed
+        .lines()
+        .find(|l| l.contains("import") && l.contains("./util"))
+        .unwrap_or_else(|| panic!("an import fix in {listed}"));
+    assert!(
+        listed.contains("src/main.ts:1:1 insert `import { formatPrice } from \"./util\";"),
+        "{listed}"
+    );
+    let index: u32 = line.trim().split('.').next().unwrap().parse().expect("numbered");
+    assert!(!listed.contains("[disabled"), "disabled actions are counted, not listed: {listed}");
+    let args: agent_tools_lsp::CodeActionArgs = serde_json::from_value(
+        json!({"file": "src/main.ts", "line": 1, "symbol": "formatPrice", "index": index}),
+    )
+    .expect("args");
+    let out = p.sup.apply_code_action(args, &CancellationToken::new()).await.expect("applied").text;
+    eprintln!("{out}");
+    assert!(out.starts_with("applied `") && out.contains("src/main.ts: 1 edit(s)"), "{out}");
+    assert!(
+        p.read("src/main.ts").starts_with("import { formatPrice } from \"./util\";"),
+        "{}",
+        p.read("src/main.ts")
+    );
+    assert!(out.contains("no new errors or warnings"), "{out}");
+    let bad: agent_tools_lsp::CodeActionArgs = serde_json::from_value(
+        json!({"file": "src/main.ts", "line": 3, "symbol": "formatPrice", "index": 99}),
+    )
+    .expect("args");
+    let err =
+        p.sup.apply_code_action(bad, &CancellationToken::new()).await.unwrap_err().to_string();
+    assert!(err.contains("argument `index`: 99 is not an action here"), "{err}");
+    p.finish().await;
+}

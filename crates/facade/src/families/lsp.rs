@@ -5,8 +5,8 @@
 use std::{path::Path, sync::Arc};
 
 use agent_tools_lsp::{
-    LSP_DESCRIPTION, LspArgs, LspConfig, LspError, LspOutput, LspPayload, RENAME_DESCRIPTION,
-    RenameArgs, RenameReport, Supervisor,
+    CODE_ACTION_DESCRIPTION, CodeActionArgs, CodeActionReport, LSP_DESCRIPTION, LspArgs, LspConfig,
+    LspError, LspOutput, LspPayload, RENAME_DESCRIPTION, RenameArgs, RenameReport, Supervisor,
 };
 use async_trait::async_trait;
 use serde_json::Value;
@@ -42,8 +42,18 @@ impl RegistryBuilder {
                 .with_output_schema::<RenameReport>(),
             supervisor: supervisor.clone(),
         };
+        let code_action = CodeActionTool {
+            spec: ToolSpec::new::<CodeActionArgs>(
+                "lsp_code_action",
+                CODE_ACTION_DESCRIPTION,
+                Tier::Write,
+            )
+            .with_output_schema::<CodeActionReport>(),
+            supervisor: supervisor.clone(),
+        };
         self.with_tool("lsp", Arc::new(lsp))
             .with_tool("lsp", Arc::new(rename))
+            .with_tool("lsp", Arc::new(code_action))
             .with_resource(Arc::new(LspResource(supervisor)))
     }
 
@@ -117,6 +127,26 @@ impl Tool for RenameTool {
     }
 }
 
+struct CodeActionTool {
+    spec: ToolSpec,
+    supervisor: Supervisor,
+}
+
+#[async_trait]
+impl Tool for CodeActionTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    async fn call(&self, ctx: &CallContext, args: Value) -> ToolResult {
+        let args: CodeActionArgs = match parse_args("lsp_code_action", args) {
+            Ok(a) => a,
+            Err(e) => return e,
+        };
+        into_result("lsp_code_action", self.supervisor.apply_code_action(args, &ctx.cancel).await)
+    }
+}
+
 struct LspResource(Supervisor);
 
 #[async_trait]
@@ -174,15 +204,17 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let registry = RegistryBuilder::new().with_lsp(dir.path(), LspConfig::default()).build();
         let build = registry.surface(SurfaceKind::Build);
-        let specs: Vec<&ToolSpec> =
-            ["lsp", "lsp_rename"].iter().map(|n| build.get(n).unwrap().spec()).collect();
+        let specs: Vec<&ToolSpec> = ["lsp", "lsp_rename", "lsp_code_action"]
+            .iter()
+            .map(|n| build.get(n).unwrap().spec())
+            .collect();
         // name + description + inputSchema, chars / 4, as the build surface's budget counts.
         let tokens: usize = specs
             .iter()
             .map(|s| s.name.len() + s.description.len() + s.input_schema.to_string().len())
             .sum::<usize>()
             / 4;
-        assert!(tokens <= 450, "lsp + lsp_rename cost {tokens} tokens");
+        assert!(tokens <= 520, "lsp + lsp_rename + lsp_code_action cost {tokens} tokens");
         assert!(specs.iter().all(|s| s.output_schema.is_some()));
         insta::assert_json_snapshot!("lsp_tool_specs", specs);
     }
