@@ -10,7 +10,7 @@ use serde::Serialize;
 use crate::{card::Chosen, port::SkipKind};
 
 /// What became of a card.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(tag = "status", rename_all = "snake_case")]
 pub enum Outcome {
     /// The operator chose options and/or typed text.
@@ -45,7 +45,7 @@ impl Outcome {
 }
 
 /// The result of one `ask_user` call.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct AskResponse {
     /// The card's number; `None` when no card could be shown (no operator).
     pub card: Option<u32>,

@@ -51,7 +51,7 @@ impl Answer {
 }
 
 /// How an operator skipped a card.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum SkipKind {
     /// Explicitly declined to answer (MCP `decline`, a "skip" button).

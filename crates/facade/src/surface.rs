@@ -258,7 +258,11 @@ async fn call_contained(tool: DynTool, ctx: CallContext, args: Value) -> ToolRes
         }
     }
     let name = tool.spec().name.clone();
-    let task = tokio::spawn(async move { tool.call(&ctx, args).await });
+    // The host's per-call scope follows the call into its task.
+    let scope = crate::tool::CALL_SCOPE.try_with(Clone::clone).ok().flatten();
+    let task = tokio::spawn(
+        crate::tool::CALL_SCOPE.scope(scope, async move { tool.call(&ctx, args).await }),
+    );
     let _abort = AbortOnDrop(task.abort_handle());
     match task.await {
         Ok(result) => result,

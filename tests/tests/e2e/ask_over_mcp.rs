@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use crate::support::{McpScript, TempProject, text_of, tool_names};
+use crate::support::{McpScript, RawHost, Sdk, TempProject, text_of, tool_names};
 
 /// Runs `script`; returns the driver's whole output (`results`, `elicitations`).
 fn check(project: &TempProject, script: McpScript) -> Option<Value> {
@@ -123,7 +123,7 @@ fn a_declined_approval_card_denies_the_write() {
     );
     assert!(!project.root.join("a.txt").exists());
     let message = out["elicitations"][0]["message"].as_str().unwrap();
-    assert!(message.starts_with("Card 1 · approval\nAllow `write` (write-tier)?"), "{message}");
+    assert!(message.starts_with("Card 1 · approval\nAllow `write` (write-tier)"), "{message}");
 }
 
 #[test]
@@ -139,4 +139,88 @@ fn an_approval_with_nobody_to_ask_fails_closed() {
     assert!(text_of(write).contains("approvals fail closed"), "{}", text_of(write));
     assert!(!project.root.join("a.txt").exists());
     assert_eq!(out["results"][2]["isError"], false, "reads need no approval");
+}
+
+/// The 2026-07-28 protocol: cards as multi round-trip requests, with the Python SDK 2.x.
+fn check_modern(project: &TempProject, script: McpScript) -> Option<Value> {
+    let _ = project;
+    script.mode("2026-07-28").run_with(Sdk::V2)
+}
+
+#[test]
+fn a_2026_client_gets_ask_user_and_its_answer_through_input_required_rounds() {
+    let project = TempProject::new(&[]);
+    for mode in ["auto", "2026-07-28"] {
+        let script = McpScript::new(&project.root, &[])
+            .mode(mode)
+            .elicitation("accept", json!({"choice": "2. SQLite"}))
+            .list_tools()
+            .call("ask_user", database_question());
+        let Some(out) = script.run_with(Sdk::V2) else { return };
+        let results = out["results"].as_array().unwrap();
+        assert!(tool_names(&results[1]).contains(&"ask_user"), "{mode}: {:?}", results[1]);
+        let answer = &results[2];
+        assert_eq!(answer["isError"], false, "{mode}: {}", text_of(answer));
+        assert!(text_of(answer).ends_with("\nChosen: 2. SQLite"), "{mode}: {}", text_of(answer));
+        let elicitations = out["elicitations"].as_array().unwrap();
+        assert_eq!(elicitations.len(), 1, "{mode}: one card, one form");
+        assert_eq!(elicitations[0]["schema"]["properties"]["choice"]["enum"][1], "2. SQLite");
+    }
+}
+
+#[test]
+fn a_2026_client_allows_an_approval_card_and_the_write_goes_through() {
+    let project =
+        TempProject::new(&[("agent-tools.toml", "[approval]\npolicy = \"before_write\"\n")]);
+    let script = McpScript::new(&project.root, &[])
+        .elicitation("accept", json!({"choice": "1. Allow"}))
+        .call("write", json!({"path": "new.txt", "content": "hello\n"}));
+    let Some(out) = check_modern(&project, script) else { return };
+    let write = &out["results"][1];
+    assert_eq!(write["isError"], false, "{}", text_of(write));
+    assert_eq!(std::fs::read_to_string(project.root.join("new.txt")).unwrap(), "hello\n");
+    let message = out["elicitations"][0]["message"].as_str().unwrap_or_default();
+    assert!(message.starts_with("Card 1 · approval\nAllow `write` (write-tier)"), "{message}");
+}
+
+#[test]
+fn a_forged_or_replayed_request_state_is_refused() {
+    let project = TempProject::new(&[]);
+    let mut host = RawHost::start(&project.root, "mrtr-state", &[]);
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+        "io.modelcontextprotocol/clientInfo": {"name": "raw-e2e", "version": "0"},
+    });
+    let params = |extra: Value| {
+        let mut params =
+            json!({"_meta": meta, "name": "ask_user", "arguments": database_question()});
+        params.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        params
+    };
+    let first = host.request(1, "tools/call", params(json!({})));
+    assert_eq!(first["result"]["resultType"], "input_required", "{first}");
+    let state = first["result"]["requestState"].as_str().expect("requestState").to_string();
+    let answer = json!({"card": {"action": "accept", "content": {"choice": "3. Postgres"}}});
+    let forged = host.request(
+        2,
+        "tools/call",
+        params(json!({"requestState": format!("{state}x"), "inputResponses": answer})),
+    );
+    assert_eq!(forged["result"]["isError"], true, "{forged}");
+    assert!(forged.to_string().contains("requestState refused"), "{forged}");
+    let answered = host.request(
+        3,
+        "tools/call",
+        params(json!({"requestState": state, "inputResponses": answer})),
+    );
+    assert_eq!(answered["result"]["isError"], false, "{answered}");
+    assert!(answered.to_string().contains("Chosen: 3. Postgres"), "{answered}");
+    let replayed = host.request(
+        4,
+        "tools/call",
+        params(json!({"requestState": state, "inputResponses": answer})),
+    );
+    assert!(replayed.to_string().contains("already used"), "{replayed}");
+    assert!(host.finish().success());
 }

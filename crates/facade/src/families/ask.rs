@@ -38,7 +38,10 @@ impl RegistryBuilder {
                 agent_tools_ask::TOOL_NAME,
                 agent_tools_ask::TOOL_DESCRIPTION,
                 Tier::Read,
-            ),
+            )
+            .with_title("Ask the operator")
+            .with_effects(crate::Effects::of(Tier::Read).idempotent(false).open_world(true))
+            .with_output_schema::<agent_tools_ask::AskResponse>(),
             session: session.clone(),
         };
         self.with_tool("ask", Arc::new(tool)).with_approver(Arc::new(SessionApprover(session)))

@@ -37,6 +37,9 @@ struct HostState {
     setup: RunSetup,
     attach: Attach,
     run: OnceLock<HostRun>,
+    /// Calls waiting for a client's retry with an answer (2026-07-28 cards).
+    #[cfg(feature = "ask")]
+    parked: super::mrtr::ParkedCalls,
     /// Every call in flight: the run ends only after each has returned.
     calls: InFlight,
 }
@@ -91,6 +94,19 @@ impl HostState {
     fn run(&self) -> &HostRun {
         self.build(self.attach.clone())
     }
+
+    /// The run, built on a 2026-07-28 connection (which has no `initialize`) from what the
+    /// first request's `_meta` declares.
+    fn run_for(&self, meta: &rmcp::model::RequestMetaObject) -> &HostRun {
+        #[cfg(feature = "ask")]
+        if self.run.get().is_none()
+            && let Some((port, target)) = elicitation::modern_port_for(meta)
+        {
+            return self.build(self.attach.clone().with_questions(port, target));
+        }
+        let _ = meta;
+        self.run()
+    }
 }
 
 #[derive(Clone)]
@@ -131,9 +147,9 @@ impl ServerHandler for McpHost {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        let surface = self.state.run().surface();
+        let surface = self.state.run_for(&context.meta).surface();
         let ceiling = surface.info().ceiling;
         Ok(ListToolsResult::with_all_items(
             surface.specs().into_iter().map(|spec| to_mcp_tool(spec, ceiling)).collect(),
@@ -149,10 +165,18 @@ impl ServerHandler for McpHost {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        #[cfg(feature = "ask")]
+        if context
+            .meta
+            .protocol_version()
+            .is_some_and(|v| v >= rmcp::model::ProtocolVersion::V_2026_07_28)
+        {
+            return Ok(self.state.calls.track(self.call_in_rounds(request, context)).await);
+        }
         let state = self.state.clone();
         let work = async move {
             let args = serde_json::Value::Object(request.arguments.unwrap_or_default());
-            let run = state.run();
+            let run = state.run_for(&context.meta);
             let surface = run.surface();
             let mut ctx = surface.context(&run.info, None);
             let forwarder = context
@@ -179,6 +203,66 @@ impl ServerHandler for McpHost {
     }
 }
 
+#[cfg(feature = "ask")]
+impl McpHost {
+    /// A `tools/call` on a 2026-07-28 connection: the call runs in its own task, and a card it
+    /// raises answers this request with `input_required`; a retry with `requestState` resumes
+    /// the parked call (see `mrtr`).
+    async fn call_in_rounds(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> CallToolResponse {
+        use super::mrtr::{CallEvent, CardChannel, Round};
+
+        let state = self.state.clone();
+        let args = serde_json::Value::Object(request.arguments.clone().unwrap_or_default());
+        let run = state.run_for(&context.meta);
+        let surface = run.surface();
+        let spec = surface.get(&request.name).map(|t| t.spec().clone());
+        let round = match &request.request_state {
+            Some(request_state) => {
+                state
+                    .parked
+                    .resume(&request.name, &args, request_state, request.input_responses.as_ref())
+                    .await
+            }
+            None => {
+                let (events, rx) = tokio::sync::mpsc::channel(4);
+                let mut ctx = surface.context(&run.info, None);
+                let forwarder = context
+                    .meta
+                    .get_progress_token()
+                    .map(|token| ProgressForwarder::start(context.peer.clone(), token));
+                ctx.progress = forwarder.as_ref().map(|f| f.sink.clone());
+                let cancel = ctx.cancel.clone();
+                let scope: Arc<dyn std::any::Any + Send + Sync> =
+                    Arc::new(CardChannel(events.clone()));
+                let (name, call_args, call_surface) =
+                    (request.name.to_string(), args.clone(), surface.clone());
+                tokio::spawn(crate::tool::CALL_SCOPE.scope(Some(scope), async move {
+                    let result = call_surface.call(&ctx, &name, call_args).await;
+                    drop(forwarder);
+                    let _ = events.send(CallEvent::Done(result)).await;
+                }));
+                let next = state.parked.next(&request.name, &args, rx);
+                tokio::pin!(next);
+                tokio::select! {
+                    round = &mut next => round,
+                    () = context.ct.cancelled() => {
+                        cancel.cancel();
+                        next.await
+                    }
+                }
+            }
+        };
+        match round {
+            Round::Complete(result) => to_mcp_result(result, spec.as_ref()).into(),
+            Round::InputRequired(input) => input.into(),
+        }
+    }
+}
+
 /// Serves one run over stdin/stdout until the client disconnects, then ends the run: every
 /// call is cancelled and awaited, every resource is shut down and no child process is left
 /// behind. The registry is built at `initialize`, from `setup` plus `attach` plus what the
@@ -194,8 +278,14 @@ async fn serve<T>(setup: RunSetup, attach: Attach, transport: T) -> anyhow::Resu
 where
     T: rmcp::transport::Transport<RoleServer> + Send + 'static,
 {
-    let state =
-        Arc::new(HostState { setup, attach, run: OnceLock::new(), calls: InFlight::default() });
+    let state = Arc::new(HostState {
+        setup,
+        attach,
+        run: OnceLock::new(),
+        #[cfg(feature = "ask")]
+        parked: Default::default(),
+        calls: InFlight::default(),
+    });
     let host = McpHost { state: state.clone() };
     let outcome = match host.serve(transport).await {
         Ok(service) => service.waiting().await.map(|_| ()).map_err(anyhow::Error::from),
@@ -223,7 +313,7 @@ where
 
 /// Cards as MCP elicitation requests (form mode).
 #[cfg(feature = "ask")]
-mod elicitation {
+pub(super) mod elicitation {
     use std::{collections::BTreeMap, sync::Arc};
 
     use agent_tools_ask::{
@@ -253,14 +343,40 @@ mod elicitation {
         request: &InitializeRequestParams,
         result: &InitializeResult,
     ) -> Option<(Arc<dyn QuestionPort>, Target)> {
-        if !peer.supported_elicitation_modes().contains(&ElicitationMode::Form)
-            || result.protocol_version >= ProtocolVersion::V_2026_07_28
-        {
+        if !peer.supported_elicitation_modes().contains(&ElicitationMode::Form) {
             return None;
+        }
+        if result.protocol_version >= ProtocolVersion::V_2026_07_28 {
+            let client = &request.client_info;
+            let target = Target::new(format!("the operator of {} {}", client.name, client.version));
+            return Some((Arc::new(crate::host::mrtr::MrtrPort), target));
         }
         let client = &request.client_info;
         let target = Target::new(format!("the operator of {} {}", client.name, client.version));
         Some((Arc::new(ElicitationPort { peer: peer.clone() }), target))
+    }
+
+    /// The question port of a 2026-07-28 request, from its `_meta`: multi round-trip cards
+    /// when the client declares form elicitation, else none.
+    pub(super) fn modern_port_for(
+        meta: &rmcp::model::RequestMetaObject,
+    ) -> Option<(Arc<dyn QuestionPort>, Target)> {
+        let version = meta.protocol_version()?;
+        if version < ProtocolVersion::V_2026_07_28 {
+            return None;
+        }
+        let elicitation = meta.client_capabilities()?.elicitation?;
+        // An empty elicitation capability means form mode.
+        if elicitation.form.is_none() && elicitation.url.is_some() {
+            return None;
+        }
+        let client = meta
+            .client_info()
+            .map_or_else(|| "the MCP client".to_string(), |c| format!("{} {}", c.name, c.version));
+        Some((
+            Arc::new(crate::host::mrtr::MrtrPort),
+            Target::new(format!("the operator of {client}")),
+        ))
     }
 
     struct ElicitationPort {
@@ -268,7 +384,7 @@ mod elicitation {
     }
 
     /// The card's text for the form's message; options with their descriptions.
-    fn message(card: &Card, rejected: Option<&Rejection>) -> String {
+    pub(crate) fn message(card: &Card, rejected: Option<&Rejection>) -> String {
         let mut text = String::new();
         if let Some(rejection) = rejected {
             text.push_str(&format!("Your last answer was not accepted: {}.\n\n", rejection.reason));
@@ -279,7 +395,7 @@ mod elicitation {
 
     /// The form: a choice field of the numbered labels (several when multi-select), and a text
     /// field when typed answers are allowed.
-    pub(super) fn schema(card: &Card) -> ElicitationSchema {
+    pub(crate) fn schema(card: &Card) -> ElicitationSchema {
         let mut properties = BTreeMap::new();
         let mut required = Vec::new();
         if !card.options.is_empty() {
@@ -321,7 +437,7 @@ mod elicitation {
 
     /// Reads the accepted form leniently: a choice may come as `2. Label`, `2`, `Label` or a
     /// number, alone or in a list.
-    pub(super) fn decode(card: &Card, content: Option<&Value>) -> Answer {
+    pub(crate) fn decode(card: &Card, content: Option<&Value>) -> Answer {
         let mut answer = Answer::default();
         let Some(Value::Object(fields)) = content else { return answer };
         let mut choices: Vec<&Value> = Vec::new();

@@ -1,6 +1,8 @@
 //! The host binary's library side: command line, run assembly, and the three commands.
 
 mod mcp;
+#[cfg(feature = "ask")]
+mod mrtr;
 mod progress;
 mod status;
 mod tool_list;

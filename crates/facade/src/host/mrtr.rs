@@ -1,0 +1,197 @@
+//! Multi round-trip requests (SEP-2322) for cards on 2026-07-28 connections, where the server
+//! may no longer send requests of its own.
+//!
+//! A call that needs the operator (`ask_user`, an approval card) keeps running in its own task;
+//! its card becomes the answer to the client's `tools/call`: `resultType: "input_required"`
+//! with an `elicitation/create` form (the same form as on legacy connections) and a
+//! `requestState`. The client retries the call with `inputResponses` and that state; the answer
+//! goes to the waiting card and the call goes on, to its result or to the next card.
+//!
+//! `requestState` is an unguessable handle to state kept here, bound to the tool call's
+//! identity (name and arguments) and a short expiry, and good for one retry: a forged, replayed,
+//! expired or re-targeted state is refused with a message saying why.
+
+use std::{
+    any::Any,
+    collections::{BTreeMap, HashMap},
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
+};
+
+use agent_tools_ask::{Card, QuestionPort, Rejection, Reply, SkipKind, Target};
+use async_trait::async_trait;
+use rmcp::model::{
+    ElicitRequest, ElicitRequestParams, ElicitationAction, InputRequest, InputRequiredResult,
+};
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
+
+use super::mcp::elicitation;
+use crate::ToolResult;
+
+/// The key of the one input request a round carries.
+const CARD_KEY: &str = "card";
+
+/// What a running call tells the request that waits on it.
+pub(super) enum CallEvent {
+    Done(ToolResult),
+    NeedsInput { card: Box<Card>, rejected: Option<Rejection>, answer: oneshot::Sender<Reply> },
+}
+
+/// The channel a call's cards travel on; it follows the call into its task (see
+/// `crate::tool::CALL_SCOPE`).
+#[derive(Clone)]
+pub(super) struct CardChannel(pub(super) mpsc::Sender<CallEvent>);
+
+/// The question port of a 2026-07-28 connection: a card is sent up the call's channel and
+/// answered by the client's retry.
+pub(super) struct MrtrPort;
+
+#[async_trait]
+impl QuestionPort for MrtrPort {
+    async fn present(&self, _target: &Target, card: &Card, rejected: Option<&Rejection>) -> Reply {
+        let channel =
+            crate::tool::CALL_SCOPE.try_with(|scope| scope.clone()).ok().flatten().and_then(
+                |scope: Arc<dyn Any + Send + Sync>| scope.downcast_ref::<CardChannel>().cloned(),
+            );
+        let Some(CardChannel(events)) = channel else {
+            return Reply::NoOperator {
+                reason: "this card was raised outside a client's tools/call, so the 2026-07-28 \
+                         client cannot be asked (multi round-trip requests answer only the call \
+                         that asked)"
+                    .into(),
+            };
+        };
+        let (answer, reply) = oneshot::channel();
+        let event = CallEvent::NeedsInput {
+            card: Box::new(card.clone()),
+            rejected: rejected.cloned(),
+            answer,
+        };
+        if events.send(event).await.is_err() {
+            return Reply::NoOperator { reason: "the MCP client went away".into() };
+        }
+        reply.await.unwrap_or(Reply::NoOperator {
+            reason: "the MCP client did not retry the call with an answer before the card \
+                     expired"
+                .into(),
+        })
+    }
+}
+
+/// A call waiting for the client's retry.
+struct Parked {
+    tool: String,
+    args: Value,
+    expires: Instant,
+    card: Box<Card>,
+    answer: oneshot::Sender<Reply>,
+    events: mpsc::Receiver<CallEvent>,
+}
+
+/// The parked calls of one run.
+#[derive(Default)]
+pub(super) struct ParkedCalls {
+    parked: Mutex<HashMap<String, Parked>>,
+}
+
+/// How long a card waits for the client's retry.
+pub(super) const STATE_TTL: Duration = Duration::from_secs(15 * 60);
+
+/// What the request handler does next.
+pub(super) enum Round {
+    Complete(ToolResult),
+    InputRequired(InputRequiredResult),
+}
+
+impl ParkedCalls {
+    /// Waits for the call's next event: its result, or a card (parked under a fresh state).
+    pub(super) async fn next(
+        &self,
+        tool: &str,
+        args: &Value,
+        mut events: mpsc::Receiver<CallEvent>,
+    ) -> Round {
+        match events.recv().await {
+            Some(CallEvent::Done(result)) => Round::Complete(result),
+            None => Round::Complete(ToolResult::error(format!(
+                "{tool}: the call ended without a result"
+            ))),
+            Some(CallEvent::NeedsInput { card, rejected, answer }) => {
+                let form = ElicitRequestParams::FormElicitationParams {
+                    meta: None,
+                    message: elicitation::message(&card, rejected.as_ref()),
+                    requested_schema: elicitation::schema(&card),
+                };
+                let state = format!("rs_{}", uuid::Uuid::new_v4().simple());
+                let mut requests = BTreeMap::new();
+                requests.insert(
+                    CARD_KEY.to_string(),
+                    InputRequest::Elicitation(ElicitRequest::new(form)),
+                );
+                let parked = Parked {
+                    tool: tool.to_string(),
+                    args: args.clone(),
+                    expires: Instant::now() + STATE_TTL,
+                    card,
+                    answer,
+                    events,
+                };
+                let mut table = self.parked.lock().unwrap_or_else(|e| e.into_inner());
+                table.retain(|_, p| p.expires > Instant::now());
+                table.insert(state.clone(), parked);
+                Round::InputRequired(InputRequiredResult::new(Some(requests), Some(state)))
+            }
+        }
+    }
+
+    /// Resumes the call parked under `state` with the client's answer; an error result says
+    /// why a state is refused.
+    pub(super) async fn resume(
+        &self,
+        tool: &str,
+        args: &Value,
+        state: &str,
+        responses: Option<&BTreeMap<String, Value>>,
+    ) -> Round {
+        let parked = self.parked.lock().unwrap_or_else(|e| e.into_inner()).remove(state);
+        let refuse = |why: &str| {
+            Round::Complete(ToolResult::error(format!(
+                "{tool}: requestState refused: {why}; call the tool again without requestState"
+            )))
+        };
+        let Some(parked) = parked else {
+            return refuse("it is not one this server issued, or it was already used");
+        };
+        if parked.expires <= Instant::now() {
+            return refuse("it expired");
+        }
+        if parked.tool != tool || &parked.args != args {
+            return refuse("it belongs to another tool call (name and arguments must be the same)");
+        }
+        let reply = match responses.and_then(|r| r.get(CARD_KEY)) {
+            Some(response) => reply_from(&parked.card, response),
+            None => Reply::NoOperator {
+                reason: format!("the client's retry carried no `inputResponses.{CARD_KEY}`"),
+            },
+        };
+        let _ = parked.answer.send(reply);
+        self.next(tool, args, parked.events).await
+    }
+}
+
+/// The client's elicitation result as a card reply (the same reading as legacy elicitation).
+fn reply_from(card: &Card, response: &Value) -> Reply {
+    let action = response.get("action").and_then(Value::as_str);
+    match action {
+        Some("accept") => Reply::Answered(elicitation::decode(card, response.get("content"))),
+        Some("decline") => Reply::Skipped { how: SkipKind::Declined },
+        Some("cancel") => Reply::Skipped { how: SkipKind::Dismissed },
+        _ => match serde_json::from_value::<rmcp::model::ElicitResult>(response.clone()) {
+            Ok(result) if result.action == ElicitationAction::Accept => {
+                Reply::Answered(elicitation::decode(card, result.content.as_ref()))
+            }
+            _ => Reply::Skipped { how: SkipKind::Dismissed },
+        },
+    }
+}
