@@ -1,7 +1,8 @@
-//! JSON-RPC over a server's stdin/stdout with `Content-Length` framing.
+//! JSON-RPC over a server's stdin/stdout, framed by `agent-tools-support`'s `framing`
+//! (bounded reads, a queued writer with a write deadline).
 //!
 //! A reader task dispatches responses to waiting requests, notifications and server requests
-//! to a [`Handler`] (every server request gets a reply); a writer task owns stdin behind a
+//! to a [`Handler`] (every server request gets a reply); the writer owns stdin behind a
 //! bounded queue, so a wedged server cannot block a caller forever.
 
 use std::{
@@ -13,11 +14,12 @@ use std::{
     time::Duration,
 };
 
+use agent_tools_support::framing::{FrameError, FrameReader, FrameWriter};
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tokio::{
-    io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader},
-    sync::{mpsc, oneshot},
+    io::{AsyncRead, AsyncWrite},
+    sync::oneshot,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -57,50 +59,10 @@ type Pending = Arc<Mutex<HashMap<i64, oneshot::Sender<Result<Value, RequestError
 
 /// One JSON-RPC connection.
 pub(crate) struct Rpc {
-    tx: mpsc::Sender<Vec<u8>>,
+    writer: FrameWriter,
     pending: Pending,
     next_id: AtomicI64,
     closed: CancellationToken,
-}
-
-fn frame(message: &Value) -> Vec<u8> {
-    let body = message.to_string();
-    let mut out = format!("Content-Length: {}\r\n\r\n", body.len()).into_bytes();
-    out.extend_from_slice(body.as_bytes());
-    out
-}
-
-/// Reads one framed message; `Ok(None)` at a clean end of the stream.
-pub(crate) async fn read_message<R: AsyncRead + Unpin>(
-    reader: &mut BufReader<R>,
-) -> std::io::Result<Option<Value>> {
-    let mut length: Option<usize> = None;
-    let mut line = String::new();
-    loop {
-        line.clear();
-        if reader.read_line(&mut line).await? == 0 {
-            return Ok(None);
-        }
-        let trimmed = line.trim_end();
-        if trimmed.is_empty() {
-            if length.is_some() {
-                break;
-            }
-            continue;
-        }
-        if let Some((name, value)) = trimmed.split_once(':')
-            && name.eq_ignore_ascii_case("content-length")
-        {
-            length = value.trim().parse().ok();
-        }
-    }
-    let length = length.unwrap_or(0);
-    if length > MAX_MESSAGE_BYTES {
-        return Err(std::io::Error::other(format!("message of {length} bytes is too large")));
-    }
-    let mut body = vec![0; length];
-    reader.read_exact(&mut body).await?;
-    serde_json::from_slice(&body).map(Some).map_err(std::io::Error::other)
 }
 
 impl Rpc {
@@ -115,10 +77,10 @@ impl Rpc {
         R: AsyncRead + Unpin + Send + 'static,
         W: AsyncWrite + Unpin + Send + 'static,
     {
-        let (tx, mut rx) = mpsc::channel::<Vec<u8>>(256);
+        let writer = FrameWriter::spawn(output, WRITE_DEADLINE);
         let closed = CancellationToken::new();
         let rpc = Arc::new(Rpc {
-            tx: tx.clone(),
+            writer: writer.clone(),
             pending: Arc::new(Mutex::new(HashMap::new())),
             next_id: AtomicI64::new(1),
             closed: closed.clone(),
@@ -126,28 +88,13 @@ impl Rpc {
 
         let writer_closed = closed.clone();
         let writer_name = name.to_string();
+        let watched = writer.clone();
         tokio::spawn(async move {
-            let mut output = output;
-            loop {
-                let bytes = tokio::select! {
-                    b = rx.recv() => match b { Some(b) => b, None => break },
-                    _ = writer_closed.cancelled() => break,
-                };
-                let write = async {
-                    output.write_all(&bytes).await?;
-                    output.flush().await
-                };
-                match tokio::time::timeout(WRITE_DEADLINE, write).await {
-                    Ok(Ok(())) => {}
-                    Ok(Err(e)) => {
-                        tracing::debug!(server = %writer_name, "write failed: {e}");
-                        break;
-                    }
-                    Err(_) => {
-                        tracing::warn!(server = %writer_name, "server stopped reading its input");
-                        break;
-                    }
+            tokio::select! {
+                reason = watched.stopped() => {
+                    tracing::debug!(server = %writer_name, "writer stopped: {reason}");
                 }
+                _ = writer_closed.cancelled() => {}
             }
             writer_closed.cancel();
         });
@@ -155,21 +102,26 @@ impl Rpc {
         let pending = rpc.pending.clone();
         let reader_name = name.to_string();
         tokio::spawn(async move {
-            let mut reader = BufReader::new(input);
+            let mut reader = FrameReader::new(input).with_max_body(MAX_MESSAGE_BYTES);
             loop {
                 let message = tokio::select! {
-                    m = read_message(&mut reader) => m,
+                    m = reader.read_value() => m,
                     _ = closed.cancelled() => break,
                 };
                 let message = match message {
                     Ok(Some(m)) => m,
                     Ok(None) => break,
+                    // An oversized message was skipped; the stream is still in step.
+                    Err(e @ FrameError::TooLarge { .. }) => {
+                        tracing::warn!(server = %reader_name, "{e}");
+                        continue;
+                    }
                     Err(e) => {
                         tracing::debug!(server = %reader_name, "unreadable message: {e}");
                         break;
                     }
                 };
-                dispatch(message, &pending, &handler, &tx);
+                dispatch(message, &pending, &handler, &writer);
             }
             closed.cancel();
             for (_, waiter) in pending.lock().drain() {
@@ -188,10 +140,7 @@ impl Rpc {
         if self.closed.is_cancelled() {
             return Err(RequestError::Closed);
         }
-        self.tx
-            .send_timeout(frame(&message), WRITE_DEADLINE)
-            .await
-            .map_err(|_| RequestError::Closed)
+        self.writer.send(&message).await.map_err(|_| RequestError::Closed)
     }
 
     pub(crate) async fn notify(&self, method: &str, params: Value) -> Result<(), RequestError> {
@@ -231,12 +180,7 @@ impl Rpc {
     }
 }
 
-fn dispatch(
-    message: Value,
-    pending: &Pending,
-    handler: &Arc<dyn Handler>,
-    tx: &mpsc::Sender<Vec<u8>>,
-) {
+fn dispatch(message: Value, pending: &Pending, handler: &Arc<dyn Handler>, writer: &FrameWriter) {
     let method = message.get("method").and_then(Value::as_str).map(str::to_string);
     let id = message.get("id").cloned().filter(|id| !id.is_null());
     match (method, id) {
@@ -248,9 +192,9 @@ fn dispatch(
                     json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": text}})
                 }
             };
-            let tx = tx.clone();
+            let writer = writer.clone();
             tokio::spawn(async move {
-                let _ = tx.send_timeout(frame(&reply), WRITE_DEADLINE).await;
+                let _ = writer.send(&reply).await;
             });
         }
         (Some(method), None) => {
@@ -278,20 +222,19 @@ fn dispatch(
 
 #[cfg(test)]
 mod tests {
+    use agent_tools_support::framing::frame;
+
     use super::*;
 
     #[tokio::test]
     async fn framed_messages_are_read_back_including_non_ascii_bodies() {
         let a = json!({"jsonrpc": "2.0", "method": "x", "params": {"text": "é🙂"}});
-        let mut bytes = frame(&a);
+        let mut bytes = frame(a.to_string().as_bytes());
         bytes.extend(b"Content-Type: application/vscode-jsonrpc; charset=utf-8\r\n");
-        bytes.extend(frame(&json!({"id": 1, "result": null})));
-        let mut reader = BufReader::new(&bytes[..]);
-        assert_eq!(read_message(&mut reader).await.unwrap(), Some(a));
-        assert_eq!(
-            read_message(&mut reader).await.unwrap(),
-            Some(json!({"id": 1, "result": null}))
-        );
-        assert_eq!(read_message(&mut reader).await.unwrap(), None);
+        bytes.extend(frame(json!({"id": 1, "result": null}).to_string().as_bytes()));
+        let mut reader = FrameReader::new(&bytes[..]);
+        assert_eq!(reader.read_value().await.unwrap(), Some(a));
+        assert_eq!(reader.read_value().await.unwrap(), Some(json!({"id": 1, "result": null})));
+        assert_eq!(reader.read_value().await.unwrap(), None);
     }
 }
