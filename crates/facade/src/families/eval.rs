@@ -46,14 +46,6 @@ struct EvalTool {
     ceilings: Mutex<HashMap<(String, Language), Tier>>,
 }
 
-fn bridge_tier(tier: agent_tools_support::Tier) -> Tier {
-    match tier {
-        agent_tools_support::Tier::Read => Tier::Read,
-        agent_tools_support::Tier::Write => Tier::Write,
-        agent_tools_support::Tier::Exec => Tier::Exec,
-    }
-}
-
 #[async_trait]
 impl Tool for EvalTool {
     fn spec(&self) -> &ToolSpec {
@@ -67,7 +59,8 @@ impl Tool for EvalTool {
         };
         let language = request.language.unwrap_or_default();
         let key = (ctx.conversation_id.clone(), language);
-        let configured = bridge_tier(self.kernels.config().bridge_tier);
+        // The kernels' configured ceiling is the same `Tier` (the support crate's).
+        let configured: Tier = self.kernels.config().bridge_tier;
         let ceiling = {
             let mut ceilings = self.ceilings.lock().unwrap_or_else(|e| e.into_inner());
             let fresh = request.reset.unwrap_or(false)
@@ -309,8 +302,7 @@ mod tests {
 
     #[tokio::test]
     async fn the_configured_bridge_tier_lowers_the_ceiling() {
-        let config =
-            EvalConfig { bridge_tier: agent_tools_support::Tier::Read, ..EvalConfig::default() };
+        let config = EvalConfig { bridge_tier: Tier::Read, ..EvalConfig::default() };
         let (registry, run, _dir) = check(config);
         let build = Surface::build(&registry);
         let code = "import concurrent.futures as cf\n\
