@@ -29,7 +29,16 @@ const PATTERNS: &[(&str, &str, &str)] = &[
     ("python", "python", "print($$$ARGS)"),
     ("python", "python", "isinstance($X, $T)"),
     ("python", "python", "with open($F) as $V: $$$B"),
+    ("rust", "rust", RULE),
 ];
+
+/// An `inside` + `has` rule: `.unwrap()` inside a function whose return type mentions `Result`.
+/// Ours takes it as JSON, ast-grep as an inline YAML rule (`RULE_YAML`).
+const RULE: &str = r#"{"pattern": "$A.unwrap()", "inside": {"kind": "function_item", "stopBy": "end", "has": {"field": "return_type", "regex": "Result"}}}"#;
+const RULE_YAML: &str = "id: unwrap-in-result-fn\nlanguage: rust\nrule:\n  pattern: $A.unwrap()\n  inside:\n    kind: function_item\n    stopBy: end\n    has:\n      field: return_type\n      regex: Result\n";
+
+/// Parse cache for the repeated search: large enough for the whole Rust corpus's trees.
+const REPEAT_CACHE_MB: &str = "4096";
 
 const DEFAULT_RUNS: usize = 3;
 
@@ -123,6 +132,10 @@ fn ours_count(stdout: &[u8]) -> Result<(u64, String)> {
     Ok((value.matches, value.context))
 }
 
+fn ours_line(stdout: &[u8]) -> Result<serde_like::Line> {
+    serde_like::parse(&String::from_utf8_lossy(stdout))
+}
+
 /// Just enough JSON reading for the example's one line, without a JSON dependency in xtask.
 mod serde_like {
     use anyhow::{Context, Result};
@@ -130,6 +143,8 @@ mod serde_like {
     pub(super) struct Line {
         pub(super) matches: u64,
         pub(super) context: String,
+        pub(super) runs_ms: Vec<u64>,
+        pub(super) cache_mb: u64,
     }
 
     fn field<'a>(text: &'a str, key: &str) -> Option<&'a str> {
@@ -144,7 +159,16 @@ mod serde_like {
             .and_then(|m| m.parse().ok())
             .with_context(|| format!("no match count in {text:?}"))?;
         let context = field(text, "context").unwrap_or("?").to_string();
-        Ok(Line { matches, context })
+        let runs_ms = text
+            .find("\"runs_ms\":[")
+            .and_then(|at| {
+                let rest = &text[at + 11..];
+                rest.find(']').map(|end| &rest[..end])
+            })
+            .map(|list| list.split(',').filter_map(|n| n.trim().parse().ok()).collect())
+            .unwrap_or_default();
+        let cache_mb = field(text, "cache_mb").and_then(|m| m.parse().ok()).unwrap_or(0);
+        Ok(Line { matches, context, runs_ms, cache_mb })
     }
 }
 
@@ -203,6 +227,7 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
     let mut total_sg = Duration::ZERO;
     let mut cpu_ours = Duration::ZERO;
     let mut cpu_sg = Duration::ZERO;
+    let mut repeats: Vec<(String, Duration, Duration, u64)> = Vec::new();
     for (lang, corpus_name, pattern) in PATTERNS {
         let dir = corpus(corpus_name)?;
         let ours_cmd = || {
@@ -210,9 +235,14 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
             c.args([*pattern, *lang]).arg(&dir);
             c
         };
+        let is_rule = pattern.starts_with('{');
         let sg_cmd = || {
             let mut c = Command::new(&sg);
-            c.args(["run", "--pattern", pattern, "--lang", lang, "--json=stream"]).arg(&dir);
+            if is_rule {
+                c.args(["scan", "--inline-rules", RULE_YAML, "--json=stream"]).arg(&dir);
+            } else {
+                c.args(["run", "--pattern", pattern, "--lang", lang, "--json=stream"]).arg(&dir);
+            }
             c
         };
         timed(&mut ours_cmd())?;
@@ -239,6 +269,12 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
             sg_out = b.stdout;
         }
         let (ours_matches, context) = ours_count(&ours_out)?;
+        // The same search twice in one process, sharing the parse cache: the second is what an
+        // agent's repeated search costs.
+        let repeated = timed(ours_cmd().args(["--repeat", "2", "--cache-mb", REPEAT_CACHE_MB]))?;
+        let line = ours_line(&repeated.stdout)?;
+        let second = Duration::from_millis(line.runs_ms.get(1).copied().unwrap_or(0));
+        repeats.push((pattern.to_string(), second, median(t_sg.clone()), line.cache_mb));
         let sg_matches = sg_out.split(|b| *b == b'\n').filter(|l| !l.is_empty()).count();
         let (mo, ms) = (median(t_ours), median(t_sg));
         let (co, cs) = (median(c_ours), median(c_sg));
@@ -266,5 +302,21 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
         cpu_sg.as_secs_f64(),
         ratio(cpu_sg, cpu_ours),
     );
+    println!();
+    println!(
+        "Repeated search (second run in one process, parse cache shared; ast-grep re-parses):"
+    );
+    println!();
+    println!("| pattern | ours 2nd run (s) | ast-grep (s) | ratio | cache memory (MB) |");
+    println!("|---|---:|---:|---:|---:|");
+    for (pattern, second, sg, mb) in repeats {
+        println!(
+            "| `{}` | {:.2} | {:.2} | {:.2}× | {mb} |",
+            pattern.replace('|', "\\|"),
+            second.as_secs_f64(),
+            sg.as_secs_f64(),
+            ratio(sg, second),
+        );
+    }
     Ok(())
 }

@@ -2,13 +2,16 @@
 //! `astgrep PATTERN LANGUAGE DIR` prints the match count and scan statistics as one JSON line;
 //! add `--show` to print the rendered result instead. A PATTERN starting with `{` is a rule
 //! (ast-grep's rule language, as JSON). `--repeat N` runs the search N times in one process and
-//! prints one line per run.
+//! reports each run's milliseconds (`runs_ms`), sharing one parse cache (`--cache-mb N`,
+//! default 1024) between them.
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
-use std::{path::Path, process::ExitCode};
+use std::{path::Path, process::ExitCode, sync::Arc, time::Instant};
 
-use agent_tools_astgrep::{SearchOptions, SearchRequest, render_search, search};
+use agent_tools_astgrep::{
+    DEFAULT_CACHE_BYTES, SearchOptions, SearchRequest, TreeCache, render_search, search,
+};
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -36,24 +39,51 @@ fn main() -> ExitCode {
         max_results: Some(if args.iter().any(|a| a == "--show") { 500 } else { 1 }),
         context: None,
     };
-    match search(Path::new(dir), &request, &SearchOptions::default()) {
-        Ok(result) if args.iter().any(|a| a == "--show") => {
-            println!("{}", render_search(&result));
-            ExitCode::SUCCESS
+    let repeat: usize = args
+        .iter()
+        .position(|a| a == "--repeat")
+        .and_then(|i| args.get(i + 1))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(1)
+        .max(1);
+    // One cache for the whole process, as one run of the host keeps one.
+    let cache_bytes = args
+        .iter()
+        .position(|a| a == "--cache-mb")
+        .and_then(|i| args.get(i + 1))
+        .and_then(|n| n.parse::<usize>().ok())
+        .map_or(DEFAULT_CACHE_BYTES, |mb| mb * 1024 * 1024);
+    let cache = Arc::new(TreeCache::new(cache_bytes));
+    let options =
+        SearchOptions { cache: (repeat > 1).then(|| cache.clone()), ..SearchOptions::default() };
+    let mut runs_ms = Vec::new();
+    let mut last = None;
+    for _ in 0..repeat {
+        let start = Instant::now();
+        match search(Path::new(dir), &request, &options) {
+            Ok(result) => last = Some(result),
+            Err(e) => {
+                eprintln!("{e}");
+                return ExitCode::from(1);
+            }
         }
-        Ok(result) => {
-            let line = serde_json::json!({
-                "matches": result.total_matches,
-                "files_with_matches": result.files_with_matches,
-                "context": result.pattern.context,
-                "stats": result.stats,
-            });
-            println!("{line}");
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("{e}");
-            ExitCode::from(1)
-        }
+        runs_ms.push(start.elapsed().as_millis() as u64);
     }
+    let Some(result) = last else { return ExitCode::from(1) };
+    if args.iter().any(|a| a == "--show") {
+        println!("{}", render_search(&result));
+        return ExitCode::SUCCESS;
+    }
+    let stats = cache.stats();
+    let line = serde_json::json!({
+        "matches": result.total_matches,
+        "files_with_matches": result.files_with_matches,
+        "context": result.pattern.context.map_or("rule".to_string(), |c| c.to_string()),
+        "stats": result.stats,
+        "runs_ms": runs_ms,
+        "cache_files": stats.files,
+        "cache_mb": stats.bytes / (1024 * 1024),
+    });
+    println!("{line}");
+    ExitCode::SUCCESS
 }

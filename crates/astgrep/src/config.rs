@@ -36,6 +36,7 @@ impl AstgrepConfig {
             step_budget: self.step_budget.max(1),
             cancel: None,
             progress: None,
+            cache: None,
         }
     }
 }

@@ -19,6 +19,7 @@
 //! println!("{}", render_search(&result));
 //! ```
 
+mod cache;
 mod config;
 mod edit;
 mod error;
@@ -32,6 +33,7 @@ mod strictness;
 mod walk;
 
 pub use crate::{
+    cache::{CacheStats, DEFAULT_CACHE_BYTES, TreeCache},
     config::AstgrepConfig,
     edit::{
         EditRequest, EditStore, MAX_DIFF_LINES, MAX_STAGED, Proposal, ProposedFile, Resolution,

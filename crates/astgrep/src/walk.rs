@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use agent_tools_support::fs::{Kind, Root};
 
-use crate::{error::AstError, lang::Lang, matcher::RawMatch, query::Query};
+use crate::{cache::TreeCache, error::AstError, lang::Lang, matcher::RawMatch, query::Query};
 
 /// Limits and plumbing a host passes to a search.
 #[derive(Debug, Clone)]
@@ -29,6 +29,8 @@ pub struct SearchOptions {
     pub cancel: Option<Arc<AtomicBool>>,
     /// Told the number of files searched so far, every [`PROGRESS_EVERY`] files.
     pub progress: Option<Progress>,
+    /// Parsed files kept between the searches of a run (none: every search parses).
+    pub cache: Option<Arc<TreeCache>>,
 }
 
 /// How often (in files) a directory walk reports progress.
@@ -52,6 +54,7 @@ impl Default for SearchOptions {
             step_budget: crate::matcher::DEFAULT_STEP_BUDGET,
             cancel: None,
             progress: None,
+            cache: None,
         }
     }
 }
@@ -214,21 +217,45 @@ pub(crate) fn scan<T: Send>(
         if meta.len() > options.max_file_bytes {
             return Err(Skip::Large(meta.len()));
         }
-        let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
-        std::io::Read::read_to_end(&mut file, &mut bytes)
-            .map_err(|e| Skip::Unreadable(e.to_string()))?;
-        if memchr::memchr(0, &bytes[..bytes.len().min(8192)]).is_some() {
-            return Err(Skip::Binary);
-        }
-        let src =
-            String::from_utf8(bytes).map_err(|e| Skip::NonUtf8(e.utf8_error().valid_up_to()))?;
+        let modified = meta.modified().ok();
+        let cached =
+            options.cache.as_ref().and_then(|c| c.get(path, scope.lang, meta.len(), modified));
+        let (src, tree) = match cached {
+            Some((src, tree)) => (src, tree),
+            None => {
+                let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+                std::io::Read::read_to_end(&mut file, &mut bytes)
+                    .map_err(|e| Skip::Unreadable(e.to_string()))?;
+                if memchr::memchr(0, &bytes[..bytes.len().min(8192)]).is_some() {
+                    return Err(Skip::Binary);
+                }
+                let src = String::from_utf8(bytes)
+                    .map_err(|e| Skip::NonUtf8(e.utf8_error().valid_up_to()))?;
+                (Arc::from(src), None)
+            }
+        };
         if !literals.iter().all(|f| f.find(src.as_bytes()).is_some()) {
             counters.prefiltered.fetch_add(1, Ordering::Relaxed);
+            if let Some(cache) = &options.cache
+                && tree.is_none()
+            {
+                cache.put(path, scope.lang, meta.len(), modified, src.clone(), None);
+            }
             return Ok(());
         }
-        let Some(tree) = parser.parse(&src, None) else {
-            return Err(Skip::Unreadable("the parser gave up".into()));
+        let tree = match tree {
+            Some(tree) => tree,
+            None => {
+                let Some(tree) = parser.parse(&*src, None) else {
+                    return Err(Skip::Unreadable("the parser gave up".into()));
+                };
+                if let Some(cache) = &options.cache {
+                    cache.put(path, scope.lang, meta.len(), modified, src.clone(), Some(&tree));
+                }
+                tree
+            }
         };
+        let src: &str = &src;
         counters.parsed.fetch_add(1, Ordering::Relaxed);
         let root = tree.root_node();
         if root.has_error() {
@@ -239,7 +266,7 @@ pub(crate) fn scan<T: Send>(
         if let Some(&first) = budget_hits.first() {
             let mut b = budget.lock().unwrap_or_else(|e| e.into_inner());
             b.0 += budget_hits.len();
-            let (line, col) = line_col(&src, first);
+            let (line, col) = line_col(src, first);
             if b.1.as_ref().is_none_or(|(f, l, _)| (f.as_str(), *l) > (rel.as_str(), line)) {
                 b.1 = Some((rel.clone(), line, col));
             }
@@ -247,7 +274,7 @@ pub(crate) fn scan<T: Send>(
         if matches.is_empty() {
             return Ok(());
         }
-        let value = per_file(FileCtx { path, rel: &rel, src: &src, tree: &tree, matches, parser });
+        let value = per_file(FileCtx { path, rel: &rel, src, tree: &tree, matches, parser });
         results.lock().unwrap_or_else(|e| e.into_inner()).push((rel, value));
         Ok(())
     };

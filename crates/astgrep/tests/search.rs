@@ -198,3 +198,28 @@ fn a_long_walk_reports_progress_and_stops_when_cancelled() {
     assert_eq!(err, AstError::Cancelled);
     assert_eq!(*seen.lock().unwrap(), [100], "the walk went on after the cancel");
 }
+
+#[test]
+fn a_repeated_search_uses_the_parse_cache_and_sees_changed_files() {
+    let dir = project(&[("a.py", "print(1)\n"), ("b.py", "other()\n")]);
+    let cache = Arc::new(agent_tools_astgrep::TreeCache::new(64 * 1024 * 1024));
+    let options = SearchOptions { cache: Some(cache.clone()), ..SearchOptions::default() };
+    let req = request("print($X)", None, Some("python"));
+    let first = search(dir.path(), &req, &options).unwrap();
+    assert_eq!(first.total_matches, 1);
+    let stats = cache.stats();
+    assert_eq!((stats.files, stats.hits), (2, 0), "{stats:?}");
+    let second = search(dir.path(), &req, &options).unwrap();
+    assert_eq!(second.matches, first.matches);
+    assert_eq!(cache.stats().hits, 2, "{:?}", cache.stats());
+    // A changed file (new size and time) is read and parsed again, not served from the cache.
+    std::fs::write(dir.path().join("a.py"), "print(1)\nprint(22)\n").unwrap();
+    let third = search(dir.path(), &req, &options).unwrap();
+    assert_eq!(third.total_matches, 2);
+    // A budget too small for a tree keeps nothing and changes no result.
+    let tiny = SearchOptions {
+        cache: Some(Arc::new(agent_tools_astgrep::TreeCache::new(0))),
+        ..SearchOptions::default()
+    };
+    assert_eq!(search(dir.path(), &req, &tiny).unwrap().total_matches, 2);
+}

@@ -10,9 +10,9 @@ use std::{
 };
 
 use agent_tools_astgrep::{
-    AstError, AstgrepConfig, EditRequest, EditStore, Lang, Progress, ResolveRequest, SearchOptions,
-    SearchPayload, SearchRequest, render_payload, render_proposal, render_resolution, search,
-    search_payload,
+    AstError, AstgrepConfig, DEFAULT_CACHE_BYTES, EditRequest, EditStore, Lang, Progress,
+    ResolveRequest, SearchOptions, SearchPayload, SearchRequest, TreeCache, render_payload,
+    render_proposal, render_resolution, search, search_payload,
 };
 use async_trait::async_trait;
 use serde_json::Value;
@@ -21,16 +21,18 @@ use crate::{CallContext, Config, RegistryBuilder, Tier, Tool, ToolResult, ToolSp
 
 const FAMILY: &str = "astgrep";
 
-/// What the three tools share: configuration and the run's staged edits.
+/// What the three tools share: configuration, the run's staged edits and its parse cache.
 struct Shared {
     config: AstgrepConfig,
     store: EditStore,
+    cache: Arc<TreeCache>,
 }
 
 impl RegistryBuilder {
     /// Registers `ast_grep`, `ast_edit` and `resolve`; staged edits live as long as the registry.
     pub fn with_astgrep(self, config: AstgrepConfig) -> Self {
-        let shared = Arc::new(Shared { config, store: EditStore::new() });
+        let cache = Arc::new(TreeCache::new(DEFAULT_CACHE_BYTES));
+        let shared = Arc::new(Shared { config, store: EditStore::new(), cache });
         self.with_tool(FAMILY, Arc::new(AstGrep::new(shared.clone())))
             .with_tool(FAMILY, Arc::new(AstEdit::new(shared.clone())))
             .with_tool(FAMILY, Arc::new(Resolve::new(shared)))
@@ -93,7 +95,12 @@ async fn blocking<T: Send + 'static>(
 }
 
 fn options(shared: &Shared, cancel: Arc<AtomicBool>, progress: Option<Progress>) -> SearchOptions {
-    SearchOptions { cancel: Some(cancel), progress, ..shared.config.options() }
+    SearchOptions {
+        cancel: Some(cancel),
+        progress,
+        cache: Some(shared.cache.clone()),
+        ..shared.config.options()
+    }
 }
 
 struct AstGrep {
@@ -231,6 +238,8 @@ impl Tool for Resolve {
         match out {
             Ok(Ok(resolution)) => {
                 let paths: Vec<PathBuf> = resolution.written_paths.clone();
+                // The run's own writes: parsed copies of those files are stale now.
+                self.shared.cache.invalidate(paths.iter().map(PathBuf::as_path));
                 let mut result = ToolResult::text(render_resolution(&resolution));
                 for path in paths {
                     result = result.with_changed_file(path);
@@ -320,5 +329,14 @@ mod tests {
         assert!(!done.is_error, "{}", done.text);
         assert_eq!(done.changed_files.len(), 1);
         assert_eq!(std::fs::read_to_string(dir.path().join("a.py")).unwrap(), "log(1)\n");
+        // The next search of the run sees the write, not the parsed copy it kept.
+        let again = surface
+            .call(&ctx, "ast_grep", json!({"pattern": "log($X)", "language": "python"}))
+            .await;
+        assert!(again.text.contains("a.py:1:1  log(1)"), "{}", again.text);
+        let old = surface
+            .call(&ctx, "ast_grep", json!({"pattern": "print($X)", "language": "python"}))
+            .await;
+        assert!(old.text.contains("no matches"), "{}", old.text);
     }
 }
