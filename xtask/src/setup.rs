@@ -38,6 +38,8 @@ const PIP: &[&str] = &[
     "jupyter_client==8.*",
     // debug: the debugpy adapter (the Debian package is older, 1.6).
     "debugpy==1.8.*",
+    // debug: a failing pytest test debugged to its assertion.
+    "pytest==9.*",
     // lsp: basedpyright (bundles its own Node), the Python server of the lsp tests.
     "basedpyright==1.40.*",
     // python: maturin builds the agent-tools wheel (`cargo xtask wheel`, and in `cargo xtask ci`).
