@@ -89,6 +89,8 @@ pub const UNTRUSTED_PROJECT_KEYS: &[&str] = &[
     "eval.max_output_chars",
     "eval.max_images",
     "eval.js_memory_limit_mb",
+    "eval.ipython",
+    "eval.javascript",
     "vibe.enabled",
     "vibe.slots",
     "vibe.stall_seconds",
