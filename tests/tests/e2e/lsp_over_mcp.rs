@@ -1,5 +1,6 @@
 //! `lsp`, `lsp_rename` and diagnostics on write over MCP with a real basedpyright: a client's
-//! `write` result carries the new diagnostics, and no server process outlives the connection.
+//! `write` result carries the new diagnostics, a client that reads only `structuredContent`
+//! gets the same payload as data, and no server process outlives the connection.
 
 use std::path::PathBuf;
 
@@ -51,7 +52,16 @@ fn a_client_navigates_renames_and_gets_new_diagnostics_on_write() {
         .call("lsp", json!({"action": "definition", "file": "main.py", "line": 3}));
     let Some(results) = check(script) else { return };
     let names = tool_names(&results[1]);
-    assert!(names.contains(&"lsp") && names.contains(&"lsp_rename"), "{names:?}");
+    assert!(
+        names.contains(&"lsp")
+            && names.contains(&"lsp_rename")
+            && names.contains(&"lsp_code_action"),
+        "{names:?}"
+    );
+    let listed = results[1]["tools"].as_array().cloned().unwrap_or_default();
+    for tool in listed.iter().filter(|t| t["name"].as_str().is_some_and(|n| n.starts_with("lsp"))) {
+        assert!(tool["outputSchema"] == true || tool["outputSchema"].is_object(), "{tool}");
+    }
     let status = text_of(&results[2]);
     assert!(
         status.contains("python (root ., marker pyproject.toml)")
@@ -60,6 +70,11 @@ fn a_client_navigates_renames_and_gets_new_diagnostics_on_write() {
     );
     let def = text_of(&results[3]);
     assert!(def.contains("shapes.py:1:5  def make_square(side: float) -> float:"), "{def}");
+    // A client that shows its model only structured content sees the same answer.
+    let data = &results[3]["structured"];
+    assert_eq!(data["action"], "definition", "{data}");
+    assert_eq!(data["locations"][0]["path"], "shapes.py", "{data}");
+    assert_eq!(data["locations"][0]["text"], "def make_square(side: float) -> float:", "{data}");
     let write = text_of(&results[4]);
     assert_eq!(results[4]["isError"], false, "{write}");
     assert!(write.starts_with("replaced main.py"), "{write}");
@@ -69,6 +84,9 @@ fn a_client_navigates_renames_and_gets_new_diagnostics_on_write() {
     );
     let rename = text_of(&results[5]);
     assert!(rename.contains("3 edit(s) in 2 file(s)"), "{rename}");
+    let data = &results[5]["structured"];
+    assert_eq!(data["edits"], 3, "{data}");
+    assert_eq!(data["files"].as_array().map(Vec::len), Some(2), "{data}");
     assert!(
         std::fs::read_to_string(project.root.join("main.py")).unwrap().contains("square_area(2.0)")
     );
@@ -87,5 +105,10 @@ fn a_plan_surface_sees_lsp_but_not_lsp_rename() {
     let script = McpScript::new(&project.root, &["--surface", "plan"]).list_tools();
     let Some(results) = check(script) else { return };
     let names = tool_names(&results[1]);
-    assert!(names.contains(&"lsp") && !names.contains(&"lsp_rename"), "{names:?}");
+    assert!(
+        names.contains(&"lsp")
+            && !names.contains(&"lsp_rename")
+            && !names.contains(&"lsp_code_action"),
+        "{names:?}"
+    );
 }
