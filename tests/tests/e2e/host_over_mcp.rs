@@ -241,3 +241,51 @@ fn a_connection_that_only_discovers_ends_cleanly() {
     let status = host.finish();
     assert!(status.success(), "a discover-only probe ends with exit 0: {status}");
 }
+
+/// The test tools' npm modules (the TypeScript SDK), installed by `cargo xtask setup`.
+fn npm_modules() -> Option<std::path::PathBuf> {
+    let home =
+        std::env::var_os("AGENT_TOOLS_TEST_HOME").map(std::path::PathBuf::from).or_else(|| {
+            std::env::var_os("HOME")
+                .map(|h| std::path::PathBuf::from(h).join(".cache/agent-tools-test"))
+        })?;
+    let modules = home.join("npm/node_modules");
+    let found = modules.join("@modelcontextprotocol/sdk/package.json").exists()
+        && Command::new("node").arg("--version").output().is_ok_and(|o| o.status.success());
+    crate::support::require("node with the TypeScript MCP SDK", found, "run `cargo xtask setup`")
+        .then_some(modules)
+}
+
+#[test]
+fn a_cell_cancelled_by_the_typescript_sdk_is_interrupted_and_the_next_cells_answer() {
+    let (Some(project), Some(modules)) = (eval_project(), npm_modules()) else { return };
+    let marker = format!("ts-cancel-{}", std::process::id());
+    let args = |code: &str| json!({"code": code, "description": "a TypeScript SDK cell"});
+    let script = json!({
+        "server": [host_binary(), "mcp", "--root", project.root],
+        "env": {"AGENT_TOOLS_E2E_MARKER": marker, "RUST_LOG": "warn"},
+        "setup": args("x = 1"),
+        "busy": args("import time\ntime.sleep(10)\nx = 99"),
+        "cancel_after_ms": 1500,
+        "next": [args("x"), args("x + 1"), args("'after'")],
+    });
+    let file = project.root.join("ts-script.json");
+    std::fs::write(&file, script.to_string()).expect("write script");
+    let driver = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("js/cancel_driver.cjs");
+    let output = Command::new("node")
+        .arg(driver)
+        .arg(&file)
+        .env("NODE_PATH", modules)
+        .output()
+        .expect("run the TypeScript driver");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let out: Value = serde_json::from_slice(&output.stdout).expect("driver JSON");
+    assert_eq!(out["cancelled"]["answered"], false, "{out}");
+    let next = out["next"].as_array().expect("next");
+    for (result, expected) in next.iter().zip(["1", "2", "'after'"]) {
+        let text = result["text"].as_str().unwrap_or_default();
+        assert_eq!(result["isError"], false, "{text}");
+        assert!(text.trim_end().ends_with(expected), "expected {expected}: {text}");
+    }
+    crate::support::assert_no_survivors(&marker, std::time::Duration::from_secs(15));
+}
