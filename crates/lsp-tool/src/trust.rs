@@ -132,7 +132,9 @@ fn private_compile_commands(root: &Path, private_dir: &Path) -> Option<PathBuf> 
         .map(|c| if c.is_alphanumeric() { c } else { '_' })
         .collect();
     let dir = private_dir.join("clangd").join(name);
+    // tidy: private folder (the run's own, outside the project)
     std::fs::create_dir_all(&dir).ok()?;
+    // tidy: private folder
     std::fs::write(dir.join("compile_commands.json"), serde_json::to_vec(&entries).ok()?).ok()?;
     Some(dir)
 }
