@@ -716,6 +716,23 @@ impl Supervisor {
             .map_err(|e| LspError::Failed(format!("status failed: {e}")))?
     }
 
+    /// What the run's servers are doing now, for progress reports while a call waits:
+    /// `python (.): starting`, `typescript (web): indexing (45%): …`; `None` when all are idle.
+    pub fn activity(&self) -> Option<String> {
+        let slots: Vec<Arc<Slot>> = self.inner.slots.lock().values().cloned().collect();
+        let mut parts = Vec::new();
+        for slot in slots {
+            let root = display_relative(&self.inner.root, &slot.root.root);
+            if slot.record.lock().starting {
+                parts.push(format!("{} ({root}): starting", slot.def.id));
+            } else if let Some(busy) = slot.current.lock().as_ref().and_then(|s| s.busy()) {
+                parts.push(format!("{} ({root}): {busy}", slot.def.id));
+            }
+        }
+        parts.sort();
+        (!parts.is_empty()).then(|| parts.join("; "))
+    }
+
     /// Pids (process-group ids) of every server process started and not yet reaped.
     pub fn server_pids(&self) -> Vec<u32> {
         self.inner

@@ -85,6 +85,30 @@ fn into_result(tool: &str, outcome: Result<LspOutput, LspError>) -> ToolResult {
     }
 }
 
+/// Runs `call`, reporting once a second what the servers are doing while it waits (starting,
+/// indexing with the server's own progress titles); the host rate-limits and forwards it.
+async fn with_progress<T>(
+    ctx: &CallContext,
+    supervisor: &Supervisor,
+    what: &str,
+    call: impl std::future::Future<Output = T>,
+) -> T {
+    let started = std::time::Instant::now();
+    tokio::pin!(call);
+    let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
+    tick.tick().await;
+    loop {
+        tokio::select! {
+            out = &mut call => return out,
+            _ = tick.tick() => {
+                let waited = started.elapsed().as_secs();
+                let doing = supervisor.activity().unwrap_or_else(|| "waiting for the answer".into());
+                ctx.report_progress(waited as f64, None, format!("lsp {what}: {waited} s; {doing}"));
+            }
+        }
+    }
+}
+
 struct LspTool {
     spec: ToolSpec,
     supervisor: Supervisor,
@@ -101,9 +125,11 @@ impl Tool for LspTool {
             Ok(a) => a,
             Err(e) => return e,
         };
-        let action = args.action.as_str();
-        ctx.report_progress(0.0, None, format!("lsp {action}: asking the language server"));
-        into_result(&format!("lsp {action}"), self.supervisor.call(args, &ctx.cancel).await)
+        let action = args.action.as_str().to_string();
+        let outcome =
+            with_progress(ctx, &self.supervisor, &action, self.supervisor.call(args, &ctx.cancel))
+                .await;
+        into_result(&format!("lsp {action}"), outcome)
     }
 }
 
@@ -123,7 +149,8 @@ impl Tool for RenameTool {
             Ok(a) => a,
             Err(e) => return e,
         };
-        into_result("lsp_rename", self.supervisor.rename(args, &ctx.cancel).await)
+        let call = self.supervisor.rename(args, &ctx.cancel);
+        into_result("lsp_rename", with_progress(ctx, &self.supervisor, "rename", call).await)
     }
 }
 
@@ -143,7 +170,11 @@ impl Tool for CodeActionTool {
             Ok(a) => a,
             Err(e) => return e,
         };
-        into_result("lsp_code_action", self.supervisor.apply_code_action(args, &ctx.cancel).await)
+        let call = self.supervisor.apply_code_action(args, &ctx.cancel);
+        into_result(
+            "lsp_code_action",
+            with_progress(ctx, &self.supervisor, "code action", call).await,
+        )
     }
 }
 
@@ -217,6 +248,38 @@ mod tests {
         assert!(tokens <= 520, "lsp + lsp_rename + lsp_code_action cost {tokens} tokens");
         assert!(specs.iter().all(|s| s.output_schema.is_some()));
         insta::assert_json_snapshot!("lsp_tool_specs", specs);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_call_waiting_for_a_starting_server_reports_progress() {
+        let fake = concat!(env!("CARGO_MANIFEST_DIR"), "/../lsp-tool/tests/fake/fake_lsp.py");
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::write(root.join("fake.toml"), "").unwrap();
+        std::fs::write(root.join("a.fk"), "greet\n").unwrap();
+        std::fs::write(root.join("script.json"), "{\"delay_ms\": {\"initialize\": 2500}}").unwrap();
+        let config: LspConfig = serde_json::from_value(serde_json::json!({
+            "servers": {"fake": {"languages": {"fakelang": ["fk"]}, "root_markers": ["fake.toml"],
+                "commands": [["python3", fake, "--script", root.join("script.json").display().to_string()]]}}
+        }))
+        .unwrap();
+        let registry = RegistryBuilder::new().with_lsp(&root, config).build();
+        let surface = registry.surface(SurfaceKind::Build);
+        let info = crate::RunInfo::new(&root);
+        let mut ctx = surface.context(&info, None);
+        let seen = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+        let sink = seen.clone();
+        ctx.progress =
+            Some(crate::ProgressSink::new(move |p| sink.lock().unwrap().push(p.message)));
+        let args =
+            serde_json::json!({"action": "hover", "file": "a.fk", "line": 1, "symbol": "greet"});
+        let _ = surface.call(&ctx, "lsp", args).await;
+        let seen = seen.lock().unwrap().clone();
+        assert!(
+            seen.iter().any(|m| m.starts_with("lsp hover: ") && m.contains("fake (.): starting")),
+            "{seen:?}"
+        );
+        registry.shutdown().await;
     }
 
     #[test]
