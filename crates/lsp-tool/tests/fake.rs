@@ -475,3 +475,34 @@ fn the_schemas_of_both_tools_are_stable() {
     insta::assert_json_snapshot!("rename_args_schema", rename);
     let _ = Action::Status;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_call_returns_at_once_and_the_server_answers_the_next_call() {
+    let p = check(
+        json!({"never_answer": ["textDocument/definition"]}),
+        &[("fake.toml", ""), ("a.fk", SOURCE)],
+        json!({"request_timeout_ms": 600000}),
+    );
+    let cancel = CancellationToken::new();
+    let args: LspArgs = serde_json::from_value(
+        json!({"action": "definition", "file": "a.fk", "line": 3, "symbol": "greet"}),
+    )
+    .expect("args");
+    let trigger = cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        trigger.cancel();
+    });
+    // The request would wait ten minutes; the cancellation ends it (the bound only guards
+    // against a hang).
+    let outcome =
+        tokio::time::timeout(std::time::Duration::from_secs(120), p.sup.call(args, &cancel))
+            .await
+            .expect("the cancelled call returned");
+    let err = outcome.expect_err("cancelled").to_string();
+    assert!(err.contains("cancelled"), "{err}");
+    let hover =
+        p.ok(json!({"action": "hover", "file": "a.fk", "line": 3, "symbol": "greet"})).await;
+    assert!(hover.contains("fake hover: `greet`"), "{hover}");
+    p.finish().await;
+}
