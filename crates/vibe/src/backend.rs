@@ -98,7 +98,7 @@ impl WorkerEvents {
 }
 
 /// How a stop went.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct StopReport {
     /// True when the graceful stop was not enough and the attempt was killed.
     pub forced: bool,

@@ -60,7 +60,7 @@ impl Default for RosterSettings {
 }
 
 /// Where a worker is in its life.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum WorkerState {
     /// Waiting for a free slot.
@@ -103,7 +103,7 @@ impl WorkerState {
 }
 
 /// How an attempt ended: its final output (capped) and what ended it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct WorkerResult {
     pub state: WorkerState,
     /// The captured stdout (its tail, when capped).
@@ -122,7 +122,7 @@ pub struct WorkerResult {
 }
 
 /// A worker as the tools show it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct WorkerView {
     pub id: String,
     pub label: String,
@@ -150,7 +150,7 @@ pub struct WorkerView {
 }
 
 /// Every worker of the run and the slots.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct RosterView {
     pub workers: Vec<WorkerView>,
     pub slots_used: usize,
@@ -158,7 +158,7 @@ pub struct RosterView {
 }
 
 /// What `spawn` did.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct SpawnReport {
     pub worker: WorkerView,
     /// 1-based place in the queue, when queued.
@@ -169,7 +169,7 @@ pub struct SpawnReport {
 }
 
 /// What `send` did.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct SendReport {
     pub worker: WorkerView,
     /// The state before the message.
@@ -183,7 +183,7 @@ pub struct SendReport {
 }
 
 /// The attempt a `send` interrupted.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Interrupted {
     pub attempt: u32,
     pub ran_seconds: f64,
@@ -193,7 +193,7 @@ pub struct Interrupted {
 }
 
 /// What `wait` saw.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct WaitReport {
     pub worker: WorkerView,
     pub waited_seconds: f64,
@@ -204,7 +204,7 @@ pub struct WaitReport {
 }
 
 /// What `kill` did.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct KillReport {
     pub worker: WorkerView,
     pub previous_state: WorkerState,

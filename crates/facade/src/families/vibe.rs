@@ -29,29 +29,34 @@ impl RegistryBuilder {
                 Op::Spawn,
                 ToolSpec::new::<SpawnArgs>(tools::SPAWN, tools::SPAWN_DESCRIPTION, Tier::Read)
                     .with_title("Start a background worker")
+                    .with_output_schema::<agent_tools_vibe::SpawnReport>()
                     .with_effects(workers.idempotent(false)),
             ),
             (
                 Op::Send,
                 ToolSpec::new::<SendArgs>(tools::SEND, tools::SEND_DESCRIPTION, Tier::Read)
                     .with_title("Brief a worker again")
+                    .with_output_schema::<agent_tools_vibe::SendReport>()
                     .with_effects(workers.idempotent(false)),
             ),
             (
                 Op::Wait,
                 ToolSpec::new::<WaitArgs>(tools::WAIT, tools::WAIT_DESCRIPTION, Tier::Read)
-                    .with_title("Wait for workers"),
+                    .with_title("Wait for workers")
+                    .with_output_schema::<agent_tools_vibe::WaitReport>(),
             ),
             (
                 Op::Kill,
                 ToolSpec::new::<KillArgs>(tools::KILL, tools::KILL_DESCRIPTION, Tier::Read)
                     .with_title("Stop a worker")
+                    .with_output_schema::<agent_tools_vibe::KillReport>()
                     .with_effects(workers.destructive(true)),
             ),
             (
                 Op::List,
                 ToolSpec::new::<ListArgs>(tools::LIST, tools::LIST_DESCRIPTION, Tier::Read)
-                    .with_title("List workers"),
+                    .with_title("List workers")
+                    .with_output_schema::<agent_tools_vibe::RosterView>(),
             ),
         ];
         let builder = specs.into_iter().fold(self, |builder, (op, spec)| {
