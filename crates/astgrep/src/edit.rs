@@ -249,7 +249,33 @@ fn expand(segs: &[Seg], m: &RawMatch, src: &str, values: &[String]) -> String {
         if at_line == 0 { format!("{base}{own}") } else { own }
     };
     let mut pending: Option<String> = None;
+    // Comments inside the replaced code that no capture holds go after the capture they
+    // followed in the source (or before the first capture), so a rewrite keeps them.
+    let owner = |c: &std::ops::Range<usize>| -> Option<usize> {
+        m.captures
+            .iter()
+            .enumerate()
+            .filter_map(|(i, r)| r.as_ref().filter(|r| r.end <= c.start).map(|r| (i, r.end)))
+            .max_by_key(|(_, end)| *end)
+            .map(|(i, _)| i)
+    };
+    let comments: Vec<(Option<usize>, &str)> = m
+        .comments
+        .iter()
+        .map(|c| (owner(c), &src[c.clone()]))
+        .filter(|(_, text)| !segs.iter().any(|s| matches!(s, Seg::Text(t) if t.contains(text))))
+        .collect();
+    let mut placed = vec![false; comments.len()];
     for seg in segs {
+        if let Seg::Var(_) = seg {
+            for (k, (who, text)) in comments.iter().enumerate() {
+                if who.is_none() && !placed[k] {
+                    out.push_str(text);
+                    out.push(' ');
+                    placed[k] = true;
+                }
+            }
+        }
         match seg {
             Seg::Text(t) => {
                 for (i, piece) in t.split('\n').enumerate() {
@@ -276,15 +302,15 @@ fn expand(segs: &[Seg], m: &RawMatch, src: &str, values: &[String]) -> String {
                     out.push_str(v);
                 }
             }
-            Seg::Var(index) => {
-                let Some(Some(range)) = m.captures.get(*index) else { continue };
+            Seg::Var(index) => 'var: {
+                let Some(Some(range)) = m.captures.get(*index) else { break 'var };
                 let text = &src[range.clone()];
                 if let Some(indent) = pending.take() {
                     out.push_str(&indent);
                 }
                 if !text.contains('\n') {
                     out.push_str(text);
-                    continue;
+                    break 'var;
                 }
                 let from = line_indent(src, range.start);
                 let to = current_indent(&out);
@@ -305,6 +331,21 @@ fn expand(segs: &[Seg], m: &RawMatch, src: &str, values: &[String]) -> String {
                     pending = Some(to);
                 }
             }
+        }
+        if let Seg::Var(index) = seg {
+            for (k, (who, text)) in comments.iter().enumerate() {
+                if *who == Some(*index) && !placed[k] {
+                    out.push(' ');
+                    out.push_str(text);
+                    placed[k] = true;
+                }
+            }
+        }
+    }
+    for (k, (_, text)) in comments.iter().enumerate() {
+        if !placed[k] {
+            out.push(' ');
+            out.push_str(text);
         }
     }
     out

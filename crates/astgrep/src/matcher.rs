@@ -37,6 +37,8 @@ pub struct RawMatch {
     /// What a rewrite replaces: from the first to the last code token the pattern's tokens and
     /// metavariables matched, so a trailing comment or `;` the pattern does not mention stays.
     pub replace: Range<usize>,
+    /// Block comments inside `replace` but outside every capture: a rewrite keeps them.
+    pub comments: Vec<Range<usize>>,
 }
 
 /// Matches one pattern against trees of its language.
@@ -103,7 +105,9 @@ impl<'p> Matcher<'p> {
                 self.begin();
                 let mut env = Env::new();
                 if self.node(&nodes[0], node, src, &mut env) {
-                    out.push(self.finish(node.byte_range(), node.start_position(), env));
+                    let mut found = self.finish(node.byte_range(), node.start_position(), env);
+                    found.comments = orphan_comments(node, src, &found);
+                    out.push(found);
                 } else if self.exceeded {
                     self.budget_hits.push(node.start_byte());
                 }
@@ -176,7 +180,13 @@ impl<'p> Matcher<'p> {
             }
         }
         let replace = replace.unwrap_or_else(|| range.clone());
-        RawMatch { range, start: (start.row, start.column), captures, replace }
+        RawMatch {
+            range,
+            start: (start.row, start.column),
+            captures,
+            replace,
+            comments: Vec::new(),
+        }
     }
 
     /// Whether the last candidate ran out of steps.
@@ -368,6 +378,34 @@ impl<'p> Matcher<'p> {
         env.push((index, capture));
         true
     }
+}
+
+/// Block comments under `node` inside the replaced range and outside every capture.
+fn orphan_comments(node: Node<'_>, src: &[u8], m: &RawMatch) -> Vec<Range<usize>> {
+    let mut out = Vec::new();
+    let mut stack = vec![node];
+    while let Some(n) = stack.pop() {
+        let r = n.byte_range();
+        if r.start >= m.replace.end || r.end <= m.replace.start {
+            continue;
+        }
+        if m.captures.iter().flatten().any(|c| c.start <= r.start && r.end <= c.end) {
+            continue;
+        }
+        if n.is_extra() {
+            if src.get(r.clone()).is_some_and(|t| t.starts_with(b"/*"))
+                && m.replace.start <= r.start
+                && r.end <= m.replace.end
+            {
+                out.push(r);
+            }
+            continue;
+        }
+        let mut cursor = n.walk();
+        stack.extend(n.children(&mut cursor));
+    }
+    out.sort_by_key(|r| r.start);
+    out
 }
 
 /// The range from the first to the last code node the pattern matched, and the real bindings.

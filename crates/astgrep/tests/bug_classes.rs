@@ -154,3 +154,19 @@ fn a_multi_line_list_capture_is_re_indented_where_it_lands() {
         "fn f() {\n    loop { a();\n    b(); }\n}\n"
     );
 }
+
+#[test]
+fn a_rewrite_keeps_block_comments_between_captures() {
+    assert_eq!(
+        rewrite(Lang::Javascript, "foo($A, $B)", "bar($B, $A)", "foo(a /* first */, b);"),
+        "bar(b, a /* first */);"
+    );
+    assert_eq!(
+        rewrite(Lang::Rust, "foo($A, $B)", "bar($A, $B)", "fn m() { foo(/* lead */ a, b); }"),
+        "fn m() { bar(/* lead */ a, b); }"
+    );
+    assert_eq!(
+        rewrite(Lang::C, "foo($A, $B)", "bar($A, $B)", "void m(void) { foo(a, /* mid */ b); }"),
+        "void m(void) { bar(a /* mid */, b); }"
+    );
+}

@@ -106,7 +106,13 @@ impl<'r> Evaluator<'r> {
             }
         }
         let start = node.start_position();
-        RawMatch { range: node.byte_range(), start: (start.row, start.column), captures, replace }
+        RawMatch {
+            range: node.byte_range(),
+            start: (start.row, start.column),
+            captures,
+            replace,
+            comments: Vec::new(),
+        }
     }
 
     fn eval<'t>(
