@@ -1,0 +1,236 @@
+//! The diagnostics of exactly one document version: pulled where the server offers it (for
+//! typescript-language-server, tsserver's synchronous diagnostics), else the push carrying
+//! that version, or, from versionless servers, the pushes after the change once they go quiet.
+
+use std::{path::Path, time::Instant};
+
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use super::{DiagnosticMode, DiagnosticsWait, Server, SyncedDoc, VERSIONLESS_SETTLE, join_all};
+use crate::{paths::uri_from_path, transport::RequestError};
+
+impl Server {
+    /// Pull when a static or dynamic `textDocument/diagnostic` provider exists (or the server
+    /// is typescript-language-server, which answers tsserver's synchronous diagnostics).
+    pub(crate) fn diagnostic_mode(&self) -> DiagnosticMode {
+        if self.pull_identifiers().is_empty() && !self.tsserver_pull() {
+            DiagnosticMode::Push
+        } else {
+            DiagnosticMode::Pull
+        }
+    }
+
+    /// typescript-language-server publishes without versions and in phases (syntax, semantics,
+    /// suggestions), so a push cannot be tied to a version; its `typescript.tsserverRequest`
+    /// command runs tsserver's synchronous diagnostics for the content it has.
+    fn tsserver_pull(&self) -> bool {
+        self.capabilities
+            .pointer("/executeCommandProvider/commands")
+            .and_then(Value::as_array)
+            .is_some_and(|c| c.iter().any(|c| c == "typescript.tsserverRequest"))
+    }
+
+    async fn tsserver_diagnostics(
+        &self,
+        doc: &SyncedDoc,
+        deadline: Instant,
+        cancel: &CancellationToken,
+    ) -> Result<Vec<lsp_types::Diagnostic>, RequestError> {
+        let uri = uri_from_path(&doc.path).map(|u| u.as_str().to_string());
+        let mut items = Vec::new();
+        for command in ["syntacticDiagnosticsSync", "semanticDiagnosticsSync"] {
+            let params = json!({
+                "command": "typescript.tsserverRequest",
+                "arguments": [command, {"file": uri, "includeLinePosition": false}],
+            });
+            let answer =
+                self.request_until("workspace/executeCommand", params, deadline, cancel).await?;
+            let body = answer.get("body").unwrap_or(&answer);
+            for d in body.as_array().into_iter().flatten() {
+                let pos = |k: &str| {
+                    let n = |f: &str| {
+                        d.pointer(&format!("/{k}/{f}")).and_then(Value::as_u64).unwrap_or(1)
+                    };
+                    json!({"line": n("line").saturating_sub(1), "character": n("offset").saturating_sub(1)})
+                };
+                let severity = match d.get("category").and_then(Value::as_str) {
+                    Some("warning") => 2,
+                    Some("suggestion") => 4,
+                    Some("message") => 3,
+                    _ => 1,
+                };
+                let mut diag = json!({
+                    "range": {"start": pos("start"), "end": pos("end")},
+                    "severity": severity,
+                    "source": "typescript",
+                    "message": d.get("text").and_then(Value::as_str).unwrap_or(""),
+                });
+                if let Some(code) = d.get("code").and_then(Value::as_i64) {
+                    diag["code"] = json!(code);
+                }
+                if d.get("reportsUnnecessary")
+                    .is_some_and(|v| !v.is_null() && v != &Value::Bool(false))
+                {
+                    diag["tags"] = json!([1]);
+                }
+                if let Ok(parsed) = serde_json::from_value::<lsp_types::Diagnostic>(diag) {
+                    items.push(parsed);
+                }
+            }
+        }
+        Ok(items)
+    }
+
+    fn pull_identifiers(&self) -> Vec<Option<String>> {
+        let mut ids = Vec::new();
+        if let Some(provider) = self.capabilities.get("diagnosticProvider")
+            && !provider.is_null()
+            && provider != &Value::Bool(false)
+        {
+            ids.push(provider.get("identifier").and_then(Value::as_str).map(str::to_string));
+        }
+        for (_, identifier) in &self.shared.state.lock().pull_registrations {
+            if !ids.contains(identifier) {
+                ids.push(identifier.clone());
+            }
+        }
+        ids
+    }
+
+    /// The diagnostics of exactly `doc`'s version: pulled where the server offers it, else the
+    /// push for that version (or, from servers that send no version, the first push after our
+    /// change), at most until `deadline`.
+    pub(crate) async fn diagnostics(
+        &self,
+        doc: &SyncedDoc,
+        deadline: Instant,
+        cancel: &CancellationToken,
+    ) -> Result<Vec<lsp_types::Diagnostic>, DiagnosticsWait> {
+        let started = Instant::now();
+        let timeout = |server: &Server| DiagnosticsWait::Timeout {
+            waited: started.elapsed(),
+            indexing: server.busy(),
+        };
+        loop {
+            if self.is_dead() {
+                return Err(DiagnosticsWait::Closed);
+            }
+            let notified = self.shared.changed.notified();
+            let identifiers = self.pull_identifiers();
+            if identifiers.is_empty() && self.tsserver_pull() {
+                return self.tsserver_diagnostics(doc, deadline, cancel).await.map_err(
+                    |e| match e {
+                        RequestError::Timeout(_) => timeout(self),
+                        RequestError::Cancelled => DiagnosticsWait::Cancelled,
+                        RequestError::Closed => DiagnosticsWait::Closed,
+                        other => DiagnosticsWait::Failed(other.to_string()),
+                    },
+                );
+            }
+            if !identifiers.is_empty() {
+                return self.pull(doc, identifiers, deadline, cancel).await.map_err(|e| match e {
+                    RequestError::Timeout(_) => timeout(self),
+                    RequestError::Cancelled => DiagnosticsWait::Cancelled,
+                    RequestError::Closed => DiagnosticsWait::Closed,
+                    other => DiagnosticsWait::Failed(other.to_string()),
+                });
+            }
+            let fresh = {
+                let state = self.shared.state.lock();
+                state.push.get(&doc.path).and_then(|entry| match entry.version {
+                    Some(v) if v == doc.version && entry.seq > doc.min_seq => {
+                        Some((entry.items.clone(), true))
+                    }
+                    None if entry.seq > doc.sent_seq => Some((entry.items.clone(), false)),
+                    _ => None,
+                })
+            };
+            if let Some((items, versioned)) = fresh {
+                if versioned {
+                    return Ok(items);
+                }
+                return Ok(self.settle_versionless(&doc.path, items, deadline, cancel).await);
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Err(timeout(self));
+            }
+            tokio::select! {
+                _ = notified => {}
+                _ = tokio::time::sleep(deadline - now) => {}
+                _ = cancel.cancelled() => return Err(DiagnosticsWait::Cancelled),
+                _ = self.exited.cancelled() => return Err(DiagnosticsWait::Closed),
+            }
+        }
+    }
+
+    /// A server that sends no version publishes in phases (tsserver: syntax, then semantics,
+    /// then suggestions, each a push). Waits until the pushes for `path` go quiet: 150 ms after
+    /// a non-empty push, 600 ms after an empty one (the semantic phase may still be running),
+    /// never past `deadline`.
+    async fn settle_versionless(
+        &self,
+        path: &Path,
+        mut items: Vec<lsp_types::Diagnostic>,
+        deadline: Instant,
+        cancel: &CancellationToken,
+    ) -> Vec<lsp_types::Diagnostic> {
+        let mut seq = self.shared.state.lock().push.get(path).map_or(0, |e| e.seq);
+        loop {
+            let notified = self.shared.changed.notified();
+            let quiet = if items.is_empty() { VERSIONLESS_SETTLE * 4 } else { VERSIONLESS_SETTLE };
+            let until = (Instant::now() + quiet).min(deadline);
+            tokio::select! {
+                _ = notified => {}
+                _ = tokio::time::sleep(until.saturating_duration_since(Instant::now())) => return items,
+                _ = cancel.cancelled() => return items,
+            }
+            let state = self.shared.state.lock();
+            if let Some(entry) = state.push.get(path)
+                && entry.seq != seq
+            {
+                seq = entry.seq;
+                items = entry.items.clone();
+            }
+        }
+    }
+
+    async fn pull(
+        &self,
+        doc: &SyncedDoc,
+        identifiers: Vec<Option<String>>,
+        deadline: Instant,
+        cancel: &CancellationToken,
+    ) -> Result<Vec<lsp_types::Diagnostic>, RequestError> {
+        let uri = uri_from_path(&doc.path).map(|u| u.as_str().to_string());
+        let requests = identifiers.into_iter().map(|identifier| {
+            let mut params = json!({"textDocument": {"uri": uri}});
+            if let Some(id) = identifier {
+                params["identifier"] = Value::String(id);
+            }
+            self.request_until("textDocument/diagnostic", params, deadline, cancel)
+        });
+        let mut items = Vec::new();
+        for result in join_all(requests).await {
+            let report = result?;
+            if let Some(list) = report.get("items").and_then(Value::as_array) {
+                items.extend(list.iter().filter_map(|d| {
+                    serde_json::from_value::<lsp_types::Diagnostic>(d.clone()).ok()
+                }));
+            }
+        }
+        // A server that also pushes (rust-analyzer's flycheck) adds what it pushed for this version.
+        let state = self.shared.state.lock();
+        if let Some(entry) = state.push.get(&doc.path)
+            && entry.version == Some(doc.version)
+        {
+            for d in &entry.items {
+                if !items.contains(d) {
+                    items.push(d.clone());
+                }
+            }
+        }
+        Ok(items)
+    }
+}
