@@ -250,7 +250,8 @@ impl Supervisor {
         &self.inner.extra_paths
     }
 
-    /// Whether code the project controls may run (see [`crate::trust`]).
+    /// Whether code the project controls may run (project-local binaries, build scripts, the
+    /// project's interpreter).
     pub fn allow_project_code(&self) -> bool {
         self.inner.config.allow_project_code
     }
