@@ -157,13 +157,15 @@ fn a_host_killed_during_a_20_file_resolve_leaves_all_old_or_all_new_after_the_ne
         host.initialize();
         let staged = host.call(2, "ast_edit", json!({"pattern": "old_name($N)", "rewrite": "new_name($N)", "path": "pkg", "language": "python"}));
         let staged_text = staged.to_string();
+        // The id is `edit_` and a number (not the `edit_id` that names it).
         let edit_id = staged_text
-            .split("edit_")
-            .nth(1)
+            .match_indices("edit_")
+            .map(|(at, _)| &staged_text[at + 5..])
+            .find(|rest| rest.starts_with(|c: char| c.is_ascii_digit()))
             .map(|rest| {
                 format!(
                     "edit_{}",
-                    rest.chars().take_while(|c| c.is_ascii_alphanumeric()).collect::<String>()
+                    rest.chars().take_while(char::is_ascii_digit).collect::<String>()
                 )
             })
             .expect("an edit id in the ast_edit result");
