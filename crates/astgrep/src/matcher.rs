@@ -115,13 +115,8 @@ impl<'p> Matcher<'p> {
             if cursor.goto_first_child() {
                 continue;
             }
-            loop {
-                if cursor.goto_next_sibling() {
-                    break;
-                }
-                if !cursor.goto_parent() {
-                    return out;
-                }
+            if !crate::matcher::skip_subtree(&mut cursor) {
+                return out;
             }
         }
     }
@@ -525,4 +520,17 @@ fn strip_trailing_commas(tokens: &mut Vec<&[u8]>) {
         out.push(t);
     }
     *tokens = out;
+}
+
+/// Moves `cursor` past the current node's subtree to the next node in preorder; `false` when
+/// the walk is over. Every preorder walk of the crate ends its step with this.
+pub(crate) fn skip_subtree(cursor: &mut tree_sitter::TreeCursor<'_>) -> bool {
+    loop {
+        if cursor.goto_next_sibling() {
+            return true;
+        }
+        if !cursor.goto_parent() {
+            return false;
+        }
+    }
 }

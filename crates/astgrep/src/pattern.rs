@@ -354,13 +354,8 @@ fn first_of_kind<'t>(
         if cursor.goto_first_child() {
             continue;
         }
-        loop {
-            if cursor.goto_next_sibling() {
-                break;
-            }
-            if !cursor.goto_parent() {
-                return None;
-            }
+        if !crate::matcher::skip_subtree(&mut cursor) {
+            return None;
         }
     }
 }
@@ -502,13 +497,8 @@ pub(crate) fn first_error(root: Node<'_>) -> Option<usize> {
         if node.has_error() && cursor.goto_first_child() {
             continue;
         }
-        loop {
-            if cursor.goto_next_sibling() {
-                break;
-            }
-            if !cursor.goto_parent() {
-                return None;
-            }
+        if !crate::matcher::skip_subtree(&mut cursor) {
+            return None;
         }
     }
 }

@@ -41,13 +41,8 @@ impl<'r> Evaluator<'r> {
             if cursor.goto_first_child() {
                 continue;
             }
-            loop {
-                if cursor.goto_next_sibling() {
-                    break;
-                }
-                if !cursor.goto_parent() {
-                    return out;
-                }
+            if !crate::matcher::skip_subtree(&mut cursor) {
+                return out;
             }
         }
     }
