@@ -173,3 +173,27 @@ fn rules_search_and_rewrite_over_mcp_and_structured_content_is_the_text_as_data(
     assert!(written.contains("{ x?; Ok(()) }") && written.contains("{ y? }"), "{written}");
     assert!(written.contains("{ z? }") && written.contains("w.unwrap()"), "{written}");
 }
+
+#[test]
+fn a_cancelled_search_of_a_large_tree_gets_no_late_answer_and_the_next_search_answers() {
+    let project = TempProject::new(&[("needle.py", "def find_me():\n    return 42\n")]);
+    // A tree that takes seconds to search: 40,000 files of 30 calls each.
+    let body: String =
+        (0..30).map(|i| format!("result_{i} = compute(alpha, beta, {i})\n")).collect();
+    for dir in 0..40 {
+        let folder = project.root.join(format!("pkg{dir:02}"));
+        std::fs::create_dir_all(&folder).unwrap();
+        for file in 0..1000 {
+            std::fs::write(folder.join(format!("m{file:04}.py")), &body).unwrap();
+        }
+    }
+    let script = McpScript::new(&project.root, &[])
+        .call_cancelled("ast_grep", json!({"pattern": "$F($$$ARGS)", "language": "python"}), 0.3)
+        .call("ast_grep", json!({"pattern": "def find_me(): $$$BODY", "path": "needle.py"}));
+    let Some(results) = check(script) else { return };
+    // results[0] is the connection's own step; then one result per call.
+    assert_eq!(results[1]["cancelled"]["answered"], false, "the cancelled search answered late");
+    let next = text_of(&results[2]);
+    assert_eq!(results[2]["isError"], false, "{next}");
+    assert!(next.contains("needle.py:1"), "{next}");
+}
