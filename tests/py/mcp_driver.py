@@ -10,6 +10,13 @@ The script: {"server": [argv...], "env": {...}, "cwd": "...",
                           "progress": true          (attach a progress token and record reports)}]}
 Prints one JSON document: {"sdk": "1.30.0", "results": [...], "elicitations": [...]}.
 
+Streamable HTTP: {"url": "http://127.0.0.1:PORT/mcp", "headers": {...} (SDK 1.x only),
+             "terminate_on_close": true, "sessions": [[steps...], [steps...]]}
+opens every session at once, runs their steps in turns (step 1 of each, then step 2, ...), and
+closes them (a DELETE each unless terminate_on_close is false). Prints
+{"sdk": ..., "sessions": [{"id": ..., "results": [...]}], "refused": [{"status", "body"}],
+ "error": null | "..."}: every non-2xx answer the SDK's HTTP client saw, and what failed.
+
 Each call result carries `model_view`: what a client that, like Claude Code and Codex, shows the
 model only `structuredContent` when present (and the text blocks otherwise) would pass on.
 """
@@ -189,7 +196,99 @@ async def main_sdk2(params, script, elicitations):
         return results
 
 
+async def main_http(script):
+    import contextlib
+
+    import httpx
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    refused = []
+
+    async def record(response):
+        if response.status_code >= 400:
+            body = (await response.aread()).decode("utf-8", "replace")
+            refused.append({"status": response.status_code, "body": body})
+
+    sessions = [{"id": None, "results": []} for _ in script["sessions"]]
+    error = None
+    try:
+        async with contextlib.AsyncExitStack() as stack:
+            client = await stack.enter_async_context(
+                httpx.AsyncClient(
+                    headers=script.get("headers", {}),
+                    timeout=httpx.Timeout(30, read=300),
+                    event_hooks={"response": [record]},
+                )
+            )
+            opened = []
+            for record_of in sessions:
+                read, write, session_id = await stack.enter_async_context(
+                    streamable_http_client(
+                        script["url"],
+                        http_client=client,
+                        terminate_on_close=script.get("terminate_on_close", True),
+                    )
+                )
+                session = await stack.enter_async_context(ClientSession(read, write))
+                await session.initialize()
+                record_of["id"] = session_id()
+                opened.append(session)
+            turns = max((len(steps) for steps in script["sessions"]), default=0)
+            for turn in range(turns):
+                for session, steps, record_of in zip(opened, script["sessions"], sessions):
+                    if turn >= len(steps):
+                        continue
+
+                    async def call(tool, args, progress, session=session):
+                        return await session.call_tool(tool, args, progress_callback=progress)
+
+                    record_of["results"] += await run_steps(
+                        call, session.list_tools, None, {"steps": [steps[turn]]}
+                    )
+    except BaseException as e:  # an ExceptionGroup from the SDK's task groups, too
+        error = f"{type(e).__name__}: {e}"
+    print(json.dumps({"sdk": SDK, "sessions": sessions, "refused": refused, "error": error}))
+
+
+async def main_http_sdk2(script):
+    import contextlib
+
+    from mcp import Client
+
+    if script.get("headers"):
+        raise SystemExit("the driver sends extra headers over HTTP only with the SDK 1.x")
+    sessions = [{"id": None, "mode": None, "results": []} for _ in script["sessions"]]
+    error = None
+    try:
+        async with contextlib.AsyncExitStack() as stack:
+            opened = []
+            for record_of in sessions:
+                client = Client(script["url"], mode=script.get("mode") or "auto")
+                await stack.enter_async_context(client)
+                record_of["mode"] = client.mode
+                opened.append(client)
+            turns = max((len(steps) for steps in script["sessions"]), default=0)
+            for turn in range(turns):
+                for client, steps, record_of in zip(opened, script["sessions"], sessions):
+                    if turn >= len(steps):
+                        continue
+
+                    async def call(tool, args, progress, client=client):
+                        return await client.call_tool(tool, args, progress_callback=progress)
+
+                    record_of["results"] += await run_steps(
+                        call, client.list_tools, None, {"steps": [steps[turn]]}
+                    )
+    except BaseException as e:
+        error = f"{type(e).__name__}: {e}"
+    print(json.dumps({"sdk": SDK, "sessions": sessions, "refused": [], "error": error}))
+
+
 async def main(script):
+    if "url" in script:
+        await (main_http_sdk2(script) if SDK2 else main_http(script))
+        return
     env = dict(os.environ)
     env.update(script.get("env", {}))
     params = StdioServerParameters(

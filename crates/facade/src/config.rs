@@ -115,6 +115,12 @@ impl Default for OutputConfig {
 pub struct McpConfig {
     /// Surface served when `--surface` is not given: `build` or `plan`.
     pub surface: Option<String>,
+    /// `mcp --http`: a file holding the bearer token clients must send (`--token-file` wins).
+    pub http_token_file: Option<PathBuf>,
+    /// `mcp --http`: a session idle this long ends, with its run (default 1800).
+    pub session_idle_seconds: Option<u64>,
+    /// `mcp --http`: the largest request body accepted (default 16 MiB).
+    pub max_body_bytes: Option<usize>,
 }
 
 impl Config {

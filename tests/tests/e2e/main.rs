@@ -10,6 +10,7 @@ mod eval_over_mcp;
 mod files_over_mcp;
 mod host_killed;
 mod host_over_mcp;
+mod http_over_mcp;
 mod lsp_over_mcp;
 mod support;
 mod trust_over_mcp;

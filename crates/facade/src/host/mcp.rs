@@ -110,8 +110,85 @@ impl HostState {
 }
 
 #[derive(Clone)]
-struct McpHost {
+pub(super) struct McpHost {
     state: Arc<HostState>,
+    /// Over HTTP: ends the run when rmcp drops the session's handler.
+    _session: Option<Arc<SessionEnd>>,
+}
+
+/// The runs of an HTTP host's sessions: live ones, and those winding down, so that the host
+/// can end every one of them at shutdown.
+#[derive(Clone, Default)]
+pub(super) struct SessionRuns(Arc<std::sync::Mutex<SessionRunsInner>>);
+
+#[derive(Default)]
+struct SessionRunsInner {
+    next: u64,
+    live: std::collections::HashMap<u64, Arc<HostState>>,
+    ending: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl SessionRuns {
+    /// A handler for a new session: a fresh run built like a stdio connection's.
+    pub(super) fn session_host(&self, setup: RunSetup, attach: Attach) -> McpHost {
+        let state = Arc::new(HostState {
+            setup,
+            attach,
+            run: OnceLock::new(),
+            #[cfg(feature = "ask")]
+            parked: Default::default(),
+            calls: InFlight::default(),
+        });
+        let Ok(mut inner) = self.0.lock() else {
+            return McpHost { state, _session: None };
+        };
+        inner.next += 1;
+        let id = inner.next;
+        inner.live.insert(id, state.clone());
+        let end = SessionEnd { id, runs: self.clone() };
+        McpHost { state, _session: Some(Arc::new(end)) }
+    }
+
+    /// How many sessions have a live run.
+    pub(super) fn live(&self) -> usize {
+        self.0.lock().map_or(0, |inner| inner.live.len())
+    }
+
+    /// Ends every run, live or winding down, and waits until each is over.
+    pub(super) async fn end_all(&self) {
+        let (live, ending) = match self.0.lock() {
+            Ok(mut inner) => (
+                inner.live.drain().map(|(_, state)| state).collect::<Vec<_>>(),
+                std::mem::take(&mut inner.ending),
+            ),
+            Err(_) => return,
+        };
+        let mut tasks: Vec<tokio::task::JoinHandle<()>> = ending;
+        for state in live {
+            tasks.push(tokio::spawn(async move { end_run(&state).await }));
+        }
+        for task in tasks {
+            let _ = task.await;
+        }
+    }
+}
+
+/// Dropped with the last clone of a session's handler: the session was deleted, expired or
+/// the server is stopping, so the run ends as a stdio run does when its client leaves.
+struct SessionEnd {
+    id: u64,
+    runs: SessionRuns,
+}
+
+impl Drop for SessionEnd {
+    fn drop(&mut self) {
+        let Ok(mut inner) = self.runs.0.lock() else { return };
+        // Absent: `end_all` has taken it already.
+        let Some(state) = inner.live.remove(&self.id) else { return };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+        inner.ending.retain(|task| !task.is_finished());
+        inner.ending.push(runtime.spawn(async move { end_run(&state).await }));
+    }
 }
 
 impl ServerHandler for McpHost {
@@ -286,7 +363,7 @@ where
         parked: Default::default(),
         calls: InFlight::default(),
     });
-    let host = McpHost { state: state.clone() };
+    let host = McpHost { state: state.clone(), _session: None };
     let outcome = match host.serve(transport).await {
         Ok(service) => service.waiting().await.map(|_| ()).map_err(anyhow::Error::from),
         Err(ServerInitializeError::ConnectionClosed(why)) => {
@@ -296,6 +373,13 @@ where
         Err(ServerInitializeError::ExpectedInitializeRequest(None)) => Ok(()),
         Err(e) => Err(anyhow::anyhow!("MCP initialisation failed: {e}")),
     };
+    end_run(&state).await;
+    outcome
+}
+
+/// Ends a run: every call is cancelled and awaited (for [`WIND_DOWN`] at most), then every
+/// resource is shut down.
+async fn end_run(state: &HostState) {
     state.setup.info.cancel.cancel();
     if tokio::time::timeout(WIND_DOWN, state.calls.wait()).await.is_err() {
         tracing::warn!(
@@ -308,7 +392,6 @@ where
         run.registry.shutdown().await;
     }
     tracing::info!(run = %state.setup.info.run_id, "run ended");
-    outcome
 }
 
 /// Cards as MCP elicitation requests (form mode).

@@ -1,5 +1,6 @@
 //! The host binary's library side: command line, run assembly, and the three commands.
 
+mod http;
 mod mcp;
 #[cfg(feature = "ask")]
 mod mrtr;
@@ -19,6 +20,7 @@ use clap::{Parser, Subcommand};
 use crate::{Config, Registry, RegistryBuilder, RunInfo, SurfaceKind};
 
 pub use self::{
+    http::{HttpOptions, serve_http},
     mcp::serve_stdio,
     status::status_report,
     tool_list::{listed_chars, listed_tokens},
@@ -55,10 +57,18 @@ struct RunArgs {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Serve the tools to an MCP client over stdio; one connection is one run.
+    /// Serve the tools to an MCP client over stdio (one connection is one run), or over
+    /// Streamable HTTP with `--http` (one session is one run).
     Mcp {
         #[command(flatten)]
         run: RunArgs,
+        /// Serve MCP over Streamable HTTP at http://ADDR/mcp instead of stdio, for example
+        /// 127.0.0.1:8765; an address that is not loopback needs a bearer token.
+        #[arg(long, value_name = "ADDR")]
+        http: Option<String>,
+        /// A file holding the bearer token HTTP clients must send (also `[mcp] http_token_file`).
+        #[arg(long, value_name = "FILE", requires = "http")]
+        token_file: Option<PathBuf>,
     },
     /// Run one tool in a fresh run and print its result (exit 0 ok, 1 tool error, 2 usage error).
     Call {
@@ -257,7 +267,7 @@ pub fn main() -> ExitCode {
     };
     let code = runtime.block_on(async move {
         match cli.command {
-            Command::Mcp { run: args } => {
+            Command::Mcp { run: args, http, token_file } => {
                 let setup = match prepare_run_trusting(args.root, args.surface, args.trust_project)
                 {
                     Ok(r) => r,
@@ -266,7 +276,21 @@ pub fn main() -> ExitCode {
                         return ExitCode::from(2);
                     }
                 };
-                match serve_stdio(setup, Attach::default().with_vibe(args.vibe)).await {
+                let attach = Attach::default().with_vibe(args.vibe);
+                let served = match http {
+                    Some(addr) => {
+                        match HttpOptions::resolve(&addr, token_file.as_deref(), &setup.config.mcp)
+                        {
+                            Ok(options) => serve_http(setup, attach, options).await,
+                            Err(e) => {
+                                print_err(&format!("agent-tools mcp: {e}"));
+                                return ExitCode::from(2);
+                            }
+                        }
+                    }
+                    None => serve_stdio(setup, attach).await,
+                };
+                match served {
                     Ok(()) => ExitCode::SUCCESS,
                     Err(e) => {
                         print_err(&format!("agent-tools mcp: {e:#}"));

@@ -1,0 +1,395 @@
+//! MCP over Streamable HTTP: many sessions at once, each session one run with stdio's lifetime.
+//!
+//! rmcp's Streamable HTTP service keeps the sessions (`Mcp-Session-Id`, DELETE, idle expiry);
+//! in front of it this module refuses what a host must refuse before any JSON-RPC is read: a
+//! browser `Origin` that is not loopback (DNS rebinding), a missing or wrong bearer token, a
+//! body over the limit. Each session's handler is a fresh [`McpHost`](super::mcp) run, ended
+//! like a stdio connection's when the session is deleted, expires or the server stops.
+
+use std::{convert::Infallible, net::SocketAddr, path::Path, sync::Arc, time::Duration};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, Limited, combinators::BoxBody};
+use hyper::{Request, Response, StatusCode, body::Incoming, header};
+use rmcp::transport::streamable_http_server::{
+    StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
+};
+use tokio_util::sync::CancellationToken;
+
+use super::{Attach, RunSetup, mcp::SessionRuns};
+
+mod expiry;
+
+/// The path the MCP endpoint is served at.
+pub(super) const MCP_PATH: &str = "/mcp";
+/// A session idle this long ends (`[mcp] session_idle_seconds`).
+pub(super) const DEFAULT_SESSION_IDLE: Duration = Duration::from_secs(30 * 60);
+/// The largest request body accepted (`[mcp] max_body_bytes`).
+pub(super) const DEFAULT_MAX_BODY_BYTES: usize = super::MAX_MESSAGE_BYTES;
+
+type Body = BoxBody<Bytes, Infallible>;
+
+/// The header naming a Streamable HTTP session.
+const SESSION_HEADER: &str = "mcp-session-id";
+
+/// What `agent-tools mcp --http` was asked to serve.
+#[derive(Debug, Clone)]
+pub struct HttpOptions {
+    pub addr: SocketAddr,
+    /// The bearer token every request must carry, if any.
+    pub token: Option<String>,
+    pub session_idle: Duration,
+    pub max_body_bytes: usize,
+}
+
+impl HttpOptions {
+    /// Options for `addr` from the command line and `[mcp]`: the token from `token_file`, else
+    /// from `[mcp] http_token_file`. A non-loopback address without a token is refused.
+    pub fn resolve(
+        addr: &str,
+        token_file: Option<&Path>,
+        config: &crate::McpConfig,
+    ) -> Result<HttpOptions, String> {
+        let addr: SocketAddr = addr.parse().map_err(|e| {
+            format!("--http {addr}: {e}; give an address and port such as 127.0.0.1:8765")
+        })?;
+        let token_file = token_file.or(config.http_token_file.as_deref());
+        let token = match token_file {
+            Some(file) => Some(read_token(file)?),
+            None => None,
+        };
+        if !addr.ip().is_loopback() && token.is_none() {
+            return Err(format!(
+                "--http {addr} is not a loopback address, so anyone who can reach it could run \
+                 tools: give a bearer token with --token-file FILE (or [mcp] http_token_file), \
+                 or serve on 127.0.0.1"
+            ));
+        }
+        if config.session_idle_seconds == Some(0) || config.max_body_bytes == Some(0) {
+            return Err("[mcp] session_idle_seconds and max_body_bytes must be at least 1".into());
+        }
+        Ok(HttpOptions {
+            addr,
+            token,
+            session_idle: config
+                .session_idle_seconds
+                .map_or(DEFAULT_SESSION_IDLE, Duration::from_secs),
+            max_body_bytes: config.max_body_bytes.unwrap_or(DEFAULT_MAX_BODY_BYTES),
+        })
+    }
+}
+
+fn read_token(file: &Path) -> Result<String, String> {
+    let home =
+        file.strip_prefix("~").ok().zip(dirs::home_dir()).map(|(rest, home)| home.join(rest));
+    let file = home.as_deref().unwrap_or(file);
+    let text = std::fs::read_to_string(file).map_err(|e| {
+        format!("token file {}: {e}; give a readable file holding the token", file.display())
+    })?;
+    let token = text.trim().to_string();
+    if token.is_empty() {
+        return Err(format!("token file {} is empty; write the token in it", file.display()));
+    }
+    Ok(token)
+}
+
+/// Serves MCP over Streamable HTTP at `http://ADDR/mcp` until SIGINT or SIGTERM, then ends
+/// every session's run (calls cancelled and awaited, processes gone) and returns.
+pub async fn serve_http(
+    setup: RunSetup,
+    attach: Attach,
+    options: HttpOptions,
+) -> anyhow::Result<()> {
+    let listener = tokio::net::TcpListener::bind(options.addr)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", options.addr))?;
+    let local = listener.local_addr()?;
+    let stop = CancellationToken::new();
+    let runs = SessionRuns::default();
+    let mut manager = LocalSessionManager::default();
+    // Expiry is ours (`expiry`): rmcp's keep-alive would end a session under a long call.
+    manager.session_config.keep_alive = None;
+    let manager = Arc::new(manager);
+    let service = mcp_service(&setup, &attach, &options, &runs, &manager, stop.child_token());
+    let sessions = expiry::Sessions::default();
+    let expiry = tokio::spawn(sessions.clone().expire(options.session_idle, manager));
+    let gate = Arc::new(Gate {
+        token: options.token.clone(),
+        max_body_bytes: options.max_body_bytes,
+        sessions,
+    });
+    super::print_err(&format!(
+        "agent-tools mcp: serving MCP (Streamable HTTP) at http://{local}{MCP_PATH}{}",
+        if gate.token.is_some() { " (bearer token required)" } else { "" }
+    ));
+    let signal = shutdown_signal();
+    tokio::pin!(signal);
+    loop {
+        tokio::select! {
+            () = &mut signal => break,
+            accepted = listener.accept() => {
+                let (stream, _) = match accepted {
+                    Ok(pair) => pair,
+                    Err(e) => {
+                        tracing::warn!("accept failed: {e}");
+                        continue;
+                    }
+                };
+                let (service, gate, stop) = (service.clone(), gate.clone(), stop.clone());
+                tokio::spawn(async move {
+                    let handler = hyper::service::service_fn(move |req| {
+                        let (service, gate) = (service.clone(), gate.clone());
+                        async move { Ok::<_, Infallible>(gate.handle(req, service).await) }
+                    });
+                    let io = hyper_util::rt::TokioIo::new(stream);
+                    let conn = hyper::server::conn::http1::Builder::new().serve_connection(io, handler);
+                    tokio::pin!(conn);
+                    tokio::select! {
+                        result = conn.as_mut() => {
+                            if let Err(e) = result {
+                                tracing::debug!("connection ended: {e}");
+                            }
+                        }
+                        () = stop.cancelled() => conn.as_mut().graceful_shutdown(),
+                    }
+                });
+            }
+        }
+    }
+    tracing::info!("stopping: ending {} session run(s)", runs.live());
+    expiry.abort();
+    stop.cancel();
+    runs.end_all().await;
+    Ok(())
+}
+
+type McpService = StreamableHttpService<super::mcp::McpHost, LocalSessionManager>;
+
+fn mcp_service(
+    setup: &RunSetup,
+    attach: &Attach,
+    options: &HttpOptions,
+    runs: &SessionRuns,
+    manager: &Arc<LocalSessionManager>,
+    stop: CancellationToken,
+) -> McpService {
+    let mut config = StreamableHttpServerConfig::default()
+        .with_cancellation_token(stop)
+        .with_max_request_body_bytes(options.max_body_bytes);
+    if !options.addr.ip().is_loopback() {
+        // Reached by other names than loopback; the bearer token guards it instead.
+        config = config.with_allowed_hosts(Vec::<String>::new());
+    }
+    let (setup, attach, runs) = (setup.clone(), attach.clone(), runs.clone());
+    StreamableHttpService::new(
+        move || {
+            // Each session is a fresh run: its own id, cancellation and resources.
+            let fresh = RunSetup {
+                info: crate::RunInfo::new(setup.info.root.clone()),
+                config: setup.config.clone(),
+                surface_kind: setup.surface_kind,
+            };
+            Ok(runs.session_host(fresh, attach.clone()))
+        },
+        manager.clone(),
+        config,
+    )
+}
+
+/// The checks made before rmcp sees a request, and the sessions' activity after.
+struct Gate {
+    token: Option<String>,
+    max_body_bytes: usize,
+    sessions: expiry::Sessions,
+}
+
+impl Gate {
+    async fn handle(&self, req: Request<Incoming>, service: McpService) -> Response<Body> {
+        if req.uri().path() != MCP_PATH {
+            return refusal(
+                StatusCode::NOT_FOUND,
+                format!("not found: agent-tools serves MCP at {MCP_PATH}"),
+            );
+        }
+        if let Some(origin) = req.headers().get(header::ORIGIN) {
+            let origin = String::from_utf8_lossy(origin.as_bytes()).into_owned();
+            if !is_loopback_origin(&origin) {
+                return refusal(
+                    StatusCode::FORBIDDEN,
+                    format!(
+                        "Origin {origin} is not allowed: agent-tools accepts browser requests only \
+                         from loopback origins (a guard against DNS rebinding)"
+                    ),
+                );
+            }
+        }
+        if let Some(token) = &self.token {
+            let sent = req
+                .headers()
+                .get(header::AUTHORIZATION)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.strip_prefix("Bearer "));
+            if !sent.is_some_and(|sent| same_token(sent.trim().as_bytes(), token.as_bytes())) {
+                let mut response = refusal(
+                    StatusCode::UNAUTHORIZED,
+                    "missing or wrong bearer token: send `Authorization: Bearer <token>` with the \
+                     token in the server's --token-file"
+                        .to_string(),
+                );
+                response
+                    .headers_mut()
+                    .insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Bearer"));
+                return response;
+            }
+        }
+        let too_large = || {
+            refusal(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!(
+                    "request body over the limit of {} bytes ([mcp] max_body_bytes); send a smaller \
+                     message",
+                    self.max_body_bytes
+                ),
+            )
+        };
+        let declared = req
+            .headers()
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok());
+        if declared.is_some_and(|n| n > self.max_body_bytes as u64) {
+            return too_large();
+        }
+        let (parts, body) = req.into_parts();
+        let bytes = match Limited::new(body, self.max_body_bytes).collect().await {
+            Ok(collected) => collected.to_bytes(),
+            Err(e) if e.is::<http_body_util::LengthLimitError>() => return too_large(),
+            Err(e) => {
+                return refusal(
+                    StatusCode::BAD_REQUEST,
+                    format!("cannot read the request body: {e}"),
+                );
+            }
+        };
+        if let Some(refusal) = discover_refusal(&bytes) {
+            return refusal;
+        }
+        let req = Request::from_parts(parts, Full::new(bytes));
+        let asked = req.headers().get(SESSION_HEADER).cloned();
+        let response = service.handle(req).await;
+        if !response.status().is_success() {
+            return response;
+        }
+        // An `initialize` answer names the new session; later requests name theirs.
+        let session = asked.or_else(|| response.headers().get(SESSION_HEADER).cloned());
+        match session.as_ref().and_then(|v| v.to_str().ok()) {
+            Some(id) => {
+                let id = id.to_string();
+                response.map(|body| self.sessions.track(&id, body))
+            }
+            None => response,
+        }
+    }
+}
+
+/// `server/discover` answered with "method not found", so that a client in `auto` mode falls
+/// back to `initialize` and gets a session: rmcp serves a 2026-07-28 client without one (a
+/// fresh run per request), which would lose its kernels' state between calls.
+fn discover_refusal(body: &[u8]) -> Option<Response<Body>> {
+    let message: serde_json::Value = serde_json::from_slice(body).ok()?;
+    if message.get("method")?.as_str()? != "server/discover" {
+        return None;
+    }
+    let answer = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": message.get("id").cloned().unwrap_or_default(),
+        "error": {
+            "code": -32601,
+            "message": "server/discover is not served over HTTP: agent-tools keeps one run per \
+                        session, so use the initialize handshake (protocol 2025-11-25 or earlier)",
+        },
+    });
+    let mut response = Response::new(Full::new(Bytes::from(answer.to_string())).boxed());
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, header::HeaderValue::from_static("application/json"));
+    Some(response)
+}
+
+fn refusal(status: StatusCode, text: String) -> Response<Body> {
+    let mut response = Response::new(Full::new(Bytes::from(text + "\n")).boxed());
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    response
+}
+
+/// An `Origin` of a page served from this machine: `http(s)://localhost`, `127.x.x.x` or
+/// `[::1]`, any port.
+fn is_loopback_origin(origin: &str) -> bool {
+    let Some(rest) = origin.strip_prefix("http://").or_else(|| origin.strip_prefix("https://"))
+    else {
+        return false;
+    };
+    let host = match rest.strip_prefix('[') {
+        Some(v6) => match v6.split_once(']') {
+            Some((host, _)) => host,
+            None => return false,
+        },
+        None => rest.split(':').next().unwrap_or_default(),
+    };
+    host.eq_ignore_ascii_case("localhost")
+        || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+/// Compares two tokens in time that depends only on their lengths.
+fn same_token(sent: &[u8], expected: &[u8]) -> bool {
+    if sent.len() != expected.len() {
+        return false;
+    }
+    sent.iter().zip(expected).fold(0u8, |diff, (a, b)| diff | (a ^ b)) == 0
+}
+
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        let Ok(mut term) =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        else {
+            let _ = tokio::signal::ctrl_c().await;
+            return;
+        };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{is_loopback_origin, same_token};
+
+    #[test]
+    fn only_loopback_origins_pass() {
+        for origin in ["http://localhost:3000", "http://127.0.0.1", "https://[::1]:8080"] {
+            assert!(is_loopback_origin(origin), "{origin}");
+        }
+        for origin in ["http://evil.example", "http://localhost.evil.example", "null", "file://"] {
+            assert!(!is_loopback_origin(origin), "{origin}");
+        }
+    }
+
+    #[test]
+    fn tokens_match_only_when_equal() {
+        assert!(same_token(b"s3cret", b"s3cret"));
+        assert!(!same_token(b"s3cret", b"s3creT"));
+        assert!(!same_token(b"s3cre", b"s3cret"));
+    }
+}

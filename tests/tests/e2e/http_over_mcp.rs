@@ -1,0 +1,299 @@
+//! `agent-tools mcp --http` driven by the official Python SDK's Streamable HTTP client: tools
+//! listed and called, two sessions at once with their own kernels, a foreign Origin, a missing
+//! token and an over-long body refused, a deleted or expired session's processes gone, an SDK
+//! 2.x client in `auto` mode kept in one session, and nothing left once the server is stopped.
+
+use std::{
+    io::{BufRead, BufReader},
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    time::Duration,
+};
+
+use serde_json::{Value, json};
+
+use crate::support::{
+    Sdk, TempProject, assert_no_survivors, host_binary, processes_with_marker, require,
+    test_python, text_of,
+};
+
+/// A host serving HTTP on a free loopback port, its processes marked for the survivor checks.
+struct HttpHost {
+    child: Child,
+    url: String,
+    marker: String,
+}
+
+impl HttpHost {
+    /// Starts `agent-tools mcp --http 127.0.0.1:0 --root ROOT --trust-project EXTRA...` and
+    /// reads the address it serves at from its first line on stderr.
+    fn start(root: &Path, extra: &[&str]) -> HttpHost {
+        let marker = format!("e2e-http-{}-{}", std::process::id(), unique());
+        let mut child = Command::new(host_binary())
+            .args(["mcp", "--http", "127.0.0.1:0", "--trust-project", "--root"])
+            .arg(root)
+            .args(extra)
+            .env("AGENT_TOOLS_E2E_MARKER", &marker)
+            .env("RUST_LOG", "warn")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start the host");
+        let mut stderr = BufReader::new(child.stderr.take().expect("stderr"));
+        let mut first = String::new();
+        let _ = stderr.read_line(&mut first);
+        let url = first
+            .split_whitespace()
+            .find(|word| word.starts_with("http://"))
+            .unwrap_or_else(|| panic!("the host did not say where it serves: {first:?}"))
+            .to_string();
+        // Keep draining stderr so the host never blocks on a full pipe.
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            while stderr.read_line(&mut line).is_ok_and(|n| n > 0) {
+                eprint!("host: {line}");
+                line.clear();
+            }
+        });
+        HttpHost { child, url, marker }
+    }
+
+    /// Runs the driver's HTTP mode with `script` (its `url` filled in) and returns its output.
+    fn drive(&self, python: &Path, mut script: Value) -> Value {
+        script["url"] = json!(self.url);
+        let dir = std::env::temp_dir().join(format!("agent-tools-e2e-http-{}", unique()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let file = dir.join("script.json");
+        std::fs::write(&file, script.to_string()).expect("write script");
+        let driver = Path::new(env!("CARGO_MANIFEST_DIR")).join("py").join("mcp_driver.py");
+        let output =
+            Command::new(python).arg(driver).arg(&file).output().expect("start the python driver");
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(
+            output.status.success(),
+            "the MCP driver failed ({}):\nstdout: {}\nstderr: {}",
+            output.status,
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+            panic!("driver output is not JSON ({e}): {}", String::from_utf8_lossy(&output.stdout))
+        })
+    }
+
+    /// Waits for every process of the host's sessions to be gone, the host itself excepted.
+    fn assert_only_the_host_is_left(&self) {
+        let host = self.child.id();
+        for _ in 0..150 {
+            let others: Vec<_> = processes_with_marker(&self.marker)
+                .into_iter()
+                .filter(|(pid, _)| *pid != host)
+                .collect();
+            if others.is_empty() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let others: Vec<_> = processes_with_marker(&self.marker)
+            .into_iter()
+            .filter(|(pid, _)| *pid != host)
+            .collect();
+        panic!("processes of ended sessions survived them: {others:?}");
+    }
+
+    /// Stops the host with SIGTERM; it must exit 0 and leave no process behind.
+    fn stop(mut self) {
+        let _ = Command::new("kill").arg("-TERM").arg(self.child.id().to_string()).status();
+        let status = self.child.wait().expect("wait for the host");
+        assert!(status.success(), "the host exited with {status} on SIGTERM");
+        assert_no_survivors(&self.marker, Duration::from_secs(15));
+    }
+}
+
+impl Drop for HttpHost {
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+fn unique() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0)
+}
+
+/// The test venv's Python and a project whose kernel runs on it, or `None` after a loud skip.
+fn check(extra_config: &str, files: &[(&str, &str)]) -> Option<(PathBuf, TempProject)> {
+    let python = test_python();
+    if !require("python venv with the `mcp` SDK", python.is_some(), "run `cargo xtask setup`") {
+        return None;
+    }
+    let python = python?;
+    let config = format!("[eval]\npython = {:?}\n{extra_config}", python.display().to_string());
+    let mut all: Vec<(&str, &str)> = vec![("agent-tools.toml", &config)];
+    all.extend_from_slice(files);
+    Some((python, TempProject::new(&all)))
+}
+
+fn call(tool: &str, args: Value) -> Value {
+    json!({"op": "call", "tool": tool, "args": args})
+}
+
+fn cell(code: &str) -> Value {
+    call("eval", json!({"code": code, "description": "an http e2e cell"}))
+}
+
+fn session(out: &Value, index: usize) -> Vec<Value> {
+    out["sessions"][index]["results"].as_array().cloned().unwrap_or_default()
+}
+
+#[test]
+fn two_sessions_at_once_list_call_and_keep_their_own_kernels() {
+    let files = [("data.txt", "alpha\nbeta\n"), ("src/main.py", "def main():\n    print('hi')\n")];
+    let Some((python, project)) = check("", &files) else { return };
+    let host = HttpHost::start(&project.root, &[]);
+    let out = host.drive(
+        &python,
+        json!({"sessions": [
+            [
+                {"op": "list_tools"},
+                call("read", json!({"path": "data.txt"})),
+                call("ast_grep", json!({"pattern": "print($$$A)", "path": "src", "language": "python"})),
+                cell("x = 'first'"),
+                cell("x"),
+            ],
+            [
+                {"op": "list_tools"},
+                cell("import subprocess\nsleeper = subprocess.Popen(['sleep', '300'])"),
+                cell("x = 'second'"),
+                cell("x"),
+            ],
+        ]}),
+    );
+    assert_eq!(out["error"], Value::Null, "{out}");
+    let (first, second) = (session(&out, 0), session(&out, 1));
+    assert_ne!(out["sessions"][0]["id"], out["sessions"][1]["id"], "{out}");
+    let tools = |results: &[Value]| -> Vec<String> {
+        results[0]["tools"]
+            .as_array()
+            .map(|t| t.iter().filter_map(|t| t["name"].as_str().map(String::from)).collect())
+            .unwrap_or_default()
+    };
+    for name in ["read", "ast_grep", "eval"] {
+        assert!(tools(&first).iter().any(|t| t == name), "{name} not listed: {:?}", tools(&first));
+    }
+    assert_eq!(text_of(&first[1]), "1\talpha\n2\tbeta\n", "{}", first[1]);
+    assert_eq!(first[2]["isError"], false, "{}", first[2]);
+    assert!(text_of(&first[2]).contains("src/main.py"), "{}", text_of(&first[2]));
+    assert!(text_of(&first[4]).ends_with("'first'"), "{}", text_of(&first[4]));
+    assert_eq!(second[1]["isError"], false, "{}", second[1]);
+    assert!(text_of(&second[3]).ends_with("'second'"), "{}", text_of(&second[3]));
+    // The driver deleted both sessions: their kernels and the sleeper are gone, the host is not.
+    host.assert_only_the_host_is_left();
+    host.stop();
+}
+
+#[test]
+fn a_foreign_origin_a_missing_token_and_an_over_long_body_are_refused() {
+    let Some((python, project)) = check("[mcp]\nmax_body_bytes = 4000\n", &[("a.txt", "hi\n")])
+    else {
+        return;
+    };
+    let token_file = project.root.join("token.txt");
+    std::fs::write(&token_file, "s3cret-token\n").expect("write the token");
+    let token_file = token_file.display().to_string();
+    let host = HttpHost::start(&project.root, &["--token-file", &token_file]);
+    let one_read = json!({"sessions": [[call("read", json!({"path": "a.txt"}))]]});
+    let refused = |out: &Value| out["refused"][0].clone();
+
+    let no_token = host.drive(&python, one_read.clone());
+    assert_ne!(no_token["error"], Value::Null, "{no_token}");
+    assert_eq!(refused(&no_token)["status"], 401, "{no_token}");
+    assert!(
+        refused(&no_token)["body"].as_str().unwrap_or("").contains("bearer token"),
+        "{no_token}"
+    );
+
+    let mut foreign = one_read.clone();
+    foreign["headers"] =
+        json!({"Authorization": "Bearer s3cret-token", "Origin": "http://evil.example"});
+    let foreign = host.drive(&python, foreign);
+    assert_eq!(refused(&foreign)["status"], 403, "{foreign}");
+    assert!(
+        refused(&foreign)["body"]
+            .as_str()
+            .unwrap_or("")
+            .contains("Origin http://evil.example is not allowed"),
+        "{foreign}"
+    );
+
+    let mut allowed = one_read.clone();
+    allowed["headers"] =
+        json!({"Authorization": "Bearer s3cret-token", "Origin": "http://localhost:3000"});
+    let allowed = host.drive(&python, allowed);
+    assert_eq!(allowed["error"], Value::Null, "{allowed}");
+    assert_eq!(text_of(&session(&allowed, 0)[0]), "1\thi\n", "{allowed}");
+
+    let mut long = json!({"sessions": [[call("read", json!({"path": "x".repeat(5000)}))]]});
+    long["headers"] = json!({"Authorization": "Bearer s3cret-token"});
+    let long = host.drive(&python, long);
+    assert_eq!(refused(&long)["status"], 413, "{long}");
+    assert!(
+        refused(&long)["body"].as_str().unwrap_or("").contains("limit of 4000 bytes"),
+        "{long}"
+    );
+    host.stop();
+}
+
+#[test]
+fn an_idle_session_expires_with_its_processes() {
+    let Some((python, project)) = check("[mcp]\nsession_idle_seconds = 1\n", &[]) else { return };
+    let host = HttpHost::start(&project.root, &[]);
+    let out = host.drive(
+        &python,
+        json!({"terminate_on_close": false, "sessions": [[
+            cell("import subprocess\nsleeper = subprocess.Popen(['sleep', '300'])\nsleeper.pid > 0"),
+        ]]}),
+    );
+    assert_eq!(out["error"], Value::Null, "{out}");
+    assert!(text_of(&session(&out, 0)[0]).ends_with("True"), "{out}");
+    // Not deleted: the session ends by expiry, and its kernel and sleeper with it.
+    host.assert_only_the_host_is_left();
+    host.stop();
+}
+
+#[test]
+fn an_sdk2_client_in_auto_mode_gets_a_session_that_keeps_its_kernel() {
+    let Some((_, project)) = check("", &[]) else { return };
+    let Some(python) = Sdk::V2.python() else { return };
+    let host = HttpHost::start(&project.root, &[]);
+    let out = host.drive(&python, json!({"sessions": [[cell("y = 5"), cell("y * 2")]]}));
+    assert_eq!(out["error"], Value::Null, "{out}");
+    // `server/discover` is refused over HTTP, so `auto` falls back to `initialize` and a
+    // session: the second request sees the first one's kernel.
+    let results = session(&out, 0);
+    assert!(text_of(&results[1]).ends_with("10"), "{}", text_of(&results[1]));
+    host.assert_only_the_host_is_left();
+    host.stop();
+}
+
+#[test]
+fn a_non_loopback_address_without_a_token_is_refused() {
+    let project = TempProject::new(&[]);
+    let out = Command::new(host_binary())
+        .args(["mcp", "--http", "0.0.0.0:0", "--root"])
+        .arg(&project.root)
+        .output()
+        .expect("run the host");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("not a loopback address") && stderr.contains("--token-file"),
+        "{stderr}"
+    );
+}
