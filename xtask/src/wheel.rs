@@ -73,6 +73,10 @@ pub(crate) fn test(wheel: &Path) -> Result<()> {
     run(&mut pytest)
 }
 
+/// The target folder, absolute: the tests' tools resolve the venv's commands from other
+/// working directories.
 fn target_dir() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| "target".into())
+    let dir =
+        std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| "target".into());
+    std::path::absolute(&dir).unwrap_or(dir)
 }
