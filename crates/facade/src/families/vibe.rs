@@ -102,14 +102,6 @@ struct VibeTool {
     roster: Roster,
 }
 
-fn ceiling(tier: Tier) -> Ceiling {
-    match tier {
-        Tier::Read => Ceiling::Read,
-        Tier::Write => Ceiling::Write,
-        Tier::Exec => Ceiling::Exec,
-    }
-}
-
 fn reply<T: serde::Serialize>(text: String, report: &T) -> ToolResult {
     ToolResult::text(text).with_structured(serde_json::to_value(report).unwrap_or(Value::Null))
 }
@@ -122,7 +114,8 @@ impl Tool for VibeTool {
 
     async fn call(&self, ctx: &CallContext, args: Value) -> ToolResult {
         let name = self.spec.name.as_str();
-        let caller = ceiling(ctx.surface.ceiling);
+        // A worker's ceiling is the same tier type as the surface's.
+        let caller: Ceiling = ctx.surface.ceiling;
         let outcome = match self.op {
             Op::Spawn => match parse_args::<SpawnArgs>(name, args) {
                 Ok(a) => self
