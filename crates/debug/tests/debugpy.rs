@@ -292,6 +292,10 @@ async fn a_running_program_is_reported_as_running_then_paused_and_breakpoints_ap
         (stop.reason.as_str(), stop.frame.as_ref().and_then(|f| f.line)),
         ("breakpoint", Some(11))
     );
+    // One more round trip through `tick`: on a loaded machine the pause may have come before
+    // the first call, so only a stop after a whole loop proves the logpoint ran.
+    let again = h.ok(json!({"operation": "continue"})).await;
+    assert_eq!(stopped(&again).frame.as_ref().and_then(|f| f.line), Some(11));
     let logged = h.all_output().await;
     assert!(logged.contains("tick n="), "the logpoint printed: {logged}");
     h.ok(json!({"operation": "terminate"})).await;
