@@ -12,6 +12,8 @@ mod bench_debug;
 mod bench_diagnostics;
 #[path = "bench_eval.rs"]
 mod bench_eval;
+#[path = "bench_http.rs"]
+mod bench_http;
 
 type Bench = fn(&[String]) -> Result<()>;
 
@@ -24,6 +26,11 @@ const BENCHES: &[(&str, &str, Bench)] = &[
         "diagnostics",
         "diagnostics on write: wrapped write vs a minimal client (basedpyright, clangd)",
         bench_diagnostics::run,
+    ),
+    (
+        "http",
+        "20 Streamable HTTP sessions of mixed calls on one checkout: latency, memory, servers",
+        bench_http::run,
     ),
 ];
 
