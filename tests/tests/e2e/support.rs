@@ -340,7 +340,7 @@ impl RawHost {
             let line = self
                 .lines
                 .recv_timeout(std::time::Duration::from_secs(120))
-                .unwrap_or_else(|e| panic!("no answer to {method}: {e}"));
+                .unwrap_or_else(|e| panic!("no answer to {method} (id {id}): {e}"));
             let message: Value = serde_json::from_str(&line).expect("a JSON-RPC line");
             if message["id"] == id {
                 return message;

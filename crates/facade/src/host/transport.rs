@@ -25,6 +25,8 @@ pub(super) struct LineTransport<R, W> {
     reader: BufReader<R>,
     writer: Arc<tokio::sync::Mutex<Option<W>>>,
     line: Vec<u8>,
+    /// Bytes of the current line read so far (also past the cap); 0 between lines.
+    seen: usize,
     max_bytes: usize,
     on_close: CancellationToken,
 }
@@ -35,6 +37,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> LineTransport<R, W> {
             reader: BufReader::new(reader),
             writer: Arc::new(tokio::sync::Mutex::new(Some(writer))),
             line: Vec::new(),
+            seen: 0,
             max_bytes: MAX_MESSAGE_BYTES,
             on_close,
         }
@@ -133,12 +136,19 @@ where
 {
     /// Reads one line into `self.line`, keeping at most `max_bytes`; the rest of an over-long
     /// line is read and dropped so the next message starts clean.
+    ///
+    /// Cancel-safe: rmcp polls `receive` in a `select!` and may drop it between two chunks of
+    /// one line (a client that writes the message and its newline separately), so what was
+    /// consumed stays in `self.line` and `self.seen` until the line ends, and the next call goes
+    /// on from there instead of losing the request.
     async fn read_line(&mut self) -> std::io::Result<Line> {
-        self.line.clear();
-        let mut total = 0usize;
+        if self.seen == 0 {
+            self.line.clear();
+        }
         loop {
             let available = self.reader.fill_buf().await?;
             if available.is_empty() {
+                let total = std::mem::take(&mut self.seen);
                 return Ok(if total == 0 {
                     Line::End
                 } else if total > self.max_bytes {
@@ -152,14 +162,15 @@ where
                 None => (available, available.len()),
             };
             let ended = done > chunk.len();
-            total += chunk.len();
-            if total <= self.max_bytes {
+            self.seen += chunk.len();
+            if self.seen <= self.max_bytes {
                 self.line.extend_from_slice(chunk);
             } else {
                 self.line.clear();
             }
             self.reader.consume(done);
             if ended {
+                let total = std::mem::take(&mut self.seen);
                 return Ok(if total > self.max_bytes {
                     Line::TooLong(total)
                 } else {
@@ -353,5 +364,30 @@ mod tests {
         assert_eq!(replies[0]["id"], 1);
         assert!(replies[0]["error"]["message"].as_str().unwrap().contains("missing `name`"));
         assert!(replies[1]["error"]["message"].as_str().unwrap().contains("`arguments` must be"));
+    }
+
+    #[tokio::test]
+    async fn a_receive_dropped_between_two_chunks_of_a_line_loses_nothing() {
+        let (mut client_in, server_in) = tokio::io::duplex(1 << 16);
+        let (server_out, _client_out) = tokio::io::duplex(1 << 16);
+        let mut transport = LineTransport::new(server_in, server_out, CancellationToken::new());
+        // The message first, its newline later: as a client writing them separately does.
+        client_in.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"ping\"}").await.unwrap();
+        let first = tokio::time::timeout(
+            std::time::Duration::from_millis(50),
+            Transport::<rmcp::RoleServer>::receive(&mut transport),
+        )
+        .await;
+        assert!(first.is_err(), "no whole line yet");
+        client_in.write_all(b"\n").await.unwrap();
+        // A bound only so that a lost line fails instead of hanging.
+        let message = tokio::time::timeout(
+            std::time::Duration::from_secs(30),
+            Transport::<rmcp::RoleServer>::receive(&mut transport),
+        )
+        .await
+        .expect("the line was lost when the first receive was dropped");
+        let text = serde_json::to_string(&message.expect("the message")).unwrap();
+        assert!(text.contains("\"id\":7"), "{text}");
     }
 }
