@@ -28,7 +28,7 @@ impl HttpHost {
     /// Starts `agent-tools mcp --http 127.0.0.1:0 --root ROOT --trust-project EXTRA...` and
     /// reads the address it serves at from its first line on stderr.
     fn start(root: &Path, extra: &[&str]) -> HttpHost {
-        let marker = format!("e2e-http-{}-{}", std::process::id(), unique());
+        let marker = format!("e2e-http-{}-{}", std::process::id(), crate::support::unique());
         let mut child = Command::new(host_binary())
             .args(["mcp", "--http", "127.0.0.1:0", "--trust-project", "--root"])
             .arg(root)
@@ -62,24 +62,7 @@ impl HttpHost {
     /// Runs the driver's HTTP mode with `script` (its `url` filled in) and returns its output.
     fn drive(&self, python: &Path, mut script: Value) -> Value {
         script["url"] = json!(self.url);
-        let dir = std::env::temp_dir().join(format!("agent-tools-e2e-http-{}", unique()));
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        let file = dir.join("script.json");
-        std::fs::write(&file, script.to_string()).expect("write script");
-        let driver = Path::new(env!("CARGO_MANIFEST_DIR")).join("py").join("mcp_driver.py");
-        let output =
-            Command::new(python).arg(driver).arg(&file).output().expect("start the python driver");
-        let _ = std::fs::remove_dir_all(&dir);
-        assert!(
-            output.status.success(),
-            "the MCP driver failed ({}):\nstdout: {}\nstderr: {}",
-            output.status,
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        );
-        serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
-            panic!("driver output is not JSON ({e}): {}", String::from_utf8_lossy(&output.stdout))
-        })
+        crate::support::run_driver(python, &script)
     }
 
     /// Waits for every process of the host's sessions to be gone, the host itself excepted.
@@ -118,13 +101,6 @@ impl Drop for HttpHost {
             let _ = self.child.wait();
         }
     }
-}
-
-fn unique() -> u128 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0)
 }
 
 /// The test venv's Python and a project whose kernel runs on it, or `None` after a loud skip.

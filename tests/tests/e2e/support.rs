@@ -167,28 +167,34 @@ impl McpScript {
             "elicitation": self.elicitation,
             "mode": self.mode,
         });
-        let dir = std::env::temp_dir().join(format!("agent-tools-e2e-{}", unique()));
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        let file = dir.join("script.json");
-        std::fs::write(&file, script.to_string()).expect("write script");
-        let driver = Path::new(env!("CARGO_MANIFEST_DIR")).join("py").join("mcp_driver.py");
-        let output =
-            Command::new(python).arg(driver).arg(&file).output().expect("start the python driver");
-        let _ = std::fs::remove_dir_all(&dir);
-        assert!(
-            output.status.success(),
-            "the MCP driver failed ({}):\nstdout: {}\nstderr: {}",
-            output.status,
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        );
-        serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
-            panic!("driver output is not JSON ({e}): {}", String::from_utf8_lossy(&output.stdout))
-        })
+        run_driver(python, &script)
     }
 }
 
-fn unique() -> u128 {
+/// Runs the Python MCP driver on `script` and returns its JSON output; fails on a driver error.
+pub(crate) fn run_driver(python: &Path, script: &Value) -> Value {
+    let dir = std::env::temp_dir().join(format!("agent-tools-e2e-{}", unique()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let file = dir.join("script.json");
+    std::fs::write(&file, script.to_string()).expect("write script");
+    let driver = Path::new(env!("CARGO_MANIFEST_DIR")).join("py").join("mcp_driver.py");
+    let output =
+        Command::new(python).arg(driver).arg(&file).output().expect("start the python driver");
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(
+        output.status.success(),
+        "the MCP driver failed ({}):\nstdout: {}\nstderr: {}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+        panic!("driver output is not JSON ({e}): {}", String::from_utf8_lossy(&output.stdout))
+    })
+}
+
+/// A number unlikely to repeat, for temp names and markers.
+pub(crate) fn unique() -> u128 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos())
