@@ -73,15 +73,20 @@ fn eventually(what: &str, mut done: impl FnMut() -> bool) {
     }
 }
 
-/// Waits until exactly `tree` carries the mark: the shell's short-lived subshell is gone.
+/// Waits until exactly `tree` carries the mark (the shell's short-lived subshell is gone) and
+/// every process of it has become `sleep` (`setsid` has exec'd).
 fn settled(var: &str, tree: &[i32]) {
     let mut tree = tree.to_vec();
     tree.sort_unstable();
-    eventually("exactly the tree carries the lineage mark", || {
+    eventually("exactly the tree carries the lineage mark and runs sleep", || {
         let mut now = marked(var);
         now.sort_unstable();
-        now == tree
+        now == tree && tree.iter().all(|pid| command_name(*pid).as_deref() == Some("sleep"))
     });
+}
+
+fn command_name(pid: i32) -> Option<String> {
+    Some(std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?.trim().to_owned())
 }
 
 fn check_tree_gone(group: &ProcessGroup, pids: &[i32]) {
@@ -114,6 +119,28 @@ async fn terminate_ends_the_child_its_grandchild_and_a_setsid_double_forked_desc
     }
     let status = child.wait().await.unwrap();
     assert_eq!(status.signal(), Some(libc::SIGTERM), "the leader ended on SIGTERM: {status:?}");
+}
+
+#[tokio::test]
+async fn a_detached_descendant_caught_in_the_middle_of_exec_is_still_found() {
+    // The descendant leaves the group and loses its parent, then replaces its own image
+    // without end: scans often read it between two images, when only its mark, read from the
+    // new image's environment, places it in the tree.
+    let dir = tempfile::tempdir().unwrap();
+    let re_exec = dir.path().join("re-exec.sh");
+    std::fs::write(&re_exec, "exec sh \"$0\"\n").unwrap();
+    let script = format!("(setsid sh '{}' & echo $!); exec sleep 300", re_exec.display());
+    let Spawned { mut child, group } = process::spawn(sh(&script)).await.unwrap();
+    let detached = pids(&mut child, 1).await[0] as u32;
+    eventually("the detached descendant is seen", || group.members().contains(&detached));
+
+    let scans = 300;
+    let missed = (0..scans).filter(|_| !group.members().contains(&detached)).count();
+
+    assert_eq!(missed, 0, "{missed} of {scans} scans missed the re-exec'ing descendant");
+    let report = group.terminate(Duration::from_secs(30)).await;
+    assert!(report.survivors.is_empty(), "{report}");
+    assert!(!running(detached as i32), "the detached descendant was ended");
 }
 
 #[tokio::test]

@@ -72,9 +72,48 @@ fn all_processes() -> Vec<ProcInfo> {
 
 /// Whether process `pid` carries `entry` in its environment. False for zombies (their
 /// environment is gone) and for processes we may not read (another user's).
-pub(super) fn carries(pid: i32, entry: &[u8]) -> bool {
-    std::fs::read(format!("/proc/{pid}/environ"))
-        .is_ok_and(|environ| environ.split(|b| *b == 0).any(|e| e == entry))
+///
+/// A process in the middle of `execve` shows an empty environment for a moment (the new
+/// image's is not laid out yet, or the image the file was opened on is gone): a setsid'd,
+/// double-forked descendant caught there would be missed, so an empty environment of a user
+/// process is read again, briefly, before it counts.
+pub(super) fn carries(info: &ProcInfo, entry: &[u8]) -> bool {
+    const KTHREADD: i32 = 2;
+    let mut environ = read_environ(info.pid);
+    let user_process = info.pid != KTHREADD && info.ppid != KTHREADD;
+    for _ in 0..EXEC_RETRIES {
+        match &environ {
+            Ok(bytes) if bytes.is_empty() && user_process && info.running() => {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+                environ = read_environ(info.pid);
+            }
+            _ => break,
+        }
+    }
+    environ.is_ok_and(|environ| environ.split(|b| *b == 0).any(|e| e == entry))
+}
+
+/// How many times an empty environment is read again: `execve` lays out the new one within
+/// microseconds; this bounds a process that really has none.
+const EXEC_RETRIES: usize = 20;
+
+/// `/proc/PID/environ` in one `read` where it fits: the kernel copies it from one image per
+/// call, and a process that execs between two smaller reads would show the old image's first
+/// part and nothing after, cutting off the mark unless it is in that first part.
+fn read_environ(pid: i32) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    // Far more than a usual environment, and under the allocator's mmap threshold.
+    const AT_ONCE: usize = 64 * 1024;
+    let mut file = std::fs::File::open(format!("/proc/{pid}/environ"))?;
+    let mut environ = vec![0; AT_ONCE];
+    let mut len = file.read(&mut environ)?;
+    if len == AT_ONCE {
+        environ.truncate(len);
+        file.read_to_end(&mut environ)?;
+        len = environ.len();
+    }
+    environ.truncate(len);
+    Ok(environ)
 }
 
 /// The spawned tree as it is now.
@@ -122,7 +161,7 @@ impl TreeId {
                 continue;
             }
             let leader = self.is_leader(info);
-            let marked = !info.zombie && carries(info.pid, &self.lineage.entry);
+            let marked = !info.zombie && carries(info, &self.lineage.entry);
             if (leader || marked) && info.pgid == self.leader {
                 group_is_ours = true;
             }
