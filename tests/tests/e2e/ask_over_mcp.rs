@@ -183,44 +183,73 @@ fn a_2026_client_allows_an_approval_card_and_the_write_goes_through() {
     assert!(message.starts_with("Card 1 · approval\nAllow `write` (write-tier)"), "{message}");
 }
 
-#[test]
-fn a_forged_or_replayed_request_state_is_refused() {
-    let project = TempProject::new(&[]);
-    let mut host = RawHost::start(&project.root, "mrtr-state", &[]);
-    let meta = json!({
+/// The `_meta` of a raw 2026-07-28 request from a client that can answer forms.
+fn modern_meta() -> Value {
+    json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
         "io.modelcontextprotocol/clientInfo": {"name": "raw-e2e", "version": "0"},
-    });
-    let params = |extra: Value| {
-        let mut params =
-            json!({"_meta": meta, "name": "ask_user", "arguments": database_question()});
-        params.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
-        params
-    };
-    let first = host.request(1, "tools/call", params(json!({})));
+    })
+}
+
+/// `tools/call` params for `ask_user` with `question`, plus `extra` fields.
+fn ask_params(question: &Value, extra: Value) -> Value {
+    let mut params = json!({"_meta": modern_meta(), "name": "ask_user", "arguments": question});
+    params.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+    params
+}
+
+/// The first round's `requestState` of `ask_user` with `question`.
+fn first_state(host: &mut RawHost, id: u64, question: &Value) -> String {
+    let first = host.request(id, "tools/call", ask_params(question, json!({})));
     assert_eq!(first["result"]["resultType"], "input_required", "{first}");
-    let state = first["result"]["requestState"].as_str().expect("requestState").to_string();
+    first["result"]["requestState"].as_str().expect("requestState").to_string()
+}
+
+/// `state` with one character of its signed payload (the middle part) changed.
+fn tampered(state: &str) -> String {
+    let (prefix, rest) = state.split_once('.').expect("a dotted token");
+    let (payload, tag) = rest.split_once('.').expect("payload and tag");
+    let mut payload = payload.to_string().into_bytes();
+    let middle = payload.len() / 2;
+    payload[middle] = if payload[middle] == b'A' { b'B' } else { b'A' };
+    format!("{prefix}.{}.{tag}", String::from_utf8(payload).unwrap())
+}
+
+#[test]
+fn a_forged_tampered_foreign_retargeted_or_replayed_request_state_is_refused() {
+    let project = TempProject::new(&[]);
+    let mut host = RawHost::start(&project.root, "mrtr-state", &[]);
+    let mut other_host = RawHost::start(&project.root, "mrtr-other", &[]);
+    let question = database_question();
     let answer = json!({"card": {"action": "accept", "content": {"choice": "3. Postgres"}}});
-    let forged = host.request(
-        2,
-        "tools/call",
-        params(json!({"requestState": format!("{state}x"), "inputResponses": answer})),
-    );
-    assert_eq!(forged["result"]["isError"], true, "{forged}");
-    assert!(forged.to_string().contains("requestState refused"), "{forged}");
-    let answered = host.request(
-        3,
-        "tools/call",
-        params(json!({"requestState": state, "inputResponses": answer})),
-    );
+    let retry = |state: &str| json!({"requestState": state, "inputResponses": answer});
+    let state = first_state(&mut host, 1, &question);
+    let foreign = first_state(&mut other_host, 1, &question);
+    let mut other_question = question.clone();
+    other_question["question"] = json!("Which cache should we use?");
+
+    let forged = "integrity check failed";
+    let mut ask = |id: u64, question: &Value, state: &str| {
+        host.request(id, "tools/call", ask_params(question, retry(state)))
+    };
+    let refusals = [
+        ("made up", ask(2, &question, "rs1.e30.AAAA"), forged),
+        ("tampered", ask(3, &question, &tampered(&state)), forged),
+        ("another process's", ask(4, &question, &foreign), forged),
+        ("another call's", ask(5, &other_question, &state), "another tool call"),
+    ];
+    let answered = ask(6, &question, &state);
+    let replayed = ask(7, &question, &state);
+
+    for (what, refused, reason) in &refusals {
+        assert_eq!(refused["result"]["isError"], true, "{what}: {refused}");
+        let text = refused.to_string();
+        assert!(text.contains("requestState refused") && text.contains(reason), "{what}: {text}");
+    }
     assert_eq!(answered["result"]["isError"], false, "{answered}");
     assert!(answered.to_string().contains("Chosen: 3. Postgres"), "{answered}");
-    let replayed = host.request(
-        4,
-        "tools/call",
-        params(json!({"requestState": state, "inputResponses": answer})),
-    );
     assert!(replayed.to_string().contains("already used"), "{replayed}");
     assert!(host.finish().success());
+    assert!(other_host.finish().success());
 }

@@ -5,6 +5,8 @@ mod mcp;
 #[cfg(feature = "ask")]
 mod mrtr;
 mod progress;
+#[cfg(feature = "ask")]
+mod request_state;
 mod status;
 mod tool_list;
 mod transport;

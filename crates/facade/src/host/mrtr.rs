@@ -7,8 +7,9 @@
 //! `requestState`. The client retries the call with `inputResponses` and that state; the answer
 //! goes to the waiting card and the call goes on, to its result or to the next card.
 //!
-//! `requestState` is an unguessable handle to state kept here, bound to the tool call's
-//! identity (name and arguments) and a short expiry, and good for one retry: a forged, replayed,
+//! `requestState` is a token tagged with an HMAC under a secret of this process
+//! (`request_state`), bound to the run, the tool call's identity (name and arguments) and a
+//! short expiry; it names a call parked here and is good for one retry. A forged, replayed,
 //! expired or re-targeted state is refused with a message saying why.
 
 use std::{
@@ -26,7 +27,10 @@ use rmcp::model::{
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
-use super::mcp::elicitation;
+use super::{
+    mcp::elicitation,
+    request_state::{self, Claims, StateKey},
+};
 use crate::ToolResult;
 
 /// The key of the one input request a round carries.
@@ -81,18 +85,23 @@ impl QuestionPort for MrtrPort {
 
 /// A call waiting for the client's retry.
 struct Parked {
-    tool: String,
-    args: Value,
     expires: Instant,
     card: Box<Card>,
     answer: oneshot::Sender<Reply>,
     events: mpsc::Receiver<CallEvent>,
 }
 
-/// The parked calls of one run.
-#[derive(Default)]
+/// The parked calls of one run, by the nonce of their `requestState`.
 pub(super) struct ParkedCalls {
+    /// The run's identity in its tokens.
+    run: String,
     parked: Mutex<HashMap<String, Parked>>,
+}
+
+impl Default for ParkedCalls {
+    fn default() -> Self {
+        ParkedCalls { run: uuid::Uuid::new_v4().simple().to_string(), parked: Default::default() }
+    }
 }
 
 /// How long a card waits for the client's retry.
@@ -123,23 +132,17 @@ impl ParkedCalls {
                     message: elicitation::message(&card, rejected.as_ref()),
                     requested_schema: elicitation::schema(&card),
                 };
-                let state = format!("rs_{}", uuid::Uuid::new_v4().simple());
+                let claims = Claims::new(&self.run, tool, args, STATE_TTL);
+                let state = request_state::issue(StateKey::process(), &claims);
                 let mut requests = BTreeMap::new();
                 requests.insert(
                     CARD_KEY.to_string(),
                     InputRequest::Elicitation(ElicitRequest::new(form)),
                 );
-                let parked = Parked {
-                    tool: tool.to_string(),
-                    args: args.clone(),
-                    expires: Instant::now() + STATE_TTL,
-                    card,
-                    answer,
-                    events,
-                };
+                let parked = Parked { expires: Instant::now() + STATE_TTL, card, answer, events };
                 let mut table = self.parked.lock().unwrap_or_else(|e| e.into_inner());
                 table.retain(|_, p| p.expires > Instant::now());
-                table.insert(state.clone(), parked);
+                table.insert(claims.nonce, parked);
                 Round::InputRequired(InputRequiredResult::new(Some(requests), Some(state)))
             }
         }
@@ -154,21 +157,21 @@ impl ParkedCalls {
         state: &str,
         responses: Option<&BTreeMap<String, Value>>,
     ) -> Round {
-        let parked = self.parked.lock().unwrap_or_else(|e| e.into_inner()).remove(state);
-        let refuse = |why: &str| {
+        let refuse = |why: &dyn std::fmt::Display| {
             Round::Complete(ToolResult::error(format!(
                 "{tool}: requestState refused: {why}; call the tool again without requestState"
             )))
         };
+        let now = request_state::unix_now();
+        let claims =
+            match request_state::verify(StateKey::process(), state, &self.run, tool, args, now) {
+                Ok(claims) => claims,
+                Err(refusal) => return refuse(&refusal),
+            };
+        let parked = self.parked.lock().unwrap_or_else(|e| e.into_inner()).remove(&claims.nonce);
         let Some(parked) = parked else {
-            return refuse("it is not one this server issued, or it was already used");
+            return refuse(&"it was already used (a requestState is good for one retry)");
         };
-        if parked.expires <= Instant::now() {
-            return refuse("it expired");
-        }
-        if parked.tool != tool || &parked.args != args {
-            return refuse("it belongs to another tool call (name and arguments must be the same)");
-        }
         let reply = match responses.and_then(|r| r.get(CARD_KEY)) {
             Some(response) => reply_from(&parked.card, response),
             None => Reply::NoOperator {
