@@ -27,6 +27,7 @@ mod error;
 pub mod names;
 mod on_write;
 pub mod paths;
+mod pool;
 mod project_check;
 mod rename;
 mod server;
@@ -48,6 +49,7 @@ pub use crate::{
     diagnostics::{Diagnostic, Ledger, LedgerDelta, Severity},
     error::LspError,
     on_write::{FileBefore, WriteDiagnostics, WrittenFile},
+    pool::ServerPool,
     project_check::{CheckRunReport, ProjectCheckReport},
     rename::{
         EditOp, EditPlan, RenameArgs, RenameReport, RenamedFile, apply_text_edits,

@@ -635,7 +635,7 @@ impl Supervisor {
         let ext = decl_path.extension().and_then(|e| e.to_str()).unwrap_or("");
         if let Some(language) = server.def.language_of(ext) {
             let language = language.to_string();
-            let _ = server.sync(&decl_path, &language, false).await;
+            let _ = server.sync(&decl_path, &language, false, self.run_id()).await;
         }
         let Ok(symbols) = server
             .request(
@@ -684,7 +684,10 @@ impl Supervisor {
         check_new_name(&target.language_id, &args.new_name).map_err(LspError::Invalid)?;
         let server = self.server(&target, cancel).await?;
         server.resync_open().await;
-        let doc = server.sync(&path, &target.language_id, false).await.map_err(LspError::Failed)?;
+        let doc = server
+            .sync(&path, &target.language_id, false, self.run_id())
+            .await
+            .map_err(LspError::Failed)?;
         let located = locate(&doc.text, &shown, args.line, &args.symbol, args.occurrence)?;
         let old_name = identifier_at(&located.line_text, located.start).to_string();
         if old_name == args.new_name {
@@ -794,7 +797,7 @@ impl Supervisor {
                 let ext = p.extension().and_then(|e| e.to_str()).unwrap_or("");
                 let language =
                     server.def.language_of(ext).unwrap_or(&target.language_id).to_string();
-                server.sync(p, &language, false).await.map_err(LspError::Failed)?;
+                server.sync(p, &language, false, self.run_id()).await.map_err(LspError::Failed)?;
             }
             let _ = server.wait_ready(std::time::Instant::now() + budget, cancel).await;
         };
@@ -877,7 +880,7 @@ impl Supervisor {
                     let ext = changed.extension().and_then(|e| e.to_str()).unwrap_or("");
                     if let Some(language) = server.def.language_of(ext) {
                         let language = language.to_string();
-                        let _ = server.sync(changed, &language, true).await;
+                        let _ = server.sync(changed, &language, true, self.run_id()).await;
                     }
                     let created = plan.created.contains(changed)
                         || plan.renamed.iter().any(|(_, to)| to == changed);

@@ -18,6 +18,7 @@ use crate::{
     discover::{self, ResolvedCommand, RootMatch},
     error::LspError,
     paths::display_relative,
+    pool::{RunId, ServerPool, Slot, SlotKey},
     server::{DiagnosticMode, DiagnosticsWait, Server, SyncedDoc, Timeouts, join_all},
 };
 
@@ -44,26 +45,6 @@ impl ServerState {
             ServerState::Stopped => "stopped".into(),
         }
     }
-}
-
-#[derive(Debug, Default)]
-struct SlotRecord {
-    starting: bool,
-    crashes: u32,
-    /// Starts that followed a crash, for the per-minute cap.
-    restarts: Vec<Instant>,
-    last_crash: Option<String>,
-    stopped: bool,
-}
-
-struct Slot {
-    def: Arc<ServerDef>,
-    root: RootMatch,
-    /// The spawn lock: held while the server starts, so concurrent calls do not start two.
-    server: tokio::sync::Mutex<Option<Arc<Server>>>,
-    /// The running server, readable without the spawn lock (for status while starting).
-    current: Mutex<Option<Arc<Server>>>,
-    record: Mutex<SlotRecord>,
 }
 
 /// Which server serves a file, and from where.
@@ -147,11 +128,17 @@ struct Inner {
     config: LspConfig,
     defs: Result<Vec<Arc<ServerDef>>, String>,
     extra_paths: Vec<PathBuf>,
+    /// Where the servers live, shared with other runs or private to this one.
+    pool: ServerPool,
+    /// This run as a holder of leases and open documents in the pool.
+    run: RunId,
+    /// The slots this run leased, by (server id, root).
     slots: Mutex<HashMap<(String, PathBuf), Arc<Slot>>>,
     versions: Mutex<HashMap<PathBuf, Result<Option<String>, String>>>,
+    /// The run is ending (or the pool is): no server starts for it any more.
     closing: CancellationToken,
-    /// A run-private folder outside the tree for what servers and checkers would otherwise
-    /// leave in the project (clangd's index, tsc's build info); removed with the supervisor.
+    /// A run-private folder outside the tree for what checkers would otherwise leave in the
+    /// project (tsc's build info); removed with the supervisor. Servers use the pool's.
     private_dir: Option<tempfile::TempDir>,
     /// The run's diagnostics ledger (diagnostics on write, `lsp_rename`); locked only to read
     /// or update it, never across a wait.
@@ -219,9 +206,17 @@ pub(crate) fn server_label(server: &Server) -> String {
 }
 
 impl Supervisor {
-    /// A supervisor for the run rooted at `root` (made canonical). A broken `[lsp]` section is
-    /// reported by every call instead of failing the run.
+    /// A supervisor for the run rooted at `root` (made canonical) with servers of its own. A
+    /// broken `[lsp]` section is reported by every call instead of failing the run.
     pub fn new(root: impl Into<PathBuf>, config: LspConfig) -> Supervisor {
+        Supervisor::with_pool(root, config, ServerPool::new())
+    }
+
+    /// A supervisor whose servers come from `pool`, shared with the other supervisors of the
+    /// pool that want the same server for the same root with the same launch. Its ledger,
+    /// measured durations, open documents and results stay its own; [`Supervisor::shutdown`]
+    /// gives its leases back (the last one stops the server).
+    pub fn with_pool(root: impl Into<PathBuf>, config: LspConfig, pool: ServerPool) -> Supervisor {
         let root = root.into();
         let root = std::fs::canonicalize(&root).unwrap_or(root);
         let defs = config.servers().map(|d| d.into_iter().map(Arc::new).collect());
@@ -232,9 +227,11 @@ impl Supervisor {
                 config,
                 defs,
                 extra_paths,
+                run: pool.next_run(),
+                closing: pool.closing().child_token(),
+                pool,
                 slots: Mutex::new(HashMap::new()),
                 versions: Mutex::new(HashMap::new()),
-                closing: CancellationToken::new(),
                 private_dir: tempfile::Builder::new().prefix("agent-tools-lsp-").tempdir().ok(),
                 ledger: Mutex::new(Ledger::new()),
                 measured: Mutex::new(HashMap::new()),
@@ -244,6 +241,16 @@ impl Supervisor {
 
     pub fn root(&self) -> &Path {
         &self.inner.root
+    }
+
+    /// The pool this supervisor's servers come from.
+    pub fn pool(&self) -> &ServerPool {
+        &self.inner.pool
+    }
+
+    /// This run as a holder of open documents on its servers.
+    pub(crate) fn run_id(&self) -> RunId {
+        self.inner.run
     }
 
     pub(crate) fn extra_paths(&self) -> &[PathBuf] {
@@ -284,7 +291,8 @@ impl Supervisor {
     ) -> Vec<(PathBuf, DocHandle)> {
         let mut out = Vec::new();
         for server in self.running() {
-            for doc in server.open_documents_except(except, since.get(&server.pid).copied()).await {
+            let since = since.get(&server.pid).copied();
+            for doc in server.open_documents_except(except, since, self.inner.run).await {
                 out.push((doc.path.clone(), DocHandle { server: server.clone(), doc }));
             }
         }
@@ -383,22 +391,31 @@ impl Supervisor {
         }
     }
 
-    fn slot(&self, target: &Target) -> Arc<Slot> {
-        let key = (target.def.id.clone(), target.root.root.clone());
-        self.inner
-            .slots
-            .lock()
-            .entry(key)
-            .or_insert_with(|| {
-                Arc::new(Slot {
-                    def: target.def.clone(),
-                    root: target.root.clone(),
-                    server: tokio::sync::Mutex::new(None),
-                    current: Mutex::new(None),
-                    record: Mutex::new(SlotRecord::default()),
-                })
-            })
-            .clone()
+    /// This run's lease on the slot of `target`, taken from the pool on first use.
+    fn slot(&self, target: &Target) -> Result<Arc<Slot>, LspError> {
+        let mut slots = self.inner.slots.lock();
+        // Checked under the lock `shutdown` takes after cancelling: no lease after it.
+        if self.inner.closing.is_cancelled() {
+            return Err(LspError::Failed("the run is ending; no server starts now".into()));
+        }
+        let name = (target.def.id.clone(), target.root.root.clone());
+        if let Some(slot) = slots.get(&name) {
+            return Ok(slot.clone());
+        }
+        let config = &self.inner.config;
+        let key = SlotKey::new(
+            &target.def,
+            &target.root.root,
+            &target.command,
+            self.allow_project_code(),
+            (config.request_timeout_ms, config.startup_timeout_ms),
+        );
+        let slot =
+            self.inner.pool.lease(key, &target.def, &target.root, self.inner.run).ok_or_else(
+                || LspError::Failed("the host is stopping; no server starts now".into()),
+            )?;
+        slots.insert(name, slot.clone());
+        Ok(slot)
     }
 
     /// The running server for `target`, started (or restarted after a crash) if needed.
@@ -410,7 +427,7 @@ impl Supervisor {
         if self.inner.closing.is_cancelled() {
             return Err(LspError::Failed("the run is ending; no server starts now".into()));
         }
-        let slot = self.slot(target);
+        let slot = self.slot(target)?;
         let mut guard = tokio::select! {
             g = slot.server.lock() => g,
             _ = cancel.cancelled() => return Err(LspError::Failed("cancelled".into())),
@@ -467,7 +484,7 @@ impl Supervisor {
             &target.root.root,
             &target.command,
             self.allow_project_code(),
-            self.private_dir(),
+            self.inner.pool.private_dir(),
         );
         let started = tokio::select! {
             s = Server::start(Arc::new(def), target.root.root.clone(), command, self.timeouts(), cancel) => s,
@@ -494,13 +511,15 @@ impl Supervisor {
         }
     }
 
-    /// Restarts the server of `target` (not counted as a crash; resets the restart cap).
+    /// Restarts the server of `target` (not counted as a crash; resets the restart cap). The
+    /// server may be shared: the second value is how many other runs use it (they get their
+    /// documents sent again on their next call, as after a crash).
     pub(crate) async fn reload_target(
         &self,
         target: &Target,
         cancel: &CancellationToken,
-    ) -> Result<Arc<Server>, LspError> {
-        let slot = self.slot(target);
+    ) -> Result<(Arc<Server>, usize), LspError> {
+        let slot = self.slot(target)?;
         {
             let mut guard = slot.server.lock().await;
             if let Some(server) = guard.take() {
@@ -511,7 +530,8 @@ impl Supervisor {
             record.restarts.clear();
             record.crashes = 0;
         }
-        self.server(target, cancel).await
+        let server = self.server(target, cancel).await?;
+        Ok((server, slot.lessees().saturating_sub(1)))
     }
 
     /// Every (server, root) that has a running server.
@@ -744,24 +764,18 @@ impl Supervisor {
             .collect()
     }
 
-    /// Ends every server of the run: in-flight starts are abandoned, each server gets
-    /// `shutdown` → `exit` → SIGTERM → SIGKILL of its group, all in parallel and bounded.
+    /// Ends the run's use of its servers: in-flight starts are abandoned, each lease goes back
+    /// to the pool. A server no other run uses gets `shutdown` → `exit` → SIGTERM → SIGKILL of
+    /// its group (all in parallel and bounded); on a shared one the documents only this run
+    /// held are closed.
     pub async fn shutdown(&self) {
-        self.inner.closing.cancel();
-        let slots: Vec<Arc<Slot>> = self.inner.slots.lock().values().cloned().collect();
-        join_all(slots.into_iter().map(|slot| async move {
-            let server =
-                match tokio::time::timeout(Duration::from_secs(5), slot.server.lock()).await {
-                    Ok(mut guard) => guard.take(),
-                    Err(_) => slot.current.lock().clone(),
-                };
-            if let Some(server) = server {
-                server.shutdown().await;
-            }
-            *slot.current.lock() = None;
-            slot.record.lock().stopped = true;
-        }))
-        .await;
+        let slots: Vec<Arc<Slot>> = {
+            let slots = self.inner.slots.lock();
+            self.inner.closing.cancel();
+            slots.values().cloned().collect()
+        };
+        let (pool, run) = (&self.inner.pool, self.inner.run);
+        join_all(slots.iter().map(|slot| pool.release(slot, run))).await;
     }
 
     // ------------------------------------------------------------ diagnostics on write
@@ -799,8 +813,10 @@ impl Supervisor {
             Err(e) => return SyncOutcome::NotReady(format!("server unavailable: {e}")),
         };
         let synced = match text {
-            Some(text) => server.sync_text(path, &target.language_id, text, save).await,
-            None => server.sync(path, &target.language_id, save).await,
+            Some(text) => {
+                server.sync_text(path, &target.language_id, text, save, self.inner.run).await
+            }
+            None => server.sync(path, &target.language_id, save, self.inner.run).await,
         };
         match synced {
             Ok(doc) => SyncOutcome::Synced(DocHandle { server, doc }),
@@ -828,6 +844,15 @@ impl Supervisor {
                 )
             })
             .collect())
+    }
+
+    /// How many runs hold `path` open on its running server (`None`: not open there).
+    pub(crate) async fn holders_of(&self, path: &Path) -> Option<usize> {
+        let target = self.target_for(path).ok()?;
+        let slot =
+            self.inner.slots.lock().get(&(target.def.id.clone(), target.root.root)).cloned()?;
+        let server = slot.current.lock().clone()?;
+        server.holders(path).await.map(|h| h.len())
     }
 
     /// What the server covering `path` is busy with, if it runs and is busy.

@@ -50,3 +50,9 @@ pub fn require_program(programs: &[&str], extra: &[String], how: &str) -> bool {
     }
     false
 }
+
+/// Who holds `file` open on the server that covers it for `supervisor`: the number of runs,
+/// or `None` when it is not open there (or no server of the supervisor runs for it).
+pub async fn holders_of(supervisor: &crate::Supervisor, file: &std::path::Path) -> Option<usize> {
+    supervisor.holders_of(file).await
+}

@@ -512,7 +512,10 @@ impl Supervisor {
         let target = self.target_for(path)?;
         let server = self.server(&target, cancel).await?;
         server.resync_open().await;
-        let doc = server.sync(path, &target.language_id, false).await.map_err(LspError::Failed)?;
+        let doc = server
+            .sync(path, &target.language_id, false, self.run_id())
+            .await
+            .map_err(LspError::Failed)?;
         Ok((target, server, doc))
     }
 

@@ -56,15 +56,27 @@ impl Supervisor {
         let mut lines = Vec::new();
         let mut data = Vec::new();
         for target in targets {
-            let server = self.reload_target(&target, cancel).await?;
+            let (server, others) = self.reload_target(&target, cancel).await?;
             let root = display_relative(self.root(), &target.root.root);
-            lines.push(format!(
+            let mut line = format!(
                 "reloaded the {} server for root {root}: {} (pid {}) is running",
                 target.def.display_languages(),
                 server_label(&server),
                 server.pid
-            ));
-            data.push(json!({"server": target.def.id, "root": root, "pid": server.pid}));
+            );
+            if others > 0 {
+                line.push_str(&format!(
+                    "; it is shared with {others} other run(s) of this host, which were restarted \
+                     with it (their files are sent to it again on their next call)"
+                ));
+            }
+            lines.push(line);
+            data.push(json!({
+                "server": target.def.id,
+                "root": root,
+                "pid": server.pid,
+                "shared_with": others,
+            }));
         }
         Ok(LspOutput::new(lines.join("\n"), json!({"reloaded": data})))
     }

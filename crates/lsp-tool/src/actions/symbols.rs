@@ -60,7 +60,7 @@ impl Supervisor {
             {
                 let ext = example.extension().and_then(|e| e.to_str()).unwrap_or("");
                 let language = server.def.language_of(ext).unwrap_or("plaintext").to_string();
-                let _ = server.sync(&example, &language, false).await;
+                let _ = server.sync(&example, &language, false, self.run_id()).await;
             }
             if let Err(e) = self.wait_ready(server, "symbols", cancel).await {
                 notes.push(e.to_string());

@@ -139,7 +139,9 @@ impl Server {
             let fresh = {
                 let state = self.shared.state.lock();
                 state.push.get(&doc.path).and_then(|entry| match entry.version {
-                    Some(v) if v == doc.version && entry.seq > doc.min_seq => {
+                    // A newer version is another sync (this run's or one sharing the server)
+                    // that overtook ours; its diagnostics are the current truth.
+                    Some(v) if v >= doc.version && entry.seq > doc.min_seq => {
                         Some((entry.items.clone(), true))
                     }
                     None if entry.seq > doc.sent_seq => Some((entry.items.clone(), false)),
@@ -223,7 +225,7 @@ impl Server {
         // A server that also pushes (rust-analyzer's flycheck) adds what it pushed for this version.
         let state = self.shared.state.lock();
         if let Some(entry) = state.push.get(&doc.path)
-            && entry.version == Some(doc.version)
+            && entry.version.is_some_and(|v| v >= doc.version)
         {
             for d in &entry.items {
                 if !items.contains(d) {

@@ -2,6 +2,7 @@
 //! didSave, didClose, watched-file events, and re-reading open documents edited outside.
 
 use std::{
+    collections::BTreeSet,
     path::{Path, PathBuf},
     time::Instant,
 };
@@ -9,7 +10,7 @@ use std::{
 use serde_json::{Value, json};
 
 use super::{Doc, Server, SyncedDoc};
-use crate::paths::uri_from_path;
+use crate::{paths::uri_from_path, pool::RunId};
 
 impl Server {
     fn save_includes_text(&self) -> bool {
@@ -19,16 +20,27 @@ impl Server {
 
     /// Makes the server's copy of `path` equal to the file on disk: `didOpen` on first use,
     /// `didChange` (full text, next version) when the content differs, then `didSave` when
-    /// `save` is set and something was sent.
+    /// `save` is set and something was sent. `holder` now holds the document open.
     pub(crate) async fn sync(
         &self,
         path: &Path,
         language_id: &str,
         save: bool,
+        holder: RunId,
+    ) -> Result<SyncedDoc, String> {
+        self.sync_from_disk(path, language_id, save, Some(holder)).await
+    }
+
+    async fn sync_from_disk(
+        &self,
+        path: &Path,
+        language_id: &str,
+        save: bool,
+        holder: Option<RunId>,
     ) -> Result<SyncedDoc, String> {
         let text = crate::paths::read_source(path)
             .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        self.sync_text(path, language_id, text, save).await
+        self.sync_content(path, language_id, text, save, holder).await
     }
 
     /// Like [`Server::sync`] with given content (which must be what is on disk, or what the
@@ -39,6 +51,20 @@ impl Server {
         language_id: &str,
         text: String,
         save: bool,
+        holder: RunId,
+    ) -> Result<SyncedDoc, String> {
+        self.sync_content(path, language_id, text, save, Some(holder)).await
+    }
+
+    /// The one place versions change: under the documents lock, so concurrent syncs of one
+    /// document (from the runs sharing the server) get increasing versions in send order.
+    async fn sync_content(
+        &self,
+        path: &Path,
+        language_id: &str,
+        text: String,
+        save: bool,
+        holder: Option<RunId>,
     ) -> Result<SyncedDoc, String> {
         let uri =
             uri_from_path(path).ok_or_else(|| format!("{} has no file URI", path.display()))?;
@@ -47,6 +73,9 @@ impl Server {
         let len = meta.as_ref().map_or(0, |m| m.len());
         let mut docs = self.docs.lock().await;
         let seq_now = self.shared.state.lock().push_seq;
+        if let Some(doc) = docs.get_mut(path) {
+            doc.holders.extend(holder);
+        }
         let (version, sent, sent_seq) = match docs.get_mut(path) {
             None => {
                 self.first_open.lock().get_or_insert_with(Instant::now);
@@ -57,7 +86,14 @@ impl Server {
                 .await;
                 docs.insert(
                     path.to_path_buf(),
-                    Doc { version: 1, text: text.clone(), mtime, len, sent_seq: seq_now },
+                    Doc {
+                        version: 1,
+                        text: text.clone(),
+                        mtime,
+                        len,
+                        sent_seq: seq_now,
+                        holders: holder.into_iter().collect(),
+                    },
                 );
                 (1, true, seq_now)
             }
@@ -108,11 +144,36 @@ impl Server {
             if path.exists() {
                 let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
                 let language = self.def.language_of(ext).unwrap_or("plaintext").to_string();
-                let _ = self.sync(&path, &language, false).await;
+                let _ = self.sync_from_disk(&path, &language, false, None).await;
             } else {
                 self.close(&path).await;
             }
         }
+    }
+
+    /// Lets go of every document `holder` holds; a document nobody holds any more is closed.
+    /// The didClose goes out under the documents lock, like every sync, so a concurrent open
+    /// of the same file comes after it.
+    pub(crate) async fn release_documents(&self, holder: RunId) {
+        let mut docs = self.docs.lock().await;
+        let unheld: Vec<PathBuf> = docs
+            .iter_mut()
+            .filter_map(|(path, doc)| {
+                (doc.holders.remove(&holder) && doc.holders.is_empty()).then(|| path.clone())
+            })
+            .collect();
+        for path in unheld {
+            docs.remove(&path);
+            if let Some(uri) = uri_from_path(&path) {
+                self.notify("textDocument/didClose", json!({"textDocument": {"uri": uri}})).await;
+            }
+            self.shared.state.lock().push.remove(&path);
+        }
+    }
+
+    /// Who holds `path` open on this server (`None`: it is not open).
+    pub(crate) async fn holders(&self, path: &Path) -> Option<BTreeSet<RunId>> {
+        self.docs.lock().await.get(path).map(|d| d.holders.clone())
     }
 
     /// Tells the server a document is closed (deleted or renamed away).
@@ -138,19 +199,21 @@ impl Server {
         self.notify("workspace/didChangeWatchedFiles", json!({"changes": events})).await;
     }
 
-    /// Every open document but `except`, as a handle that waits for diagnostics pushed after
-    /// `since` (default: now); their content did not change, but what they depend on may have.
+    /// Every document `holder` holds open but `except`, as a handle that waits for diagnostics
+    /// pushed after `since` (default: now); their content did not change, but what they
+    /// depend on may have.
     pub(crate) async fn open_documents_except(
         &self,
         except: &[PathBuf],
         since: Option<u64>,
+        holder: RunId,
     ) -> Vec<SyncedDoc> {
         let seq = since.unwrap_or_else(|| self.push_mark());
         self.docs
             .lock()
             .await
             .iter()
-            .filter(|(path, _)| !except.contains(path))
+            .filter(|(path, doc)| !except.contains(path) && doc.holders.contains(&holder))
             .map(|(path, doc)| SyncedDoc {
                 path: path.clone(),
                 version: doc.version,

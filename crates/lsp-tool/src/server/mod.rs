@@ -282,6 +282,8 @@ struct Doc {
     len: u64,
     /// `push_seq` just before the last didOpen/didChange.
     sent_seq: u64,
+    /// The runs that opened it (see [`crate::pool`]); closed when the last lets go.
+    holders: std::collections::BTreeSet<crate::pool::RunId>,
 }
 
 /// A document after a sync: the version the server now has.
