@@ -259,12 +259,17 @@ async def main_http_sdk2(script):
     if script.get("headers"):
         raise SystemExit("the driver sends extra headers over HTTP only with the SDK 1.x")
     sessions = [{"id": None, "mode": None, "results": []} for _ in script["sessions"]]
+    elicitations = []
     error = None
     try:
         async with contextlib.AsyncExitStack() as stack:
             opened = []
             for record_of in sessions:
-                client = Client(script["url"], mode=script.get("mode") or "auto")
+                client = Client(
+                    script["url"],
+                    mode=script.get("mode") or "auto",
+                    elicitation_callback=elicitation_callback(script, elicitations),
+                )
                 await stack.enter_async_context(client)
                 record_of["mode"] = client.mode
                 opened.append(client)
@@ -282,7 +287,8 @@ async def main_http_sdk2(script):
                     )
     except BaseException as e:
         error = f"{type(e).__name__}: {e}"
-    print(json.dumps({"sdk": SDK, "sessions": sessions, "refused": [], "error": error}))
+    out = {"sdk": SDK, "sessions": sessions, "refused": [], "error": error}
+    print(json.dumps(out | {"elicitations": elicitations}))
 
 
 async def main(script):

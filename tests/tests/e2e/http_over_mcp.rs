@@ -1,7 +1,9 @@
 //! `agent-tools mcp --http` driven by the official Python SDK's Streamable HTTP client: tools
 //! listed and called, two sessions at once with their own kernels, a foreign Origin, a missing
 //! token and an over-long body refused, a deleted or expired session's processes gone, an SDK
-//! 2.x client in `auto` mode kept in one session, and nothing left once the server is stopped.
+//! 2.x client in `auto` mode kept in one session, a client pinned to 2026-07-28 (no session)
+//! kept in its credential's run with cards in rounds, and nothing left once the server is
+//! stopped.
 
 use std::{
     io::{BufRead, BufReader},
@@ -244,6 +246,21 @@ fn an_idle_session_expires_with_its_processes() {
 }
 
 #[test]
+fn the_run_of_a_2026_07_28_client_idles_out_with_its_processes() {
+    let Some((_, project)) = check("[mcp]\nsession_idle_seconds = 1\n", &[]) else { return };
+    let Some(python) = Sdk::V2.python() else { return };
+    let host = HttpHost::start(&project.root, &[]);
+    let sleeper =
+        cell("import subprocess\nsleeper = subprocess.Popen(['sleep', '300'])\nsleeper.pid > 0");
+    let out = host.drive(&python, json!({"mode": "2026-07-28", "sessions": [[sleeper]]}));
+    assert_eq!(out["error"], Value::Null, "{out}");
+    assert!(text_of(&session(&out, 0)[0]).ends_with("True"), "{out}");
+    // There is no session to delete: the credential's run ends once idle, kernel and sleeper too.
+    host.assert_only_the_host_is_left();
+    host.stop();
+}
+
+#[test]
 fn an_sdk2_client_in_auto_mode_gets_a_session_that_keeps_its_kernel() {
     let Some((_, project)) = check("", &[]) else { return };
     let Some(python) = Sdk::V2.python() else { return };
@@ -255,6 +272,35 @@ fn an_sdk2_client_in_auto_mode_gets_a_session_that_keeps_its_kernel() {
     let results = session(&out, 0);
     assert!(text_of(&results[1]).ends_with("10"), "{}", text_of(&results[1]));
     host.assert_only_the_host_is_left();
+    host.stop();
+}
+
+#[test]
+fn a_client_pinned_to_2026_07_28_keeps_its_kernel_and_answers_cards_in_rounds() {
+    let Some((_, project)) = check("[approval]\npolicy = \"before_write\"\n", &[]) else {
+        return;
+    };
+    let Some(python) = Sdk::V2.python() else { return };
+    let host = HttpHost::start(&project.root, &[]);
+    let write = call("write", json!({"path": "new.txt", "content": "hello\n"}));
+    let script = json!({
+        "mode": "2026-07-28",
+        "elicitation": {"action": "accept", "content": {"choice": "1. Allow"}},
+        "sessions": [[cell("z = 20"), cell("z + 1"), write]],
+    });
+
+    let out = host.drive(&python, script);
+
+    assert_eq!(out["error"], Value::Null, "{out}");
+    assert_eq!(out["sessions"][0]["mode"], "2026-07-28", "{out}");
+    // No session: each request stands alone, yet the second sees the first one's kernel.
+    let results = session(&out, 0);
+    assert!(text_of(&results[1]).ends_with("21"), "{}", text_of(&results[1]));
+    // The approval card went out as an input_required round, and its Allow let the write in.
+    assert_eq!(results[2]["isError"], false, "{}", text_of(&results[2]));
+    assert_eq!(std::fs::read_to_string(project.root.join("new.txt")).unwrap(), "hello\n");
+    let message = out["elicitations"][0]["message"].as_str().unwrap_or_default();
+    assert!(message.starts_with("Card 1 · approval"), "{out}");
     host.stop();
 }
 

@@ -5,6 +5,10 @@
 //! browser `Origin` that is not loopback (DNS rebinding), a missing or wrong bearer token, a
 //! body over the limit. Each session's handler is a fresh [`McpHost`](super::mcp) run, ended
 //! like a stdio connection's when the session is deleted, expires or the server stops.
+//!
+//! A 2026-07-28 client has no session: its requests go to the run of its credential (the
+//! bearer token it sends, or one local run without a token), kept across requests so that
+//! kernels and multi round-trip cards carry over, and ended after the same idle time.
 
 use std::{convert::Infallible, net::SocketAddr, path::Path, sync::Arc, time::Duration};
 
@@ -113,6 +117,7 @@ pub async fn serve_http(
     let service = mcp_service(&setup, &attach, &options, &runs, &manager, stop.child_token());
     let sessions = expiry::Sessions::default();
     let expiry = tokio::spawn(sessions.clone().expire(options.session_idle, manager));
+    let principal_expiry = tokio::spawn(expire_principals(runs.clone(), options.session_idle));
     let gate = Arc::new(Gate {
         token: options.token.clone(),
         max_body_bytes: options.max_body_bytes,
@@ -158,6 +163,7 @@ pub async fn serve_http(
     }
     tracing::info!("stopping: ending {} session run(s)", runs.live());
     expiry.abort();
+    principal_expiry.abort();
     stop.cancel();
     runs.end_all().await;
     Ok(())
@@ -184,12 +190,16 @@ fn mcp_service(
     StreamableHttpService::new(
         move || {
             // Each session is a fresh run: its own id, cancellation and resources.
-            let fresh = RunSetup {
+            let fresh = || RunSetup {
                 info: crate::RunInfo::new(setup.info.root.clone()),
                 config: setup.config.clone(),
                 surface_kind: setup.surface_kind,
             };
-            Ok(runs.session_host(fresh, attach.clone()))
+            // A request without a session (2026-07-28) goes to its credential's run.
+            match PRINCIPAL.try_with(Clone::clone) {
+                Ok(principal) => Ok(runs.principal_host(&principal, fresh, attach.clone())),
+                Err(_) => Ok(runs.session_host(fresh(), attach.clone())),
+            }
         },
         manager.clone(),
         config,
@@ -274,9 +284,14 @@ impl Gate {
         if let Some(refusal) = discover_refusal(&bytes) {
             return refusal;
         }
+        let asked = parts.headers.get(SESSION_HEADER).cloned();
+        let principal = (asked.is_none() && !is_initialize(&bytes)).then(|| principal_of(&parts));
         let req = Request::from_parts(parts, Full::new(bytes));
-        let asked = req.headers().get(SESSION_HEADER).cloned();
-        let response = service.handle(req).await;
+        let response = match principal {
+            // rmcp builds the request's handler inside `handle`, before it spawns anything.
+            Some(principal) => PRINCIPAL.scope(principal, service.handle(req)).await,
+            None => service.handle(req).await,
+        };
         if !response.status().is_success() {
             return response;
         }
@@ -289,6 +304,41 @@ impl Gate {
             }
             None => response,
         }
+    }
+}
+
+tokio::task_local! {
+    /// The credential of a request without a session, while rmcp picks its handler.
+    static PRINCIPAL: String;
+}
+
+/// Whether the body is an `initialize` request (which starts a session; anything else without
+/// a session header is a 2026-07-28 request, or refused by rmcp).
+fn is_initialize(body: &[u8]) -> bool {
+    serde_json::from_slice::<serde_json::Value>(body)
+        .is_ok_and(|message| message.get("method").and_then(|m| m.as_str()) == Some("initialize"))
+}
+
+/// Whose run a request without a session goes to: a digest of its `Authorization` header (so
+/// the credential itself is never kept), or `local` without one.
+fn principal_of(parts: &hyper::http::request::Parts) -> String {
+    use sha2::Digest;
+    match parts.headers.get(header::AUTHORIZATION) {
+        Some(value) => {
+            let digest = sha2::Sha256::digest(value.as_bytes());
+            digest.iter().take(16).map(|b| format!("{b:02x}")).collect()
+        }
+        None => "local".to_string(),
+    }
+}
+
+/// Ends the runs of 2026-07-28 clients after `idle` without a request, checking a few times
+/// per idle period.
+async fn expire_principals(runs: SessionRuns, idle: Duration) {
+    let every = (idle / 4).clamp(Duration::from_millis(200), Duration::from_secs(30));
+    loop {
+        tokio::time::sleep(every).await;
+        runs.end_idle_principals(idle);
     }
 }
 

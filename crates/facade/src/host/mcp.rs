@@ -85,6 +85,17 @@ impl InFlight {
 }
 
 impl HostState {
+    fn new(setup: RunSetup, attach: Attach) -> HostState {
+        HostState {
+            setup,
+            attach,
+            run: OnceLock::new(),
+            #[cfg(feature = "ask")]
+            parked: Default::default(),
+            calls: InFlight::default(),
+        }
+    }
+
     /// The run, built with `attach` if it does not exist yet.
     fn build(&self, attach: Attach) -> &HostRun {
         self.run.get_or_init(|| self.setup.clone().assemble(&attach))
@@ -125,20 +136,16 @@ pub(super) struct SessionRuns(Arc<std::sync::Mutex<SessionRunsInner>>);
 struct SessionRunsInner {
     next: u64,
     live: std::collections::HashMap<u64, Arc<HostState>>,
+    /// The runs of 2026-07-28 clients, which have no session: one per credential, by the
+    /// digest of its `Authorization` header; the run's id in `live` and its last request.
+    principals: std::collections::HashMap<String, (u64, std::time::Instant)>,
     ending: Vec<tokio::task::JoinHandle<()>>,
 }
 
 impl SessionRuns {
     /// A handler for a new session: a fresh run built like a stdio connection's.
     pub(super) fn session_host(&self, setup: RunSetup, attach: Attach) -> McpHost {
-        let state = Arc::new(HostState {
-            setup,
-            attach,
-            run: OnceLock::new(),
-            #[cfg(feature = "ask")]
-            parked: Default::default(),
-            calls: InFlight::default(),
-        });
+        let state = Arc::new(HostState::new(setup, attach));
         let Ok(mut inner) = self.0.lock() else {
             return McpHost { state, _session: None };
         };
@@ -147,6 +154,55 @@ impl SessionRuns {
         inner.live.insert(id, state.clone());
         let end = SessionEnd { id, runs: self.clone() };
         McpHost { state, _session: Some(Arc::new(end)) }
+    }
+
+    /// A handler for one request of a 2026-07-28 client, which has no session: the run of
+    /// its credential (`principal`), made from `setup` on its first request and kept across
+    /// requests (kernels, parked cards) until it idles out or the host stops.
+    pub(super) fn principal_host(
+        &self,
+        principal: &str,
+        setup: impl FnOnce() -> RunSetup,
+        attach: Attach,
+    ) -> McpHost {
+        let Ok(mut inner) = self.0.lock() else {
+            return McpHost { state: Arc::new(HostState::new(setup(), attach)), _session: None };
+        };
+        let now = std::time::Instant::now();
+        if let Some((id, last)) = inner.principals.get_mut(principal) {
+            *last = now;
+            let id = *id;
+            if let Some(state) = inner.live.get(&id) {
+                return McpHost { state: state.clone(), _session: None };
+            }
+        }
+        let state = Arc::new(HostState::new(setup(), attach));
+        inner.next += 1;
+        let id = inner.next;
+        inner.live.insert(id, state.clone());
+        inner.principals.insert(principal.to_string(), (id, now));
+        McpHost { state, _session: None }
+    }
+
+    /// Ends the credential runs that had no request for `idle` and have no call in flight.
+    pub(super) fn end_idle_principals(&self, idle: Duration) {
+        let Ok(mut inner) = self.0.lock() else { return };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+        let idle_ones: Vec<(String, u64)> = inner
+            .principals
+            .iter()
+            .filter(|(_, (id, last))| {
+                last.elapsed() >= idle && inner.live.get(id).is_none_or(|s| s.calls.len() == 0)
+            })
+            .map(|(principal, (id, _))| (principal.clone(), *id))
+            .collect();
+        for (principal, id) in idle_ones {
+            inner.principals.remove(&principal);
+            if let Some(state) = inner.live.remove(&id) {
+                tracing::info!(run = %state.setup.info.run_id, "a 2026-07-28 client's run idled out");
+                inner.ending.push(runtime.spawn(async move { end_run(&state).await }));
+            }
+        }
     }
 
     /// How many sessions have a live run.
@@ -158,7 +214,10 @@ impl SessionRuns {
     pub(super) async fn end_all(&self) {
         let (live, ending) = match self.0.lock() {
             Ok(mut inner) => (
-                inner.live.drain().map(|(_, state)| state).collect::<Vec<_>>(),
+                {
+                    inner.principals.clear();
+                    inner.live.drain().map(|(_, state)| state).collect::<Vec<_>>()
+                },
                 std::mem::take(&mut inner.ending),
             ),
             Err(_) => return,
@@ -355,14 +414,7 @@ async fn serve<T>(setup: RunSetup, attach: Attach, transport: T) -> anyhow::Resu
 where
     T: rmcp::transport::Transport<RoleServer> + Send + 'static,
 {
-    let state = Arc::new(HostState {
-        setup,
-        attach,
-        run: OnceLock::new(),
-        #[cfg(feature = "ask")]
-        parked: Default::default(),
-        calls: InFlight::default(),
-    });
+    let state = Arc::new(HostState::new(setup, attach));
     let host = McpHost { state: state.clone(), _session: None };
     let outcome = match host.serve(transport).await {
         Ok(service) => service.waiting().await.map(|_| ()).map_err(anyhow::Error::from),
