@@ -13,6 +13,7 @@ mod files_over_mcp;
 mod host_killed;
 mod host_over_mcp;
 mod http_over_mcp;
+mod http_shared_lsp;
 mod lsp_over_mcp;
 mod support;
 mod trust_over_mcp;

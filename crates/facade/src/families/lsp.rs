@@ -1,12 +1,14 @@
 //! Adapter for `agent-tools-lsp`: the `lsp` tool (tier read) and `lsp_rename` (tier write) over
-//! one `Supervisor` per run, which is a run resource (every server ends with the run), plus
-//! diagnostics on write around the file tools (see `diagnostics.rs`).
+//! one `Supervisor` per run, which is a run resource (its servers end with the run, or, from a
+//! host's shared pool, when the last run using them ends), plus diagnostics on write around
+//! the file tools (see `diagnostics.rs`).
 
 use std::{path::Path, sync::Arc};
 
 use agent_tools_lsp::{
     CODE_ACTION_DESCRIPTION, CodeActionArgs, CodeActionReport, LSP_DESCRIPTION, LspArgs, LspConfig,
-    LspError, LspOutput, LspPayload, RENAME_DESCRIPTION, RenameArgs, RenameReport, Supervisor,
+    LspError, LspOutput, LspPayload, RENAME_DESCRIPTION, RenameArgs, RenameReport, ServerPool,
+    Supervisor,
 };
 use async_trait::async_trait;
 use serde_json::Value;
@@ -24,8 +26,18 @@ impl RegistryBuilder {
     /// supervisor as a run resource, and (unless `[lsp.on_write] enabled = false`) diagnostics
     /// on write around the file tools registered so far.
     pub fn with_lsp(self, root: &Path, config: LspConfig) -> Self {
+        self.with_lsp_from(root, config, None)
+    }
+
+    /// [`RegistryBuilder::with_lsp`] with servers from `pool` when given, shared with the
+    /// other runs on it (the run's ledger, documents and results stay its own; the run's end
+    /// gives its leases back), else servers of the run's own.
+    pub fn with_lsp_from(self, root: &Path, config: LspConfig, pool: Option<ServerPool>) -> Self {
         let on_write = config.on_write.enabled;
-        let supervisor = Supervisor::new(root, config);
+        let supervisor = match pool {
+            Some(pool) => Supervisor::with_pool(root, config, pool),
+            None => Supervisor::new(root, config),
+        };
         let builder = self.with_lsp_supervisor(supervisor.clone());
         if on_write { builder.with_diagnostics_on_write(supervisor) } else { builder }
     }

@@ -110,6 +110,11 @@ pub async fn serve_http(
     let local = listener.local_addr()?;
     let stop = CancellationToken::new();
     let runs = SessionRuns::default();
+    // One language server per (server, root) for all sessions; each run keeps its own view.
+    #[cfg(feature = "lsp")]
+    let lsp_pool = agent_tools_lsp::ServerPool::new();
+    #[cfg(feature = "lsp")]
+    let attach = attach.with_lsp_pool(lsp_pool.clone());
     let mut manager = LocalSessionManager::default();
     // Expiry is ours (`expiry`): rmcp's keep-alive would end a session under a long call.
     manager.session_config.keep_alive = None;
@@ -166,6 +171,9 @@ pub async fn serve_http(
     principal_expiry.abort();
     stop.cancel();
     runs.end_all().await;
+    // Every run gave its leases back; whatever a run left starting goes now.
+    #[cfg(feature = "lsp")]
+    lsp_pool.shutdown().await;
     Ok(())
 }
 

@@ -117,11 +117,21 @@ pub struct Attach {
     #[cfg(feature = "ask")]
     pub questions:
         Option<(std::sync::Arc<dyn agent_tools_ask::QuestionPort>, agent_tools_ask::Target)>,
+    /// Language servers shared with the other runs of this host (HTTP); `None`: the run's own.
+    #[cfg(feature = "lsp")]
+    pub lsp_pool: Option<agent_tools_lsp::ServerPool>,
 }
 
 impl Attach {
     pub fn with_vibe(mut self, vibe: bool) -> Self {
         self.vibe = vibe;
+        self
+    }
+
+    /// The run's language servers come from `pool`, shared with the other runs given it.
+    #[cfg(feature = "lsp")]
+    pub fn with_lsp_pool(mut self, pool: agent_tools_lsp::ServerPool) -> Self {
+        self.lsp_pool = Some(pool);
         self
     }
 
@@ -155,7 +165,7 @@ pub fn assemble(root: &Path, config: &Config, attach: &Attach) -> Registry {
     #[cfg(feature = "debug")]
     let builder = builder.with_debug(agent_tools_debug::DebugSupervisor::new(config.debug.clone()));
     #[cfg(feature = "lsp")]
-    let builder = builder.with_lsp(root, config.lsp.clone());
+    let builder = builder.with_lsp_from(root, config.lsp.clone(), attach.lsp_pool.clone());
     let builder = builder.with_approval_policy(config.approval.policy);
     builder.build()
 }
