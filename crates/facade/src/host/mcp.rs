@@ -314,28 +314,48 @@ impl ServerHandler for McpHost {
             let args = serde_json::Value::Object(request.arguments.unwrap_or_default());
             let run = state.run_for(&context.meta);
             let surface = run.surface();
-            let mut ctx = surface.context(&run.info, None);
-            let forwarder = context
-                .meta
-                .get_progress_token()
-                .map(|token| ProgressForwarder::start(context.peer.clone(), token));
-            ctx.progress = forwarder.as_ref().map(|f| f.sink.clone());
-            let cancel = ctx.cancel.clone();
+            let (ctx, forwarder) = call_context(run, &surface, &context);
             let call = surface.call(&ctx, &request.name, args);
-            tokio::pin!(call);
-            let result = tokio::select! {
-                result = &mut call => result,
-                () = context.ct.cancelled() => {
-                    tracing::info!(tool = %request.name, "cancelled by the client; winding down");
-                    cancel.cancel();
-                    call.await
-                }
-            };
+            let result = until_done(call, &context, &ctx.cancel).await;
             drop(forwarder);
             let spec = surface.get(&request.name).map(|t| t.spec());
             to_mcp_result(result, spec)
         };
         Ok(self.state.calls.track(work).await.into())
+    }
+}
+
+/// A call's context in `run`, with progress forwarded to the client when it asked for it
+/// (the forwarder stops when dropped).
+fn call_context(
+    run: &HostRun,
+    surface: &crate::Surface,
+    context: &RequestContext<RoleServer>,
+) -> (crate::CallContext, Option<ProgressForwarder>) {
+    let mut ctx = surface.context(&run.info, None);
+    let forwarder = context
+        .meta
+        .get_progress_token()
+        .map(|token| ProgressForwarder::start(context.peer.clone(), token));
+    ctx.progress = forwarder.as_ref().map(|f| f.sink.clone());
+    (ctx, forwarder)
+}
+
+/// Awaits `work` to its end: a cancel from the client (`notifications/cancelled`, or the
+/// client gone) cancels the call's token, and the call is still awaited while it winds down.
+async fn until_done<F: Future>(
+    work: F,
+    context: &RequestContext<RoleServer>,
+    call: &tokio_util::sync::CancellationToken,
+) -> F::Output {
+    tokio::pin!(work);
+    tokio::select! {
+        output = &mut work => output,
+        () = context.ct.cancelled() => {
+            tracing::info!("cancelled by the client; winding down");
+            call.cancel();
+            work.await
+        }
     }
 }
 
@@ -365,12 +385,7 @@ impl McpHost {
             }
             None => {
                 let (events, rx) = tokio::sync::mpsc::channel(4);
-                let mut ctx = surface.context(&run.info, None);
-                let forwarder = context
-                    .meta
-                    .get_progress_token()
-                    .map(|token| ProgressForwarder::start(context.peer.clone(), token));
-                ctx.progress = forwarder.as_ref().map(|f| f.sink.clone());
+                let (ctx, forwarder) = call_context(run, &surface, &context);
                 let cancel = ctx.cancel.clone();
                 let scope: Arc<dyn std::any::Any + Send + Sync> =
                     Arc::new(CardChannel(events.clone()));
@@ -381,15 +396,7 @@ impl McpHost {
                     drop(forwarder);
                     let _ = events.send(CallEvent::Done(result)).await;
                 }));
-                let next = state.parked.next(&request.name, &args, rx);
-                tokio::pin!(next);
-                tokio::select! {
-                    round = &mut next => round,
-                    () = context.ct.cancelled() => {
-                        cancel.cancel();
-                        next.await
-                    }
-                }
+                until_done(state.parked.next(&request.name, &args, rx), &context, &cancel).await
             }
         };
         match round {
