@@ -57,7 +57,7 @@ const NPM: &[&str] = &[
     "@modelcontextprotocol/sdk@1.32",
     "@modelcontextprotocol/client@2.4",
     "@modelcontextprotocol/inspector-cli@1",
-    "@modelcontextprotocol/conformance@0.1",
+    "@modelcontextprotocol/conformance@0.1.16",
     // Clients whose configuration snippets the README gives and the tests exercise.
     "@anthropic-ai/claude-code@2",
     "@openai/codex@0.171",
