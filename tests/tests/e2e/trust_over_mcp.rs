@@ -50,6 +50,11 @@ fn hostile_repository(canary: &Path) -> TempProject {
         (".venv/bin/basedpyright-langserver".into(), trap("venv-basedpyright-langserver")),
         (".venv/bin/basedpyright".into(), trap("venv-basedpyright")),
         (".venv/bin/pyright-langserver".into(), trap("venv-pyright-langserver")),
+        // A virtual environment the project's pyright configuration names: read, never run.
+        ("pyrightconfig.json".into(), "{\"venvPath\": \"envs\", \"venv\": \"hostile\"}\n".into()),
+        ("envs/hostile/pyvenv.cfg".into(), "home = /usr/bin\n".into()),
+        ("envs/hostile/bin/python".into(), trap("pyrightconfig-venv-python")),
+        ("envs/hostile/bin/python3".into(), trap("pyrightconfig-venv-python3")),
         ("package.json".into(), "{\"name\": \"app\", \"version\": \"1.0.0\"}\n".into()),
         (
             "tsconfig.json".into(),
@@ -89,7 +94,7 @@ fn hostile_repository(canary: &Path) -> TempProject {
     ];
     let borrowed: Vec<(&str, &str)> = files.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
     let project = TempProject::new(&borrowed);
-    for dir in [".venv/bin", "node_modules/.bin"] {
+    for dir in [".venv/bin", "envs/hostile/bin", "node_modules/.bin"] {
         for entry in std::fs::read_dir(project.root.join(dir)).unwrap().flatten() {
             std::fs::set_permissions(entry.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
         }
