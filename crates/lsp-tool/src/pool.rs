@@ -104,6 +104,8 @@ struct PoolInner {
     /// Cancelled by [`ServerPool::shutdown`]; every supervisor's own token is a child of it.
     closing: CancellationToken,
     next_run: AtomicU64,
+    /// `--version` of each program probed, or why it does not run: one probe per host.
+    versions: Mutex<HashMap<PathBuf, Result<Option<String>, String>>>,
     /// A folder outside every tree for what servers would otherwise leave in the project
     /// (clangd's compilation database copy); it lives as long as the servers may.
     private_dir: Option<tempfile::TempDir>,
@@ -139,6 +141,7 @@ impl ServerPool {
                 slots: Mutex::new(HashMap::new()),
                 closing: CancellationToken::new(),
                 next_run: AtomicU64::new(1),
+                versions: Mutex::new(HashMap::new()),
                 private_dir: tempfile::Builder::new().prefix("agent-tools-lsp-").tempdir().ok(),
             }),
         }
@@ -155,6 +158,17 @@ impl ServerPool {
 
     pub(crate) fn private_dir(&self) -> Option<&Path> {
         self.inner.private_dir.as_ref().map(|d| d.path())
+    }
+
+    /// The program's version (`Ok(None)` when it prints none), or why it does not run;
+    /// probed once per pool.
+    pub(crate) fn probe(&self, program: &Path, args: &[String]) -> Result<Option<String>, String> {
+        if let Some(v) = self.inner.versions.lock().get(program) {
+            return v.clone();
+        }
+        let v = crate::discover::probe_version(program, args);
+        self.inner.versions.lock().insert(program.to_path_buf(), v.clone());
+        v
     }
 
     /// The slot for `key`, made if needed, with a lease for `run`; `None` once the pool is

@@ -75,6 +75,8 @@ pub struct RootStatus {
     pub pid: Option<u32>,
     pub crashes: u32,
     pub last_crash: Option<String>,
+    /// How many runs of the host use this server (1 when it is the run's own).
+    pub runs: usize,
     /// Why nothing starts here, and how to fix it, when the intersection rule fails.
     pub missing: Option<String>,
     /// Which trust rule applies: whether code the project controls runs, and what that means
@@ -109,6 +111,9 @@ impl RootStatus {
         if let Some(pid) = self.pid {
             line.push_str(&format!("; pid {pid}"));
         }
+        if self.runs > 1 {
+            line.push_str(&format!("; shared by {} runs of this host", self.runs));
+        }
         if self.crashes > 0 {
             line.push_str(&format!("; crashed {} time(s)", self.crashes));
             if let Some(c) = &self.last_crash {
@@ -134,7 +139,6 @@ struct Inner {
     run: RunId,
     /// The slots this run leased, by (server id, root).
     slots: Mutex<HashMap<(String, PathBuf), Arc<Slot>>>,
-    versions: Mutex<HashMap<PathBuf, Result<Option<String>, String>>>,
     /// The run is ending (or the pool is): no server starts for it any more.
     closing: CancellationToken,
     /// A run-private folder outside the tree for what checkers would otherwise leave in the
@@ -231,7 +235,6 @@ impl Supervisor {
                 closing: pool.closing().child_token(),
                 pool,
                 slots: Mutex::new(HashMap::new()),
-                versions: Mutex::new(HashMap::new()),
                 private_dir: tempfile::Builder::new().prefix("agent-tools-lsp-").tempdir().ok(),
                 ledger: Mutex::new(Ledger::new()),
                 measured: Mutex::new(HashMap::new()),
@@ -575,12 +578,7 @@ impl Supervisor {
     /// The program's version (`Ok(None)` when it has no version flag), or why it does not run.
     fn probe(&self, command: &ResolvedCommand, def: &ServerDef) -> Result<Option<String>, String> {
         let Some(args) = def.version_args.as_ref() else { return Ok(None) };
-        if let Some(v) = self.inner.versions.lock().get(&command.program) {
-            return v.clone();
-        }
-        let v = discover::probe_version(&command.program, args);
-        self.inner.versions.lock().insert(command.program.clone(), v.clone());
-        v
+        self.inner.pool.probe(&command.program, args)
     }
 
     fn version_of(&self, command: &ResolvedCommand, def: &ServerDef) -> Option<String> {
@@ -631,6 +629,7 @@ impl Supervisor {
                     pid: None,
                     crashes: 0,
                     last_crash: None,
+                    runs: 0,
                     project_code: crate::trust::rule(def, self.allow_project_code()),
                     missing: Some(format!(
                         "{}; {}",
@@ -700,6 +699,10 @@ impl Supervisor {
                     pid: live.map(|s| s.pid),
                     crashes,
                     last_crash,
+                    runs: match live {
+                        Some(_) => slot.map_or(0, |s| s.lessees()),
+                        None => 0,
+                    },
                     project_code: crate::trust::rule(def, self.allow_project_code()),
                     missing: match (&command, live) {
                         (None, None) => Some(format!(

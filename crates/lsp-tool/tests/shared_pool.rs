@@ -83,6 +83,8 @@ async fn two_runs_on_one_pool_share_one_server_and_keep_their_own_ledgers_and_do
     let pid = pids[0];
     let main = root.join("main.py");
     assert_eq!(holders_of(&b, &main).await, Some(2), "main.py is held by both runs");
+    let status = ok(&b, json!({"action": "status"})).await;
+    assert!(status.contains(&format!("; pid {pid}; shared by 2 runs of this host")), "{status}");
 
     // A write in run A: A's ledger learns it, B's does not; shapes.py is A's alone.
     let shapes = root.join("shapes.py");
