@@ -1,10 +1,14 @@
-//! The support crate's one error type: confinement, file access and group commits.
+//! The support crate's one error type: confinement, file access, group commits and framed
+//! streams.
 
-use std::{io, path::PathBuf};
+use std::{io, path::PathBuf, sync::Arc, time::Duration};
 
-/// What failed in confined file access or a group commit. Messages say what, where, and what
-/// would work; `arg` is the tool argument that named the path, so the model knows what to fix.
-#[derive(Debug, thiserror::Error)]
+use crate::duration::human;
+
+/// What failed in confined file access, a group commit or a framed stream. Messages say what,
+/// where, and what would work; `arg` is the tool argument that named the path, so the model
+/// knows what to fix. Clone, so every handle of a stopped frame writer reports the same reason.
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum Error {
     #[error("argument `{arg}` is empty; give a path relative to the root {}", root.display())]
     EmptyPath { arg: String, root: PathBuf },
@@ -37,18 +41,57 @@ pub enum Error {
         what: &'static str,
         path: String,
         #[source]
-        source: io::Error,
+        source: Arc<io::Error>,
     },
     #[error("write journal {}: {message}", dir.display())]
     Journal { dir: PathBuf, message: String },
+
+    // Framed streams (`framing`).
+    #[error("a message of {size} bytes is larger than the limit of {limit} bytes; it was skipped")]
+    TooLarge { size: usize, limit: usize },
+    #[error("a message header has no Content-Length header (it had: {headers})")]
+    MissingLength { headers: String },
+    #[error("a message header has Content-Length `{value}`, which is not a byte count")]
+    BadLength { value: String },
+    #[error("a message header is longer than {limit} bytes without its closing blank line")]
+    HeaderTooLong { limit: usize },
+    #[error("the stream ended inside a message ({0})")]
+    Truncated(String),
+    #[error("a message body is not JSON: {0}")]
+    NotJson(String),
+    #[error(
+        "the peer did not read its input for {} (the write deadline); the connection was closed",
+        human(*.0)
+    )]
+    WriteDeadline(Duration),
+    #[error("the writer's queue is full ({0} messages wait): the peer is not reading")]
+    QueueFull(usize),
+    #[error("the connection is closed: {0}")]
+    Closed(String),
+    #[error("the stream failed: {0}")]
+    Stream(String),
 }
 
 impl Error {
+    /// A framed stream's read failed.
+    pub(crate) fn stream(e: io::Error) -> Self {
+        Error::Stream(e.to_string())
+    }
+
     pub(crate) fn io(
         what: &'static str,
         path: impl Into<String>,
         source: impl Into<io::Error>,
     ) -> Self {
-        Error::Io { what, path: path.into(), source: source.into() }
+        Error::Io { what, path: path.into(), source: Arc::new(source.into()) }
+    }
+}
+
+/// Two errors are equal when they are the same kind and say the same (an I/O source compares
+/// by its message, as `io::Error` has no equality of its own).
+impl PartialEq for Error {
+    fn eq(&self, other: &Self) -> bool {
+        std::mem::discriminant(self) == std::mem::discriminant(other)
+            && self.to_string() == other.to_string()
     }
 }

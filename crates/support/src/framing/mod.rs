@@ -35,10 +35,7 @@
 mod reader;
 mod writer;
 
-use std::time::Duration;
-
 pub use self::{reader::FrameReader, writer::FrameWriter};
-use crate::duration::human;
 
 /// The largest body [`FrameReader::new`] accepts: language servers send workspace-wide
 /// results of tens of megabytes; anything larger is a broken peer.
@@ -50,40 +47,9 @@ pub const MAX_HEADER: usize = 8 * 1024;
 /// How many messages may wait for the writer before a send waits for room.
 pub const QUEUE_MESSAGES: usize = 256;
 
-/// What went wrong on a framed stream. Clone, so every handle of a stopped writer reports the
-/// same reason.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum FrameError {
-    #[error("a message of {size} bytes is larger than the limit of {limit} bytes; it was skipped")]
-    TooLarge { size: usize, limit: usize },
-    #[error("a message header has no Content-Length header (it had: {headers})")]
-    MissingLength { headers: String },
-    #[error("a message header has Content-Length `{value}`, which is not a byte count")]
-    BadLength { value: String },
-    #[error("a message header is longer than {limit} bytes without its closing blank line")]
-    HeaderTooLong { limit: usize },
-    #[error("the stream ended inside a message ({0})")]
-    Truncated(String),
-    #[error("a message body is not JSON: {0}")]
-    NotJson(String),
-    #[error(
-        "the peer did not read its input for {} (the write deadline); the connection was closed",
-        human(*.0)
-    )]
-    WriteDeadline(Duration),
-    #[error("the writer's queue is full ({0} messages wait): the peer is not reading")]
-    QueueFull(usize),
-    #[error("the connection is closed: {0}")]
-    Closed(String),
-    #[error("the stream failed: {0}")]
-    Io(String),
-}
-
-impl From<std::io::Error> for FrameError {
-    fn from(e: std::io::Error) -> Self {
-        FrameError::Io(e.to_string())
-    }
-}
+/// What went wrong on a framed stream: the crate's [`Error`](crate::Error), by the name framing
+/// code reads best with.
+pub type FrameError = crate::Error;
 
 /// Frames `body` with its Content-Length header.
 pub fn frame(body: &[u8]) -> Vec<u8> {

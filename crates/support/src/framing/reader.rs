@@ -41,7 +41,8 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
         if length > self.max_body {
             let skipped =
                 tokio::io::copy(&mut (&mut self.input).take(length as u64), &mut tokio::io::sink())
-                    .await?;
+                    .await
+                    .map_err(FrameError::stream)?;
             if skipped < length as u64 {
                 return Err(truncated(format!("after {skipped} of {length} body bytes")));
             }
@@ -53,7 +54,7 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
             Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
                 Err(truncated(format!("inside a body of {length} bytes")))
             }
-            Err(e) => Err(e.into()),
+            Err(e) => Err(FrameError::stream(e)),
         }
     }
 
@@ -100,7 +101,7 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
     async fn read_line(&mut self, line: &mut Vec<u8>, limit: usize) -> Result<usize, FrameError> {
         let mut read = 0;
         loop {
-            let available = self.input.fill_buf().await?;
+            let available = self.input.fill_buf().await.map_err(FrameError::stream)?;
             if available.is_empty() {
                 return Ok(read);
             }
