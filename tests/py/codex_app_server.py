@@ -1,12 +1,16 @@
 """Drives `codex app-server` (Codex's own JSON-RPC interface, no model needed) to show what its
 MCP client makes of a configured server: the server's status and tools as Codex lists them, and
-one tool call through Codex's MCP client in a fresh thread.
+tool calls through Codex's MCP client in a fresh thread.
 
 Usage: python codex_app_server.py SCRIPT.json
 The script: {"codex": [argv of the app server...], "cwd": "...", "env": {...},
-             "server": "agent-tools", "tool": "read", "args": {...}, "timeout": SECONDS}
-Prints {"status": <the server's entry of mcpServerStatus/list>, "call": <the
-mcpServer/tool/call response: result or error>, "exit": <the app server's exit code>}.
+             "server": "agent-tools", "calls": [{"tool": "read", "args": {...}}, ...],
+             "timeout": SECONDS,
+             "elicitation": null | {"action": "accept"|"decline"|"cancel", "content": {...}}}
+Prints {"status": <the server's entry of mcpServerStatus/list>, "calls": [<each
+mcpServer/tool/call response: result or error>], "elicitations": [<the params of each
+mcpServer/elicitation/request Codex forwarded, answered with "elicitation">],
+"exit": <the app server's exit code>}.
 """
 
 import json
@@ -41,6 +45,18 @@ def main(script):
         proc.stdin.write(json.dumps(message) + "\n")
         proc.stdin.flush()
 
+    elicitations = []
+
+    def answer_server_request(message):
+        """Codex forwards the server's elicitation as a request of its own; anything else it
+        asks (approvals) is declined."""
+        if message["method"] == "mcpServer/elicitation/request":
+            elicitations.append(message.get("params"))
+            result = script.get("elicitation") or {"action": "decline"}
+        else:
+            result = {"decision": "decline"}
+        send({"id": message["id"], "result": result})
+
     def request(request_id, method, params):
         send({"id": request_id, "method": method, "params": params})
         deadline = time.monotonic() + timeout
@@ -50,7 +66,9 @@ def main(script):
             if line is None:
                 raise SystemExit(f"no answer to {method} from the Codex app server")
             message = json.loads(line)
-            if message.get("id") == request_id and "method" not in message:
+            if "method" in message and "id" in message:
+                answer_server_request(message)
+            elif message.get("id") == request_id:
                 return message
 
     try:
@@ -61,12 +79,15 @@ def main(script):
         status = next((e for e in entries if e.get("name") == script["server"]), None)
         thread = request(3, "thread/start", {"cwd": script["cwd"]})
         thread_id = thread["result"]["thread"]["id"]
-        call = request(4, "mcpServer/tool/call", {
-            "server": script["server"],
-            "threadId": thread_id,
-            "tool": script["tool"],
-            "arguments": script.get("args", {}),
-        })
+        calls = [
+            request(4 + i, "mcpServer/tool/call", {
+                "server": script["server"],
+                "threadId": thread_id,
+                "tool": call["tool"],
+                "arguments": call.get("args", {}),
+            })
+            for i, call in enumerate(script["calls"])
+        ]
     finally:
         proc.stdin.close()
         try:
@@ -74,7 +95,8 @@ def main(script):
         except subprocess.TimeoutExpired:
             proc.kill()
             code = proc.wait()
-    print(json.dumps({"status": status, "call": call, "exit": code}))
+    out = {"status": status, "calls": calls, "elicitations": elicitations, "exit": code}
+    print(json.dumps(out))
 
 
 if __name__ == "__main__":

@@ -1,12 +1,13 @@
-"""A local Anthropic Messages endpoint whose "model" makes exactly one tool call, so that Claude
-Code (pointed at it by ANTHROPIC_BASE_URL) runs a real MCP tool call offline.
+"""A local Anthropic Messages endpoint whose "model" makes a fixed series of tool calls, so that
+Claude Code (pointed at it by ANTHROPIC_BASE_URL) runs real MCP tool calls offline.
 
-Usage: python scripted_model.py TOOL ARGS_JSON LOG_FILE
-Prints the port it listens on (127.0.0.1) as its first line, then serves until stdin closes.
-Every request is appended to LOG_FILE as one JSON line: {"tools": [names], "tool_results": [...]}.
-The reply: a `tool_use` of TOOL with ARGS_JSON when TOOL is among the request's tools and no
-tool result came back yet; the text "done" once one did; the text "ok" to anything else
-(Claude Code's side requests, such as a title, carry no tools).
+Usage: python scripted_model.py CALLS_JSON LOG_FILE
+CALLS_JSON is a list of {"name": TOOL, "input": {...}}. Prints the port it listens on
+(127.0.0.1) as its first line, then serves until stdin closes. Every request is appended to
+LOG_FILE as one JSON line: {"tools": [names], "tool_results": [...]}.
+The reply to a conversation with N tool results so far: a `tool_use` of call N+1 when its tool
+is among the request's tools; else the text "done" (Claude Code's side requests, such as a
+title, carry no tools and get it too).
 """
 
 import json
@@ -14,9 +15,8 @@ import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-TOOL = sys.argv[1]
-ARGS = json.loads(sys.argv[2])
-LOG = sys.argv[3]
+CALLS = json.loads(sys.argv[1])
+LOG = sys.argv[2]
 LOCK = threading.Lock()
 
 
@@ -35,11 +35,11 @@ def reply_blocks(body):
         if block.get("type") == "tool_result"
     ]
     record({"tools": tools, "tool_results": results})
-    if results:
-        return [{"type": "text", "text": "done"}], "end_turn"
-    if TOOL in tools:
-        return [{"type": "tool_use", "id": "toolu_e2e", "name": TOOL, "input": ARGS}], "tool_use"
-    return [{"type": "text", "text": "ok"}], "end_turn"
+    if len(results) < len(CALLS) and CALLS[len(results)]["name"] in tools:
+        call = CALLS[len(results)]
+        use = {"type": "tool_use", "id": f"toolu_e2e_{len(results)}", **call}
+        return [use], "tool_use"
+    return [{"type": "text", "text": "done"}], "end_turn"
 
 
 def stream_events(model, blocks, stop):

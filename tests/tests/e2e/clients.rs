@@ -1,10 +1,10 @@
 //! The README's client snippets, read from the README itself. Claude Code and Codex run for
-//! real: Claude Code adds the README's line, health-checks the server and calls `read` for a
-//! (scripted, local) model; Codex parses the README's config and its MCP client lists the tools
-//! and calls `read` through `codex app-server`. The blocks for VS Code, Cursor, Zed and Goose,
-//! which cannot be installed here, are parsed and the server is started with the command,
-//! arguments and environment each client would use, then driven by the official Python SDK.
-//! Every client's server is gone when the test ends.
+//! real: Claude Code adds the README's line, health-checks the server and calls `read` and
+//! `ask_user` for a (scripted, local) model; Codex parses the README's config and its MCP client
+//! lists the tools and calls them through `codex app-server`. The blocks for VS Code, Cursor, Zed
+//! and Goose, which cannot be installed here, are parsed and the server is started with the
+//! command, arguments and environment each client would use, then driven by the official Python
+//! SDK. Every client's server is gone when the test ends.
 
 use std::{
     io::{BufRead, BufReader, Read},
@@ -45,7 +45,13 @@ fn readme_snippets() -> Vec<Snippet> {
     let text = std::fs::read_to_string(&readme).expect("read README.md");
     let start = text.find("\n### Clients\n").expect("the README has a `### Clients` section");
     let section = &text[start + 1..];
-    let end = section[4..].find("\n#").map_or(section.len(), |i| i + 4);
+    // The section ends at the next heading of its level or above (a `#` line inside a block is
+    // a comment, not a heading).
+    let end = ["\n## ", "\n### "]
+        .iter()
+        .filter_map(|heading| section[1..].find(heading).map(|i| i + 1))
+        .min()
+        .unwrap_or(section.len());
     let mut snippets = Vec::new();
     let mut paragraph_start = String::new();
     let mut previous_blank = true;
@@ -85,6 +91,11 @@ fn substitute(text: &str, project: &Path) -> String {
     assert!(text.contains(BINARY), "the snippet does not name the binary as {BINARY}: {text}");
     text.replace(BINARY, &host_binary().display().to_string())
         .replace(PROJECT, &project.display().to_string())
+}
+
+/// The card the scripted models put to the operator.
+fn question() -> Value {
+    json!({"question": "Which cache?", "options": [{"label": "Redis"}, {"label": "SQLite"}]})
 }
 
 /// What a client starts: the program, its arguments and the environment it adds.
@@ -272,7 +283,8 @@ fn claude(claude: &Path, home: &Path, cwd: &Path, marker: &str, args: &[&str]) -
     run_cli(cmd)
 }
 
-/// A local Anthropic Messages endpoint whose model calls `tool` once (`tests/py/scripted_model.py`).
+/// A local Anthropic Messages endpoint whose model makes the tool `calls` in turn
+/// (`tests/py/scripted_model.py`).
 struct ScriptedModel {
     child: Child,
     port: u16,
@@ -280,13 +292,12 @@ struct ScriptedModel {
 }
 
 impl ScriptedModel {
-    fn start(python: &Path, folder: &Path, tool: &str, args: &Value) -> ScriptedModel {
+    fn start(python: &Path, folder: &Path, calls: &Value) -> ScriptedModel {
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("py/scripted_model.py");
         let log = folder.join("model-requests.jsonl");
         let mut child = Command::new(python)
             .arg(script)
-            .arg(tool)
-            .arg(args.to_string())
+            .arg(calls.to_string())
             .arg(&log)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -299,16 +310,19 @@ impl ScriptedModel {
         ScriptedModel { child, port, log }
     }
 
-    /// The tool results Claude Code sent back to the model, as JSON text.
-    fn tool_results(&self) -> String {
+    /// The tool results Claude Code sent back to the model, in call order, as JSON text: those
+    /// of its last request, which carries the whole conversation.
+    fn tool_results(&self) -> Vec<String> {
         std::fs::read_to_string(&self.log)
             .unwrap_or_default()
             .lines()
             .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-            .flat_map(|request| request["tool_results"].as_array().cloned().unwrap_or_default())
-            .map(|result| result.to_string())
-            .collect::<Vec<_>>()
-            .join("\n")
+            .map(|request| request["tool_results"].as_array().cloned().unwrap_or_default())
+            .max_by_key(Vec::len)
+            .unwrap_or_default()
+            .iter()
+            .map(Value::to_string)
+            .collect()
     }
 }
 
@@ -321,7 +335,7 @@ impl Drop for ScriptedModel {
 }
 
 #[test]
-fn claude_code_adds_the_readme_line_connects_and_calls_read_for_a_model() {
+fn claude_code_adds_the_readme_line_connects_and_calls_tools_for_a_model() {
     let claude_bin = on_path("claude");
     if !require("Claude Code (`claude`)", claude_bin.is_some(), "run `cargo xtask setup`") {
         return;
@@ -358,9 +372,14 @@ fn claude_code_adds_the_readme_line_connects_and_calls_read_for_a_model() {
     let launch = Launch::from_object(entry, "command", "args", "env");
     check_started_as_the_client("Claude Code", &launch, &project.root);
 
-    // A model (scripted, on loopback) asks for `read`; Claude Code calls it over MCP.
-    let model =
-        ScriptedModel::start(&python, &home.root, "mcp__agent-tools__read", &json!({"path": FILE}));
+    // A model (scripted, on loopback) asks for `read`, then a card; Claude Code calls both over
+    // MCP. In print mode nobody can answer a card: Claude Code dismisses it, which the model
+    // gets as a skip (a success), not as an error.
+    let calls = json!([
+        {"name": "mcp__agent-tools__read", "input": {"path": FILE}},
+        {"name": "mcp__agent-tools__ask_user", "input": question()},
+    ]);
+    let model = ScriptedModel::start(&python, &home.root, &calls);
     let base_url = format!("http://127.0.0.1:{}", model.port);
     let mut cmd = Command::new(&claude_bin);
     client_env(&mut cmd, &home.root, &marker);
@@ -372,7 +391,8 @@ fn claude_code_adds_the_readme_line_connects_and_calls_read_for_a_model() {
         .env("ANTHROPIC_BASE_URL", &base_url)
         .env("ANTHROPIC_API_KEY", "sk-e2e-offline")
         .args(["-p", "Read hello.txt.", "--output-format", "stream-json", "--verbose"])
-        .args(["--allowedTools", "mcp__agent-tools__read", "--max-turns", "4"]);
+        .args(["--allowedTools", "mcp__agent-tools__read,mcp__agent-tools__ask_user"])
+        .args(["--max-turns", "5"]);
     let printed = stdout_of(&run_cli(cmd), "claude -p");
     let events: Vec<Value> = printed.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
     let init = events.iter().find(|e| e["subtype"] == "init").expect("an init event");
@@ -389,9 +409,16 @@ fn claude_code_adds_the_readme_line_connects_and_calls_read_for_a_model() {
         assert!(tools.contains(&tool), "Claude Code does not offer {tool}: {tools:?}");
     }
     let results = model.tool_results();
+    assert_eq!(results.len(), 2, "Claude Code made both calls: {results:?}\n{printed}");
     assert!(
-        results.contains("hello from the project"),
-        "the tool result Claude Code passed to the model lacks the file: {results}\n{printed}"
+        results[0].contains("hello from the project"),
+        "the tool result Claude Code passed to the model lacks the file: {}\n{printed}",
+        results[0]
+    );
+    assert!(
+        results[1].contains(r#"\"status\":\"skipped\""#) && !results[1].contains("is_error\":true"),
+        "a dismissed card is a skip: {}",
+        results[1]
     );
     let last = events.last().expect("events");
     assert_eq!(last["subtype"], "success", "{last}");
@@ -450,7 +477,8 @@ fn codex_transport(codex_bin: &Path, home: &Path, codex_home: &Path, marker: &st
     got["transport"].clone()
 }
 
-/// Runs `tests/py/codex_app_server.py`: Codex's status of the server and a `read` through it.
+/// Runs `tests/py/codex_app_server.py`: Codex's status of the server, a `read` and a card
+/// through it.
 fn codex_app_server(
     python: &Path,
     codex_bin: &Path,
@@ -459,8 +487,12 @@ fn codex_app_server(
     marker: &str,
     project: &Path,
 ) -> Value {
-    // Codex passes a server only a few variables of its own environment; the marker is one more.
-    let forward = "mcp_servers.agent-tools.env_vars=[\"AGENT_TOOLS_E2E_MARKER\"]";
+    // Codex passes a server only a few variables of its own environment; these two are more.
+    let forward =
+        "mcp_servers.agent-tools.env_vars=[\"AGENT_TOOLS_E2E_MARKER\", \"AGENT_TOOLS_CONFIG\"]";
+    // The user's own agent-tools config asks before every write.
+    let user_config = home.join("agent-tools.toml");
+    std::fs::write(&user_config, "[approval]\npolicy = \"before_write\"\n").expect("user config");
     let mut cmd = Command::new(python);
     client_env(&mut cmd, home, marker);
     let script = json!({
@@ -471,10 +503,14 @@ fn codex_app_server(
             "HOME": home,
             "CODEX_HOME": codex_home,
             "AGENT_TOOLS_E2E_MARKER": marker,
+            "AGENT_TOOLS_CONFIG": user_config,
         },
         "server": "agent-tools",
-        "tool": "read",
-        "args": {"path": FILE},
+        "calls": [
+            {"tool": "read", "args": {"path": FILE}},
+            {"tool": "ask_user", "args": question()},
+            {"tool": "write", "args": {"path": "written.txt", "content": "x\n"}},
+        ],
         "timeout": CLI_TIMEOUT.as_secs() / 2,
     });
     let file = home.join("codex-script.json");
@@ -486,7 +522,7 @@ fn codex_app_server(
 }
 
 #[test]
-fn codex_parses_the_readme_config_lists_the_tools_and_calls_read() {
+fn codex_parses_the_readme_config_lists_the_tools_and_calls_them() {
     let codex_bin = on_path("codex");
     if !require("Codex (`codex`)", codex_bin.is_some(), "run `cargo xtask setup`") {
         return;
@@ -527,12 +563,23 @@ fn codex_parses_the_readme_config_lists_the_tools_and_calls_read() {
     for tool in ["read", "edit", "ast_grep", "lsp"] {
         assert!(status["tools"].get(tool).is_some(), "Codex lists no {tool}: {status}");
     }
-    let call = &out["call"]["result"];
-    assert_eq!(call["isError"], false, "{}", out["call"]);
+    let read = &out["calls"][0]["result"];
+    assert_eq!(read["isError"], false, "{}", out["calls"][0]);
     assert!(
-        call["content"][0]["text"].as_str().is_some_and(|t| t.contains(CONTENTS.trim_end())),
-        "{call}"
+        read["content"][0]["text"].as_str().is_some_and(|t| t.contains(CONTENTS.trim_end())),
+        "{read}"
     );
+    // Codex 0.171 shows its app-server client no card from an MCP server: it cancels it itself,
+    // which the model gets as a skip (a success), not as an error.
+    let card = &out["calls"][1]["result"];
+    assert_eq!(card["isError"], false, "{}", out["calls"][1]);
+    assert_eq!(card["structuredContent"]["status"], "skipped", "{card}");
+    // An approval card is dismissed the same way, and a dismissed approval denies the write.
+    let write = &out["calls"][2]["result"];
+    assert_eq!(write["isError"], true, "{}", out["calls"][2]);
+    let text = write["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(text.contains("approval denied"), "{text}");
+    assert!(!project.root.join("written.txt").exists(), "a denied write wrote the file");
     assert_eq!(out["exit"], 0, "the app server ends when its client does: {out}");
 
     // A wrong flag is what Codex reports, not a server with no tools.
@@ -610,7 +657,7 @@ fn the_goose_block_starts_the_server_at_the_root() {
     let project = TempProject::new(&[(FILE, CONTENTS)]);
     let (found, body) = snippet("Goose", &project.root);
     assert_eq!(found.language, "yaml");
-    // A YAML 1.2 parser (the npm `yaml` package's CLI, in the test tools) reads it as Goose's would.
+    // A YAML 1.2 parser (the npm `yaml` package's CLI, in the test tools) reads it as Goose does.
     let yaml = on_path("yaml");
     if !require("the `yaml` CLI (npm `yaml`)", yaml.is_some(), "run `cargo xtask setup`") {
         return;
