@@ -1,15 +1,22 @@
 //! Two runs on one [`ServerPool`] over one Python project, against a real basedpyright: one
 //! server process between them, each run's ledger and documents its own, the server kept while
 //! either run uses it and gone when both ended; a reload by one run is survived by the other.
+//! With the scripted fake server: two runs syncing one file at once get increasing versions,
+//! and the run whose version was overtaken before the server published gets the newer one's
+//! diagnostics instead of waiting in vain.
 //!
 //! A server missing on the machine fails the test in CI and skips it loudly elsewhere.
 
 #![allow(clippy::print_stderr)]
 
-use std::path::{Path, PathBuf};
+use std::{
+    path::{Path, PathBuf},
+    time::{Duration, Instant},
+};
 
 use agent_tools_lsp::{
-    FileBefore, LspArgs, LspConfig, ServerPool, Supervisor, WrittenFile, process_group_alive,
+    FileBefore, LspArgs, LspConfig, ServerPool, Supervisor, SyncOutcome, WrittenFile,
+    process_group_alive,
     testing::{holders_of, require_program, setup_paths},
 };
 use serde_json::{Value, json};
@@ -156,4 +163,72 @@ async fn a_pool_shutdown_ends_servers_of_runs_still_attached_and_refuses_new_sta
     let refused = late.call(parsed, &CancellationToken::new()).await;
     assert!(refused.is_err(), "a run joining a stopped pool starts nothing");
     assert!(pool.server_pids().is_empty());
+}
+
+const FAKE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fake/fake_lsp.py");
+
+async fn synced(sup: &Supervisor, path: &Path, text: &str) -> agent_tools_lsp::DocHandle {
+    let outcome = sup
+        .sync_document(
+            path,
+            Some(text.into()),
+            true,
+            Duration::from_secs(10),
+            &CancellationToken::new(),
+        )
+        .await;
+    match outcome {
+        SyncOutcome::Synced(handle) => handle,
+        SyncOutcome::NotReady(why) => panic!("not synced: {why}"),
+        SyncOutcome::NotCovered => panic!("the fake server does not cover {}", path.display()),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_whose_version_was_overtaken_by_another_run_gets_the_newer_diagnostics() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let root = dir.path().canonicalize().expect("canonical");
+    // A server that publishes late and only what it has then, as coalescing servers do: the
+    // push for the first version never comes.
+    let script = root.join(".fake-script.json");
+    let script_json =
+        json!({"diagnostics": "push", "publish_latest": true, "delay_ms": {"publish": 400}});
+    std::fs::write(&script, script_json.to_string()).expect("script");
+    std::fs::write(root.join("fake.toml"), "").expect("marker");
+    let file = root.join("a.fk");
+    std::fs::write(&file, "fine\n").expect("source");
+    let config: LspConfig = serde_json::from_value(json!({"servers": {"fake": {
+        "languages": {"fakelang": ["fk"]},
+        "root_markers": ["fake.toml"],
+        "commands": [["python3", FAKE, "--script", script.display().to_string()]],
+        "install_hint": "it is a test fake",
+    }}}))
+    .expect("config");
+    let pool = ServerPool::new();
+    let a = Supervisor::with_pool(&root, config.clone(), pool.clone());
+    let b = Supervisor::with_pool(&root, config, pool.clone());
+
+    let first = synced(&a, &file, "ERROR: from run A\n").await;
+    let second = synced(&b, &file, "ERROR: from run B\n").await;
+    assert_eq!((first.version(), second.version()), (1, 2), "versions rise across the runs");
+    assert_eq!(pool.server_pids().len(), 1);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let cancel = CancellationToken::new();
+    let (of_a, of_b) = tokio::join!(
+        a.document_diagnostics(&first, deadline, &cancel),
+        b.document_diagnostics(&second, deadline, &cancel),
+    );
+    let messages = |r: Result<Vec<agent_tools_lsp::Diagnostic>, _>| -> Vec<String> {
+        r.expect("diagnostics arrive").into_iter().map(|d| d.message).collect()
+    };
+    assert_eq!(messages(of_b), vec!["from run B".to_string()]);
+    assert_eq!(
+        messages(of_a),
+        vec!["from run B".to_string()],
+        "A's version was overtaken: it gets the newer version's diagnostics"
+    );
+    let pid = pool.server_pids()[0];
+    a.shutdown().await;
+    b.shutdown().await;
+    assert!(process_gone(pid), "the fake server is gone after both runs ended");
 }

@@ -13,6 +13,8 @@ Script keys (all optional):
   diagnostics: "push" | "pull" | "none"     (default "push")
   pull_dynamic: bool         register the pull provider dynamically instead of statically
   versionless: bool          publish without a version
+  publish_latest: bool       a delayed push carries the document as it is when sent (a
+                             server that coalesces changes), not as it was when it changed
   never_answer: [method]     never reply to these requests ("*" = all but shutdown)
   delay_ms: {method: ms}     reply late ("publish" delays pushes, "textDocument/diagnostic" pulls)
   encoding: "utf-8" | "utf-16"   preferred if the client offers it (default utf-16)
@@ -126,9 +128,11 @@ def publish(uri):
 
     def go():
         delay("publish")
-        params = {"uri": uri, "diagnostics": diagnostics_of(text)}
+        version_now, text_now = (docs.get(uri, (version, text)) if script.get("publish_latest")
+                                 else (version, text))
+        params = {"uri": uri, "diagnostics": diagnostics_of(text_now)}
         if not script.get("versionless"):
-            params["version"] = version
+            params["version"] = version_now
         send({"jsonrpc": "2.0", "method": "textDocument/publishDiagnostics", "params": params})
 
     threading.Thread(target=go, daemon=True).start()
