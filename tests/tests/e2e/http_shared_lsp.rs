@@ -3,7 +3,7 @@
 //! concurrent with `asyncio.gather`) each hover, write a file with a type error of its own
 //! (diagnostics on write) and ask for its diagnostics. One basedpyright serves them all, each
 //! session gets its own answers, and after the sessions end (DELETE or idle expiry) and the
-//! host's SIGTERM nothing of the host's tree is left.
+//! host's SIGTERM, or a SIGTERM while they are all open, nothing of the host's tree is left.
 
 use std::{
     collections::BTreeSet,
@@ -318,4 +318,29 @@ fn the_shared_language_server_ends_when_the_last_session_expires() {
     let (seen, most) = watch.finish();
     assert_eq!((seen.len(), most), (1, 1), "one basedpyright for all sessions: {seen:?}");
     host.stop();
+}
+
+#[test]
+fn a_host_stopped_under_open_sessions_ends_the_shared_language_server() {
+    let Some((python, project)) = check("") else { return };
+    let host = Host::start(&project.root);
+    let mut client = Command::new(&python)
+        .arg("-c")
+        .arg(CLIENT)
+        .args([host.url.as_str(), &SESSIONS.to_string(), "keep"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("start the python client");
+    let mut stdout = BufReader::new(client.stdout.take().expect("stdout"));
+    let mut line = String::new();
+    let _ = stdout.read_line(&mut line);
+    assert_eq!(line.trim(), "READY", "the client did not get through its calls");
+    let servers = basedpyright_groups(&host.marker);
+    assert_eq!(servers.len(), 1, "one basedpyright for the open sessions: {servers:?}");
+    // SIGTERM while every session is open on the shared server: the host exits 0 and
+    // nothing of its tree is left.
+    host.stop();
+    let _ = client.kill();
+    let _ = client.wait();
 }
