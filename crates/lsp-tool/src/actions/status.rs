@@ -66,8 +66,8 @@ impl Supervisor {
             );
             if others > 0 {
                 line.push_str(&format!(
-                    "; it is shared with {others} other run(s) of this host, which were restarted \
-                     with it (their files are sent to it again on their next call)"
+                    "; the server is shared with {others} other run(s) of this host: they see \
+                     the restart too, and their files are sent to it again on their next call"
                 ));
             }
             lines.push(line);
