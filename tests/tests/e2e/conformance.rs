@@ -6,7 +6,6 @@
 use std::{
     collections::BTreeMap,
     fs::File,
-    io::{BufRead, BufReader},
     path::{Path, PathBuf},
     process::{Child, Command, Stdio},
     time::{Duration, Instant},
@@ -14,7 +13,10 @@ use std::{
 
 use serde_json::Value;
 
-use crate::support::{TempProject, assert_no_survivors, host_binary, require, unique};
+use crate::{
+    http_host::HttpHost,
+    support::{TempProject, require},
+};
 
 /// The header row of the README's table, which is this test's expectation.
 const TABLE_HEADER: &str = "| Conformance scenario | Result |";
@@ -32,12 +34,11 @@ fn every_conformance_scenario_passes_or_is_listed_in_the_readme_as_not_offered()
 
     let project = TempProject::new(&[]);
     let work = TempProject::new(&[]);
-    let marker = format!("e2e-conformance-{}-{}", std::process::id(), unique());
-    let host = Host::start(&project.root, &marker);
+    let host = HttpHost::start(&project.root, &[]);
+    let marker = host.marker.clone();
     let run = run_suite(&suite, &host.url, &marker, &work.root);
+    // The host's sessions and the suite's Node (marked alike) are gone with it.
     host.stop();
-    // The host's sessions and the suite's Node are gone with them.
-    assert_no_survivors(&marker, Duration::from_secs(15));
 
     let mut problems = disagreements(&run.scenarios, &expected);
     let version = format!("`@modelcontextprotocol/conformance` {}", suite.version);
@@ -155,61 +156,6 @@ impl Suite {
         }
         let version = manifest["version"].as_str().unwrap_or("unknown").to_string();
         Some(Suite { node, entry: entry?, version })
-    }
-}
-
-/// `agent-tools mcp --http 127.0.0.1:0` on an empty project, its processes marked; killed if the
-/// test fails before stopping it.
-struct Host {
-    child: Child,
-    url: String,
-}
-
-impl Host {
-    /// Starts the host and reads the address it serves at from its first line on stderr.
-    fn start(root: &Path, marker: &str) -> Host {
-        let mut child = Command::new(host_binary())
-            .args(["mcp", "--http", "127.0.0.1:0", "--root"])
-            .arg(root)
-            .env("AGENT_TOOLS_E2E_MARKER", marker)
-            .env("RUST_LOG", "warn")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start the host");
-        let mut stderr = BufReader::new(child.stderr.take().expect("stderr"));
-        let mut first = String::new();
-        let _ = stderr.read_line(&mut first);
-        let url =
-            first.split_whitespace().find(|word| word.starts_with("http://")).map(String::from);
-        // Keep draining stderr so the host never blocks on a full pipe.
-        std::thread::spawn(move || {
-            let mut line = String::new();
-            while stderr.read_line(&mut line).is_ok_and(|n| n > 0) {
-                eprint!("host: {line}");
-                line.clear();
-            }
-        });
-        let host = Host { child, url: url.unwrap_or_default() };
-        assert!(!host.url.is_empty(), "the host did not say where it serves: {first:?}");
-        host
-    }
-
-    /// Stops the host with SIGTERM, as a service manager would; it must exit 0.
-    fn stop(mut self) {
-        let _ = Command::new("kill").arg("-TERM").arg(self.child.id().to_string()).status();
-        let status = self.child.wait().expect("wait for the host");
-        assert!(status.success(), "the host exited with {status} on SIGTERM");
-    }
-}
-
-impl Drop for Host {
-    fn drop(&mut self) {
-        if matches!(self.child.try_wait(), Ok(None)) {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
     }
 }
 

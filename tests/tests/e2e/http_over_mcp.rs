@@ -5,105 +5,14 @@
 //! kept in its credential's run with cards in rounds, and nothing left once the server is
 //! stopped.
 
-use std::{
-    io::{BufRead, BufReader},
-    path::{Path, PathBuf},
-    process::{Child, Command, Stdio},
-    time::Duration,
-};
+use std::{path::PathBuf, process::Command};
 
 use serde_json::{Value, json};
 
-use crate::support::{
-    Sdk, TempProject, assert_no_survivors, host_binary, processes_with_marker, require,
-    test_python, text_of,
+use crate::{
+    http_host::HttpHost,
+    support::{Sdk, TempProject, host_binary, require, test_python, text_of},
 };
-
-/// A host serving HTTP on a free loopback port, its processes marked for the survivor checks.
-struct HttpHost {
-    child: Child,
-    url: String,
-    marker: String,
-}
-
-impl HttpHost {
-    /// Starts `agent-tools mcp --http 127.0.0.1:0 --root ROOT --trust-project EXTRA...` and
-    /// reads the address it serves at from its first line on stderr.
-    fn start(root: &Path, extra: &[&str]) -> HttpHost {
-        let marker = format!("e2e-http-{}-{}", std::process::id(), crate::support::unique());
-        let mut child = Command::new(host_binary())
-            .args(["mcp", "--http", "127.0.0.1:0", "--trust-project", "--root"])
-            .arg(root)
-            .args(extra)
-            .env("AGENT_TOOLS_E2E_MARKER", &marker)
-            .env("RUST_LOG", "warn")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start the host");
-        let mut stderr = BufReader::new(child.stderr.take().expect("stderr"));
-        let mut first = String::new();
-        let _ = stderr.read_line(&mut first);
-        let url = first
-            .split_whitespace()
-            .find(|word| word.starts_with("http://"))
-            .unwrap_or_else(|| panic!("the host did not say where it serves: {first:?}"))
-            .to_string();
-        // Keep draining stderr so the host never blocks on a full pipe.
-        std::thread::spawn(move || {
-            let mut line = String::new();
-            while stderr.read_line(&mut line).is_ok_and(|n| n > 0) {
-                eprint!("host: {line}");
-                line.clear();
-            }
-        });
-        HttpHost { child, url, marker }
-    }
-
-    /// Runs the driver's HTTP mode with `script` (its `url` filled in) and returns its output.
-    fn drive(&self, python: &Path, mut script: Value) -> Value {
-        script["url"] = json!(self.url);
-        crate::support::run_driver(python, &script)
-    }
-
-    /// Waits for every process of the host's sessions to be gone, the host itself excepted.
-    fn assert_only_the_host_is_left(&self) {
-        let host = self.child.id();
-        for _ in 0..150 {
-            let others: Vec<_> = processes_with_marker(&self.marker)
-                .into_iter()
-                .filter(|(pid, _)| *pid != host)
-                .collect();
-            if others.is_empty() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        let others: Vec<_> = processes_with_marker(&self.marker)
-            .into_iter()
-            .filter(|(pid, _)| *pid != host)
-            .collect();
-        panic!("processes of ended sessions survived them: {others:?}");
-    }
-
-    /// Stops the host with SIGTERM; it must exit 0 and leave no process behind.
-    fn stop(mut self) {
-        let _ = Command::new("kill").arg("-TERM").arg(self.child.id().to_string()).status();
-        let status = self.child.wait().expect("wait for the host");
-        assert!(status.success(), "the host exited with {status} on SIGTERM");
-        assert_no_survivors(&self.marker, Duration::from_secs(15));
-    }
-}
-
-impl Drop for HttpHost {
-    fn drop(&mut self) {
-        if matches!(self.child.try_wait(), Ok(None)) {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
-    }
-}
 
 /// The test venv's Python and a project whose kernel runs on it, or `None` after a loud skip.
 fn check(extra_config: &str, files: &[(&str, &str)]) -> Option<(PathBuf, TempProject)> {

@@ -9,7 +9,7 @@ use std::{
     collections::BTreeSet,
     io::{BufRead, BufReader, Write},
     path::{Path, PathBuf},
-    process::{Child, Command, Stdio},
+    process::{Command, Stdio},
     sync::{
         Arc,
         atomic::{AtomicBool, Ordering},
@@ -19,8 +19,9 @@ use std::{
 
 use serde_json::Value;
 
-use crate::support::{
-    TempProject, assert_no_survivors, host_binary, processes_with_marker, require, test_python,
+use crate::{
+    http_host::HttpHost,
+    support::{TempProject, processes_with_marker, require, test_python},
 };
 
 const SESSIONS: usize = 4;
@@ -149,78 +150,9 @@ impl Watch {
     }
 }
 
-struct Host {
-    child: Child,
-    url: String,
-    marker: String,
-}
-
-impl Host {
-    fn start(root: &Path) -> Host {
-        let marker = format!("e2e-shared-lsp-{}-{}", std::process::id(), crate::support::unique());
-        let mut child = Command::new(host_binary())
-            .args(["mcp", "--http", "127.0.0.1:0", "--trust-project", "--root"])
-            .arg(root)
-            .env("AGENT_TOOLS_E2E_MARKER", &marker)
-            .env("RUST_LOG", "warn")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start the host");
-        let mut stderr = BufReader::new(child.stderr.take().expect("stderr"));
-        let mut first = String::new();
-        let _ = stderr.read_line(&mut first);
-        let url = first
-            .split_whitespace()
-            .find(|word| word.starts_with("http://"))
-            .unwrap_or_else(|| panic!("the host did not say where it serves: {first:?}"))
-            .to_string();
-        std::thread::spawn(move || {
-            let mut line = String::new();
-            while stderr.read_line(&mut line).is_ok_and(|n| n > 0) {
-                eprint!("host: {line}");
-                line.clear();
-            }
-        });
-        Host { child, url, marker }
-    }
-
-    /// Every process of the host's tree but the host itself, once the sessions ended.
-    fn assert_only_the_host_is_left(&self) {
-        let host = self.child.id();
-        let others = || -> Vec<(u32, String)> {
-            processes_with_marker(&self.marker).into_iter().filter(|(p, _)| *p != host).collect()
-        };
-        for _ in 0..200 {
-            if others().is_empty() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        panic!("processes of ended sessions survived them: {:?}", others());
-    }
-
-    fn stop(mut self) {
-        let _ = Command::new("kill").arg("-TERM").arg(self.child.id().to_string()).status();
-        let status = self.child.wait().expect("wait for the host");
-        assert!(status.success(), "the host exited with {status} on SIGTERM");
-        assert_no_survivors(&self.marker, Duration::from_secs(15));
-    }
-}
-
-impl Drop for Host {
-    fn drop(&mut self) {
-        if matches!(self.child.try_wait(), Ok(None)) {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
-    }
-}
-
 /// Runs the client's sessions; `at_ready` runs while they are all open and done with their
 /// calls. Returns each session's results by call name.
-fn drive(python: &Path, host: &Host, end: &str, at_ready: impl FnOnce()) -> Vec<Value> {
+fn drive(python: &Path, host: &HttpHost, end: &str, at_ready: impl FnOnce()) -> Vec<Value> {
     let mut client = Command::new(python)
         .arg("-c")
         .arg(CLIENT)
@@ -288,7 +220,7 @@ fn assert_each_session_got_its_own_answers(results: &[Value]) {
 #[test]
 fn concurrent_sessions_share_one_language_server_and_keep_their_own_results() {
     let Some((python, project)) = check("") else { return };
-    let host = Host::start(&project.root);
+    let host = HttpHost::start(&project.root, &[]);
     let watch = Watch::start(&host.marker);
     let results = drive(&python, &host, "delete", || {
         let now = basedpyright_groups(&host.marker);
@@ -309,7 +241,7 @@ fn concurrent_sessions_share_one_language_server_and_keep_their_own_results() {
 #[test]
 fn the_shared_language_server_ends_when_the_last_session_expires() {
     let Some((python, project)) = check("[mcp]\nsession_idle_seconds = 2\n") else { return };
-    let host = Host::start(&project.root);
+    let host = HttpHost::start(&project.root, &[]);
     let watch = Watch::start(&host.marker);
     let results = drive(&python, &host, "keep", || {});
     assert_each_session_got_its_own_answers(&results);
@@ -323,7 +255,7 @@ fn the_shared_language_server_ends_when_the_last_session_expires() {
 #[test]
 fn a_host_stopped_under_open_sessions_ends_the_shared_language_server() {
     let Some((python, project)) = check("") else { return };
-    let host = Host::start(&project.root);
+    let host = HttpHost::start(&project.root, &[]);
     let mut client = Command::new(&python)
         .arg("-c")
         .arg(CLIENT)

@@ -1,4 +1,5 @@
-//! End-to-end tests: the `agent-tools` host driven by the official Python MCP client.
+//! End-to-end tests: the `agent-tools` host driven by real MCP clients (the official Python and
+//! TypeScript SDKs, the Inspector CLI, Claude Code, Codex, the conformance suite).
 
 #![allow(clippy::print_stderr, unreachable_pub)]
 
@@ -12,6 +13,7 @@ mod eval_over_mcp;
 mod files_over_mcp;
 mod host_killed;
 mod host_over_mcp;
+mod http_host;
 mod http_over_mcp;
 mod http_shared_lsp;
 mod lsp_over_mcp;
