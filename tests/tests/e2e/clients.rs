@@ -1,15 +1,16 @@
-//! The README's client snippets, read from the README itself. Claude Code and Codex run for
-//! real: Claude Code adds the README's line, health-checks the server and calls `read` and
-//! `ask_user` for a (scripted, local) model; Codex parses the README's config and its MCP client
-//! lists the tools and calls them through `codex app-server`. The blocks for VS Code, Cursor, Zed
-//! and Goose, which cannot be installed here, are parsed and the server is started with the
+//! The README's client snippets, read from the README itself. The blocks for VS Code, Cursor,
+//! Zed and Goose, which cannot be installed here, are parsed and the server is started with the
 //! command, arguments and environment each client would use, then driven by the official Python
-//! SDK. Every client's server is gone when the test ends.
+//! SDK; Claude Code (`claude_code`) and Codex (`codex`) run for real, over stdio and HTTP. Every
+//! client's server is gone when its test ends.
+
+mod claude_code;
+mod cli;
+mod codex;
 
 use std::{
-    io::{BufRead, BufReader, Read},
-    path::{Path, PathBuf},
-    process::{Child, Command, Output, Stdio},
+    path::Path,
+    process::{Command, Stdio},
     time::{Duration, Instant},
 };
 
@@ -18,6 +19,7 @@ use serde_json::{Map, Value, json};
 use crate::support::{
     Sdk, TempProject, assert_no_survivors, host_binary, require, run_driver, unique,
 };
+use cli::{on_path, stdout_of};
 
 /// The placeholders the README's snippets use.
 const BINARY: &str = "/path/to/agent-tools";
@@ -27,8 +29,8 @@ const PROJECT: &str = "/path/to/project";
 const FILE: &str = "hello.txt";
 const CONTENTS: &str = "hello from the project\n";
 
-/// No client call may take longer than this; a hung CLI fails the test instead of hanging it.
-const CLI_TIMEOUT: Duration = Duration::from_secs(120);
+/// The server's address in the README's HTTP lines.
+const HTTP_URL: &str = "http://127.0.0.1:8765/mcp";
 
 /// A fenced block of the README's "Clients" section.
 struct Snippet {
@@ -77,12 +79,17 @@ fn readme_snippets() -> Vec<Snippet> {
     snippets
 }
 
+/// The block whose paragraph starts with `label`.
+fn readme_block(label: &str) -> Snippet {
+    readme_snippets()
+        .into_iter()
+        .find(|s| s.label.starts_with(label))
+        .unwrap_or_else(|| panic!("the README's Clients section has no block for {label}"))
+}
+
 /// The block for `client`, with the placeholders replaced by this test's binary and project.
 fn snippet(client: &str, project: &Path) -> (Snippet, String) {
-    let found = readme_snippets()
-        .into_iter()
-        .find(|s| s.label.starts_with(client))
-        .unwrap_or_else(|| panic!("the README's Clients section has no block for {client}"));
+    let found = readme_block(client);
     let body = substitute(&found.body, project);
     (found, body)
 }
@@ -192,411 +199,6 @@ fn assert_no_process_names(project: &Path) {
         assert!(Instant::now() < deadline, "processes naming the project survived: {alive:?}");
         std::thread::sleep(Duration::from_millis(100));
     }
-}
-
-/// `name` on PATH (the test environment puts the npm tools there).
-fn on_path(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path).map(|dir| dir.join(name)).find(|p| p.is_file())
-}
-
-/// Runs `cmd` to its end with a deadline; a CLI still running after it is killed and fails.
-fn run_cli(mut cmd: Command) -> Output {
-    let described = format!("{cmd:?}");
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("start {described}: {e}"));
-    let stdout = drain(child.stdout.take());
-    let stderr = drain(child.stderr.take());
-    let deadline = Instant::now() + CLI_TIMEOUT;
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait for the CLI") {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{described} did not finish within {CLI_TIMEOUT:?}");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let output = Output {
-        status,
-        stdout: stdout.join().unwrap_or_default(),
-        stderr: stderr.join().unwrap_or_default(),
-    };
-    if !output.stderr.is_empty() {
-        eprintln!("{described} stderr:\n{}", String::from_utf8_lossy(&output.stderr));
-    }
-    output
-}
-
-fn drain(pipe: Option<impl Read + Send + 'static>) -> std::thread::JoinHandle<Vec<u8>> {
-    std::thread::spawn(move || {
-        let mut bytes = Vec::new();
-        if let Some(mut pipe) = pipe {
-            let _ = pipe.read_to_end(&mut bytes);
-        }
-        bytes
-    })
-}
-
-fn stdout_of(output: &Output, what: &str) -> String {
-    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    assert!(
-        output.status.success(),
-        "{what} failed ({}):\n{stdout}\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stderr)
-    );
-    stdout
-}
-
-/// A client's home, XDG folders and nothing else of the real environment but PATH, so no CLI
-/// reads or writes the real home; `marker` goes to every process the client starts.
-fn client_env(cmd: &mut Command, home: &Path, marker: &str) {
-    cmd.env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", home)
-        .env("XDG_CONFIG_HOME", home.join(".config"))
-        .env("XDG_CACHE_HOME", home.join(".cache"))
-        .env("XDG_DATA_HOME", home.join(".local/share"))
-        .env("XDG_STATE_HOME", home.join(".local/state"))
-        .env("AGENT_TOOLS_STATE_DIR", home.join(".local/state/agent-tools"))
-        .env("AGENT_TOOLS_E2E_MARKER", marker)
-        .env("RUST_LOG", "warn");
-}
-
-/// Claude Code, with everything that would reach the network switched off.
-fn claude(claude: &Path, home: &Path, cwd: &Path, marker: &str, args: &[&str]) -> Output {
-    let mut cmd = Command::new(claude);
-    client_env(&mut cmd, home, marker);
-    cmd.args(args)
-        .current_dir(cwd)
-        .env("DISABLE_AUTOUPDATER", "1")
-        .env("DISABLE_TELEMETRY", "1")
-        .env("DISABLE_ERROR_REPORTING", "1")
-        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1");
-    run_cli(cmd)
-}
-
-/// A local Anthropic Messages endpoint whose model makes the tool `calls` in turn
-/// (`tests/py/scripted_model.py`).
-struct ScriptedModel {
-    child: Child,
-    port: u16,
-    log: PathBuf,
-}
-
-impl ScriptedModel {
-    fn start(python: &Path, folder: &Path, calls: &Value) -> ScriptedModel {
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("py/scripted_model.py");
-        let log = folder.join("model-requests.jsonl");
-        let mut child = Command::new(python)
-            .arg(script)
-            .arg(calls.to_string())
-            .arg(&log)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("start the scripted model");
-        let mut first = String::new();
-        let _ = BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut first);
-        let port =
-            first.trim().parse().unwrap_or_else(|_| panic!("no port from the model: {first:?}"));
-        ScriptedModel { child, port, log }
-    }
-
-    /// The tool results Claude Code sent back to the model, in call order, as JSON text: those
-    /// of its last request, which carries the whole conversation.
-    fn tool_results(&self) -> Vec<String> {
-        std::fs::read_to_string(&self.log)
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-            .map(|request| request["tool_results"].as_array().cloned().unwrap_or_default())
-            .max_by_key(Vec::len)
-            .unwrap_or_default()
-            .iter()
-            .map(Value::to_string)
-            .collect()
-    }
-}
-
-impl Drop for ScriptedModel {
-    fn drop(&mut self) {
-        drop(self.child.stdin.take()); // it serves until its stdin closes
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-#[test]
-fn claude_code_adds_the_readme_line_connects_and_calls_tools_for_a_model() {
-    let claude_bin = on_path("claude");
-    if !require("Claude Code (`claude`)", claude_bin.is_some(), "run `cargo xtask setup`") {
-        return;
-    }
-    let Some(claude_bin) = claude_bin else { return };
-    let Some(python) = Sdk::V1.python() else { return };
-    let project = TempProject::new(&[(FILE, CONTENTS)]);
-    let home = TempProject::new(&[]);
-    let marker = format!("e2e-claude-{}-{}", std::process::id(), unique());
-    let root = project.root.display().to_string();
-
-    let (_, line) = snippet("Claude Code", &project.root);
-    let words: Vec<&str> = line.split_whitespace().collect();
-    assert_eq!(
-        words[..3],
-        ["claude", "mcp", "add"],
-        "the Claude Code block is one `claude mcp add`"
-    );
-    let added = claude(&claude_bin, &home.root, &project.root, &marker, &words[1..]);
-    stdout_of(&added, "the README's `claude mcp add`");
-
-    // `claude mcp get` health-checks the server: it starts it and connects.
-    let got =
-        claude(&claude_bin, &home.root, &project.root, &marker, &["mcp", "get", "agent-tools"]);
-    let got = stdout_of(&got, "claude mcp get agent-tools");
-    assert!(got.contains("Connected") && !got.contains("Failed"), "not connected:\n{got}");
-    assert!(got.contains(&format!("Args: mcp --root {root}")), "{got}");
-
-    // What Claude Code stored is what it starts.
-    let stored = std::fs::read_to_string(home.root.join(".claude.json")).expect(".claude.json");
-    let stored: Value = serde_json::from_str(&stored).expect("Claude Code's config is JSON");
-    let entry = &stored["projects"][&root]["mcpServers"]["agent-tools"];
-    assert_eq!(entry["type"], "stdio", "{entry}");
-    let launch = Launch::from_object(entry, "command", "args", "env");
-    check_started_as_the_client("Claude Code", &launch, &project.root);
-
-    // A model (scripted, on loopback) asks for `read`, then a card; Claude Code calls both over
-    // MCP. In print mode nobody can answer a card: Claude Code dismisses it, which the model
-    // gets as a skip (a success), not as an error.
-    let calls = json!([
-        {"name": "mcp__agent-tools__read", "input": {"path": FILE}},
-        {"name": "mcp__agent-tools__ask_user", "input": question()},
-    ]);
-    let model = ScriptedModel::start(&python, &home.root, &calls);
-    let base_url = format!("http://127.0.0.1:{}", model.port);
-    let mut cmd = Command::new(&claude_bin);
-    client_env(&mut cmd, &home.root, &marker);
-    cmd.current_dir(&project.root)
-        .env("DISABLE_AUTOUPDATER", "1")
-        .env("DISABLE_TELEMETRY", "1")
-        .env("DISABLE_ERROR_REPORTING", "1")
-        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-        .env("ANTHROPIC_BASE_URL", &base_url)
-        .env("ANTHROPIC_API_KEY", "sk-e2e-offline")
-        .args(["-p", "Read hello.txt.", "--output-format", "stream-json", "--verbose"])
-        .args(["--allowedTools", "mcp__agent-tools__read,mcp__agent-tools__ask_user"])
-        .args(["--max-turns", "5"]);
-    let printed = stdout_of(&run_cli(cmd), "claude -p");
-    let events: Vec<Value> = printed.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
-    let init = events.iter().find(|e| e["subtype"] == "init").expect("an init event");
-    assert!(
-        init["mcp_servers"].as_array().is_some_and(|s| s
-            .iter()
-            .any(|s| s["name"] == "agent-tools" && s["status"] == "connected")),
-        "agent-tools is not connected in Claude Code: {}",
-        init["mcp_servers"]
-    );
-    let tools: Vec<&str> =
-        init["tools"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
-    for tool in ["mcp__agent-tools__read", "mcp__agent-tools__edit", "mcp__agent-tools__ast_grep"] {
-        assert!(tools.contains(&tool), "Claude Code does not offer {tool}: {tools:?}");
-    }
-    let results = model.tool_results();
-    assert_eq!(results.len(), 2, "Claude Code made both calls: {results:?}\n{printed}");
-    assert!(
-        results[0].contains("hello from the project"),
-        "the tool result Claude Code passed to the model lacks the file: {}\n{printed}",
-        results[0]
-    );
-    assert!(
-        results[1].contains(r#"\"status\":\"skipped\""#) && !results[1].contains("is_error\":true"),
-        "a dismissed card is a skip: {}",
-        results[1]
-    );
-    let last = events.last().expect("events");
-    assert_eq!(last["subtype"], "success", "{last}");
-    drop(model);
-
-    // A wrong flag fails the same health check.
-    let broken = [
-        "mcp",
-        "add",
-        "broken",
-        "--",
-        &host_binary().display().to_string(),
-        "mcp",
-        "--rooot",
-        &root,
-    ]
-    .map(str::to_string);
-    let broken: Vec<&str> = broken.iter().map(String::as_str).collect();
-    stdout_of(
-        &claude(&claude_bin, &home.root, &project.root, &marker, &broken),
-        "claude mcp add broken",
-    );
-    let got = claude(&claude_bin, &home.root, &project.root, &marker, &["mcp", "get", "broken"]);
-    let got = String::from_utf8_lossy(&got.stdout).into_owned();
-    assert!(got.contains("Failed to connect"), "a server that exits 2 is reported: {got}");
-
-    assert_no_survivors(&marker, Duration::from_secs(15));
-    assert_no_process_names(&project.root);
-}
-
-/// Codex with its home in `home/.codex` and a model provider on a closed loopback port, so
-/// nothing it does leaves the machine.
-fn codex_home(home: &Path, mcp_config: &str) -> PathBuf {
-    let codex_home = home.join(".codex");
-    std::fs::create_dir_all(&codex_home).expect("mkdir CODEX_HOME");
-    let config = format!(
-        "model_provider = \"offline\"\n\n{mcp_config}\n[model_providers.offline]\n\
-         name = \"offline\"\nbase_url = \"http://127.0.0.1:9/v1\"\n"
-    );
-    std::fs::write(codex_home.join("config.toml"), config).expect("write config.toml");
-    codex_home
-}
-
-fn codex(codex: &Path, home: &Path, codex_home: &Path, marker: &str, args: &[&str]) -> Output {
-    let mut cmd = Command::new(codex);
-    client_env(&mut cmd, home, marker);
-    cmd.args(args).current_dir(home).env("CODEX_HOME", codex_home);
-    run_cli(cmd)
-}
-
-/// Codex's own reading of its config: the `transport` of `codex mcp get agent-tools --json`.
-fn codex_transport(codex_bin: &Path, home: &Path, codex_home: &Path, marker: &str) -> Value {
-    let got = codex(codex_bin, home, codex_home, marker, &["mcp", "get", "agent-tools", "--json"]);
-    let got: Value = serde_json::from_str(&stdout_of(&got, "codex mcp get --json"))
-        .expect("codex mcp get --json prints JSON");
-    got["transport"].clone()
-}
-
-/// Runs `tests/py/codex_app_server.py`: Codex's status of the server, a `read` and a card
-/// through it.
-fn codex_app_server(
-    python: &Path,
-    codex_bin: &Path,
-    home: &Path,
-    codex_home: &Path,
-    marker: &str,
-    project: &Path,
-) -> Value {
-    // Codex passes a server only a few variables of its own environment; these two are more.
-    let forward =
-        "mcp_servers.agent-tools.env_vars=[\"AGENT_TOOLS_E2E_MARKER\", \"AGENT_TOOLS_CONFIG\"]";
-    // The user's own agent-tools config asks before every write.
-    let user_config = home.join("agent-tools.toml");
-    std::fs::write(&user_config, "[approval]\npolicy = \"before_write\"\n").expect("user config");
-    let mut cmd = Command::new(python);
-    client_env(&mut cmd, home, marker);
-    let script = json!({
-        "codex": [codex_bin, "app-server", "-c", forward],
-        "cwd": project,
-        "env": {
-            "PATH": std::env::var("PATH").unwrap_or_default(),
-            "HOME": home,
-            "CODEX_HOME": codex_home,
-            "AGENT_TOOLS_E2E_MARKER": marker,
-            "AGENT_TOOLS_CONFIG": user_config,
-        },
-        "server": "agent-tools",
-        "calls": [
-            {"tool": "read", "args": {"path": FILE}},
-            {"tool": "ask_user", "args": question()},
-            {"tool": "write", "args": {"path": "written.txt", "content": "x\n"}},
-        ],
-        "timeout": CLI_TIMEOUT.as_secs() / 2,
-    });
-    let file = home.join("codex-script.json");
-    std::fs::write(&file, script.to_string()).expect("write the app-server script");
-    let driver = Path::new(env!("CARGO_MANIFEST_DIR")).join("py/codex_app_server.py");
-    cmd.arg(driver).arg(&file);
-    let out = stdout_of(&run_cli(cmd), "the codex app-server driver");
-    serde_json::from_str(&out).unwrap_or_else(|e| panic!("driver output is not JSON ({e}): {out}"))
-}
-
-#[test]
-fn codex_parses_the_readme_config_lists_the_tools_and_calls_them() {
-    let codex_bin = on_path("codex");
-    if !require("Codex (`codex`)", codex_bin.is_some(), "run `cargo xtask setup`") {
-        return;
-    }
-    let Some(codex_bin) = codex_bin else { return };
-    let Some(python) = Sdk::V1.python() else { return };
-    let project = TempProject::new(&[(FILE, CONTENTS)]);
-    let home = TempProject::new(&[]);
-    let marker = format!("e2e-codex-{}-{}", std::process::id(), unique());
-
-    let (found, config) = snippet("Codex", &project.root);
-    assert_eq!(found.language, "toml");
-    let home_one = home.root.join("one");
-    let config_home = codex_home(&home_one, &config);
-    let transport = codex_transport(&codex_bin, &home_one, &config_home, &marker);
-    assert_eq!(transport["type"], "stdio", "{transport}");
-    let launch = Launch::from_object(&transport, "command", "args", "env");
-    assert_eq!(launch.command, host_binary().display().to_string());
-    check_started_as_the_client("Codex", &launch, &project.root);
-
-    // The one-line alternative in the same paragraph gives Codex the same server.
-    let one_liner = substitute(
-        found.label.split('`').find(|s| s.starts_with("codex mcp add")).expect("a `codex mcp add`"),
-        &project.root,
-    );
-    let home_two = home.root.join("two");
-    let added_home = codex_home(&home_two, "");
-    let words: Vec<&str> = one_liner.split_whitespace().collect();
-    stdout_of(&codex(&codex_bin, &home_two, &added_home, &marker, &words[1..]), "codex mcp add");
-    assert_eq!(codex_transport(&codex_bin, &home_two, &added_home, &marker), transport);
-
-    // Codex's MCP client starts the server, lists its tools and calls `read`.
-    let out =
-        codex_app_server(&python, &codex_bin, &home_one, &config_home, &marker, &project.root);
-    let status = &out["status"];
-    assert!(status["toolsError"].is_null(), "Codex could not start the server: {status}");
-    assert_eq!(status["serverInfo"]["name"], "agent-tools", "{status}");
-    for tool in ["read", "edit", "ast_grep", "lsp"] {
-        assert!(status["tools"].get(tool).is_some(), "Codex lists no {tool}: {status}");
-    }
-    let read = &out["calls"][0]["result"];
-    assert_eq!(read["isError"], false, "{}", out["calls"][0]);
-    assert!(
-        read["content"][0]["text"].as_str().is_some_and(|t| t.contains(CONTENTS.trim_end())),
-        "{read}"
-    );
-    // Codex 0.171 shows its app-server client no card from an MCP server: it cancels it itself,
-    // which the model gets as a skip (a success), not as an error.
-    let card = &out["calls"][1]["result"];
-    assert_eq!(card["isError"], false, "{}", out["calls"][1]);
-    assert_eq!(card["structuredContent"]["status"], "skipped", "{card}");
-    // An approval card is dismissed the same way, and a dismissed approval denies the write.
-    let write = &out["calls"][2]["result"];
-    assert_eq!(write["isError"], true, "{}", out["calls"][2]);
-    let text = write["content"][0]["text"].as_str().unwrap_or_default();
-    assert!(text.contains("approval denied"), "{text}");
-    assert!(!project.root.join("written.txt").exists(), "a denied write wrote the file");
-    assert_eq!(out["exit"], 0, "the app server ends when its client does: {out}");
-
-    // A wrong flag is what Codex reports, not a server with no tools.
-    let broken = config.replace("\"--root\"", "\"--rooot\"");
-    let broken_home = codex_home(&home.root.join("broken"), &broken);
-    let out = codex_app_server(
-        &python,
-        &codex_bin,
-        &home.root.join("broken"),
-        &broken_home,
-        &marker,
-        &project.root,
-    );
-    assert!(out["status"]["toolsError"].is_string(), "a server that exits 2 is reported: {out}");
-
-    assert_no_survivors(&marker, Duration::from_secs(15));
-    assert_no_process_names(&project.root);
 }
 
 /// The entry named `agent-tools` under `key` of a JSON snippet.
