@@ -12,10 +12,15 @@ use serde_json::{Value, json};
 
 use super::{
     CONTENTS, FILE, HTTP_URL, Launch, assert_no_process_names, check_started_as_the_client,
-    cli::{HttpHost, client_env, on_path, run_cli, stdout_of},
+    cli::{client_env, on_path, run_cli, stdout_of},
     question, readme_block, snippet,
 };
-use crate::support::{Sdk, TempProject, assert_no_survivors, host_binary, require, unique};
+use crate::{
+    http_host::HttpHost,
+    support::{
+        Sdk, TempProject, assert_no_survivors, host_binary, processes_with_marker, require, unique,
+    },
+};
 
 /// Claude Code's binary, or `None` after a loud skip (a failure in CI).
 fn claude_code() -> Option<PathBuf> {
@@ -213,7 +218,7 @@ fn claude_code_connects_over_http_with_the_token_and_leaves_its_session_open() {
     let token = format!("e2e-token-{}", unique());
     let token_file = home.root.join("token");
     std::fs::write(&token_file, &token).expect("write the token");
-    let host = HttpHost::start(&project.root, &home.root, &token_file, &marker);
+    let host = HttpHost::start(&project.root, &["--token-file", &token_file.display().to_string()]);
 
     let block = readme_block("Over Streamable HTTP").body.replace(HTTP_URL, &host.url);
     let line = block.lines().find(|l| l.starts_with("claude ")).expect("a `claude` line");
@@ -234,8 +239,11 @@ fn claude_code_connects_over_http_with_the_token_and_leaves_its_session_open() {
     // Claude Code exits without deleting its session (no HTTP DELETE): the run and its kernel
     // stay until the session expires, as the README says.
     std::thread::sleep(Duration::from_secs(2));
-    let left = host.session_processes();
-    assert!(!left.is_empty(), "Claude Code now deletes its session: update the README");
+    let marked = processes_with_marker(&host.marker);
+    assert!(
+        marked.len() > 1,
+        "Claude Code now deletes its session (only the host is left): update the README"
+    );
 
     // Without the token, the same health check fails.
     let untokened = format!("claude mcp add --transport http untokened {}", host.url);

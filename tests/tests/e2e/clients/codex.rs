@@ -12,10 +12,13 @@ use serde_json::{Value, json};
 
 use super::{
     CONTENTS, FILE, HTTP_URL, Launch, assert_no_process_names, check_started_as_the_client,
-    cli::{CLI_TIMEOUT, HttpHost, client_env, on_path, run_cli, stdout_of},
+    cli::{CLI_TIMEOUT, client_env, on_path, run_cli, stdout_of},
     question, readme_block, snippet, substitute,
 };
-use crate::support::{Sdk, TempProject, assert_no_survivors, host_binary, require, unique};
+use crate::{
+    http_host::HttpHost,
+    support::{Sdk, TempProject, assert_no_survivors, host_binary, require, unique},
+};
 
 /// One Codex installation of a test: its binary, a sandboxed home with `CODEX_HOME` in it, and
 /// the marker every process it starts inherits.
@@ -204,7 +207,7 @@ fn codex_connects_over_http_with_the_token_and_deletes_its_session() {
     let token = format!("e2e-token-{}", unique());
     let token_file = home.root.join("token");
     std::fs::write(&token_file, &token).expect("write the token");
-    let host = HttpHost::start(&project.root, &home.root, &token_file, &marker);
+    let host = HttpHost::start(&project.root, &["--token-file", &token_file.display().to_string()]);
     let Some(codex) = Codex::new(&home.root.join("codex"), "", &marker) else { return };
 
     let block = readme_block("Over Streamable HTTP").body.replace(HTTP_URL, &host.url);
@@ -222,12 +225,7 @@ fn codex_connects_over_http_with_the_token_and_deletes_its_session() {
     assert!(call_text(&out, 0).contains(CONTENTS.trim_end()), "{}", out["calls"][0]);
     assert!(call_text(&out, 1).contains("42"), "{}", out["calls"][1]);
     // Codex deletes its sessions when it ends: their runs, the kernel included, are gone.
-    let deadline = std::time::Instant::now() + Duration::from_secs(15);
-    while !host.session_processes().is_empty() {
-        let left = host.session_processes();
-        assert!(std::time::Instant::now() < deadline, "Codex's session outlived it: {left:?}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    host.assert_only_the_host_is_left();
 
     // With a wrong token, Codex gets no tools.
     let out = codex.app_server(&python, &project.root, &[], &[("AGENT_TOOLS_TOKEN", "wrong")], &[]);
