@@ -12,14 +12,11 @@ use serde_json::{Value, json};
 
 use super::{
     CONTENTS, FILE, HTTP_URL, Launch, assert_no_process_names, check_started_as_the_client,
-    cli::{client_env, on_path, run_cli, stdout_of},
+    cli::{client_env, http_host_with_token, on_path, run_cli, stdout_of},
     question, readme_block, snippet,
 };
-use crate::{
-    http_host::HttpHost,
-    support::{
-        Sdk, TempProject, assert_no_survivors, host_binary, processes_with_marker, require, unique,
-    },
+use crate::support::{
+    Sdk, TempProject, assert_no_survivors, host_binary, processes_with_marker, require, unique,
 };
 
 /// Claude Code's binary, or `None` after a loud skip (a failure in CI).
@@ -215,10 +212,7 @@ fn claude_code_connects_over_http_with_the_token_and_leaves_its_session_open() {
     let project = TempProject::new(&[(FILE, CONTENTS)]);
     let home = TempProject::new(&[]);
     let marker = format!("e2e-claude-http-{}-{}", std::process::id(), unique());
-    let token = format!("e2e-token-{}", unique());
-    let token_file = home.root.join("token");
-    std::fs::write(&token_file, &token).expect("write the token");
-    let host = HttpHost::start(&project.root, &["--token-file", &token_file.display().to_string()]);
+    let (host, token) = http_host_with_token(&project.root, &home.root);
 
     let block = readme_block("Over Streamable HTTP").body.replace(HTTP_URL, &host.url);
     let line = block.lines().find(|l| l.starts_with("claude ")).expect("a `claude` line");

@@ -1,4 +1,4 @@
-//! Running client CLIs in a sandboxed home, with a deadline.
+//! Running client CLIs in a sandboxed home, with a deadline, and the HTTP host they connect to.
 
 use std::{
     io::Read,
@@ -6,6 +6,8 @@ use std::{
     process::{Command, Output, Stdio},
     time::{Duration, Instant},
 };
+
+use crate::{http_host::HttpHost, support::unique};
 
 /// No client call may take longer than this; a hung CLI fails the test instead of hanging it.
 pub(super) const CLI_TIMEOUT: Duration = Duration::from_secs(120);
@@ -85,4 +87,13 @@ pub(super) fn client_env(cmd: &mut Command, home: &Path, marker: &str) {
         .env("AGENT_TOOLS_STATE_DIR", home.join(".local/state/agent-tools"))
         .env("AGENT_TOOLS_E2E_MARKER", marker)
         .env("RUST_LOG", "warn");
+}
+
+/// `mcp --http` serving `root` with a fresh bearer token (its file in `home`); the token.
+pub(super) fn http_host_with_token(root: &Path, home: &Path) -> (HttpHost, String) {
+    let token = format!("e2e-token-{}", unique());
+    let token_file = home.join("token");
+    std::fs::write(&token_file, &token).expect("write the token");
+    let host = HttpHost::start(root, &["--token-file", &token_file.display().to_string()]);
+    (host, token)
 }

@@ -12,13 +12,10 @@ use serde_json::{Value, json};
 
 use super::{
     CONTENTS, FILE, HTTP_URL, Launch, assert_no_process_names, check_started_as_the_client,
-    cli::{CLI_TIMEOUT, client_env, on_path, run_cli, stdout_of},
+    cli::{CLI_TIMEOUT, client_env, http_host_with_token, on_path, run_cli, stdout_of},
     question, readme_block, snippet, substitute,
 };
-use crate::{
-    http_host::HttpHost,
-    support::{Sdk, TempProject, assert_no_survivors, host_binary, require, unique},
-};
+use crate::support::{Sdk, TempProject, assert_no_survivors, host_binary, require, unique};
 
 /// One Codex installation of a test: its binary, a sandboxed home with `CODEX_HOME` in it, and
 /// the marker every process it starts inherits.
@@ -204,10 +201,7 @@ fn codex_connects_over_http_with_the_token_and_deletes_its_session() {
     let project = TempProject::new(&[(FILE, CONTENTS)]);
     let home = TempProject::new(&[]);
     let marker = format!("e2e-codex-http-{}-{}", std::process::id(), unique());
-    let token = format!("e2e-token-{}", unique());
-    let token_file = home.root.join("token");
-    std::fs::write(&token_file, &token).expect("write the token");
-    let host = HttpHost::start(&project.root, &["--token-file", &token_file.display().to_string()]);
+    let (host, token) = http_host_with_token(&project.root, &home.root);
     let Some(codex) = Codex::new(&home.root.join("codex"), "", &marker) else { return };
 
     let block = readme_block("Over Streamable HTTP").body.replace(HTTP_URL, &host.url);
