@@ -61,6 +61,8 @@ const NPM: &[&str] = &[
     // Clients whose configuration snippets the README gives and the tests exercise.
     "@anthropic-ai/claude-code@2",
     "@openai/codex@0.171",
+    // The Goose snippet test reads YAML with it (the conformance suite depends on it too).
+    "yaml@2",
     // lsp: typescript-language-server 5 needs Node >= 20 (6 needs >= 22.22); typescript 7 has no
     // tsserver, so both stay on 5.x.
     "typescript-language-server@5",

@@ -55,11 +55,28 @@ pub struct AskResponse {
     /// True when this question was asked before in the run and the earlier outcome was returned
     /// without showing a new card.
     pub repeated: bool,
+    /// What to do now when no answer came, so that a client that shows the model only this
+    /// payload (not the text) carries the instruction too.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next: Option<String>,
 }
 
 const GO_ON: &str = "Continue on a stated assumption: pick what you judge best, say in your \
                      next message which assumption you made and why, and do not ask this \
                      question again.";
+
+/// What the model does after an outcome without an answer: go on under a stated assumption, or
+/// (with nobody to answer) that or stop.
+pub fn next_step(outcome: &Outcome) -> Option<String> {
+    match outcome {
+        Outcome::Answered { .. } => None,
+        Outcome::NoOperator { .. } => Some(NO_OPERATOR.to_string()),
+        _ => Some(GO_ON.to_string()),
+    }
+}
+
+const NO_OPERATOR: &str = "Do not wait for one: continue on a stated assumption and report it, \
+                           or stop if you cannot go on safely.";
 
 impl AskResponse {
     /// Timed out, no operator and unanswered are errors; answered and skipped are not.
@@ -116,8 +133,7 @@ impl AskResponse {
             Outcome::NoOperator { reason } => {
                 out.push_str(&format!(
                     "No operator can answer in this run ({reason}). No card was shown and no \
-                     answer was invented. Do not wait for one: continue on a stated assumption \
-                     and report it, or stop if you cannot go on safely."
+                     answer was invented. {NO_OPERATOR}"
                 ));
             }
             Outcome::Unanswered { rejections } => {

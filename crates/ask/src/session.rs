@@ -173,6 +173,7 @@ impl AskSession {
         AskResponse {
             card: shown.then_some(card.number),
             question: card.question,
+            next: crate::outcome::next_step(&outcome),
             outcome,
             repeated: false,
         }

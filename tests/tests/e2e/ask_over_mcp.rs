@@ -75,6 +75,9 @@ fn a_client_that_declines_skips_the_card_without_an_error() {
     assert_eq!(result["isError"], false, "a skip is a success");
     assert_eq!(result["structured"]["status"], "skipped");
     assert_eq!(result["structured"]["how"], "declined");
+    // A client that shows the model only the payload (Claude Code) carries the instruction too.
+    let next = result["structured"]["next"].as_str().unwrap_or_default();
+    assert!(next.contains("do not ask this question again"), "{result}");
     let text = text_of(result);
     assert!(text.contains("declined to answer"), "{text}");
     assert!(text.contains("do not ask this question again"), "{text}");
