@@ -58,9 +58,11 @@ const NPM: &[&str] = &[
     "@modelcontextprotocol/client@2.4",
     "@modelcontextprotocol/inspector-cli@1",
     "@modelcontextprotocol/conformance@0.1.16",
-    // Clients whose configuration snippets the README gives and the tests exercise.
-    "@anthropic-ai/claude-code@2",
-    "@openai/codex@0.171",
+    // Clients whose configuration snippets the README gives and the tests exercise; pinned,
+    // as the tests also hold these clients to their behaviour (sessions never deleted, cards
+    // dismissed), which a new release may change.
+    "@anthropic-ai/claude-code@2.1.197",
+    "@openai/codex@0.171.0",
     // The Goose snippet test reads YAML with it (the conformance suite depends on it too).
     "yaml@2",
     // lsp: typescript-language-server 5 needs Node >= 20 (6 needs >= 22.22); typescript 7 has no
