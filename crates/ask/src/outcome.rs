@@ -67,7 +67,7 @@ const GO_ON: &str = "Continue on a stated assumption: pick what you judge best, 
 
 /// What the model does after an outcome without an answer: go on under a stated assumption, or
 /// (with nobody to answer) that or stop.
-pub fn next_step(outcome: &Outcome) -> Option<String> {
+pub(crate) fn next_step(outcome: &Outcome) -> Option<String> {
     match outcome {
         Outcome::Answered { .. } => None,
         Outcome::NoOperator { .. } => Some(NO_OPERATOR.to_string()),
