@@ -119,6 +119,9 @@ pub struct McpConfig {
     pub http_token_file: Option<PathBuf>,
     /// `mcp --http`: a session idle this long ends, with its run (default 1800).
     pub session_idle_seconds: Option<u64>,
+    /// `mcp --http`: a session whose client dropped its connection without deleting it ends
+    /// this long after, unless the client comes back (default 120).
+    pub session_detached_seconds: Option<u64>,
     /// `mcp --http`: the largest request body accepted (default 16 MiB).
     pub max_body_bytes: Option<usize>,
 }

@@ -155,6 +155,24 @@ fn an_idle_session_expires_with_its_processes() {
 }
 
 #[test]
+fn a_session_whose_client_left_without_deleting_it_ends_after_the_detached_time() {
+    let config = "[mcp]\nsession_idle_seconds = 3600\nsession_detached_seconds = 1\n";
+    let Some((python, project)) = check(config, &[]) else { return };
+    let host = HttpHost::start(&project.root, &[]);
+    let out = host.drive(
+        &python,
+        json!({"terminate_on_close": false, "sessions": [[
+            cell("import subprocess\nsleeper = subprocess.Popen(['sleep', '300'])\nsleeper.pid > 0"),
+        ]]}),
+    );
+    assert_eq!(out["error"], Value::Null, "{out}");
+    assert!(text_of(&session(&out, 0)[0]).ends_with("True"), "{out}");
+    // No DELETE, and an hour of idle time: the dropped standing stream ends it, with its kernel.
+    host.assert_only_the_host_is_left();
+    host.stop();
+}
+
+#[test]
 fn the_run_of_a_2026_07_28_client_idles_out_with_its_processes() {
     let Some((_, project)) = check("[mcp]\nsession_idle_seconds = 1\n", &[]) else { return };
     let Some(python) = Sdk::V2.python() else { return };

@@ -28,6 +28,9 @@ mod expiry;
 pub(super) const MCP_PATH: &str = "/mcp";
 /// A session idle this long ends (`[mcp] session_idle_seconds`).
 pub(super) const DEFAULT_SESSION_IDLE: Duration = Duration::from_secs(30 * 60);
+/// A session whose client left without deleting it ends this long after
+/// (`[mcp] session_detached_seconds`).
+pub(super) const DEFAULT_SESSION_DETACHED: Duration = Duration::from_secs(120);
 /// The largest request body accepted (`[mcp] max_body_bytes`).
 pub(super) const DEFAULT_MAX_BODY_BYTES: usize = super::MAX_MESSAGE_BYTES;
 
@@ -43,6 +46,8 @@ pub struct HttpOptions {
     /// The bearer token every request must carry, if any.
     pub token: Option<String>,
     pub session_idle: Duration,
+    /// A session whose client dropped its connection without deleting it ends this long after.
+    pub session_detached: Duration,
     pub max_body_bytes: usize,
 }
 
@@ -69,8 +74,13 @@ impl HttpOptions {
                  or serve on 127.0.0.1"
             ));
         }
-        if config.session_idle_seconds == Some(0) || config.max_body_bytes == Some(0) {
-            return Err("[mcp] session_idle_seconds and max_body_bytes must be at least 1".into());
+        if config.session_idle_seconds == Some(0)
+            || config.session_detached_seconds == Some(0)
+            || config.max_body_bytes == Some(0)
+        {
+            return Err("[mcp] session_idle_seconds, session_detached_seconds and max_body_bytes \
+                        must be at least 1"
+                .into());
         }
         Ok(HttpOptions {
             addr,
@@ -78,6 +88,9 @@ impl HttpOptions {
             session_idle: config
                 .session_idle_seconds
                 .map_or(DEFAULT_SESSION_IDLE, Duration::from_secs),
+            session_detached: config
+                .session_detached_seconds
+                .map_or(DEFAULT_SESSION_DETACHED, Duration::from_secs),
             max_body_bytes: config.max_body_bytes.unwrap_or(DEFAULT_MAX_BODY_BYTES),
         })
     }
@@ -121,7 +134,8 @@ pub async fn serve_http(
     let manager = Arc::new(manager);
     let service = mcp_service(&setup, &attach, &options, &runs, &manager, stop.child_token());
     let sessions = expiry::Sessions::default();
-    let expiry = tokio::spawn(sessions.clone().expire(options.session_idle, manager));
+    let times = expiry::Expiry { idle: options.session_idle, detached: options.session_detached };
+    let expiry = tokio::spawn(sessions.clone().expire(times, manager));
     let principal_expiry = tokio::spawn(expire_principals(runs.clone(), options.session_idle));
     let gate = Arc::new(Gate {
         token: options.token.clone(),
@@ -293,6 +307,7 @@ impl Gate {
             return refusal;
         }
         let asked = parts.headers.get(SESSION_HEADER).cloned();
+        let standing = parts.method == hyper::Method::GET;
         let principal = (asked.is_none() && !is_initialize(&bytes)).then(|| principal_of(&parts));
         let req = Request::from_parts(parts, Full::new(bytes));
         let response = match principal {
@@ -308,7 +323,7 @@ impl Gate {
         match session.as_ref().and_then(|v| v.to_str().ok()) {
             Some(id) => {
                 let id = id.to_string();
-                response.map(|body| self.sessions.track(&id, body))
+                response.map(|body| self.sessions.track(&id, body, standing))
             }
             None => response,
         }

@@ -15,9 +15,7 @@ use super::{
     cli::{client_env, http_host_with_token, on_path, run_cli, stdout_of},
     question, readme_block, snippet,
 };
-use crate::support::{
-    Sdk, TempProject, assert_no_survivors, host_binary, processes_with_marker, require, unique,
-};
+use crate::support::{Sdk, TempProject, assert_no_survivors, host_binary, require, unique};
 
 /// Claude Code's binary, or `None` after a loud skip (a failure in CI).
 fn claude_code() -> Option<PathBuf> {
@@ -206,10 +204,11 @@ fn claude_code_adds_the_readme_line_connects_and_calls_tools_for_a_model() {
 }
 
 #[test]
-fn claude_code_connects_over_http_with_the_token_and_leaves_its_session_open() {
+fn claude_code_connects_over_http_with_the_token_and_its_abandoned_session_ends() {
     let Some(claude_bin) = claude_code() else { return };
     let Some(python) = Sdk::V1.python() else { return };
-    let project = TempProject::new(&[(FILE, CONTENTS)]);
+    let detached = "[mcp]\nsession_detached_seconds = 1\n";
+    let project = TempProject::new(&[(FILE, CONTENTS), ("agent-tools.toml", detached)]);
     let home = TempProject::new(&[]);
     let marker = format!("e2e-claude-http-{}-{}", std::process::id(), unique());
     let (host, token) = http_host_with_token(&project.root, &home.root);
@@ -230,14 +229,9 @@ fn claude_code_connects_over_http_with_the_token_and_leaves_its_session_open() {
         claude_print(&claude_bin, &python, &home.root, &project.root, &marker, &calls);
     assert!(results[0].contains(CONTENTS.trim_end()), "the model got no file: {}", results[0]);
     assert!(results[1].contains("42"), "the model got no value: {}", results[1]);
-    // Claude Code exits without deleting its session (no HTTP DELETE): the run and its kernel
-    // stay until the session expires, as the README says.
-    std::thread::sleep(Duration::from_secs(2));
-    let marked = processes_with_marker(&host.marker);
-    assert!(
-        marked.len() > 1,
-        "Claude Code now deletes its session (only the host is left): update the README"
-    );
+    // Claude Code exits without deleting its session (no HTTP DELETE), dropping its standing
+    // stream: the host ends the session after `session_detached_seconds`, kernel and all.
+    host.assert_only_the_host_is_left();
 
     // Without the token, the same health check fails.
     let untokened = format!("claude mcp add --transport http untokened {}", host.url);
