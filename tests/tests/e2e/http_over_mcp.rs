@@ -137,54 +137,40 @@ fn a_foreign_origin_a_missing_token_and_an_over_long_body_are_refused() {
     host.stop();
 }
 
-#[test]
-fn an_idle_session_expires_with_its_processes() {
-    let Some((python, project)) = check("[mcp]\nsession_idle_seconds = 1\n", &[]) else { return };
+/// A session (or 2026-07-28 run) that starts a kernel with a sleeper and is never deleted ends
+/// by itself under `config`, kernel and sleeper with it.
+fn assert_an_undeleted_session_ends(config: &str, sdk: Sdk, mode: &str) {
+    let Some((_, project)) = check(config, &[]) else { return };
+    let Some(python) = sdk.python() else { return };
     let host = HttpHost::start(&project.root, &[]);
-    let out = host.drive(
-        &python,
-        json!({"terminate_on_close": false, "sessions": [[
-            cell("import subprocess\nsleeper = subprocess.Popen(['sleep', '300'])\nsleeper.pid > 0"),
-        ]]}),
-    );
+    let sleeper =
+        cell("import subprocess\nsleeper = subprocess.Popen(['sleep', '300'])\nsleeper.pid > 0");
+    let script = json!({"terminate_on_close": false, "mode": mode, "sessions": [[sleeper]]});
+    let out = host.drive(&python, script);
     assert_eq!(out["error"], Value::Null, "{out}");
     assert!(text_of(&session(&out, 0)[0]).ends_with("True"), "{out}");
-    // Not deleted: the session ends by expiry, and its kernel and sleeper with it.
     host.assert_only_the_host_is_left();
     host.stop();
+}
+
+#[test]
+fn an_idle_session_expires_with_its_processes() {
+    // The client's dropped stream would end it only after an hour: this is the idle rule.
+    let config = "[mcp]\nsession_idle_seconds = 1\nsession_detached_seconds = 3600\n";
+    assert_an_undeleted_session_ends(config, Sdk::V1, "legacy");
 }
 
 #[test]
 fn a_session_whose_client_left_without_deleting_it_ends_after_the_detached_time() {
+    // An hour of idle time: the dropped standing stream ends it.
     let config = "[mcp]\nsession_idle_seconds = 3600\nsession_detached_seconds = 1\n";
-    let Some((python, project)) = check(config, &[]) else { return };
-    let host = HttpHost::start(&project.root, &[]);
-    let out = host.drive(
-        &python,
-        json!({"terminate_on_close": false, "sessions": [[
-            cell("import subprocess\nsleeper = subprocess.Popen(['sleep', '300'])\nsleeper.pid > 0"),
-        ]]}),
-    );
-    assert_eq!(out["error"], Value::Null, "{out}");
-    assert!(text_of(&session(&out, 0)[0]).ends_with("True"), "{out}");
-    // No DELETE, and an hour of idle time: the dropped standing stream ends it, with its kernel.
-    host.assert_only_the_host_is_left();
-    host.stop();
+    assert_an_undeleted_session_ends(config, Sdk::V1, "legacy");
 }
 
 #[test]
 fn the_run_of_a_2026_07_28_client_idles_out_with_its_processes() {
-    let Some((_, project)) = check("[mcp]\nsession_idle_seconds = 1\n", &[]) else { return };
-    let Some(python) = Sdk::V2.python() else { return };
-    let host = HttpHost::start(&project.root, &[]);
-    let sleeper =
-        cell("import subprocess\nsleeper = subprocess.Popen(['sleep', '300'])\nsleeper.pid > 0");
-    let out = host.drive(&python, json!({"mode": "2026-07-28", "sessions": [[sleeper]]}));
-    assert_eq!(out["error"], Value::Null, "{out}");
-    assert!(text_of(&session(&out, 0)[0]).ends_with("True"), "{out}");
-    // There is no session to delete: the credential's run ends once idle, kernel and sleeper too.
-    host.assert_only_the_host_is_left();
-    host.stop();
+    // There is no session to delete: the credential's run ends once idle.
+    assert_an_undeleted_session_ends("[mcp]\nsession_idle_seconds = 1\n", Sdk::V2, "2026-07-28");
 }
 
 #[test]
