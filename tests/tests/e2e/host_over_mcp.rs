@@ -244,12 +244,7 @@ fn a_connection_that_only_discovers_ends_cleanly() {
 
 /// The test tools' npm modules (the TypeScript SDK), installed by `cargo xtask setup`.
 fn npm_modules() -> Option<std::path::PathBuf> {
-    let home =
-        std::env::var_os("AGENT_TOOLS_TEST_HOME").map(std::path::PathBuf::from).or_else(|| {
-            std::env::var_os("HOME")
-                .map(|h| std::path::PathBuf::from(h).join(".cache/agent-tools-test"))
-        })?;
-    let modules = home.join("npm/node_modules");
+    let modules = crate::support::tools_home().join("npm/node_modules");
     let found = modules.join("@modelcontextprotocol/sdk/package.json").exists()
         && Command::new("node").arg("--version").output().is_ok_and(|o| o.status.success());
     crate::support::require("node with the TypeScript MCP SDK", found, "run `cargo xtask setup`")

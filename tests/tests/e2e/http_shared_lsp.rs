@@ -9,7 +9,7 @@ use std::{
     collections::BTreeSet,
     io::{BufRead, BufReader, Write},
     path::{Path, PathBuf},
-    process::{Command, Stdio},
+    process::{Child, ChildStdout, Command, Stdio},
     sync::{
         Arc,
         atomic::{AtomicBool, Ordering},
@@ -21,7 +21,9 @@ use serde_json::Value;
 
 use crate::{
     http_host::HttpHost,
-    support::{TempProject, processes_with_marker, require, test_python},
+    support::{
+        TempProject, processes_with_marker, require, require_basedpyright, test_python, tools_home,
+    },
 };
 
 const SESSIONS: usize = 4;
@@ -70,13 +72,6 @@ async def main():
 asyncio.run(main())
 "#;
 
-fn tools_home() -> PathBuf {
-    std::env::var_os("AGENT_TOOLS_TEST_HOME").map(PathBuf::from).unwrap_or_else(|| {
-        let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default();
-        home.join(".cache/agent-tools-test")
-    })
-}
-
 /// The test venv's Python and a Python checkout served by the venv's basedpyright, or `None`
 /// after a loud skip.
 fn check(extra_config: &str) -> Option<(PathBuf, TempProject)> {
@@ -84,12 +79,7 @@ fn check(extra_config: &str) -> Option<(PathBuf, TempProject)> {
     if !require("python venv with the `mcp` SDK", python.is_some(), "run `cargo xtask setup`") {
         return None;
     }
-    let server = tools_home().join("venv/bin/basedpyright-langserver");
-    if !require(
-        "basedpyright",
-        server.exists(),
-        "run `cargo xtask setup` (pip install basedpyright)",
-    ) {
+    if !require_basedpyright() {
         return None;
     }
     let config = format!(
@@ -150,9 +140,8 @@ impl Watch {
     }
 }
 
-/// Runs the client's sessions; `at_ready` runs while they are all open and done with their
-/// calls. Returns each session's results by call name.
-fn drive(python: &Path, host: &HttpHost, end: &str, at_ready: impl FnOnce()) -> Vec<Value> {
+/// Starts the client's sessions and waits until they are all open and done with their calls.
+fn start_client(python: &Path, host: &HttpHost, end: &str) -> (Child, BufReader<ChildStdout>) {
     let mut client = Command::new(python)
         .arg("-c")
         .arg(CLIENT)
@@ -165,11 +154,18 @@ fn drive(python: &Path, host: &HttpHost, end: &str, at_ready: impl FnOnce()) -> 
     let mut line = String::new();
     let _ = stdout.read_line(&mut line);
     assert_eq!(line.trim(), "READY", "the client did not get through its calls");
+    (client, stdout)
+}
+
+/// Runs the client's sessions; `at_ready` runs while they are all open and done with their
+/// calls. Returns each session's results by call name.
+fn drive(python: &Path, host: &HttpHost, end: &str, at_ready: impl FnOnce()) -> Vec<Value> {
+    let (mut client, mut stdout) = start_client(python, host, end);
     at_ready();
     let mut stdin = client.stdin.take().expect("stdin");
     writeln!(stdin).expect("tell the client to end its sessions");
     drop(stdin);
-    line.clear();
+    let mut line = String::new();
     let _ = stdout.read_line(&mut line);
     let status = client.wait().expect("wait for the client");
     assert!(status.success(), "the client failed ({status}): {line}");
@@ -256,18 +252,7 @@ fn the_shared_language_server_ends_when_the_last_session_expires() {
 fn a_host_stopped_under_open_sessions_ends_the_shared_language_server() {
     let Some((python, project)) = check("") else { return };
     let host = HttpHost::start(&project.root, &[]);
-    let mut client = Command::new(&python)
-        .arg("-c")
-        .arg(CLIENT)
-        .args([host.url.as_str(), &SESSIONS.to_string(), "keep"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("start the python client");
-    let mut stdout = BufReader::new(client.stdout.take().expect("stdout"));
-    let mut line = String::new();
-    let _ = stdout.read_line(&mut line);
-    assert_eq!(line.trim(), "READY", "the client did not get through its calls");
+    let (mut client, _stdout) = start_client(&python, &host, "keep");
     let servers = basedpyright_groups(&host.marker);
     assert_eq!(servers.len(), 1, "one basedpyright for the open sessions: {servers:?}");
     // SIGTERM while every session is open on the shared server: the host exits 0 and

@@ -2,18 +2,11 @@
 //! `write` result carries the new diagnostics, a client that reads only `structuredContent`
 //! gets the same payload as data, and no server process outlives the connection.
 
-use std::path::PathBuf;
-
 use serde_json::{Value, json};
 
-use crate::support::{McpScript, TempProject, require, text_of, tool_names};
-
-fn tools_home() -> PathBuf {
-    std::env::var_os("AGENT_TOOLS_TEST_HOME").map(PathBuf::from).unwrap_or_else(|| {
-        let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default();
-        home.join(".cache/agent-tools-test")
-    })
-}
+use crate::support::{
+    McpScript, TempProject, require_basedpyright, text_of, tool_names, tools_home,
+};
 
 /// A Python project whose `agent-tools.toml` points the host at the test venv's basedpyright.
 fn python_project() -> TempProject {
@@ -28,12 +21,7 @@ fn python_project() -> TempProject {
 }
 
 fn check(script: McpScript) -> Option<Vec<Value>> {
-    let server = tools_home().join("venv/bin/basedpyright-langserver");
-    if !require(
-        "basedpyright",
-        server.exists(),
-        "run `cargo xtask setup` (pip install basedpyright)",
-    ) {
+    if !require_basedpyright() {
         return None;
     }
     // The run's language server is started through the host and must be gone with it.

@@ -30,13 +30,25 @@ pub(crate) fn require(what: &str, found: bool, how: &str) -> bool {
     false
 }
 
+/// Where `cargo xtask setup` puts the test tools (`AGENT_TOOLS_TEST_HOME` overrides it).
+pub(crate) fn tools_home() -> PathBuf {
+    std::env::var_os("AGENT_TOOLS_TEST_HOME").map(PathBuf::from).unwrap_or_else(|| {
+        let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default();
+        home.join(".cache/agent-tools-test")
+    })
+}
+
+/// True when the test venv has basedpyright; otherwise fails in CI or skips loudly.
+pub(crate) fn require_basedpyright() -> bool {
+    let server = tools_home().join("venv/bin/basedpyright-langserver");
+    require("basedpyright", server.exists(), "run `cargo xtask setup` (pip install basedpyright)")
+}
+
 /// The test venv's Python, which has the `mcp` SDK (installed by `cargo xtask setup`).
 pub(crate) fn test_python() -> Option<PathBuf> {
-    let candidate =
-        std::env::var_os("AGENT_TOOLS_TEST_PYTHON").map(PathBuf::from).unwrap_or_else(|| {
-            let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default();
-            home.join(".cache/agent-tools-test/venv/bin/python")
-        });
+    let candidate = std::env::var_os("AGENT_TOOLS_TEST_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| tools_home().join("venv/bin/python"));
     let usable = candidate.exists()
         && Command::new(&candidate)
             .args(["-c", "import mcp"])
@@ -47,11 +59,9 @@ pub(crate) fn test_python() -> Option<PathBuf> {
 
 /// The second venv's Python, with the newest MCP SDK (2.x), installed by `cargo xtask setup`.
 pub(crate) fn test_python_sdk2() -> Option<PathBuf> {
-    let candidate =
-        std::env::var_os("AGENT_TOOLS_TEST_PYTHON_SDK2").map(PathBuf::from).unwrap_or_else(|| {
-            let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default();
-            home.join(".cache/agent-tools-test/venv-sdk2/bin/python")
-        });
+    let candidate = std::env::var_os("AGENT_TOOLS_TEST_PYTHON_SDK2")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| tools_home().join("venv-sdk2/bin/python"));
     let usable = candidate.exists()
         && Command::new(&candidate)
             .args(["-c", "import importlib.metadata as m; assert m.version('mcp') >= '2'"])
