@@ -41,6 +41,9 @@ async fn breakpoint_launch_inspect_step_and_run_to_the_exit_code() {
     assert_eq!(started.exception_filters, ["uncaught"]);
     let stop = stopped(&launched);
     assert_eq!(stop.reason, "breakpoint");
+    // Named from the thread list asked for as the program started (no round trip at the stop);
+    // a thread started later (worker.py below) is named by a list asked for at its stop.
+    assert_eq!(stop.thread.as_ref().map(|t| t.name.as_str()), Some("MainThread"));
     let frame = stop.frame.clone().expect("a user frame");
     assert_eq!(frame.name, "average");
     assert_eq!(frame.path.as_deref(), Some("buggy.py"));

@@ -130,6 +130,7 @@ impl Session {
             exceptions: opts.exceptions,
             default_frame: None,
             last_place: None,
+            early_threads: None,
             torn_down: false,
         })
     }

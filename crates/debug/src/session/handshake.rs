@@ -212,6 +212,12 @@ impl Session {
             let pending = self.client.send("configurationDone", json!({})).await?;
             self.await_response(pending, deadline, &opts.cancel).await?;
         }
+        // Answered while the program runs to its first stop, so that stop's snapshot needs no
+        // extra round trip to name its thread. Only debugpy: delve lists a placeholder thread
+        // while the program runs.
+        if self.kind == AdapterKind::Debugpy {
+            self.early_threads = self.client.send("threads", json!({})).await.ok();
+        }
         let now = Instant::now();
         let response = match launch.wait_raw(deadline.saturating_duration_since(now)).await {
             Ok(r) => r,

@@ -29,7 +29,7 @@ use crate::{
     adapters::{AdapterCommand, AdapterKind, LaunchSpec},
     config::DebugConfig,
     error::DebugError,
-    protocol::DapClient,
+    protocol::{DapClient, PendingResponse},
     request::ExceptionMode,
     response::*,
 };
@@ -107,6 +107,9 @@ pub(crate) struct Session {
     default_frame: Option<u64>,
     /// Where the latest stop was, for `status`.
     last_place: Option<String>,
+    /// The thread list asked for as the program starts (debugpy, which answers every request
+    /// only after a round trip to the program): the first stop names its thread from it.
+    early_threads: Option<PendingResponse>,
     torn_down: bool,
 }
 

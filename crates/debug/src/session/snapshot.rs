@@ -18,10 +18,20 @@ impl Session {
         let client = self.client.clone();
         let stack_args =
             |thread: i64| json!({"threadId": thread, "startFrame": 0, "levels": MAX_FRAMES});
+        let early_threads = self.early_threads.take();
         let (threads, stack) = match stop.thread_id {
             Some(thread) => {
+                let threads_request = async {
+                    if let Some(pending) = early_threads
+                        && let Ok(list) = pending.wait(timeout).await
+                        && thread_name(&list, thread).is_some()
+                    {
+                        return Ok(list);
+                    }
+                    client.request("threads", json!({}), timeout).await
+                };
                 let (threads, stack) = tokio::join!(
-                    client.request("threads", json!({}), timeout),
+                    threads_request,
                     client.request("stackTrace", stack_args(thread), timeout),
                 );
                 (threads.ok(), Some((thread, stack)))
@@ -43,11 +53,7 @@ impl Session {
         let thread = stack.as_ref().map(|(id, _)| {
             let name = threads
                 .as_ref()
-                .and_then(|t| {
-                    t["threads"].as_array()?.iter().find(|x| x["id"].as_i64() == Some(*id))?["name"]
-                        .as_str()
-                        .map(str::to_string)
-                })
+                .and_then(|t| thread_name(t, *id))
                 .unwrap_or_else(|| format!("thread {id}"));
             ThreadView { id: *id, name }
         });
@@ -337,4 +343,11 @@ pub(super) fn source_lines(path: &Path, line: u32) -> Vec<SourceLine> {
         .filter(|(n, _)| *n >= first && *n <= last)
         .map(|(n, l)| SourceLine { line: n, text: cut(l, 200).0, current: n == line })
         .collect()
+}
+
+/// The name a `threads` response gives the thread `id`.
+fn thread_name(threads: &Value, id: i64) -> Option<String> {
+    threads["threads"].as_array()?.iter().find(|t| t["id"].as_i64() == Some(id))?["name"]
+        .as_str()
+        .map(str::to_string)
 }
