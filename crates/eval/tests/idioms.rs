@@ -86,6 +86,11 @@ const IDIOMS: &[Idiom] = &[
         "from IPython.core.interactiveshell import InteractiveShell as IS\nisinstance(get_ipython(), IS)",
         &["True"],
     ),
+    // The completer is built on first use, and then it completes.
+    ok(
+        "from IPython.core.completer import provisionalcompleter\ncompleter_target = 1\nwith provisionalcompleter():\n    found = [c.text for c in get_ipython().Completer.completions('completer_tar', 13)]\nfound",
+        &["['completer_target']"],
+    ),
     // Line magics.
     ok("%time sum(range(1000))", &["Wall time", "499500"]),
     ok("%timeit -n 10 -r 2 sum(range(100))", &["per loop"]),
