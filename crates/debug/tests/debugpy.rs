@@ -435,11 +435,8 @@ async fn honest_states_evaluate_while_running_syntax_errors_thread_names_and_ter
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_forked_child_that_outlives_the_program_is_gone_after_terminate() {
     let Some((_project, h)) = check("python", config()) else { return };
-    let launched = h.ok(json!({"operation": "launch", "program": "forker.py"})).await;
+    let (launched, child) = h.launch_forker("forker.py").await;
     let text = agent_tools_debug::render(&launched);
-    let all = h.all_output().await;
-    let child = child_pid(&all).unwrap_or_else(|| panic!("no child pid in {all:?}\n{text}"));
-    let child = agent_tools_debug::process::ProcRef::of(child).expect("the child runs");
     // The parent's exit is seen (or noticed) even though the child keeps running.
     let status = h.ok(json!({"operation": "status"})).await;
     let DebugOutcome::Status(status) = status else { panic!() };
@@ -494,10 +491,7 @@ async fn a_console_script_of_the_project_environment_is_launched_by_name() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_forked_child_is_gone_at_the_end_of_the_run() {
     let Some((_project, h)) = check("python", config()) else { return };
-    h.ok(json!({"operation": "launch", "program": "forker.py"})).await;
-    let all = h.all_output().await;
-    let child = child_pid(&all).unwrap_or_else(|| panic!("no child pid in {all:?}"));
-    let child = agent_tools_debug::process::ProcRef::of(child).expect("the child runs");
+    let (_launched, child) = h.launch_forker("forker.py").await;
     h.debug.shutdown().await;
     assert_gone(&[child]);
 }

@@ -117,11 +117,7 @@ async fn a_panic_stops_the_program_with_its_message() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_started_child_that_outlives_the_program_is_gone_after_terminate() {
     let Some((_project, h)) = check(config()) else { return };
-    let launched = h.ok(json!({"operation": "launch", "program": "forker"})).await;
-    let all = h.all_output().await;
-    let text = agent_tools_debug::render(&launched);
-    let child = child_pid(&all).unwrap_or_else(|| panic!("no child pid in {all:?}\n{text}"));
-    let child = agent_tools_debug::process::ProcRef::of(child).expect("the child runs");
+    let (_launched, child) = h.launch_forker("forker").await;
     h.ok(json!({"operation": "terminate"})).await;
     assert_gone(&[child]);
 }

@@ -11,8 +11,8 @@ use std::{
 use serde_json::{Value, json};
 
 use crate::support::{
-    McpScript, TempProject, assert_no_survivors, host_binary, require, test_python, text_of,
-    tool_names,
+    McpScript, TempProject, assert_no_survivors, host_binary, python_venv_project, require,
+    require_debugpy, test_python, text_of, tool_names,
 };
 
 fn fixture(path: &str) -> String {
@@ -57,25 +57,16 @@ fn on_path(names: &[String]) -> bool {
 #[test]
 fn debugpy_over_mcp_stops_inspects_and_runs_to_the_exit() {
     let Some(python) = mcp_python() else { return };
-    let has_debugpy = Command::new(&python)
-        .args(["-c", "import debugpy"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !require("debugpy in the test venv", has_debugpy, "run `cargo xtask setup`") {
+    if !require_debugpy(&python) {
         return;
     }
-    let wrapper = format!("#!/bin/sh\nexec {} \"$@\"\n", python.display());
-    let project = TempProject::new(&[
-        ("pyproject.toml", "[project]\nname = \"buggy\"\n"),
-        ("buggy.py", &fixture("python/buggy.py")),
-        (".venv/bin/python", &wrapper),
-    ]);
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(
-        project.root.join(".venv/bin/python"),
-        std::fs::Permissions::from_mode(0o755),
-    )
-    .unwrap();
+    let project = python_venv_project(
+        &python,
+        &[
+            ("pyproject.toml", "[project]\nname = \"buggy\"\n"),
+            ("buggy.py", &fixture("python/buggy.py")),
+        ],
+    );
     let results = check(
         &project,
         &python,
@@ -271,25 +262,16 @@ fn run_steps(root: &Path, python: &Path, steps: Vec<Value>) -> Vec<Value> {
 #[test]
 fn a_cancelled_wait_returns_and_leaves_the_session_usable_with_progress_and_structured_content() {
     let Some(python) = mcp_python() else { return };
-    let has_debugpy = Command::new(&python)
-        .args(["-c", "import debugpy"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !require("debugpy in the test venv", has_debugpy, "run `cargo xtask setup`") {
+    if !require_debugpy(&python) {
         return;
     }
-    let wrapper = format!("#!/bin/sh\nexec {} \"$@\"\n", python.display());
-    let project = TempProject::new(&[
-        ("pyproject.toml", "[project]\nname = \"looping\"\n"),
-        ("loop.py", &fixture("python/loop.py")),
-        (".venv/bin/python", &wrapper),
-    ]);
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(
-        project.root.join(".venv/bin/python"),
-        std::fs::Permissions::from_mode(0o755),
-    )
-    .unwrap();
+    let project = python_venv_project(
+        &python,
+        &[
+            ("pyproject.toml", "[project]\nname = \"looping\"\n"),
+            ("loop.py", &fixture("python/loop.py")),
+        ],
+    );
     let call = |args: Value| json!({"op": "call", "tool": "debug", "args": args});
     let results = run_steps(
         &project.root,

@@ -2,12 +2,13 @@
 //! kernel and what its cell started, a language server, a debug adapter and its debuggee) must
 //! still go with it.
 
-use std::{os::unix::fs::PermissionsExt, path::Path, process::Command, time::Duration};
+use std::time::Duration;
 
 use serde_json::json;
 
 use crate::support::{
-    RawHost, TempProject, assert_no_survivors, processes_with_marker, require, test_python, text_of,
+    RawHost, TempProject, assert_no_survivors, debug_fixture, processes_with_marker,
+    python_venv_project, require, require_debugpy, test_python, text_of,
 };
 
 fn on_path(program: &str) -> bool {
@@ -21,11 +22,7 @@ fn every_process_of_a_run_dies_with_a_killed_host() {
         require("python venv with the `mcp` SDK", false, "run `cargo xtask setup`");
         return;
     };
-    let has_debugpy = Command::new(&python)
-        .args(["-c", "import debugpy"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !require("debugpy in the test venv", has_debugpy, "run `cargo xtask setup`")
+    if !require_debugpy(&python)
         || !require(
             "basedpyright-langserver on PATH",
             on_path("basedpyright-langserver"),
@@ -34,24 +31,15 @@ fn every_process_of_a_run_dies_with_a_killed_host() {
     {
         return;
     }
-    let program = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../crates/debug/tests/fixtures/python/buggy.py"),
-    )
-    .expect("the debug fixture");
-    let wrapper = format!("#!/bin/sh\nexec {} \"$@\"\n", python.display());
     let config = format!("[eval]\npython = {:?}\n", python.display().to_string());
-    let project = TempProject::new(&[
-        ("pyproject.toml", "[project]\nname = \"buggy\"\n"),
-        ("buggy.py", &program),
-        (".venv/bin/python", &wrapper),
-        ("agent-tools.toml", &config),
-    ]);
-    std::fs::set_permissions(
-        project.root.join(".venv/bin/python"),
-        std::fs::Permissions::from_mode(0o755),
-    )
-    .expect("chmod");
+    let project = python_venv_project(
+        &python,
+        &[
+            ("pyproject.toml", "[project]\nname = \"buggy\"\n"),
+            ("buggy.py", &debug_fixture("python/buggy.py")),
+            ("agent-tools.toml", &config),
+        ],
+    );
     let marker = format!("e2e-host-killed-{}", std::process::id());
     let mut host = RawHost::start(&project.root, &marker, &[]);
     host.initialize();

@@ -416,6 +416,30 @@ impl RawHost {
     }
 }
 
+/// True when `python` can import debugpy; otherwise fails in CI or skips loudly.
+pub(crate) fn require_debugpy(python: &Path) -> bool {
+    let found = Command::new(python)
+        .args(["-c", "import debugpy"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    require("debugpy in the test venv", found, "run `cargo xtask setup`")
+}
+
+/// A Python project whose own `.venv/bin/python` runs `python`, with `files` besides.
+pub(crate) fn python_venv_project(python: &Path, files: &[(&str, &str)]) -> TempProject {
+    let wrapper = format!("#!/bin/sh\nexec {} \"$@\"\n", python.display());
+    let mut all = files.to_vec();
+    all.push((".venv/bin/python", &wrapper));
+    let project = TempProject::new(&all);
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(
+        project.root.join(".venv/bin/python"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .expect("make the venv's python executable");
+    project
+}
+
 /// A file of the debug crate's fixtures.
 pub(crate) fn debug_fixture(path: &str) -> String {
     let file =

@@ -228,30 +228,10 @@ impl<'r> Evaluator<'r> {
                 false
             }
             Rule::Follows(rel) => {
-                let mut at = node.prev_sibling();
-                while let Some(n) = at {
-                    if self.try_at(&rel.rule, n, src, env, depth) {
-                        return true;
-                    }
-                    if self.stops(rel, n, src, env, depth) {
-                        return false;
-                    }
-                    at = n.prev_sibling();
-                }
-                false
+                self.sibling_matches(rel, node, |n| n.prev_sibling(), src, env, depth)
             }
             Rule::Precedes(rel) => {
-                let mut at = node.next_sibling();
-                while let Some(n) = at {
-                    if self.try_at(&rel.rule, n, src, env, depth) {
-                        return true;
-                    }
-                    if self.stops(rel, n, src, env, depth) {
-                        return false;
-                    }
-                    at = n.next_sibling();
-                }
-                false
+                self.sibling_matches(rel, node, |n| n.next_sibling(), src, env, depth)
             }
             Rule::All(rules) => {
                 let mark = env.len();
@@ -300,6 +280,30 @@ impl<'r> Evaluator<'r> {
     }
 
     /// Whether a relational walk stops after `node`.
+    /// Whether a sibling in one direction (`step`) matches the relation's rule, walking until
+    /// the relation's `stopBy` says stop.
+    fn sibling_matches<'t>(
+        &mut self,
+        rel: &Relation,
+        node: Node<'t>,
+        step: impl Fn(&Node<'t>) -> Option<Node<'t>>,
+        src: &[u8],
+        env: &mut Env<'t>,
+        depth: usize,
+    ) -> bool {
+        let mut at = step(&node);
+        while let Some(n) = at {
+            if self.try_at(&rel.rule, n, src, env, depth) {
+                return true;
+            }
+            if self.stops(rel, n, src, env, depth) {
+                return false;
+            }
+            at = step(&n);
+        }
+        false
+    }
+
     fn stops<'t>(
         &mut self,
         rel: &Relation,

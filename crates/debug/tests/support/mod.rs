@@ -157,6 +157,17 @@ impl Harness {
         output_text(&self.ok(json!({"operation": "output", "since": 0})).await)
     }
 
+    /// Launches a fixture that starts a child which outlives it and prints `child pid N`: the
+    /// launch's outcome and the running child.
+    pub async fn launch_forker(&self, program: &str) -> (DebugOutcome, ProcRef) {
+        let launched = self.ok(json!({"operation": "launch", "program": program})).await;
+        let text = agent_tools_debug::render(&launched);
+        let all = self.all_output().await;
+        let child = child_pid(&all).unwrap_or_else(|| panic!("no child pid in {all:?}\n{text}"));
+        let child = ProcRef::of(child).expect("the child runs");
+        (launched, child)
+    }
+
     /// Polls `status` until the session is gone (for a minute at most); how it ended.
     pub async fn wait_until_ended(&self) -> Option<String> {
         for _ in 0..600 {
