@@ -270,6 +270,20 @@ fn a_fix_with_expand_end_removes_the_trailing_comma_too() {
 }
 
 #[test]
+fn a_fix_with_expand_start_removes_the_leading_comma_too() {
+    let js = "const o = { a: 1, debug: true };\n";
+    let config = json!({
+        "rule": {"kind": "pair", "has": {"field": "key", "regex": "^debug$"}},
+        "fix": {"template": "", "expandStart": {"regex": "^,$"}}
+    });
+    let (_dir, text) = propose(
+        &[("a.js", js)],
+        EditRequest { rule: Some(config), path: Some("a.js".into()), ..Default::default() },
+    );
+    assert_eq!(text, "const o = { a: 1 };\n");
+}
+
+#[test]
 fn a_rule_with_a_rewrite_argument_rewrites_only_what_the_rule_selects() {
     let (_dir, text) = propose(
         &[("src/lib.rs", RUST)],

@@ -78,26 +78,12 @@ impl<'r> Evaluator<'r> {
         let mut replace = node.byte_range();
         if let Some(fix) = &self.set.fix {
             if let Some(rule) = &fix.expand_start {
-                let mut at = node;
-                while let Some(prev) = at.prev_sibling() {
-                    let mut scratch = env.clone();
-                    if !self.eval(rule, prev, src, &mut scratch, 0) {
-                        break;
-                    }
-                    replace.start = prev.start_byte();
-                    at = prev;
-                }
+                let first = self.farthest_run(rule, node, |n| n.prev_sibling(), src, &env);
+                replace.start = first.start_byte();
             }
             if let Some(rule) = &fix.expand_end {
-                let mut at = node;
-                while let Some(next) = at.next_sibling() {
-                    let mut scratch = env.clone();
-                    if !self.eval(rule, next, src, &mut scratch, 0) {
-                        break;
-                    }
-                    replace.end = next.end_byte();
-                    at = next;
-                }
+                let last = self.farthest_run(rule, node, |n| n.next_sibling(), src, &env);
+                replace.end = last.end_byte();
             }
         }
         let start = node.start_position();
@@ -280,6 +266,28 @@ impl<'r> Evaluator<'r> {
     }
 
     /// Whether a relational walk stops after `node`.
+    /// The farthest sibling in one direction (`step`) reached through siblings that all match
+    /// `rule` (`node` itself when the next one does not): how far a fix's `expandStart` or
+    /// `expandEnd` reaches.
+    fn farthest_run<'t>(
+        &mut self,
+        rule: &Rule,
+        node: Node<'t>,
+        step: impl Fn(&Node<'t>) -> Option<Node<'t>>,
+        src: &[u8],
+        env: &Env<'t>,
+    ) -> Node<'t> {
+        let mut at = node;
+        while let Some(next) = step(&at) {
+            let mut scratch = env.clone();
+            if !self.eval(rule, next, src, &mut scratch, 0) {
+                break;
+            }
+            at = next;
+        }
+        at
+    }
+
     /// Whether a sibling in one direction (`step`) matches the relation's rule, walking until
     /// the relation's `stopBy` says stop.
     fn sibling_matches<'t>(
