@@ -44,6 +44,9 @@ pub struct Pattern {
     pub(crate) multi: Vec<bool>,
     /// Words every match contains, longest first: the literal pre-filter.
     pub(crate) literals: Vec<String>,
+    /// The words of `literals` that come from named leaves (identifiers, numbers, strings),
+    /// which are all a level ignoring the pattern's unnamed tokens (`ast`, `relaxed`) requires.
+    pub(crate) named_literals: Vec<String>,
     pub(crate) strictness: Strictness,
     /// Set by a `selector`: the kind every match must have.
     pub(crate) root_kind: Option<u16>,
@@ -84,11 +87,9 @@ impl Pattern {
             }
             let mut rung_error: Option<ErrorAt> = None;
             for scaffold in *scaffolds {
-                if scaffold.before.ends_with(' ')
-                    && scaffold.before.contains('\n')
-                    && subst.text.contains('\n')
-                {
-                    // An indented scaffold (Python class body) cannot hold a multi-line fragment.
+                if is_indented(scaffold.before) && subst.text.contains('\n') {
+                    // An indented scaffold (Python class body) cannot hold a multi-line fragment;
+                    // one whose last line holds code (Go's `package p\nfunc … { `) can.
                     continue;
                 }
                 let source = format!("{}{}{}", scaffold.before, subst.text, scaffold.after);
@@ -204,6 +205,54 @@ impl Pattern {
         )))
     }
 
+    /// `$X`, `$$X` or `$_` alone, as a rule's `pattern` (ast-grep's way to name the matched node
+    /// for a fix or transform): any named node (`$$X`: any node), bound to the name. `None`
+    /// when `pattern` is anything else; `$$$X` alone is an error (a list is not one node).
+    pub(crate) fn lone_metavariable(
+        lang: Lang,
+        pattern: &str,
+    ) -> Result<Option<Pattern>, AstError> {
+        let data = lang.data()?;
+        let trimmed = pattern.trim();
+        let subst = substitute(lang, trimmed)?;
+        let Some((name, dollars)) = metavar_of(lang, subst.text.as_bytes()) else {
+            return Ok(None);
+        };
+        if dollars == 3 {
+            return Err(AstError::Pattern(format!(
+                "`{trimmed}` alone stands for a list of siblings, not one node; write `${}` to \
+                 bind the node the rule matches",
+                if name.is_empty() { "_".to_string() } else { name }
+            )));
+        }
+        let mut builder = Builder {
+            lang,
+            data,
+            src: &[],
+            vars: Vec::new(),
+            multi: Vec::new(),
+            literals: Vec::new(),
+            named_literals: Vec::new(),
+        };
+        let index = builder.var_index(&name, false);
+        let node = if dollars == 2 { PNode::Token(index) } else { PNode::Var(index) };
+        let sexp = render_sexp(std::slice::from_ref(&node), &builder.vars, &data.language);
+        Ok(Some(Pattern {
+            lang,
+            data,
+            nodes: vec![node],
+            vars: builder.vars,
+            multi: builder.multi,
+            literals: Vec::new(),
+            named_literals: Vec::new(),
+            strictness: Strictness::Smart,
+            root_kind: None,
+            context: ContextKind::Expression,
+            sexp,
+            source: trimmed.to_string(),
+        }))
+    }
+
     /// The same pattern compared at another strictness level.
     pub fn with_strictness(mut self, strictness: Strictness) -> Pattern {
         self.strictness = strictness;
@@ -244,8 +293,16 @@ impl Pattern {
     }
 
     /// Words a file must contain to be worth parsing.
+    /// At `signature` (leaves compare by kind) none; where the pattern's unnamed tokens are
+    /// ignored, only the words of its named leaves.
     pub fn literals(&self) -> &[String] {
-        &self.literals
+        if !self.strictness.compares_text() {
+            &[]
+        } else if self.strictness.ignores_pattern_tokens() {
+            &self.named_literals
+        } else {
+            &self.literals
+        }
     }
 
     /// The capturing metavariables, in order of first appearance, with `$` or `$$$`.
@@ -261,6 +318,12 @@ impl Pattern {
     pub fn is_sequence(&self) -> bool {
         self.nodes.len() > 1
     }
+}
+
+/// True when the scaffold's text before the hole ends in a line of only indentation: the
+/// hole's lines after the first would lack that indentation.
+fn is_indented(before: &str) -> bool {
+    before.rsplit_once('\n').is_some_and(|(_, last)| !last.is_empty() && last.trim().is_empty())
 }
 
 /// Where a parse error is in the pattern, 1-based.
@@ -299,7 +362,8 @@ fn build_pattern(
     if compiled.nodes.iter().all(PNode::is_var_like) {
         return Err(AstError::Pattern(format!(
             "`{trimmed}` is only a metavariable: it would match every node. Put code around it, \
-             for example `foo($X)` or `$X.unwrap()`, or use a rule with `kind`"
+             for example `foo($X)` or `$X.unwrap()`, or use a rule: there `pattern: \"$X\"` \
+             beside `kind` (or another rule) names the node the rule matches"
         )));
     }
     Ok(compiled)
@@ -313,12 +377,23 @@ fn build_pattern_unchecked(
     context: ContextKind,
     trimmed: &str,
 ) -> Pattern {
-    let mut builder =
-        Builder { lang, data, src, vars: Vec::new(), multi: Vec::new(), literals: Vec::new() };
+    let mut builder = Builder {
+        lang,
+        data,
+        src,
+        vars: Vec::new(),
+        multi: Vec::new(),
+        literals: Vec::new(),
+        named_literals: Vec::new(),
+    };
     let nodes: Vec<PNode> = hole_nodes.iter().map(|n| builder.build(*n)).collect();
-    let mut literals = builder.literals;
-    literals.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
-    literals.dedup();
+    let sorted = |mut words: Vec<String>| {
+        words.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+        words.dedup();
+        words
+    };
+    let literals = sorted(builder.literals);
+    let named_literals = sorted(builder.named_literals);
     let sexp = render_sexp(&nodes, &builder.vars, &data.language);
     Pattern {
         lang,
@@ -327,6 +402,7 @@ fn build_pattern_unchecked(
         vars: builder.vars,
         multi: builder.multi,
         literals,
+        named_literals,
         strictness: Strictness::Smart,
         root_kind: None,
         context,
@@ -525,6 +601,17 @@ fn select_hole(root: Node<'_>, start: usize, end: usize) -> Option<Vec<Node<'_>>
     let node = root.descendant_for_byte_range(start, end)?;
     // The file node itself is never the pattern: a fragment filling a whole scaffold-less file
     // is its top-level children.
+    // Go wraps the statements of a block in a `statement_list`: several statements filling
+    // the hole are a sequence (matched among any statements), not that wrapper, and the
+    // terminators between them (`;` or a newline) are not part of it.
+    if node.kind() == "statement_list" && node.start_byte() == start && node.end_byte() == end {
+        let mut children = Vec::new();
+        significant_children(node, &mut children);
+        children.retain(Node::is_named);
+        if children.len() > 1 {
+            return Some(children);
+        }
+    }
     if node.start_byte() == start && node.end_byte() == end && node.parent().is_some() {
         // Prefer the innermost named node of that exact range.
         let mut best = node;
@@ -592,6 +679,7 @@ struct Builder<'s> {
     vars: Vec<String>,
     multi: Vec<bool>,
     literals: Vec<String>,
+    named_literals: Vec<String>,
 }
 
 impl Builder<'_> {
@@ -647,7 +735,7 @@ impl Builder<'_> {
             Expando::JsonString => memchr::memmem::find(text, "µ".as_bytes()).is_some(),
         };
         if children.is_empty() || (is_stringish(node.kind()) && !has_mark) {
-            self.add_literals(text);
+            self.add_literals(text, named);
             let core = (!children.is_empty()).then(|| named_text(node, self.src).into());
             return PNode::Leaf { kind, named, text: text.into(), core };
         }
@@ -655,12 +743,15 @@ impl Builder<'_> {
         PNode::Inner { kind, named, children }
     }
 
-    fn add_literals(&mut self, text: &[u8]) {
+    fn add_literals(&mut self, text: &[u8], named: bool) {
         for word in text.split(|b| !is_ident_byte(*b)) {
             if word.len() >= 2
                 && let Ok(w) = std::str::from_utf8(word)
             {
                 self.literals.push(w.to_string());
+                if named {
+                    self.named_literals.push(w.to_string());
+                }
             }
         }
     }

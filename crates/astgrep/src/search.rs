@@ -91,7 +91,7 @@ pub(crate) fn query_source<'a>(
 /// A compiled pattern or rule, owned.
 pub(crate) enum Compiled {
     Pattern(Pattern),
-    Rule(RuleSet),
+    Rule(Box<RuleSet>),
 }
 
 impl Compiled {
@@ -102,7 +102,7 @@ impl Compiled {
     ) -> Result<Compiled, AstError> {
         match source {
             QuerySource::Pattern(p) => Ok(Compiled::Pattern(Pattern::compile(lang, p, context)?)),
-            QuerySource::Rule(r) => Ok(Compiled::Rule(RuleSet::compile(lang, r)?)),
+            QuerySource::Rule(r) => Ok(Compiled::Rule(Box::new(RuleSet::compile(lang, r)?))),
         }
     }
 

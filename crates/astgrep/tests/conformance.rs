@@ -33,7 +33,7 @@ const DIFFERENCES: &[(u64, &str)] = &[
 
 const TEMPLATE: &str =
     "the `template` strictness (kinds ignored) is not offered; use a rule with `kind` or `any`";
-const BARE_METAVARIABLE: &str = "a pattern that is only `$A` would match every node; it is refused, a rule with `kind` says which nodes";
+const BARE_METAVARIABLE: &str = "a search pattern that is only `$A` would match every node; it is refused, while a rule accepts `pattern: $A` (beside `kind`, which says which nodes)";
 const INCOMPLETE: &str = "an incomplete fragment (`if ($A)` without a body, closure parameters alone) is \
     refused instead of matched with ERROR nodes; write the whole construct or use `pattern: {context, selector}`";
 

@@ -30,7 +30,12 @@ impl<'r> Evaluator<'r> {
         let mut cursor = root.walk();
         loop {
             let node = cursor.node();
-            if self.set.kinds.contains(&self.set.data.canon(node.kind_id())) {
+            if self
+                .set
+                .kinds
+                .as_ref()
+                .is_none_or(|k| k.contains(&self.set.data.canon(node.kind_id())))
+            {
                 let mut env = Env::new();
                 if self.eval(&self.set.rule, node, src, &mut env, 0)
                     && self.constraints_hold(src, &mut env)
@@ -77,13 +82,23 @@ impl<'r> Evaluator<'r> {
             .collect::<Vec<_>>();
         let mut replace = node.byte_range();
         if let Some(fix) = &self.set.fix {
-            if let Some(rule) = &fix.expand_start {
-                let first = self.farthest_run(rule, node, |n| n.prev_sibling(), src, &env);
-                replace.start = first.start_byte();
+            // As ast-grep: the range reaches the one sibling the relation finds (with the
+            // default `stopBy: neighbor`, only the adjacent one), never a run of siblings.
+            if let Some(rel) = &fix.expand_start {
+                let mut scratch = env.clone();
+                if let Some(n) =
+                    self.sibling_find(rel, node, |n| n.prev_sibling(), src, &mut scratch, 0)
+                {
+                    replace.start = n.start_byte();
+                }
             }
-            if let Some(rule) = &fix.expand_end {
-                let last = self.farthest_run(rule, node, |n| n.next_sibling(), src, &env);
-                replace.end = last.end_byte();
+            if let Some(rel) = &fix.expand_end {
+                let mut scratch = env.clone();
+                if let Some(n) =
+                    self.sibling_find(rel, node, |n| n.next_sibling(), src, &mut scratch, 0)
+                {
+                    replace.end = n.end_byte();
+                }
             }
         }
         let start = node.start_position();
@@ -140,7 +155,8 @@ impl<'r> Evaluator<'r> {
             }
             Rule::Range { start, end } => {
                 let (s, e) = (node.start_position(), node.end_position());
-                (s.row, s.column) == *start && (e.row, e.column) == *end
+                (s.row, char_column(src, node.start_byte(), s.column)) == *start
+                    && (e.row, char_column(src, node.end_byte(), e.column)) == *end
             }
             Rule::NthChild(nth) => {
                 let Some(parent) = node.parent() else { return false };
@@ -214,10 +230,10 @@ impl<'r> Evaluator<'r> {
                 false
             }
             Rule::Follows(rel) => {
-                self.sibling_matches(rel, node, |n| n.prev_sibling(), src, env, depth)
+                self.sibling_find(rel, node, |n| n.prev_sibling(), src, env, depth).is_some()
             }
             Rule::Precedes(rel) => {
-                self.sibling_matches(rel, node, |n| n.next_sibling(), src, env, depth)
+                self.sibling_find(rel, node, |n| n.next_sibling(), src, env, depth).is_some()
             }
             Rule::All(rules) => {
                 let mark = env.len();
@@ -265,32 +281,9 @@ impl<'r> Evaluator<'r> {
         }
     }
 
-    /// Whether a relational walk stops after `node`.
-    /// The farthest sibling in one direction (`step`) reached through siblings that all match
-    /// `rule` (`node` itself when the next one does not): how far a fix's `expandStart` or
-    /// `expandEnd` reaches.
-    fn farthest_run<'t>(
-        &mut self,
-        rule: &Rule,
-        node: Node<'t>,
-        step: impl Fn(&Node<'t>) -> Option<Node<'t>>,
-        src: &[u8],
-        env: &Env<'t>,
-    ) -> Node<'t> {
-        let mut at = node;
-        while let Some(next) = step(&at) {
-            let mut scratch = env.clone();
-            if !self.eval(rule, next, src, &mut scratch, 0) {
-                break;
-            }
-            at = next;
-        }
-        at
-    }
-
-    /// Whether a sibling in one direction (`step`) matches the relation's rule, walking until
-    /// the relation's `stopBy` says stop.
-    fn sibling_matches<'t>(
+    /// The first sibling in one direction (`step`) that matches the relation's rule, walking
+    /// until the relation's `stopBy` says stop (the stop node itself is tried).
+    fn sibling_find<'t>(
         &mut self,
         rel: &Relation,
         node: Node<'t>,
@@ -298,20 +291,21 @@ impl<'r> Evaluator<'r> {
         src: &[u8],
         env: &mut Env<'t>,
         depth: usize,
-    ) -> bool {
+    ) -> Option<Node<'t>> {
         let mut at = step(&node);
         while let Some(n) = at {
             if self.try_at(&rel.rule, n, src, env, depth) {
-                return true;
+                return Some(n);
             }
             if self.stops(rel, n, src, env, depth) {
-                return false;
+                return None;
             }
             at = step(&n);
         }
-        false
+        None
     }
 
+    /// Whether a relational walk stops after `node`.
     fn stops<'t>(
         &mut self,
         rel: &Relation,
@@ -329,6 +323,12 @@ impl<'r> Evaluator<'r> {
             }
         }
     }
+}
+
+/// The column of byte offset `at` in characters, given its column in bytes (tree-sitter's).
+fn char_column(src: &[u8], at: usize, byte_column: usize) -> usize {
+    let line = &src[at.saturating_sub(byte_column)..at];
+    std::str::from_utf8(line).map_or(byte_column, |l| l.chars().count())
 }
 
 fn is_field_child(parent: Node<'_>, child: Node<'_>, field: std::num::NonZeroU16) -> bool {

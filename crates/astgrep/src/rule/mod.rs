@@ -28,19 +28,21 @@ pub struct RuleSet {
     /// Transformed variables, in order, usable in `fix` and `rewrite`.
     pub(crate) transforms: Vec<(String, Transform)>,
     pub(crate) fix: Option<Fix>,
-    /// Canonical kinds a match can have; the traversal tries only these.
-    pub(crate) kinds: Vec<u16>,
+    /// Canonical kinds a match can have; the traversal tries only these (every node when
+    /// the rule fixes none: no positive `pattern` or `kind`).
+    pub(crate) kinds: Option<Vec<u16>>,
     pub(crate) literals: Vec<String>,
     /// The rule as given, as compact JSON.
     pub(crate) source: String,
 }
 
-/// `fix`: the template and the rules that widen the replaced range over neighbours.
+/// `fix`: the template and the relations that widen the replaced range to a sibling (the
+/// adjacent one with the default `stopBy: neighbor`).
 #[derive(Debug)]
 pub(crate) struct Fix {
     pub(crate) template: String,
-    pub(crate) expand_start: Option<Rule>,
-    pub(crate) expand_end: Option<Rule>,
+    pub(crate) expand_start: Option<Relation>,
+    pub(crate) expand_end: Option<Relation>,
 }
 
 /// One compiled rule.

@@ -16,7 +16,7 @@ use crate::{
 const RULE_KEYS: &str = "pattern, kind, regex, nthChild, range, inside, has, follows, precedes, \
                          all, any, not, matches";
 const CONFIG_KEYS: &str = "rule, constraints, utils, transform, fix, language, strictness (and \
-                           id, message, severity, note, url, metadata, which are ignored)";
+                           id, message, severity, note, url, metadata, labels, which are ignored)";
 
 fn err(path: &str, what: impl std::fmt::Display) -> AstError {
     AstError::Rule(format!("`{path}`: {what}"))
@@ -43,7 +43,15 @@ pub(super) fn compile(lang: Lang, value: &Value) -> Result<RuleSet, AstError> {
         for key in config.keys() {
             match key.as_str() {
                 "rule" | "constraints" | "utils" | "transform" | "fix" | "language" | "id"
-                | "message" | "severity" | "note" | "url" | "metadata" | "strictness" => {}
+                | "message" | "severity" | "note" | "url" | "metadata" | "labels"
+                | "strictness" => {}
+                "rewriters" => {
+                    return Err(err(
+                        "rule.rewriters",
+                        "rewriters (and the `rewrite` transformation) are not supported here; \
+                         run one `ast_edit` per rewriter rule instead",
+                    ));
+                }
                 "files" | "ignores" => {
                     return Err(err(
                         &format!("rule.{key}"),
@@ -103,6 +111,7 @@ pub(super) fn compile(lang: Lang, value: &Value) -> Result<RuleSet, AstError> {
                 let compiled = Transform::parse(&format!("transform.{name}"), v)?;
                 transforms.push((name.trim_start_matches('$').to_string(), compiled));
             }
+            transforms = super::transform::order(transforms, &p.vars)?;
         }
         if let Some(f) = config.get("fix") {
             fix = Some(p.fix(f)?);
@@ -112,15 +121,12 @@ pub(super) fn compile(lang: Lang, value: &Value) -> Result<RuleSet, AstError> {
         let mut seen = HashSet::new();
         potential_kinds(&rule, &utils, &mut seen, 0)
     };
-    let Some(mut kinds) = kinds else {
-        return Err(err(
-            "rule",
-            "needs a positive `pattern` or `kind` (directly, in `all`, in every branch of `any`, or \
-             through `matches`) so it knows which nodes to try; add for example `\"kind\": \"call_expression\"`",
-        ));
-    };
-    kinds.sort_unstable();
-    kinds.dedup();
+    // Without a positive `pattern` or `kind` every node is tried, as ast-grep does.
+    let kinds = kinds.map(|mut kinds| {
+        kinds.sort_unstable();
+        kinds.dedup();
+        kinds
+    });
     let mut literals = Vec::new();
     required_literals(&rule, &utils, &mut literals, 0);
     literals.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
@@ -265,9 +271,12 @@ impl Parser<'_> {
 
     fn pattern(&mut self, path: &str, v: &Value) -> Result<Rule, AstError> {
         let pattern = match v {
-            Value::String(s) => Pattern::compile(self.lang, s, None)
-                .map_err(|e| err(path, e))?
-                .with_strictness(self.strictness),
+            Value::String(s) => match Pattern::lone_metavariable(self.lang, s) {
+                Ok(Some(p)) => p,
+                Ok(None) => Pattern::compile(self.lang, s, None).map_err(|e| err(path, e))?,
+                Err(e) => return Err(err(path, e)),
+            }
+            .with_strictness(self.strictness),
             Value::Object(obj) => {
                 for key in obj.keys() {
                     if !["context", "selector", "strictness"].contains(&key.as_str()) {
@@ -458,11 +467,11 @@ impl Parser<'_> {
                     })?
                     .to_string();
                 let expand_start = match obj.get("expandStart") {
-                    Some(r) => Some(self.rule("fix.expandStart", r)?),
+                    Some(r) => Some(self.relation("fix.expandStart", r)?),
                     None => None,
                 };
                 let expand_end = match obj.get("expandEnd") {
-                    Some(r) => Some(self.rule("fix.expandEnd", r)?),
+                    Some(r) => Some(self.relation("fix.expandEnd", r)?),
                     None => None,
                 };
                 Ok(Fix { template, expand_start, expand_end })
@@ -483,7 +492,18 @@ fn range(path: &str, v: &Value) -> Result<Rule, AstError> {
             as_u64(&format!("{at}.column"), p.get("column"))?,
         ))
     };
-    Ok(Rule::Range { start: point("start")?, end: point("end")? })
+    let (start, end) = (point("start")?, point("end")?);
+    if start > end {
+        return Err(err(
+            path,
+            format!(
+                "`start` ({}:{}) is after `end` ({}:{}), so no node could match; give the start \
+                 first (lines and columns are 0-based, columns in characters)",
+                start.0, start.1, end.0, end.1
+            ),
+        ));
+    }
+    Ok(Rule::Range { start, end })
 }
 
 /// `An+B`, `2n`, `-n+3`, `odd`, `even`, or a number.

@@ -42,6 +42,9 @@ const KINDS: &str = "substring {source, startChar, endChar}, replace {source, re
 
 impl Transform {
     pub(crate) fn parse(path: &str, v: &Value) -> Result<Transform, AstError> {
+        if let Value::String(text) = v {
+            return Transform::parse(path, &from_call(path, text)?);
+        }
         let obj = v
             .as_object()
             .filter(|o| o.len() == 1)
@@ -58,6 +61,7 @@ impl Transform {
                 )
             })?
             .to_string();
+        check_source(&format!("{at}.source"), &source)?;
         let int = |key: &str| -> Result<Option<i64>, AstError> {
             match body.get(key) {
                 None => Ok(None),
@@ -129,6 +133,12 @@ impl Transform {
                 };
                 Ok(Transform::Convert { source, to, separators })
             }
+            "rewrite" => Err(err(
+                &at,
+                format!(
+                    "the `rewrite` transformation needs `rewriters`, which are not supported here; use one of {KINDS}, or one `ast_edit` per rewriter rule"
+                ),
+            )),
             other => Err(err(
                 &format!("{path}.{other}"),
                 format!("unknown transformation; use one of {KINDS}"),
@@ -165,6 +175,179 @@ impl Transform {
             Transform::Convert { to, separators, .. } => convert(text, *to, separators.as_deref()),
         }
     }
+}
+
+/// ast-grep's string form, `substring($A, startChar=1, endChar=-1)` or
+/// `convert($A, toCase=snakeCase, separatedBy=[dash, underscore])`, as the object form.
+fn from_call(path: &str, text: &str) -> Result<Value, AstError> {
+    let syntax = || {
+        err(
+            path,
+            format!(
+                "`{text}` is not a transformation: write `KIND($SOURCE, key=value, …)` such as \
+                 `convert($A, toCase=snakeCase)`, or an object with one of {KINDS}"
+            ),
+        )
+    };
+    let (kind, rest) = text.trim().split_once('(').ok_or_else(syntax)?;
+    let rest = rest.trim_end().strip_suffix(')').ok_or_else(syntax)?;
+    let (source, mut rest) = rest.split_once(',').unwrap_or((rest, ""));
+    let mut body = serde_json::Map::new();
+    body.insert("source".into(), Value::String(source.trim().to_string()));
+    loop {
+        rest = rest.trim_start();
+        if rest.is_empty() {
+            break;
+        }
+        let (key, after) = rest.split_once('=').ok_or_else(syntax)?;
+        let after = after.trim_start();
+        let (value, next) = match after.chars().next() {
+            Some(q @ ('\'' | '"')) => {
+                let end = after[1..].find(q).ok_or_else(syntax)? + 1;
+                (Value::String(after[1..end].to_string()), &after[end + 1..])
+            }
+            Some('[') => {
+                let end = after.find(']').ok_or_else(syntax)?;
+                let items = after[1..end]
+                    .split(',')
+                    .map(|i| i.trim().trim_matches(['\'', '"']))
+                    .filter(|i| !i.is_empty())
+                    .map(|i| Value::String(i.to_string()))
+                    .collect();
+                (Value::Array(items), &after[end + 1..])
+            }
+            _ => {
+                let end = after.find(',').unwrap_or(after.len());
+                let word = after[..end].trim();
+                let value = word
+                    .parse::<i64>()
+                    .map(Value::from)
+                    .unwrap_or_else(|_| Value::String(word.to_string()));
+                (value, &after[end..])
+            }
+        };
+        body.insert(key.trim().to_string(), value);
+        rest = next.trim_start();
+        rest = rest.strip_prefix(',').unwrap_or(rest);
+    }
+    Ok(serde_json::json!({ kind.trim(): body }))
+}
+
+/// A transformation's `source` is one metavariable: `$A`, `$$A` or `$$$A` with an uppercase
+/// name (ast-grep refuses anything else, which would otherwise read nothing and write "").
+fn check_source(path: &str, source: &str) -> Result<(), AstError> {
+    let name = source.trim_start_matches('$');
+    let dollars = source.len() - name.len();
+    let well_formed = (1..=3).contains(&dollars)
+        && !name.is_empty()
+        && !name.starts_with(|c: char| c.is_ascii_digit())
+        && name != "_"
+        && name.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_');
+    if well_formed {
+        return Ok(());
+    }
+    let hint = if dollars == 0 && !name.is_empty() {
+        format!(" (write `${}`)", name.to_ascii_uppercase())
+    } else {
+        String::new()
+    };
+    Err(err(
+        path,
+        format!(
+            "`{source}` is not a metavariable{hint}: the source is a capture of the rule or \
+             another transform's name, `$`-prefixed and uppercase, such as \"$A\""
+        ),
+    ))
+}
+
+/// Orders `transforms` so each comes after the transform it reads, and refuses any that reads
+/// a metavariable neither the rule (`vars`, with `$`) nor another transform defines, one that
+/// reuses a capture's name, and cycles (`A` reading `A`, `A` reading `B` reading `A`).
+/// Each of these would otherwise make the fix write an empty string.
+pub(crate) fn order(
+    transforms: Vec<(String, Transform)>,
+    vars: &[String],
+) -> Result<Vec<(String, Transform)>, AstError> {
+    let captures: Vec<&str> = vars.iter().map(|v| v.trim_start_matches('$')).collect();
+    let names: Vec<&str> = transforms.iter().map(|(n, _)| n.as_str()).collect();
+    for (name, t) in &transforms {
+        if captures.contains(&name.as_str()) {
+            return Err(err(
+                &format!("transform.{name}"),
+                format!(
+                    "`${name}` is already a metavariable of the rule; give the transformed value \
+                     another name, such as `{name}_NEW`"
+                ),
+            ));
+        }
+        let source = t.source_name();
+        if !captures.contains(&source) && !names.contains(&source) {
+            let bound = if vars.is_empty() { "none".to_string() } else { vars.join(", ") };
+            let defined = if names.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "; transforms: {}",
+                    names.iter().map(|n| format!("${n}")).collect::<Vec<_>>().join(", ")
+                )
+            };
+            return Err(err(
+                &format!("transform.{name}"),
+                format!(
+                    "reads `${source}`, which no pattern of the rule binds and no transform \
+                     defines (bound: {bound}{defined}); read one of those instead"
+                ),
+            ));
+        }
+    }
+    // Depth-first: `state` is 0 unvisited, 1 on the current path, 2 placed.
+    let mut state = vec![0u8; transforms.len()];
+    let mut placed: Vec<usize> = Vec::with_capacity(transforms.len());
+    for start in 0..transforms.len() {
+        let mut path: Vec<usize> = Vec::new();
+        let mut at = Some(start);
+        while let Some(i) = at {
+            match state[i] {
+                2 => break,
+                1 => {
+                    let from = path.iter().position(|p| *p == i).unwrap_or(0);
+                    let cycle: Vec<String> = path[from..]
+                        .iter()
+                        .chain([&i])
+                        .map(|j| format!("${}", names[*j]))
+                        .collect();
+                    let what = if path.len() - from == 1 {
+                        format!("reads `${}`, its own result", names[i])
+                    } else {
+                        format!("is part of the cycle {}", cycle.join(" → "))
+                    };
+                    return Err(err(
+                        &format!("transform.{}", names[i]),
+                        format!(
+                            "{what}; a transform must read a capture of the rule (bound: {}) or \
+                             a transform that does not read it back",
+                            if vars.is_empty() { "none".to_string() } else { vars.join(", ") }
+                        ),
+                    ));
+                }
+                _ => {}
+            }
+            state[i] = 1;
+            path.push(i);
+            let source = transforms[i].1.source_name();
+            at = if captures.contains(&source) {
+                None
+            } else {
+                names.iter().position(|n| *n == source)
+            };
+        }
+        for i in path.into_iter().rev() {
+            state[i] = 2;
+            placed.push(i);
+        }
+    }
+    let mut slots: Vec<Option<(String, Transform)>> = transforms.into_iter().map(Some).collect();
+    Ok(placed.into_iter().filter_map(|i| slots[i].take()).collect())
 }
 
 fn convert(text: &str, to: Case, separators: Option<&[Separator]>) -> String {
