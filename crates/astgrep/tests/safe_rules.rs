@@ -344,3 +344,18 @@ fn nth_child_counts_code_siblings_not_comments() {
     let second = json!({"kind": "identifier", "nthChild": 2, "inside": {"kind": "arguments"}});
     assert_eq!(matched_texts("a.js", js, "javascript", second), vec!["b"]);
 }
+
+#[test]
+fn utility_rules_referring_to_themselves_at_the_same_node_are_refused() {
+    let e = rule_error(
+        Lang::Rust,
+        json!({"rule": {"matches": "a"}, "utils": {"a": {"not": {"matches": "b"}}, "b": {"all": [{"matches": "a"}]}}}),
+    );
+    assert!(e.contains("`utils.a`") && e.contains("a → b → a"), "{e}");
+    // Through a relational rule the reference moves to another node: a recursive rule.
+    let nested = json!({
+        "rule": {"matches": "nested-block"},
+        "utils": {"nested-block": {"kind": "block", "has": {"matches": "nested-block", "stopBy": "end"}}}
+    });
+    assert!(RuleSet::compile(Lang::Rust, &nested).is_ok());
+}

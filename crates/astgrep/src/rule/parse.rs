@@ -87,6 +87,7 @@ pub(super) fn compile(lang: Lang, value: &Value) -> Result<RuleSet, AstError> {
         let compiled = p.rule(&format!("utils.{name}"), v)?;
         utils.insert(name, compiled);
     }
+    check_util_cycles(&utils)?;
     let mut constraints = Vec::new();
     let mut transforms = Vec::new();
     let mut fix = None;
@@ -524,6 +525,62 @@ fn parse_formula(s: &str) -> Option<(i64, i64)> {
     let rest = &s[at + 1..];
     let b = if rest.is_empty() { 0 } else { rest.parse().ok()? };
     Some((a, b))
+}
+
+/// The utility rules `rule` refers to at the same node (through `all`, `any`, `not` and
+/// `matches`, not through a relational rule, which moves to another node).
+fn same_node_refs<'r>(rule: &'r Rule, out: &mut Vec<&'r str>) {
+    match rule {
+        Rule::All(rules) | Rule::Any(rules) => rules.iter().for_each(|r| same_node_refs(r, out)),
+        Rule::Not(r) => same_node_refs(r, out),
+        Rule::Matches(name) => out.push(name),
+        _ => {}
+    }
+}
+
+/// Refuses utility rules that refer to themselves at the same node (`a: {matches: a}`, or
+/// `a` → `b` → `a` through `all`/`any`/`not`), as ast-grep does: such a rule decides nothing.
+fn check_util_cycles(utils: &HashMap<String, Rule>) -> Result<(), AstError> {
+    fn visit<'r>(
+        name: &'r str,
+        utils: &'r HashMap<String, Rule>,
+        path: &mut Vec<&'r str>,
+        done: &mut HashSet<&'r str>,
+    ) -> Result<(), AstError> {
+        if done.contains(name) {
+            return Ok(());
+        }
+        if let Some(at) = path.iter().position(|p| *p == name) {
+            let mut cycle: Vec<&str> = path[at..].to_vec();
+            cycle.push(name);
+            return Err(err(
+                &format!("utils.{name}"),
+                format!(
+                    "refers to itself at the same node ({}), so it can never be decided; reach \
+                     it again only through a relational rule (`has`, `inside`, `follows`, \
+                     `precedes`), which moves to another node",
+                    cycle.join(" → ")
+                ),
+            ));
+        }
+        let Some(rule) = utils.get(name) else { return Ok(()) };
+        path.push(name);
+        let mut refs = Vec::new();
+        same_node_refs(rule, &mut refs);
+        for r in refs {
+            visit(r, utils, path, done)?;
+        }
+        path.pop();
+        done.insert(name);
+        Ok(())
+    }
+    let mut names: Vec<&str> = utils.keys().map(String::as_str).collect();
+    names.sort_unstable();
+    let mut done = HashSet::new();
+    for name in names {
+        visit(name, utils, &mut Vec::new(), &mut done)?;
+    }
+    Ok(())
 }
 
 /// Kinds a node matching `rule` can have; None when any kind can match.
