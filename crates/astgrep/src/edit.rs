@@ -22,7 +22,7 @@ use crate::{
     lang::{ContextKind, Lang},
     matcher::RawMatch,
     pattern::{Pattern, first_error},
-    rule::Transform,
+    rule::{RuleSet, Transform},
     search::{
         Compiled, PatternInfo, count, explain_empty, one_line, plural, query_source,
         request_language,
@@ -417,6 +417,20 @@ pub fn rewrite_source(pattern: &Pattern, rewrite: &str, source: &str) -> Result<
     Ok(apply_rewrites(source, matches, &template).0)
 }
 
+/// Applies the `fix` of rule config `rules` (with its transforms and expansions) to every match
+/// in `source` (one file's text), as `ast_edit` would, and returns the new text. For tests and
+/// in-memory hosts.
+pub fn fix_source(rules: &RuleSet, source: &str) -> Result<String, AstError> {
+    let fix = rules.fix_template().ok_or_else(|| {
+        AstError::Rewrite(
+            "the rule config has no `fix`: give one, as a string or {template}".into(),
+        )
+    })?;
+    let template =
+        Template::new(rules.lang(), fix, rules.metavariables().to_vec(), &rules.transforms)?;
+    Ok(apply_rewrites(source, rules.match_source(source), &template).0)
+}
+
 /// A compiled rewrite: segments, and the transformations that compute extra variables.
 struct Template<'a> {
     segs: Vec<Seg>,
@@ -425,7 +439,20 @@ struct Template<'a> {
     names: Vec<String>,
 }
 
-impl Template<'_> {
+impl<'a> Template<'a> {
+    /// Compiles `rewrite` for captures `names` and the variables `transforms` compute.
+    fn new(
+        lang: Lang,
+        rewrite: &str,
+        names: Vec<String>,
+        transforms: &'a [(String, Transform)],
+    ) -> Result<Template<'a>, AstError> {
+        let mut all_names = names.clone();
+        all_names.extend(transforms.iter().map(|(n, _)| format!("${n}")));
+        let segs = compile_template(lang, rewrite, &all_names)?;
+        Ok(Template { segs, transforms, names })
+    }
+
     /// The transformed variables of one match, in order.
     fn values(&self, m: &RawMatch, src: &str) -> Vec<String> {
         let mut values: Vec<String> = Vec::with_capacity(self.transforms.len());
@@ -533,11 +560,8 @@ impl EditStore {
                 ));
             }
         };
-        let names = compiled.query().metavariables();
-        let mut all_names = names.clone();
-        all_names.extend(transforms.iter().map(|(n, _)| format!("${n}")));
-        let segs = compile_template(scope.lang, rewrite, &all_names)?;
-        let template = Template { segs, transforms, names };
+        let template =
+            Template::new(scope.lang, rewrite, compiled.query().metavariables(), transforms)?;
         let info = compiled.info();
         let scan = scan(&scope, compiled.query(), options, &|ctx| edit_file(ctx, &template))?;
         let mut unchanged_matches = 0;

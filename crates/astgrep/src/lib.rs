@@ -37,7 +37,8 @@ pub use crate::{
     config::AstgrepConfig,
     edit::{
         EditRequest, EditStore, MAX_DIFF_LINES, MAX_STAGED, Proposal, ProposedFile, Resolution,
-        ResolveAction, ResolveRequest, render_proposal, render_resolution, rewrite_source,
+        ResolveAction, ResolveRequest, fix_source, render_proposal, render_resolution,
+        rewrite_source,
     },
     error::AstError,
     lang::{ContextKind, Lang},

@@ -155,8 +155,11 @@ impl<'r> Evaluator<'r> {
             }
             Rule::Range { start, end } => {
                 let (s, e) = (node.start_position(), node.end_position());
-                (s.row, char_column(src, node.start_byte(), s.column)) == *start
-                    && (e.row, char_column(src, node.end_byte(), e.column)) == *end
+                let at = |(line, column): (usize, Option<usize>), row, byte, byte_column| {
+                    line == row && column.is_none_or(|c| c == char_column(src, byte, byte_column))
+                };
+                at(*start, s.row, node.start_byte(), s.column)
+                    && at(*end, e.row, node.end_byte(), e.column)
             }
             Rule::NthChild(nth) => {
                 let Some(parent) = node.parent() else { return false };

@@ -52,7 +52,11 @@ pub(crate) enum Rule {
     Kind(u16),
     Regex(regex::Regex),
     NthChild(Box<NthChild>),
-    Range { start: (usize, usize), end: (usize, usize) },
+    /// Line and column (in characters; `None`: any column), 0-based.
+    Range {
+        start: (usize, Option<usize>),
+        end: (usize, Option<usize>),
+    },
     Inside(Box<Relation>),
     Has(Box<Relation>),
     Follows(Box<Relation>),
@@ -115,6 +119,15 @@ impl RuleSet {
 
     pub fn literals(&self) -> &[String] {
         &self.literals
+    }
+
+    /// Every match of the rule in `source` (one file's text), in pre-order. For tests and
+    /// in-memory hosts.
+    pub fn match_source(&self, source: &str) -> Vec<crate::RawMatch> {
+        let mut parser = self.data.parser();
+        let Some(tree) = parser.parse(source, None) else { return Vec::new() };
+        Evaluator::new(self, crate::DEFAULT_STEP_BUDGET)
+            .find_all(tree.root_node(), source.as_bytes())
     }
 
     /// The `fix` template of the config, if it has one.

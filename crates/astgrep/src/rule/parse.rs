@@ -483,24 +483,34 @@ impl Parser<'_> {
 }
 
 fn range(path: &str, v: &Value) -> Result<Rule, AstError> {
-    let point = |key: &str| -> Result<(usize, usize), AstError> {
+    let point = |key: &str| -> Result<(usize, Option<usize>), AstError> {
         let at = format!("{path}.{key}");
-        let p = v
-            .get(key)
-            .ok_or_else(|| err(&at, "is required: {\"line\": L, \"column\": C}, 0-based"))?;
-        Ok((
-            as_u64(&format!("{at}.line"), p.get("line"))?,
-            as_u64(&format!("{at}.column"), p.get("column"))?,
-        ))
+        let p = v.get(key).ok_or_else(|| {
+            err(&at, "is required: {\"line\": L, \"column\": C}, 0-based (`column` optional)")
+        })?;
+        let column = match p.get("column") {
+            None | Some(Value::Null) => None,
+            c => Some(as_u64(&format!("{at}.column"), c)?),
+        };
+        Ok((as_u64(&format!("{at}.line"), p.get("line"))?, column))
     };
     let (start, end) = (point("start")?, point("end")?);
-    if start > end {
+    let after = match (start, end) {
+        ((sl, Some(sc)), (el, Some(ec))) => (sl, sc) > (el, ec),
+        ((sl, _), (el, _)) => sl > el,
+    };
+    if after {
+        let show = |(line, column): (usize, Option<usize>)| match column {
+            Some(c) => format!("{line}:{c}"),
+            None => format!("line {line}"),
+        };
         return Err(err(
             path,
             format!(
-                "`start` ({}:{}) is after `end` ({}:{}), so no node could match; give the start \
+                "`start` ({}) is after `end` ({}), so no node could match; give the start \
                  first (lines and columns are 0-based, columns in characters)",
-                start.0, start.1, end.0, end.1
+                show(start),
+                show(end)
             ),
         ));
     }
