@@ -1,6 +1,6 @@
-//! ast-grep's own rule tests (crates/config), ported as data in
-//! `tests/rule_vectors/ast-grep-config-rules.json` (MIT): every vector agrees, except the
-//! deliberate differences listed in `DIFFERENCES` (and the crate README).
+//! ast-grep's own rule tests (crates/config) and the rules of its website catalog, ported as
+//! data in `tests/rule_vectors/ast-grep-config-rules.json` (MIT): every vector agrees, except
+//! the deliberate differences listed in `DIFFERENCES` (and the crate README).
 
 use agent_tools_astgrep::{Lang, RuleSet, fix_source};
 use serde_json::Value;
@@ -42,6 +42,18 @@ fn disagreement(group: &str, case: &Value) -> Option<String> {
             }
             (!wrong.is_empty()).then(|| wrong.join("; "))
         }
+        "lines" => {
+            let rules = match compile(case) {
+                Ok(r) => r,
+                Err(e) => return Some(format!("does not compile: {e}")),
+            };
+            let source = case["source"].as_str().unwrap_or("");
+            let got: Vec<u64> =
+                rules.match_source(source).iter().map(|m| m.start.0 as u64 + 1).collect();
+            let want: Vec<u64> =
+                case["lines"].as_array().into_iter().flatten().filter_map(Value::as_u64).collect();
+            (got != want).then(|| format!("matches on lines {got:?}, expected {want:?}"))
+        }
         "fixes" => {
             let rules = match compile(case) {
                 Ok(r) => r,
@@ -68,7 +80,7 @@ fn every_ported_ast_grep_rule_vector_agrees_or_is_a_listed_difference() {
     let mut failures = Vec::new();
     let mut unexpected_passes = Vec::new();
     let mut ran = 0;
-    for group in ["matches", "fixes", "refused", "accepted"] {
+    for group in ["matches", "lines", "fixes", "refused", "accepted"] {
         for case in vectors[group].as_array().into_iter().flatten() {
             ran += 1;
             let test = case["test"].as_str().unwrap_or("");
@@ -83,7 +95,7 @@ fn every_ported_ast_grep_rule_vector_agrees_or_is_a_listed_difference() {
             }
         }
     }
-    assert!(ran >= 43, "only {ran} vectors");
+    assert!(ran >= 70, "only {ran} vectors");
     assert!(
         failures.is_empty() && unexpected_passes.is_empty(),
         "{} of {ran} vectors disagree:\n{}\nlisted as differences but agree: {unexpected_passes:?}",

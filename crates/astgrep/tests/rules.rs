@@ -193,6 +193,8 @@ fn rule_errors_name_the_key_and_say_what_would_work() {
         json!({"has": {"field": "retrun_type", "kind": "type_identifier"}, "kind": "function_item"}),
     );
     assert!(e.contains("`rule.has.field`") && e.contains("retrun_type"), "{e}");
+    let e = rule_error(Lang::Rust, json!({"not": {"kind": "block"}}));
+    assert!(e.contains("needs a positive `kind`"), "{e}");
     let e = rule_error(Lang::Rust, json!({"kind": "block", "matches": "nope"}));
     assert!(e.contains("`rule.matches`") && e.contains("utils"), "{e}");
     let e = rule_error(Lang::Rust, json!({"regex": "(", "kind": "block"}));

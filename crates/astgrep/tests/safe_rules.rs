@@ -182,16 +182,13 @@ fn a_lone_metavariable_pattern_works_inside_relational_rules() {
 }
 
 #[test]
-fn a_rule_without_a_kind_tries_every_node() {
-    let dir = support::project(&[("a.py", "x = legacy_call(1)\ny = modern(2)\n")]);
-    let request = SearchRequest {
-        rule: Some(json!({"regex": "^legacy_", "not": {"regex": "\\("}})),
-        language: Some("python".into()),
-        ..Default::default()
-    };
-    let result = search(dir.path(), &request, &SearchOptions::default()).expect("search");
-    let code: Vec<&str> = result.matches.iter().map(|m| m.text.as_str()).collect();
-    assert_eq!(code, vec!["legacy_call"]);
+fn a_rule_without_a_kind_is_refused_as_ast_grep_refuses_it() {
+    for rule in
+        [json!({"regex": "^legacy_"}), json!({"pattern": "$X"}), json!({"not": {"kind": "call"}})]
+    {
+        let e = rule_error(Lang::Python, rule);
+        assert!(e.contains("needs a positive `kind`") && e.contains("lone `$X`"), "{e}");
+    }
 }
 
 #[test]

@@ -30,12 +30,7 @@ impl<'r> Evaluator<'r> {
         let mut cursor = root.walk();
         loop {
             let node = cursor.node();
-            if self
-                .set
-                .kinds
-                .as_ref()
-                .is_none_or(|k| k.contains(&self.set.data.canon(node.kind_id())))
-            {
+            if self.set.kinds.contains(&self.set.data.canon(node.kind_id())) {
                 let mut env = Env::new();
                 if self.eval(&self.set.rule, node, src, &mut env, 0)
                     && self.constraints_hold(src, &mut env)

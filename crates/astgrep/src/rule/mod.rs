@@ -28,9 +28,8 @@ pub struct RuleSet {
     /// Transformed variables, in order, usable in `fix` and `rewrite`.
     pub(crate) transforms: Vec<(String, Transform)>,
     pub(crate) fix: Option<Fix>,
-    /// Canonical kinds a match can have; the traversal tries only these (every node when
-    /// the rule fixes none: no positive `pattern` or `kind`).
-    pub(crate) kinds: Option<Vec<u16>>,
+    /// Canonical kinds a match can have; the traversal tries only these.
+    pub(crate) kinds: Vec<u16>,
     pub(crate) literals: Vec<String>,
     /// The rule as given, as compact JSON.
     pub(crate) source: String,

@@ -122,12 +122,16 @@ pub(super) fn compile(lang: Lang, value: &Value) -> Result<RuleSet, AstError> {
         let mut seen = HashSet::new();
         potential_kinds(&rule, &utils, &mut seen, 0)
     };
-    // Without a positive `pattern` or `kind` every node is tried, as ast-grep does.
-    let kinds = kinds.map(|mut kinds| {
-        kinds.sort_unstable();
-        kinds.dedup();
-        kinds
-    });
+    let Some(mut kinds) = kinds else {
+        return Err(err(
+            "rule",
+            "needs a positive `kind`, or a `pattern` other than a lone `$X` (directly, in `all`, in \
+             every branch of `any`, or through `matches`) so it knows which nodes to try, as \
+             ast-grep requires; add for example `\"kind\": \"call_expression\"` beside the other keys",
+        ));
+    };
+    kinds.sort_unstable();
+    kinds.dedup();
     let mut literals = Vec::new();
     required_literals(&rule, &utils, &mut literals, 0);
     literals.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
