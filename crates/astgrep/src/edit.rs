@@ -417,6 +417,17 @@ pub fn rewrite_source(pattern: &Pattern, rewrite: &str, source: &str) -> Result<
     Ok(apply_rewrites(source, matches, &template).0)
 }
 
+/// Refuses a rule config's `fix` template that uses a metavariable the rule neither binds
+/// nor computes with `transform`, as ast-grep does when it reads the rule.
+pub(crate) fn check_fix(
+    lang: Lang,
+    template: &str,
+    vars: &[String],
+    transforms: &[(String, Transform)],
+) -> Result<(), AstError> {
+    Template::new(lang, template, vars.to_vec(), transforms).map(|_| ())
+}
+
 /// Applies the `fix` of rule config `rules` (with its transforms and expansions) to every match
 /// in `source` (one file's text), as `ast_edit` would, and returns the new text. For tests and
 /// in-memory hosts.

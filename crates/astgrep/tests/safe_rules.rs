@@ -356,3 +356,16 @@ fn utility_rules_referring_to_themselves_at_the_same_node_are_refused() {
     });
     assert!(RuleSet::compile(Lang::Rust, &nested).is_ok());
 }
+
+#[test]
+fn a_fix_using_a_metavariable_the_rule_does_not_bind_is_refused_when_the_rule_is_read() {
+    let config = json!({"rule": {"pattern": "$F($A)"}, "fix": "$F($B)"});
+    let e = rule_error(Lang::Python, config.clone());
+    assert!(e.contains("`fix`") && e.contains("`$B` is not bound") && e.contains("$F, $A"), "{e}");
+    // A search with that config is refused too, not only the edit.
+    let dir = support::project(&[("a.py", "f(1)\n")]);
+    let request =
+        SearchRequest { rule: Some(config), path: Some("a.py".into()), ..Default::default() };
+    let e = search(dir.path(), &request, &SearchOptions::default()).unwrap_err().to_string();
+    assert!(e.contains("`$B` is not bound"), "{e}");
+}

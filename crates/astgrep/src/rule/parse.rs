@@ -148,6 +148,12 @@ pub(super) fn compile(lang: Lang, value: &Value) -> Result<RuleSet, AstError> {
             ));
         }
     }
+    if let Some(fix) = &fix {
+        crate::edit::check_fix(lang, &fix.template, &p.vars, &transforms).map_err(|e| match e {
+            AstError::Rewrite(why) => err("fix", why),
+            other => other,
+        })?;
+    }
     Ok(RuleSet {
         lang,
         data,
