@@ -428,6 +428,16 @@ pub(crate) fn check_fix(
     Template::new(lang, template, vars.to_vec(), transforms).map(|_| ())
 }
 
+/// What the `fix` of `rules` writes for one of its matches (a rewriter's edit).
+pub(crate) fn fix_text(rules: &RuleSet, m: &RawMatch, src: &str) -> String {
+    let Some(fix) = rules.fix_template() else { return String::new() };
+    match Template::new(rules.lang(), fix, rules.metavariables().to_vec(), &rules.transforms) {
+        Ok(template) => expand(&template.segs, m, src, &template.values(m, src)),
+        // Checked when the rule was compiled.
+        Err(_) => String::new(),
+    }
+}
+
 /// Applies the `fix` of rule config `rules` (with its transforms and expansions) to every match
 /// in `source` (one file's text), as `ast_edit` would, and returns the new text. For tests and
 /// in-memory hosts.
@@ -468,6 +478,10 @@ impl<'a> Template<'a> {
     fn values(&self, m: &RawMatch, src: &str) -> Vec<String> {
         let mut values: Vec<String> = Vec::with_capacity(self.transforms.len());
         for (i, (_, t)) in self.transforms.iter().enumerate() {
+            if let Some((_, text)) = m.rewritten.iter().find(|(at, _)| *at == i) {
+                values.push(text.clone());
+                continue;
+            }
             let name = t.source_name();
             let from_capture = self
                 .names

@@ -39,6 +39,9 @@ pub struct RawMatch {
     pub replace: Range<usize>,
     /// Block comments inside `replace` but outside every capture: a rewrite keeps them.
     pub comments: Vec<Range<usize>>,
+    /// The values of a rule's `rewrite` transforms, by index in its transforms: computed while
+    /// matching, where the captured nodes are at hand.
+    pub(crate) rewritten: Vec<(usize, String)>,
 }
 
 /// Matches one pattern against trees of its language.
@@ -181,6 +184,7 @@ impl<'p> Matcher<'p> {
             captures,
             replace,
             comments: Vec::new(),
+            rewritten: Vec::new(),
         }
     }
 

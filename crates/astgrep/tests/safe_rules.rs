@@ -248,18 +248,73 @@ fn a_range_whose_start_is_after_its_end_is_refused() {
 }
 
 #[test]
-fn labels_are_accepted_and_rewriters_are_refused_with_the_reason() {
+fn labels_are_accepted_as_report_only_keys() {
     let config = json!({
         "rule": {"pattern": "print($A)"},
         "labels": {"A": {"style": "primary", "message": "printed"}},
         "message": "no prints"
     });
     assert_eq!(matched_texts("a.py", "print(1)\n", "python", config), vec!["print(1)"]);
+}
+
+#[test]
+fn rewriters_rewrite_the_nodes_inside_a_capture() {
+    let config = json!({
+        "rule": {"pattern": "log($$$ARGS)"},
+        "rewriters": [
+            {"id": "quote", "rule": {"kind": "identifier", "pattern": "$N"}, "fix": "repr($N)"},
+            {"id": "keep-numbers", "rule": {"kind": "integer"}, "fix": "0"}
+        ],
+        "transform": {
+            "QUOTED": {"rewrite": {"source": "$$$ARGS", "rewriters": ["quote", "keep-numbers"]}},
+            "LISTED": "rewrite($$$ARGS, rewriters=[quote], joinBy=' + ')"
+        },
+        "fix": "log($QUOTED)  # $LISTED"
+    });
+    let py = "log(a, 7, f(b))\n";
+    assert_eq!(
+        fixed("a.py", py, config),
+        "log(repr(a), 0, repr(f)(repr(b)))  # repr(a) + repr(f) + repr(b)\n"
+    );
+}
+
+#[test]
+fn a_rewrite_naming_an_undefined_rewriter_or_a_transform_is_refused() {
+    let base = |transform: Value| {
+        json!({
+            "rule": {"pattern": "f($A)"},
+            "rewriters": [{"id": "r", "rule": {"kind": "integer"}, "fix": "0"}],
+            "transform": transform,
+            "fix": "$B"
+        })
+    };
     let e = rule_error(
         Lang::Python,
-        json!({"rule": {"pattern": "print($A)"}, "rewriters": [{"id": "r", "rule": {"kind": "integer"}, "fix": "0"}]}),
+        base(json!({"B": {"rewrite": {"source": "$A", "rewriters": ["nope"]}}})),
     );
-    assert!(e.contains("`rule.rewriters`") && e.contains("not supported"), "{e}");
+    assert!(
+        e.contains("`transform.B.rewrite.rewriters`")
+            && e.contains("no rewriter `nope`")
+            && e.contains("defined: r"),
+        "{e}"
+    );
+    let e = rule_error(
+        Lang::Python,
+        base(
+            json!({"C": {"convert": {"source": "$A", "toCase": "upperCase"}}, "B": {"rewrite": {"source": "$C", "rewriters": ["r"]}}}),
+        ),
+    );
+    assert!(e.contains("`transform.B.rewrite.source`") && e.contains("nodes of a capture"), "{e}");
+    let e = rule_error(
+        Lang::Python,
+        json!({"rule": {"pattern": "f($A)"}, "rewriters": [{"id": "r", "rule": {"kind": "integer"}}]}),
+    );
+    assert!(e.contains("`rewriters.r`") && e.contains("`fix`"), "{e}");
+    let e = rule_error(
+        Lang::Python,
+        json!({"rule": {"pattern": "f($A)"}, "rewriters": [{"id": "r", "rule": {"kind": "integer"}, "fix": "$Z"}]}),
+    );
+    assert!(e.contains("in rewriter `r`") && e.contains("`$Z` is not bound"), "{e}");
 }
 
 #[test]

@@ -3,17 +3,22 @@
 
 use tree_sitter::Node;
 
-use super::{Relation, Rule, RuleSet, StopBy};
+use super::{Relation, Rule, RuleSet, StopBy, Transform};
 use crate::matcher::{Capture, Matcher, RawMatch};
 
 /// Bindings by metavariable name (without `$`).
 type Env<'t> = Vec<(String, Capture<'t>)>;
 
-/// How deep `matches` may nest (utility rules referring to each other).
+/// How deep `matches` may nest (utility rules referring to each other), and how deep
+/// rewriters may run inside each other's captures.
 const MAX_DEPTH: usize = 64;
 
 pub(crate) struct Evaluator<'r> {
     set: &'r RuleSet,
+    /// The config's `rewriters` (those of the top rule, also while running a rewriter).
+    rewriters: &'r [(String, RuleSet)],
+    /// How many rewriters this evaluation runs inside.
+    nesting: usize,
     budget: u64,
     /// Byte offsets of candidates where a pattern's step budget ran out.
     pub(crate) budget_hits: Vec<usize>,
@@ -21,7 +26,7 @@ pub(crate) struct Evaluator<'r> {
 
 impl<'r> Evaluator<'r> {
     pub(crate) fn new(set: &'r RuleSet, budget: u64) -> Self {
-        Evaluator { set, budget, budget_hits: Vec::new() }
+        Evaluator { set, rewriters: &set.rewriters, nesting: 0, budget, budget_hits: Vec::new() }
     }
 
     /// Every node under `root` the rule (and its constraints) matches, in pre-order.
@@ -35,7 +40,7 @@ impl<'r> Evaluator<'r> {
                 if self.eval(&self.set.rule, node, src, &mut env, 0)
                     && self.constraints_hold(src, &mut env)
                 {
-                    out.push(self.finish(node, src, env));
+                    out.push(self.finish(node, src, env, None));
                 }
             }
             if cursor.goto_first_child() {
@@ -62,7 +67,15 @@ impl<'r> Evaluator<'r> {
         true
     }
 
-    fn finish<'t>(&mut self, node: Node<'t>, src: &[u8], env: Env<'t>) -> RawMatch {
+    /// The match at `node` with bindings `env`; `enclosing` is the top rule's bindings when
+    /// this evaluates a rewriter (None: `env` is the top rule's).
+    fn finish<'t>(
+        &mut self,
+        node: Node<'t>,
+        src: &[u8],
+        env: Env<'t>,
+        enclosing: Option<&Env<'t>>,
+    ) -> RawMatch {
         let captures = self
             .set
             .vars
@@ -96,6 +109,15 @@ impl<'r> Evaluator<'r> {
                 }
             }
         }
+        let mut rewritten = Vec::new();
+        for (i, (_, t)) in self.set.transforms.iter().enumerate() {
+            if let Transform::Rewrite { rewriters, join_by, .. } = t {
+                let top = enclosing.unwrap_or(&env);
+                let text =
+                    self.rewrite(t.source_name(), rewriters, join_by.as_deref(), &env, top, src);
+                rewritten.push((i, text));
+            }
+        }
         let start = node.start_position();
         RawMatch {
             range: node.byte_range(),
@@ -103,7 +125,116 @@ impl<'r> Evaluator<'r> {
             captures,
             replace,
             comments: Vec::new(),
+            rewritten,
         }
+    }
+
+    /// A `rewrite` transform: the text of capture `name` with every descendant (in pre-order,
+    /// outermost first) that one of the rewriters `ids` matches replaced by that rewriter's
+    /// fix, as ast-grep does; with `join_by`, only the rewritten parts, joined by it. A
+    /// rewriter starts from the top rule's bindings (`enclosing`), not from another rewriter's.
+    fn rewrite<'t>(
+        &mut self,
+        name: &str,
+        ids: &[String],
+        join_by: Option<&str>,
+        env: &Env<'t>,
+        enclosing: &Env<'t>,
+        src: &[u8],
+    ) -> String {
+        let nodes: Vec<Node<'t>> = match env.iter().find(|(n, _)| n == name).map(|(_, c)| c) {
+            Some(Capture::One(n)) => vec![*n],
+            Some(Capture::Many(Some((first, last)))) => {
+                let mut out = Vec::new();
+                let mut at = Some(*first);
+                while let Some(n) = at {
+                    if n.is_named() && !n.is_extra() {
+                        out.push(n);
+                    }
+                    if n.id() == last.id() {
+                        break;
+                    }
+                    at = n.next_sibling();
+                }
+                out
+            }
+            _ => return String::new(),
+        };
+        let (Some(first), Some(last)) = (nodes.first(), nodes.last()) else {
+            return String::new();
+        };
+        let span = first.start_byte()..last.end_byte();
+        let Ok(text) = std::str::from_utf8(src) else { return String::new() };
+        let rules: Vec<&RuleSet> = ids
+            .iter()
+            .filter_map(|id| self.rewriters.iter().find(|(i, _)| i == id).map(|(_, r)| r))
+            .collect();
+        let mut edits: Vec<(std::ops::Range<usize>, String)> = Vec::new();
+        if self.nesting < MAX_DEPTH {
+            for node in &nodes {
+                let mut cursor = node.walk();
+                loop {
+                    let at = cursor.node();
+                    let free = edits.last().is_none_or(|(r, _)| at.start_byte() >= r.end);
+                    let done =
+                        free && self.rewrite_at(&rules, at, src, text, enclosing, &mut edits);
+                    if !done && cursor.goto_first_child() {
+                        continue;
+                    }
+                    if !crate::matcher::skip_subtree(&mut cursor) {
+                        break;
+                    }
+                }
+            }
+        }
+        edits.retain(|(r, _)| r.start >= span.start && r.end <= span.end);
+        if let Some(joiner) = join_by {
+            return edits.into_iter().map(|(_, t)| t).collect::<Vec<_>>().join(joiner);
+        }
+        let mut out = String::new();
+        let mut pos = span.start;
+        for (r, t) in edits {
+            out.push_str(&text[pos..r.start]);
+            out.push_str(&t);
+            pos = r.end;
+        }
+        out.push_str(&text[pos..span.end]);
+        out
+    }
+
+    /// Tries the rewriters at `node` in order; the first that matches adds its edit.
+    fn rewrite_at<'t>(
+        &mut self,
+        rules: &[&RuleSet],
+        node: Node<'t>,
+        src: &[u8],
+        text: &str,
+        enclosing: &Env<'t>,
+        edits: &mut Vec<(std::ops::Range<usize>, String)>,
+    ) -> bool {
+        for rule in rules {
+            if !rule.kinds.contains(&rule.data.canon(node.kind_id())) {
+                continue;
+            }
+            let mut inner = Evaluator {
+                set: rule,
+                rewriters: self.rewriters,
+                nesting: self.nesting + 1,
+                budget: self.budget,
+                budget_hits: Vec::new(),
+            };
+            let mut scoped = enclosing.clone();
+            if inner.eval(&rule.rule, node, src, &mut scoped, 0)
+                && inner.constraints_hold(src, &mut scoped)
+            {
+                let m = inner.finish(node, src, scoped, Some(enclosing));
+                self.budget_hits.append(&mut inner.budget_hits);
+                edits.push((m.replace.clone(), crate::edit::fix_text(rule, &m, text)));
+                return true;
+            }
+            self.budget_hits.append(&mut inner.budget_hits);
+        }
+        false
     }
 
     fn eval<'t>(

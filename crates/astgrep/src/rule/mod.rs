@@ -28,6 +28,9 @@ pub struct RuleSet {
     /// Transformed variables, in order, usable in `fix` and `rewrite`.
     pub(crate) transforms: Vec<(String, Transform)>,
     pub(crate) fix: Option<Fix>,
+    /// `rewriters` by id, for `rewrite` transforms (each with its own rule, transforms and fix;
+    /// a rewriter's `vars` include those of the rule around it). Empty inside a rewriter.
+    pub(crate) rewriters: Vec<(String, RuleSet)>,
     /// Canonical kinds a match can have; the traversal tries only these.
     pub(crate) kinds: Vec<u16>,
     pub(crate) literals: Vec<String>,

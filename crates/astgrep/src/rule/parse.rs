@@ -31,6 +31,52 @@ struct Parser<'a> {
 }
 
 pub(super) fn compile(lang: Lang, value: &Value) -> Result<RuleSet, AstError> {
+    let list = match value.get("rule").and(value.get("rewriters")) {
+        None => &[][..],
+        Some(Value::Array(list)) => list.as_slice(),
+        Some(_) => {
+            return Err(err(
+                "rewriters",
+                "must be a list of rules, each with `id`, `rule` and `fix`",
+            ));
+        }
+    };
+    let mut ids: Vec<String> = Vec::new();
+    for (i, r) in list.iter().enumerate() {
+        let id = r.get("id").and_then(Value::as_str).ok_or_else(|| {
+            err(&format!("rewriters[{i}].id"), "is required: the name `rewrite` transforms use")
+        })?;
+        if ids.iter().any(|d| d == id) {
+            return Err(err(&format!("rewriters[{i}].id"), format!("`{id}` is defined twice")));
+        }
+        ids.push(id.to_string());
+    }
+    let mut set = compile_core(lang, value, None, &ids)?;
+    for (r, id) in list.iter().zip(&ids) {
+        let in_rewriter = |e: AstError| match e {
+            AstError::Rule(m) => AstError::Rule(format!("in rewriter `{id}`: {m}")),
+            other => other,
+        };
+        if r.get("rule").is_none() || r.get("fix").is_none() {
+            return Err(err(
+                &format!("rewriters.{id}"),
+                "needs `rule` and `fix`: what to find inside the captured code and what to write",
+            ));
+        }
+        let compiled = compile_core(lang, r, Some(&set.vars), &ids).map_err(in_rewriter)?;
+        set.rewriters.push((id.clone(), compiled));
+    }
+    Ok(set)
+}
+
+/// Compiles one rule config: the top one (`upper` None) or a rewriter, which also sees the
+/// metavariables the top rule binds (`upper`). `rewriters` are the ids `rewrite` may name.
+fn compile_core(
+    lang: Lang,
+    value: &Value,
+    upper: Option<&[String]>,
+    rewriters: &[String],
+) -> Result<RuleSet, AstError> {
     let data = lang.data()?;
     let Some(obj) = value.as_object() else {
         return Err(err("rule", "must be an object such as {\"pattern\": \"foo($A)\"}"));
@@ -45,11 +91,11 @@ pub(super) fn compile(lang: Lang, value: &Value) -> Result<RuleSet, AstError> {
                 "rule" | "constraints" | "utils" | "transform" | "fix" | "language" | "id"
                 | "message" | "severity" | "note" | "url" | "metadata" | "labels"
                 | "strictness" => {}
+                "rewriters" if upper.is_none() => {}
                 "rewriters" => {
                     return Err(err(
-                        "rule.rewriters",
-                        "rewriters (and the `rewrite` transformation) are not supported here; \
-                         run one `ast_edit` per rewriter rule instead",
+                        "rewriters",
+                        "belong at the top of the rule config, not inside a rewriter",
                     ));
                 }
                 "files" | "ignores" => {
@@ -104,6 +150,13 @@ pub(super) fn compile(lang: Lang, value: &Value) -> Result<RuleSet, AstError> {
                 constraints.push((bare.to_string(), p.rule(&format!("constraints.{name}"), v)?));
             }
         }
+        // A rewriter also sees what the rule around it bound.
+        for v in upper.unwrap_or_default() {
+            let bare = v.trim_start_matches('$');
+            if !p.vars.iter().any(|o| o.trim_start_matches('$') == bare) {
+                p.vars.push(v.clone());
+            }
+        }
         if let Some(t) = config.get("transform") {
             let t = t.as_object().ok_or_else(|| {
                 err("transform", "must map new names to transformations, e.g. {\"B\": {\"convert\": {\"source\": \"$A\", \"toCase\": \"snakeCase\"}}}")
@@ -113,6 +166,7 @@ pub(super) fn compile(lang: Lang, value: &Value) -> Result<RuleSet, AstError> {
                 transforms.push((name.trim_start_matches('$').to_string(), compiled));
             }
             transforms = super::transform::order(transforms, &p.vars)?;
+            super::transform::check_rewrites(&transforms, &p.vars, rewriters)?;
         }
         if let Some(f) = config.get("fix") {
             fix = Some(p.fix(f)?);
@@ -163,6 +217,7 @@ pub(super) fn compile(lang: Lang, value: &Value) -> Result<RuleSet, AstError> {
         vars: p.vars,
         transforms,
         fix,
+        rewriters: Vec::new(),
         kinds,
         literals,
         source: serde_json::to_string(value).unwrap_or_default(),

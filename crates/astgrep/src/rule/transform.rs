@@ -7,9 +7,28 @@ use crate::error::AstError;
 
 #[derive(Debug)]
 pub(crate) enum Transform {
-    Substring { source: String, start: Option<i64>, end: Option<i64> },
-    Replace { source: String, regex: regex::Regex, by: String },
-    Convert { source: String, to: Case, separators: Option<Vec<Separator>> },
+    Substring {
+        source: String,
+        start: Option<i64>,
+        end: Option<i64>,
+    },
+    Replace {
+        source: String,
+        regex: regex::Regex,
+        by: String,
+    },
+    Convert {
+        source: String,
+        to: Case,
+        separators: Option<Vec<Separator>>,
+    },
+    /// The captured node(s) with every descendant a rule of `rewriters` matches replaced by
+    /// that rewriter's fix (computed while matching, where the nodes are at hand).
+    Rewrite {
+        source: String,
+        rewriters: Vec<String>,
+        join_by: Option<String>,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,7 +57,7 @@ fn err(path: &str, what: impl std::fmt::Display) -> AstError {
 }
 
 const KINDS: &str = "substring {source, startChar, endChar}, replace {source, replace, by}, \
-                     convert {source, toCase, separatedBy}";
+                     convert {source, toCase, separatedBy}, rewrite {source, rewriters, joinBy}";
 
 impl Transform {
     pub(crate) fn parse(path: &str, v: &Value) -> Result<Transform, AstError> {
@@ -133,12 +152,27 @@ impl Transform {
                 };
                 Ok(Transform::Convert { source, to, separators })
             }
-            "rewrite" => Err(err(
-                &at,
-                format!(
-                    "the `rewrite` transformation needs `rewriters`, which are not supported here; use one of {KINDS}, or one `ast_edit` per rewriter rule"
-                ),
-            )),
+            "rewrite" => {
+                let rewriters = body
+                    .get("rewriters")
+                    .and_then(Value::as_array)
+                    .and_then(|l| l.iter().map(|i| i.as_str().map(str::to_string)).collect())
+                    .ok_or_else(|| {
+                        err(
+                            &format!("{at}.rewriters"),
+                            "is required: a list of ids of the config's `rewriters`",
+                        )
+                    })?;
+                let join_by = match body.get("joinBy") {
+                    None => None,
+                    Some(j) => Some(
+                        j.as_str()
+                            .ok_or_else(|| err(&format!("{at}.joinBy"), "must be a string"))?
+                            .to_string(),
+                    ),
+                };
+                Ok(Transform::Rewrite { source, rewriters, join_by })
+            }
             other => Err(err(
                 &format!("{path}.{other}"),
                 format!("unknown transformation; use one of {KINDS}"),
@@ -151,7 +185,8 @@ impl Transform {
         let s = match self {
             Transform::Substring { source, .. }
             | Transform::Replace { source, .. }
-            | Transform::Convert { source, .. } => source,
+            | Transform::Convert { source, .. }
+            | Transform::Rewrite { source, .. } => source,
         };
         s.trim_start_matches('$')
     }
@@ -173,6 +208,8 @@ impl Transform {
                 regex.replace_all(text, by.as_str()).into_owned()
             }
             Transform::Convert { to, separators, .. } => convert(text, *to, separators.as_deref()),
+            // Computed from the nodes while matching (`Evaluator::rewrite`), never from text.
+            Transform::Rewrite { .. } => text.to_string(),
         }
     }
 }
@@ -348,6 +385,40 @@ pub(crate) fn order(
     }
     let mut slots: Vec<Option<(String, Transform)>> = transforms.into_iter().map(Some).collect();
     Ok(placed.into_iter().filter_map(|i| slots[i].take()).collect())
+}
+
+/// Refuses a `rewrite` that names a rewriter the config does not define, or whose source is
+/// not a capture of the rule (a rewrite works on nodes, which a transform's text has not).
+pub(crate) fn check_rewrites(
+    transforms: &[(String, Transform)],
+    vars: &[String],
+    defined: &[String],
+) -> Result<(), AstError> {
+    for (name, t) in transforms {
+        let Transform::Rewrite { rewriters, .. } = t else { continue };
+        let at = format!("transform.{name}.rewrite");
+        if let Some(missing) = rewriters.iter().find(|r| !defined.contains(r)) {
+            return Err(err(
+                &format!("{at}.rewriters"),
+                format!(
+                    "no rewriter `{missing}`; define it under `rewriters` of the rule config \
+                     (defined: {})",
+                    if defined.is_empty() { "none".to_string() } else { defined.join(", ") }
+                ),
+            ));
+        }
+        let source = t.source_name();
+        if !vars.iter().any(|v| v.trim_start_matches('$') == source) {
+            return Err(err(
+                &format!("{at}.source"),
+                format!(
+                    "`${source}` is a transform's text; a rewrite works on the nodes of a capture of the rule ({})",
+                    vars.join(", ")
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn convert(text: &str, to: Case, separators: Option<&[Separator]>) -> String {
