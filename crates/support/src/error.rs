@@ -31,6 +31,11 @@ pub enum Error {
     #[error("argument `{arg}`: {path} is a directory, not a file")]
     IsDirectory { arg: String, path: String },
     #[error(
+        "argument `{arg}`: {path} is {kind}, not a regular file; these tools read and write \
+         regular files only"
+    )]
+    NotRegular { arg: String, path: String, kind: &'static str },
+    #[error(
         "{path} changed since it was read ({why}); nothing was written: read it again and retry"
     )]
     Changed { path: String, why: String },
@@ -43,6 +48,12 @@ pub enum Error {
         #[source]
         source: Arc<io::Error>,
     },
+    #[error(
+        "cannot write {path}: another process has held the write lock of its folder for {}; \
+         retry once it is done",
+        human(*waited)
+    )]
+    Busy { path: String, waited: Duration },
     #[error("write journal {}: {message}", dir.display())]
     Journal { dir: PathBuf, message: String },
 

@@ -202,17 +202,14 @@ impl Root {
         self.path.join(&rel.0)
     }
 
-    /// Opens `rel` for reading, following symlinks only while they stay inside the root.
+    /// Opens the regular file `rel` for reading, following symlinks only while they stay
+    /// inside the root. Anything else (a folder, FIFO, socket or device) is refused by its
+    /// handle before it is opened for reading, so no call can block on a pipe nobody writes.
     pub fn open_file(&self, rel: &RelPath, arg: &str) -> Result<File, Error> {
         let fd = self
-            .open_beneath(rel, OFlags::RDONLY)
+            .open_beneath(rel, OFlags::PATH)
             .map_err(|e| self.map_errno(e, rel, arg, "read"))?;
-        let file = File::from(fd);
-        let meta = file.metadata().map_err(|e| Error::io("read", rel.to_string(), e))?;
-        if meta.is_dir() {
-            return Err(Error::IsDirectory { arg: arg.into(), path: rel.to_string() });
-        }
-        Ok(file)
+        open_regular(&fd, &rel.to_string(), arg)
     }
 
     /// Reads the whole file `rel`.
@@ -300,9 +297,16 @@ impl Root {
                     FileType::Directory => {
                         return Err(Error::IsDirectory { arg: arg.into(), path: rel.to_string() });
                     }
-                    _ => {
+                    FileType::RegularFile => {
                         let rel = real_parent.join(&name).unwrap_or_default();
                         return Ok(Target { dir, name, rel, mode: Some(stat.st_mode & 0o7777) });
+                    }
+                    other => {
+                        return Err(Error::NotRegular {
+                            arg: arg.into(),
+                            path: rel.to_string(),
+                            kind: kind_name(other),
+                        });
                     }
                 },
                 Err(Errno::NOENT) => {
@@ -475,6 +479,50 @@ impl Root {
             Errno::ISDIR => Error::IsDirectory { arg: arg.into(), path: rel.to_string() },
             other => Error::io(what, rel.to_string(), other),
         }
+    }
+}
+
+/// Opens the file behind `path_fd` (an `O_PATH` handle) for reading if it is a regular file:
+/// the type is read from the handle, and the reopen through `/proc/self/fd` reaches that same
+/// inode (with `O_NONBLOCK`, so even a type the check missed cannot block). `shown` names it in
+/// errors.
+pub(crate) fn open_regular(path_fd: &OwnedFd, shown: &str, arg: &str) -> Result<File, Error> {
+    let stat = rustix::fs::fstat(path_fd).map_err(|e| Error::io("inspect", shown, e))?;
+    match FileType::from_raw_mode(stat.st_mode) {
+        FileType::RegularFile => {}
+        FileType::Directory => {
+            return Err(Error::IsDirectory { arg: arg.into(), path: shown.into() });
+        }
+        other => {
+            return Err(Error::NotRegular {
+                arg: arg.into(),
+                path: shown.into(),
+                kind: kind_name(other),
+            });
+        }
+    }
+    let fd = rustix::fs::open(
+        format!("/proc/self/fd/{}", path_fd.as_raw_fd()),
+        OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| {
+        let what = if e == Errno::NOENT { "read (is /proc mounted?)" } else { "read" };
+        Error::io(what, shown, e)
+    })?;
+    Ok(File::from(fd))
+}
+
+/// How an error names a file type that is not a regular file.
+fn kind_name(kind: FileType) -> &'static str {
+    match kind {
+        FileType::Fifo => "a FIFO (named pipe)",
+        FileType::Socket => "a socket",
+        FileType::CharacterDevice => "a character device",
+        FileType::BlockDevice => "a block device",
+        FileType::Directory => "a directory",
+        FileType::Symlink => "a symlink",
+        _ => "a special file",
     }
 }
 

@@ -138,3 +138,114 @@ fn a_folder_swapped_for_a_symlink_in_a_tight_loop_never_redirects_a_write_outsid
     assert!(written > 0, "no write succeeded during the race");
     assert!(temp_files(tree.path()).is_empty(), "{:?}", temp_files(tree.path()));
 }
+
+#[test]
+fn special_files_are_refused_by_their_handle_without_blocking() {
+    let (tree, _state, root, journal) = setup();
+    let fifo = tree.path().join("pipe");
+    let path = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: `path` is a NUL-terminated path that outlives the call.
+    assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o644) }, 0, "mkfifo");
+    let _socket = std::os::unix::net::UnixListener::bind(tree.path().join("sock")).unwrap();
+    for (name, kind) in [("pipe", "a FIFO (named pipe)"), ("sock", "a socket")] {
+        let rel = root.confine(name, "path").unwrap();
+        let refusal = Error::NotRegular { arg: "path".into(), path: name.into(), kind };
+        assert_eq!(root.read(&rel, "path").unwrap_err(), refusal);
+        assert_eq!(
+            journal.commit(&root, &[Change::write(rel, b"x".to_vec(), Expect::Anything)]),
+            Err(refusal)
+        );
+    }
+    let devices = Root::open(Path::new("/dev")).unwrap();
+    let zero = devices.confine("zero", "path").unwrap();
+    assert_eq!(
+        devices.read(&zero, "path").unwrap_err().to_string(),
+        "argument `path`: zero is a character device, not a regular file; these tools read and \
+         write regular files only"
+    );
+    assert!(temp_files(tree.path()).is_empty());
+}
+
+#[test]
+fn a_file_replaced_by_a_fifo_after_it_was_read_is_refused_instead_of_blocking() {
+    let (tree, _state, root, journal) = setup();
+    std::fs::write(tree.path().join("a.txt"), "old").unwrap();
+    let rel = root.confine("a.txt", "path").unwrap();
+    let expect = Expect::holding(Some(b"old"));
+    std::fs::remove_file(tree.path().join("a.txt")).unwrap();
+    let path =
+        std::ffi::CString::new(tree.path().join("a.txt").as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: `path` is a NUL-terminated path that outlives the call.
+    assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o644) }, 0, "mkfifo");
+    let err = journal.commit(&root, &[Change::write(rel, b"new".to_vec(), expect)]).unwrap_err();
+    assert!(matches!(err, Error::NotRegular { .. }), "{err}");
+}
+
+/// Appends `line` to `rel` as a writer that reads, computes and commits would, reading again
+/// whenever the commit says the file changed since it was read.
+fn append(root: &Root, journal: &Journal, line: &str) {
+    let rel = root.confine("log.txt", "path").unwrap();
+    loop {
+        let old = root.read(&rel, "path").unwrap();
+        let mut new = old.clone();
+        new.extend_from_slice(line.as_bytes());
+        let change = Change::write(rel.clone(), new, Expect::holding(Some(&old)));
+        match journal.commit(root, &[change]) {
+            Ok(_) => return,
+            Err(Error::Changed { .. }) => continue,
+            Err(e) => panic!("{e}"),
+        }
+    }
+}
+
+#[test]
+fn writers_with_their_own_handles_racing_on_one_file_never_lose_a_committed_change() {
+    // Each thread opens the root and journal itself, as two host processes on one tree do.
+    let tree = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    std::fs::write(tree.path().join("log.txt"), "").unwrap();
+    let writers: Vec<_> = (0..4)
+        .map(|w| {
+            let (tree, state) = (tree.path().to_path_buf(), state.path().to_path_buf());
+            std::thread::spawn(move || {
+                let root = Root::open(&tree).unwrap();
+                let journal = Journal::at(&state, &root).unwrap();
+                for n in 0..50 {
+                    append(&root, &journal, &format!("{w}.{n}\n"));
+                }
+            })
+        })
+        .collect();
+    for writer in writers {
+        writer.join().unwrap();
+    }
+    let log = std::fs::read_to_string(tree.path().join("log.txt")).unwrap();
+    assert_eq!(log.lines().count(), 200, "a committed append was lost:\n{log}");
+    assert!(temp_files(tree.path()).is_empty());
+}
+
+#[test]
+fn writers_of_one_process_take_turns_per_real_file() {
+    let (tree, _state, root, _journal) = setup();
+    std::fs::write(tree.path().join("real.txt"), "x").unwrap();
+    symlink("real.txt", tree.path().join("alias.txt")).unwrap();
+    let (real, alias, other) = (
+        root.confine("real.txt", "path").unwrap(),
+        root.confine("alias.txt", "path").unwrap(),
+        root.confine("other.txt", "path").unwrap(),
+    );
+    let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    runtime.block_on(async {
+        let held = journal::lock_files(&root, std::slice::from_ref(&real)).await;
+        let waiting = journal::lock_files(&root, std::slice::from_ref(&alias));
+        tokio::pin!(waiting);
+        let free = journal::lock_files(&root, std::slice::from_ref(&other));
+        tokio::select! {
+            biased;
+            _ = &mut waiting => panic!("a second writer of real.txt (through a symlink) did not wait"),
+            _ = free => {}
+        }
+        drop(held);
+        waiting.await;
+    });
+}

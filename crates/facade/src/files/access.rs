@@ -1,12 +1,24 @@
-//! What every file tool does first: open the run's root by handle and its write journal, read
-//! text, and commit changes all or nothing.
+//! What every file tool does first: open the run's root by handle and its write journal, take
+//! this process's turn on the files it writes, read text, and commit changes all or nothing.
+
+use std::io::Read;
 
 use agent_tools_support::{
     fs::{RelPath, Root},
-    journal::{Change, Committed, Journal},
+    journal::{self, Change, Committed, Journal},
 };
 
 use crate::{ToolResult, tool::CallContext};
+
+/// Bytes looked at to tell a binary file (one with a NUL byte) from text.
+pub(super) const SNIFF_BYTES: usize = 8192;
+
+/// The largest file `edit` and `apply_patch` load whole.
+const MAX_EDIT_BYTES: u64 = 64 << 20;
+
+/// How often a commit is planned again from a fresh read when another process changed a file
+/// between the read and the commit.
+const COMMIT_ATTEMPTS: usize = 4;
 
 /// The root and journal of one call.
 pub(crate) struct Access {
@@ -27,30 +39,97 @@ impl Access {
         self.root.confine(arg, arg_name).map_err(|e| e.to_string())
     }
 
-    /// Reads a text file, refusing binary content, with an error that names `arg`.
+    /// Reads a text file, refusing binary content, with an error that names `arg`. Whether it
+    /// is binary, and whether it is too large to edit, is known before the rest is read.
     pub(crate) fn read_text(&self, rel: &RelPath, arg: &str) -> Result<String, String> {
-        let bytes = self.root.read(rel, arg).map_err(|e| e.to_string())?;
-        if bytes.iter().take(8192).any(|&b| b == 0) {
+        let mut file = self.root.open_file(rel, arg).map_err(|e| e.to_string())?;
+        let size = file.metadata().map_err(|e| format!("cannot read {rel}: {e}"))?.len();
+        let mut bytes = Vec::new();
+        (&mut file)
+            .take(SNIFF_BYTES as u64)
+            .read_to_end(&mut bytes)
+            .map_err(|e| format!("cannot read {rel}: {e}"))?;
+        if bytes.contains(&0) {
+            return Err(binary(rel, arg, size));
+        }
+        if size > MAX_EDIT_BYTES {
             return Err(format!(
-                "argument `{arg}`: {rel} is a binary file ({} bytes); these tools handle text only",
-                bytes.len()
+                "argument `{arg}`: {rel} is {size} bytes, more than the {} MiB these tools load \
+                 whole; read it by ranges with `read`",
+                MAX_EDIT_BYTES >> 20
             ));
         }
-        String::from_utf8(bytes).map_err(|e| {
-            format!(
-                "argument `{arg}`: {rel} is not valid UTF-8 (first bad byte at offset {}); these tools handle text only",
-                e.utf8_error().valid_up_to()
-            )
-        })
+        file.read_to_end(&mut bytes).map_err(|e| format!("cannot read {rel}: {e}"))?;
+        String::from_utf8(bytes)
+            .map_err(|e| not_utf8(rel, arg, e.utf8_error().valid_up_to() as u64))
     }
 
-    /// Applies every change or none, crash-atomically.
-    pub(crate) fn commit(&self, changes: &[Change], arg: &str) -> Result<Vec<Committed>, String> {
-        self.journal.commit_named(&self.root, changes, arg).map_err(|e| e.to_string())
+    /// Plans the changes from what the files hold now and commits them all or none. When
+    /// another process changed a file between `plan`'s read and the commit (the journal checks
+    /// each file under its folder's lock), nothing is written and `plan` runs again on a fresh
+    /// read, told so by its argument (`true`), so it can say that the file changed when its
+    /// change no longer applies. A change is never reported done unless it was written.
+    pub(crate) fn commit_fresh<T>(
+        &self,
+        arg: &str,
+        mut plan: impl FnMut(bool) -> Result<(Vec<Change>, T), String>,
+    ) -> Result<(Vec<Committed>, T), String> {
+        let mut attempt = 0;
+        loop {
+            let (changes, extra) = plan(attempt > 0)?;
+            match self.journal.commit_named(&self.root, &changes, arg) {
+                Ok(done) => return Ok((done, extra)),
+                Err(agent_tools_support::Error::Changed { .. })
+                    if attempt + 1 < COMMIT_ATTEMPTS =>
+                {
+                    attempt += 1;
+                }
+                Err(e) => return Err(e.to_string()),
+            }
+        }
     }
 
     /// The absolute path of `rel`, for wrappers that look at changed files.
     pub(crate) fn absolute(&self, rel: &RelPath) -> std::path::PathBuf {
         self.root.join(rel)
     }
+}
+
+/// Runs a file tool's work on the blocking pool, so a slow disk or a huge file never holds an
+/// async worker. A writer names the paths it will change (`writes`, as the model gave them):
+/// it waits until no other call of this process writes any of them, and holds them until its
+/// work is done, so concurrent writers of one file take turns and every change lands.
+pub(crate) async fn run(
+    ctx: &CallContext,
+    tool: &'static str,
+    writes: &[&str],
+    work: impl FnOnce(Access) -> ToolResult + Send + 'static,
+) -> ToolResult {
+    let access = match Access::open(ctx, tool) {
+        Ok(a) => a,
+        Err(e) => return e,
+    };
+    // A path that is refused here is refused again, with its message, by the work itself.
+    let paths: Vec<RelPath> =
+        writes.iter().filter_map(|p| access.root.confine(p, "path").ok()).collect();
+    let turn = journal::lock_files(&access.root, &paths).await;
+    let job = tokio::task::spawn_blocking(move || {
+        let result = work(access);
+        drop(turn);
+        result
+    });
+    job.await.unwrap_or_else(|e| ToolResult::error(format!("{tool}: the call failed: {e}")))
+}
+
+/// The error for a file with a NUL byte among its first bytes.
+pub(super) fn binary(rel: &RelPath, arg: &str, size: u64) -> String {
+    format!("argument `{arg}`: {rel} is a binary file ({size} bytes); these tools handle text only")
+}
+
+/// The error for bytes that are not UTF-8, `offset` being the first bad byte in the file.
+pub(super) fn not_utf8(rel: &RelPath, arg: &str, offset: u64) -> String {
+    format!(
+        "argument `{arg}`: {rel} is not valid UTF-8 (first bad byte at offset {offset}); \
+         these tools handle text only"
+    )
 }

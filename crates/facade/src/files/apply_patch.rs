@@ -8,7 +8,10 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{access::Access, patch};
+use super::{
+    access::{self, Access},
+    patch,
+};
 use crate::tool::{Before, CallContext, Tier, Tool, ToolResult, ToolSpec, parse_args};
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -52,83 +55,94 @@ impl Tool for ApplyPatchTool {
             Ok(a) => a,
             Err(e) => return e,
         };
-        let fail = |e: String| ToolResult::error(format!("apply_patch: {e}; no file was changed"));
-        let access = match Access::open(ctx, "apply_patch") {
-            Ok(a) => a,
-            Err(e) => return e,
-        };
         let sections = match patch::parse(&args.patch) {
             Ok(s) => s,
             Err(e) => return fail(e),
         };
-        let mut changes: Vec<Change> = Vec::new();
-        let mut befores: Vec<Before> = Vec::new();
-        let mut summary = Vec::new();
-        for section in &sections {
-            let target =
-                section.new_path.as_deref().or(section.old_path.as_deref()).unwrap_or_default();
-            let rel = match access.confine(target, "patch") {
-                Ok(p) => p,
-                Err(e) => return fail(e),
-            };
-            let shown = rel.to_string();
-            if changes.iter().any(|c| c.path == rel) {
-                return fail(format!(
-                    "{shown} appears in two sections of the patch; merge them into one"
+        let targets: Vec<String> = sections.iter().map(|s| s.path().to_string()).collect();
+        let targets: Vec<&str> = targets.iter().map(String::as_str).collect();
+        access::run(ctx, "apply_patch", &targets, move |access| apply(&access, &sections)).await
+    }
+}
+
+fn fail(e: String) -> ToolResult {
+    ToolResult::error(format!("apply_patch: {e}; no file was changed"))
+}
+
+/// Applies every section to what its file holds at commit time: when another writer changed
+/// a file meanwhile, the hunks are applied again to its new contents.
+fn apply(access: &Access, sections: &[patch::FilePatch]) -> ToolResult {
+    let planned = access.commit_fresh("patch", |changed| {
+        plan(access, sections).map_err(|e| {
+            if changed {
+                format!("{e} (a file of the patch changed while it was being applied)")
+            } else {
+                e
+            }
+        })
+    });
+    let (done, (befores, summary)) = match planned {
+        Ok(done) => done,
+        Err(e) => return fail(e),
+    };
+    let mut result = ToolResult::text(format!(
+        "applied patch to {} file(s):\n{}",
+        done.len(),
+        summary.join("\n")
+    ));
+    for (committed, before) in done.into_iter().zip(befores) {
+        result = result.with_changed_file_before(access.absolute(&committed.path), before);
+    }
+    result
+}
+
+/// The changes of `sections` from what their files hold now, with what each held before and
+/// one summary line per file.
+fn plan(
+    access: &Access,
+    sections: &[patch::FilePatch],
+) -> Result<(Vec<Change>, (Vec<Before>, Vec<String>)), String> {
+    let mut changes: Vec<Change> = Vec::new();
+    let mut befores: Vec<Before> = Vec::new();
+    let mut summary = Vec::new();
+    for section in sections {
+        let target =
+            section.new_path.as_deref().or(section.old_path.as_deref()).unwrap_or_default();
+        let rel = access.confine(target, "patch")?;
+        let shown = rel.to_string();
+        if changes.iter().any(|c| c.path == rel) {
+            return Err(format!(
+                "{shown} appears in two sections of the patch; merge them into one"
+            ));
+        }
+        let original = if section.old_path.is_some() {
+            Some(access.read_text(&rel, "patch")?)
+        } else {
+            if access.root.kind(&rel, "patch").is_ok_and(|k| k.is_some()) {
+                return Err(format!(
+                    "{shown} already exists, but the patch creates it (old side /dev/null)"
                 ));
             }
-            let original = if section.old_path.is_some() {
-                match access.read_text(&rel, "patch") {
-                    Ok(t) => Some(t),
-                    Err(e) => return fail(e),
-                }
-            } else {
-                if access
-                    .root
-                    .kind(&rel, "patch")
-                    .map_err(|e| e.to_string())
-                    .is_ok_and(|k| k.is_some())
-                {
-                    return fail(format!(
-                        "{shown} already exists, but the patch creates it (old side /dev/null)"
-                    ));
-                }
-                None
-            };
-            let expect = Expect::holding(original.as_deref().map(str::as_bytes));
-            befores.push(match &original {
-                Some(text) => Before::Contents(Arc::from(text.as_bytes())),
-                None => Before::Absent,
-            });
-            if section.new_path.is_none() {
-                summary.push(format!("deleted {shown}"));
-                changes.push(Change::delete(rel, expect));
-                continue;
-            }
-            let updated = match patch::apply(section, original.as_deref(), Path::new(&shown)) {
-                Ok(t) => t,
-                Err(e) => return fail(e),
-            };
-            let verb = if original.is_none() { "created" } else { "patched" };
-            summary.push(format!(
-                "{verb} {shown} ({} hunk{})",
-                section.hunks.len(),
-                if section.hunks.len() == 1 { "" } else { "s" }
-            ));
-            changes.push(Change::write(rel, updated.into_bytes(), expect));
-        }
-        let done = match access.commit(&changes, "patch") {
-            Ok(done) => done,
-            Err(e) => return fail(e),
+            None
         };
-        let mut result = ToolResult::text(format!(
-            "applied patch to {} file(s):\n{}",
-            changes.len(),
-            summary.join("\n")
-        ));
-        for (committed, before) in done.into_iter().zip(befores) {
-            result = result.with_changed_file_before(access.absolute(&committed.path), before);
+        let expect = Expect::holding(original.as_deref().map(str::as_bytes));
+        befores.push(match &original {
+            Some(text) => Before::Contents(Arc::from(text.as_bytes())),
+            None => Before::Absent,
+        });
+        if section.new_path.is_none() {
+            summary.push(format!("deleted {shown}"));
+            changes.push(Change::delete(rel, expect));
+            continue;
         }
-        result
+        let updated = patch::apply(section, original.as_deref(), Path::new(&shown))?;
+        let verb = if original.is_none() { "created" } else { "patched" };
+        summary.push(format!(
+            "{verb} {shown} ({} hunk{})",
+            section.hunks.len(),
+            if section.hunks.len() == 1 { "" } else { "s" }
+        ));
+        changes.push(Change::write(rel, updated.into_bytes(), expect));
     }
+    Ok((changes, (befores, summary)))
 }

@@ -8,7 +8,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::access::Access;
+use super::access::{self, Access};
 use crate::tool::{Before, CallContext, Tier, Tool, ToolResult, ToolSpec, parse_args};
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -76,20 +76,32 @@ impl Tool for EditTool {
                 "edit: `old_string` and `new_string` are identical; nothing would change",
             );
         }
-        let access = match Access::open(ctx, "edit") {
-            Ok(a) => a,
-            Err(e) => return e,
-        };
-        let rel = match access.confine(&args.path, "path") {
-            Ok(r) => r,
-            Err(e) => return ToolResult::error(format!("edit: {e}")),
-        };
-        let shown = rel.to_string();
-        let text = match access.read_text(&rel, "path") {
-            Ok(t) => t,
-            Err(e) => return ToolResult::error(format!("edit: {e}")),
-        };
+        let path = args.path.clone();
+        access::run(ctx, "edit", &[&path], move |access| edit(&access, &args)).await
+    }
+}
+
+/// Replaces `old_string` in what the file holds at commit time: when another writer changed
+/// the file meanwhile, the replacement is made again on its new contents.
+fn edit(access: &Access, args: &EditArgs) -> ToolResult {
+    let rel = match access.confine(&args.path, "path") {
+        Ok(r) => r,
+        Err(e) => return ToolResult::error(format!("edit: {e}")),
+    };
+    let shown = rel.to_string();
+    let planned = access.commit_fresh("path", |changed| {
+        let text = access.read_text(&rel, "path")?;
         let positions: Vec<usize> = text.match_indices(&args.old_string).map(|(i, _)| i).collect();
+        if changed && (positions.is_empty() || positions.len() > 1 && !args.replace_all) {
+            let now = match positions.len() {
+                0 => "no longer contains `old_string`".to_string(),
+                n => format!("now contains `old_string` {n} times"),
+            };
+            return Err(format!(
+                "{shown} changed since it was read (another writer changed it) and {now}; \
+                 nothing was written: read it again and retry"
+            ));
+        }
         if positions.is_empty() {
             let squashed = squash_whitespace(&args.old_string);
             let near = text
@@ -103,40 +115,41 @@ impl Tool for EditTool {
                     format!(" A similar line differing in whitespace is at line {}.", i + 1)
                 })
                 .unwrap_or_default();
-            return ToolResult::error(format!(
-                "edit: argument `old_string` was not found in {shown}.{near} Read the file and copy the exact text, including indentation"
+            return Err(format!(
+                "argument `old_string` was not found in {shown}.{near} Read the file and copy the exact text, including indentation"
             ));
         }
         if positions.len() > 1 && !args.replace_all {
             let lines: Vec<String> =
                 positions.iter().take(10).map(|&p| line_of(&text, p).to_string()).collect();
-            return ToolResult::error(format!(
-                "edit: argument `old_string` occurs {} times in {shown} (lines {}); include surrounding lines to make it unique, or set replace_all",
+            return Err(format!(
+                "argument `old_string` occurs {} times in {shown} (lines {}); include surrounding lines to make it unique, or set replace_all",
                 positions.len(),
                 lines.join(", ")
             ));
         }
-        let first_line = line_of(&text, positions[0]);
         let updated = if args.replace_all {
             text.replace(&args.old_string, &args.new_string)
         } else {
             text.replacen(&args.old_string, &args.new_string, 1)
         };
         let expect = Expect::holding(Some(text.as_bytes()));
-        let done = match access.commit(&[Change::write(rel, updated.into_bytes(), expect)], "path")
-        {
-            Ok(mut done) => done.remove(0),
-            Err(e) => return ToolResult::error(format!("edit: {e}")),
-        };
-        let count = positions.len();
-        let what = if count == 1 {
-            format!("1 replacement at line {first_line}")
-        } else {
-            format!("{count} replacements")
-        };
-        ToolResult::text(format!("edited {shown}: {what}")).with_changed_file_before(
-            access.absolute(&done.path),
-            Before::Contents(Arc::from(text.into_bytes())),
-        )
-    }
+        let change = Change::write(rel.clone(), updated.into_bytes(), expect);
+        Ok((vec![change], (text, positions)))
+    });
+    let (done, (text, positions)) = match planned {
+        Ok((mut done, extra)) => (done.remove(0), extra),
+        Err(e) => return ToolResult::error(format!("edit: {e}")),
+    };
+    let first_line = line_of(&text, positions[0]);
+    let count = positions.len();
+    let what = if count == 1 {
+        format!("1 replacement at line {first_line}")
+    } else {
+        format!("{count} replacements")
+    };
+    ToolResult::text(format!("edited {shown}: {what}")).with_changed_file_before(
+        access.absolute(&done.path),
+        Before::Contents(Arc::from(text.into_bytes())),
+    )
 }

@@ -1,15 +1,29 @@
 //! `read`: a text file's lines, numbered for the model and raw as structured content.
 
+use std::{
+    fs::File,
+    io::{BufReader, Read},
+};
+
+use agent_tools_support::fs::RelPath;
 use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::access::Access;
+use tokio_util::sync::CancellationToken;
+
+use super::access::{self, Access, SNIFF_BYTES};
 use crate::tool::{CallContext, Tier, Tool, ToolResult, ToolSpec, parse_args};
 
 /// Lines `read` shows when no range is given.
 const DEFAULT_READ_LINES: usize = 2000;
+
+/// Bytes of lines one `read` keeps at most; a longer line is cut, and the read stops there.
+const MAX_SHOWN_BYTES: usize = 1 << 20;
+
+/// How far past the last line shown `read` still counts lines for `total_lines`.
+const COUNT_AHEAD_BYTES: u64 = 8 << 20;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -33,7 +47,10 @@ pub struct ReadOutput {
     pub start_line: usize,
     /// Last line shown.
     pub end_line: usize,
-    pub total_lines: usize,
+    /// Lines in the file; absent when the file goes on further than a read looks past the
+    /// lines it shows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_lines: Option<usize>,
     /// Lines `start_line..=end_line`, each ending in a newline.
     pub content: String,
 }
@@ -72,66 +89,208 @@ impl Tool for ReadTool {
             Ok(a) => a,
             Err(e) => return e,
         };
-        let access = match Access::open(ctx, "read") {
-            Ok(a) => a,
-            Err(e) => return e,
+        let cancel = ctx.cancel.clone();
+        access::run(ctx, "read", &[], move |access| read(&access, &args, &cancel)).await
+    }
+}
+
+fn read(access: &Access, args: &ReadArgs, cancel: &CancellationToken) -> ToolResult {
+    let fail = |e: String| ToolResult::error(format!("read: {e}"));
+    let rel = match access.confine(&args.path, "path") {
+        Ok(r) => r,
+        Err(e) => return fail(e),
+    };
+    let start = args.start_line.unwrap_or(1);
+    if let Some(end) = args.end_line.filter(|&end| end < start) {
+        return fail(format!(
+            "argument `end_line` ({end}) is before `start_line` ({start}); give a range with start_line <= end_line"
+        ));
+    }
+    let last = args.end_line.unwrap_or(start.saturating_add(DEFAULT_READ_LINES - 1));
+    let file = match access.root.open_file(&rel, "path") {
+        Ok(f) => f,
+        Err(e) => return fail(e.to_string()),
+    };
+    let window = match Window::read(file, &rel, start, last, cancel) {
+        Ok(w) => w,
+        Err(e) => return fail(e),
+    };
+    let shown = rel.to_string();
+    if window.total == Some(0) {
+        return ToolResult::text(format!("{shown} is empty")).with_structured(payload(
+            &ReadOutput {
+                path: shown,
+                start_line: 0,
+                end_line: 0,
+                total_lines: Some(0),
+                content: String::new(),
+            },
+        ));
+    }
+    if let Some(total) = window.total.filter(|&total| start > total) {
+        return fail(format!(
+            "argument `start_line` is {start}, but {shown} has only {total} lines; use 1..={total}"
+        ));
+    }
+    let end = start + window.lines.len() - 1;
+    let width = end.to_string().len();
+    let mut out = String::new();
+    let mut content = String::new();
+    for (i, line) in window.lines.iter().enumerate() {
+        out.push_str(&format!("{:>width$}\t{}\n", start + i, line));
+        content.push_str(line);
+        content.push('\n');
+    }
+    if window.cut {
+        out.push_str(&format!(
+            "[{shown}: line {end} is longer than {} KiB and was cut there]\n",
+            MAX_SHOWN_BYTES >> 10
+        ));
+    }
+    let more = match window.total {
+        Some(total) if end < total => Some(format!("of {total}")),
+        Some(_) => None,
+        None => Some(format!("of a file of {} bytes with more lines", window.size)),
+    };
+    if let Some(of) = more {
+        out.push_str(&format!(
+            "[{shown}: showed lines {start}-{end} {of}; call read with start_line={} to continue]\n",
+            end + 1
+        ));
+    }
+    ToolResult::text(out).with_structured(payload(&ReadOutput {
+        path: shown,
+        start_line: start,
+        end_line: end,
+        total_lines: window.total,
+        content,
+    }))
+}
+
+/// The lines `start..=last` of a file, read as a stream: only the bytes up to the last line
+/// shown are read (and lines are counted at most [`COUNT_AHEAD_BYTES`] further), and at most
+/// [`MAX_SHOWN_BYTES`] of lines are kept, whatever the file's size.
+struct Window {
+    lines: Vec<String>,
+    /// The file's line count, when the read reached its end.
+    total: Option<usize>,
+    /// The last line was longer than what one read shows, and was cut.
+    cut: bool,
+    size: u64,
+}
+
+impl Window {
+    fn read(
+        file: File,
+        rel: &RelPath,
+        start: usize,
+        mut last: usize,
+        cancel: &CancellationToken,
+    ) -> Result<Window, String> {
+        let io = |e: std::io::Error| format!("cannot read {rel}: {e}");
+        let size = file.metadata().map_err(io)?.len();
+        let mut reader = BufReader::with_capacity(1 << 16, file);
+        let mut head = Vec::with_capacity(SNIFF_BYTES);
+        (&mut reader).take(SNIFF_BYTES as u64).read_to_end(&mut head).map_err(io)?;
+        if head.contains(&0) {
+            return Err(access::binary(rel, "path", size));
+        }
+        let mut reader = std::io::Cursor::new(head).chain(reader);
+        let mut window = Window { lines: Vec::new(), total: None, cut: false, size };
+        let mut line = 1usize; // the line the next byte belongs to
+        let mut current: Vec<u8> = Vec::new();
+        let mut line_offset = 0u64; // where `line` starts in the file
+        let mut offset = 0u64;
+        let mut partial = false; // bytes of `line` were seen
+        let mut kept = 0usize;
+        let mut counted_ahead = 0u64;
+        let mut buf = vec![0u8; 1 << 16];
+        loop {
+            if cancel.is_cancelled() {
+                return Err("the call was cancelled".into());
+            }
+            let n = match reader.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(io(e)),
+            };
+            let mut rest = &buf[..n];
+            while !rest.is_empty() {
+                if line > last {
+                    // Past the window: only count, and only so far.
+                    line += rest.iter().filter(|&&b| b == b'\n').count();
+                    partial = rest.last() != Some(&b'\n');
+                    counted_ahead += rest.len() as u64;
+                    offset += rest.len() as u64;
+                    if counted_ahead > COUNT_AHEAD_BYTES {
+                        return Ok(window);
+                    }
+                    break;
+                }
+                if line >= start && current.is_empty() && kept >= MAX_SHOWN_BYTES {
+                    // The lines kept fill what one read shows: this one starts the next read.
+                    last = line - 1;
+                    continue;
+                }
+                let (piece, ends) = match rest.iter().position(|&b| b == b'\n') {
+                    Some(k) => (&rest[..k], true),
+                    None => (rest, false),
+                };
+                if line >= start {
+                    let room = (MAX_SHOWN_BYTES - kept).saturating_sub(current.len());
+                    if piece.len() > room {
+                        window.cut = true;
+                        last = line;
+                    }
+                    current.extend_from_slice(&piece[..piece.len().min(room)]);
+                }
+                let used = piece.len() + usize::from(ends);
+                offset += used as u64;
+                rest = &rest[used..];
+                partial = !ends;
+                if ends {
+                    if line >= start {
+                        kept += window.push(&mut current, line_offset, rel)?;
+                    }
+                    line += 1;
+                    line_offset = offset;
+                }
+            }
+        }
+        if partial && (start..=last).contains(&line) {
+            window.push(&mut current, line_offset, rel)?;
+        }
+        window.total = Some(if partial { line } else { line - 1 });
+        Ok(window)
+    }
+
+    /// Keeps one line (without its line ending); a line cut short may end inside a character,
+    /// which is dropped. Returns the bytes kept.
+    fn push(&mut self, bytes: &mut Vec<u8>, at: u64, rel: &RelPath) -> Result<usize, String> {
+        let mut bytes = std::mem::take(bytes);
+        if bytes.last() == Some(&b'\r') {
+            bytes.pop();
+        }
+        let text = match String::from_utf8(bytes) {
+            Ok(text) => text,
+            Err(e) if self.cut && e.utf8_error().error_len().is_none() => {
+                let valid = e.utf8_error().valid_up_to();
+                let mut bytes = e.into_bytes();
+                bytes.truncate(valid);
+                String::from_utf8(bytes).unwrap_or_default()
+            }
+            Err(e) => {
+                return Err(access::not_utf8(
+                    rel,
+                    "path",
+                    at + e.utf8_error().valid_up_to() as u64,
+                ));
+            }
         };
-        let fail = |e: String| ToolResult::error(format!("read: {e}"));
-        let rel = match access.confine(&args.path, "path") {
-            Ok(r) => r,
-            Err(e) => return fail(e),
-        };
-        let text = match access.read_text(&rel, "path") {
-            Ok(t) => t,
-            Err(e) => return fail(e),
-        };
-        let shown = rel.to_string();
-        let lines: Vec<&str> = text.lines().collect();
-        let total = lines.len();
-        let start = args.start_line.unwrap_or(1);
-        if total == 0 {
-            return ToolResult::text(format!("{shown} is empty")).with_structured(payload(
-                &ReadOutput {
-                    path: shown,
-                    start_line: 0,
-                    end_line: 0,
-                    total_lines: 0,
-                    content: String::new(),
-                },
-            ));
-        }
-        if start > total {
-            return fail(format!(
-                "argument `start_line` is {start}, but {shown} has only {total} lines; use 1..={total}"
-            ));
-        }
-        let end = args.end_line.unwrap_or(start + DEFAULT_READ_LINES - 1).min(total);
-        if end < start {
-            return fail(format!(
-                "argument `end_line` ({end}) is before `start_line` ({start}); give a range with start_line <= end_line"
-            ));
-        }
-        let width = end.to_string().len();
-        let mut out = String::new();
-        let mut content = String::new();
-        for (i, line) in lines[start - 1..end].iter().enumerate() {
-            out.push_str(&format!("{:>width$}\t{}\n", start + i, line));
-            content.push_str(line);
-            content.push('\n');
-        }
-        if end < total {
-            out.push_str(&format!(
-                "[{shown}: showed lines {start}-{end} of {total}; call read with start_line={} to continue]\n",
-                end + 1
-            ));
-        }
-        ToolResult::text(out).with_structured(payload(&ReadOutput {
-            path: shown,
-            start_line: start,
-            end_line: end,
-            total_lines: total,
-            content,
-        }))
+        let len = text.len();
+        self.lines.push(text);
+        Ok(len)
     }
 }
 

@@ -8,7 +8,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::access::Access;
+use super::access::{self, Access};
 use crate::tool::{Before, CallContext, Tier, Tool, ToolResult, ToolSpec, parse_args};
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -53,39 +53,40 @@ impl Tool for WriteTool {
             Ok(a) => a,
             Err(e) => return e,
         };
-        let access = match Access::open(ctx, "write") {
-            Ok(a) => a,
-            Err(e) => return e,
-        };
-        let fail = |e: String| ToolResult::error(format!("write: {e}"));
-        let rel = match access.confine(&args.path, "path") {
-            Ok(r) => r,
-            Err(e) => return fail(e),
-        };
-        // What the file held, for the wrappers (diagnostics on write) and as the expectation:
-        // a file changed between this read and the rename is not overwritten blindly.
+        let path = args.path.clone();
+        access::run(ctx, "write", &[&path], move |access| write(&access, &args)).await
+    }
+}
+
+fn write(access: &Access, args: &WriteArgs) -> ToolResult {
+    let fail = |e: String| ToolResult::error(format!("write: {e}"));
+    let rel = match access.confine(&args.path, "path") {
+        Ok(r) => r,
+        Err(e) => return fail(e),
+    };
+    // What the file held, for the wrappers (diagnostics on write) and as the expectation:
+    // a file changed between this read and the rename is read again, so `before` is what
+    // this write replaced.
+    let planned = access.commit_fresh("path", |_| {
         let before = match access.root.read(&rel, "path") {
             Ok(bytes) => Some(bytes),
             Err(agent_tools_support::Error::NotFound { .. }) => None,
-            Err(e) => return fail(e.to_string()),
+            Err(e) => return Err(e.to_string()),
         };
         let expect = Expect::holding(before.as_deref());
-        let change = Change::write(rel, args.content.clone().into_bytes(), expect);
-        let done = match access.commit(&[change], "path") {
-            Ok(mut done) => done.remove(0),
-            Err(e) => return fail(e),
-        };
-        let verb = if done.existed { "replaced" } else { "created" };
-        let lines = args.content.lines().count();
-        let before = match before {
-            Some(bytes) => Before::Contents(Arc::from(bytes)),
-            None => Before::Absent,
-        };
-        ToolResult::text(format!(
-            "{verb} {} ({lines} lines, {} bytes)",
-            done.path,
-            args.content.len()
-        ))
+        let change = Change::write(rel.clone(), args.content.clone().into_bytes(), expect);
+        Ok((vec![change], before))
+    });
+    let (done, before) = match planned {
+        Ok((mut done, before)) => (done.remove(0), before),
+        Err(e) => return fail(e),
+    };
+    let verb = if done.existed { "replaced" } else { "created" };
+    let lines = args.content.lines().count();
+    let before = match before {
+        Some(bytes) => Before::Contents(Arc::from(bytes)),
+        None => Before::Absent,
+    };
+    ToolResult::text(format!("{verb} {} ({lines} lines, {} bytes)", done.path, args.content.len()))
         .with_changed_file_before(access.absolute(&done.path), before)
-    }
 }

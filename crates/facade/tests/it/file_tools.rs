@@ -278,3 +278,216 @@ fn writes_report_what_each_file_held_before() {
         project.call(SurfaceKind::Build, "write", json!({"path": "new.txt", "content": "x"}));
     assert_eq!(result.changed_files[0].before, Before::Absent);
 }
+
+/// Runs `calls` at once on one registry (one run, as parallel tool calls of one client).
+fn call_concurrently(project: &Project, calls: Vec<(&'static str, Value)>) -> Vec<(bool, String)> {
+    let registry = agent_tools::RegistryBuilder::new().with_reference_file_tools().build();
+    let surface = registry.surface(SurfaceKind::Build);
+    let run = agent_tools::RunInfo::new(project.dir.path());
+    let runtime =
+        tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    runtime.block_on(async {
+        let tasks: Vec<_> = calls
+            .into_iter()
+            .map(|(tool, args)| {
+                let (surface, ctx) = (surface.clone(), surface.context(&run, None));
+                tokio::spawn(async move { surface.call(&ctx, tool, args).await })
+            })
+            .collect();
+        let mut results = Vec::new();
+        for task in tasks {
+            let result = task.await.unwrap();
+            results.push((result.is_error, result.text));
+        }
+        results
+    })
+}
+
+/// An edit that puts `marker` before the last line, which every such edit keeps.
+fn insert_edit(marker: &str) -> Value {
+    json!({"path": "log.txt", "old_string": "end\n", "new_string": format!("{marker}\nend\n")})
+}
+
+#[test]
+fn concurrent_edits_of_one_file_in_one_run_all_land() {
+    let project = Project::new(&[("log.txt", "start\nend\n")]);
+    let calls = (0..24).map(|n| ("edit", insert_edit(&format!("edit {n}")))).collect();
+    for (err, text) in call_concurrently(&project, calls) {
+        assert!(!err, "{text}");
+    }
+    let log = project.read("log.txt");
+    for n in 0..24 {
+        assert!(log.contains(&format!("edit {n}\n")), "edit {n} was lost:\n{log}");
+    }
+}
+
+#[test]
+fn concurrent_patches_edits_and_writes_of_one_file_all_land_in_turn() {
+    let project = Project::new(&[("log.txt", "start\nend\n"), ("other.txt", "x\n")]);
+    let mut calls = Vec::new();
+    for n in 0..8 {
+        let patch = format!(
+            "--- a/log.txt\n+++ b/log.txt\n@@ -1,1 +1,2 @@\n start\n+patch {n}\n--- a/other.txt\n+++ b/other.txt\n@@ -1,1 +1,2 @@\n x\n+patch {n}\n"
+        );
+        calls.push(("apply_patch", json!({"patch": patch})));
+        calls.push(("edit", insert_edit(&format!("edit {n}"))));
+        calls.push(("write", json!({"path": format!("w{n}.txt"), "content": "w\n"})));
+    }
+    for (err, text) in call_concurrently(&project, calls) {
+        assert!(!err, "{text}");
+    }
+    let (log, other) = (project.read("log.txt"), project.read("other.txt"));
+    for n in 0..8 {
+        assert!(log.contains(&format!("patch {n}\n")), "patch {n} was lost:\n{log}");
+        assert!(log.contains(&format!("edit {n}\n")), "edit {n} was lost:\n{log}");
+        assert!(other.contains(&format!("patch {n}\n")), "patch {n} was lost:\n{other}");
+    }
+}
+
+#[test]
+fn two_hosts_editing_one_file_lose_nothing_and_a_refusal_says_why() {
+    let project = Project::new(&[("log.txt", "start\nend\n")]);
+    let host = |n: usize| {
+        let root = project.dir.path().to_path_buf();
+        std::thread::spawn(move || {
+            (0..10)
+                .map(|k| {
+                    let marker = format!("host {n} edit {k}");
+                    let output = std::process::Command::new(env!("CARGO_BIN_EXE_agent-tools"))
+                        .arg("call")
+                        .arg("edit")
+                        .arg(insert_edit(&marker).to_string())
+                        .arg("--root")
+                        .arg(&root)
+                        .output()
+                        .expect("run the host");
+                    (marker, output)
+                })
+                .collect::<Vec<_>>()
+        })
+    };
+    let (a, b) = (host(0), host(1));
+    let outcomes: Vec<_> = a.join().unwrap().into_iter().chain(b.join().unwrap()).collect();
+    let log = project.read("log.txt");
+    for (marker, output) in outcomes {
+        let text = String::from_utf8_lossy(&output.stdout).into_owned()
+            + &String::from_utf8_lossy(&output.stderr);
+        if output.status.success() {
+            assert!(
+                log.contains(&format!("{marker}\n")),
+                "{marker} reported done but lost:\n{log}"
+            );
+        } else {
+            assert!(text.contains("changed since it was read"), "{marker}: {text}");
+            assert!(!log.contains(&format!("{marker}\n")), "{marker} refused but written");
+        }
+    }
+}
+
+#[test]
+fn special_files_are_refused_at_once_by_every_file_tool() {
+    let project = Project::new(&[("ok.txt", "fine\n")]);
+    let fifo = project.dir.path().join("pipe");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status().expect("run mkfifo");
+    assert!(made.success(), "mkfifo");
+    let _socket = std::os::unix::net::UnixListener::bind(project.dir.path().join("sock")).unwrap();
+    for (name, kind) in [("pipe", "a FIFO (named pipe)"), ("sock", "a socket")] {
+        let patch = format!("--- a/{name}\n+++ b/{name}\n@@ -1 +1 @@\n-a\n+b\n");
+        let calls = vec![
+            ("read", json!({"path": name})),
+            ("write", json!({"path": name, "content": "x"})),
+            ("edit", json!({"path": name, "old_string": "a", "new_string": "b"})),
+            ("apply_patch", json!({"patch": patch})),
+            ("read", json!({"path": "ok.txt"})),
+        ];
+        let results = call_concurrently(&project, calls);
+        for (err, text) in &results[..4] {
+            assert!(*err, "{text}");
+            assert!(text.contains(&format!("{name} is {kind}, not a regular file")), "{text}");
+        }
+        assert_eq!(results[4], (false, "1\tfine\n".to_string()));
+    }
+    assert!(std::os::unix::fs::FileTypeExt::is_fifo(
+        &std::fs::metadata(&fifo).unwrap().file_type()
+    ));
+}
+
+#[test]
+fn read_of_a_huge_sparse_file_answers_from_its_first_block() {
+    let project = Project::new(&[]);
+    let file = std::fs::File::create(project.dir.path().join("big.img")).unwrap();
+    file.set_len(3 << 30).unwrap();
+    let (err, text) = check(&project, "read", json!({"path": "big.img", "end_line": 3}));
+    assert!(err);
+    assert_eq!(
+        text,
+        "read: argument `path`: big.img is a binary file (3221225472 bytes); these tools handle text only"
+    );
+    let (err, text) =
+        check(&project, "edit", json!({"path": "big.img", "old_string": "a", "new_string": "b"}));
+    assert!(err && text.contains("is a binary file (3221225472 bytes)"), "{text}");
+}
+
+#[test]
+fn read_of_a_huge_text_file_reads_only_the_lines_it_shows() {
+    let project = Project::new(&[]);
+    // Text lines, then gigabytes of a hole: reading past the first lines would take long and
+    // could not tell the line count.
+    let mut file = std::fs::File::create(project.dir.path().join("huge.log")).unwrap();
+    let text: String = ["one\n", "two\n", "three\n"].concat() + &"more text\n".repeat(1000);
+    std::io::Write::write_all(&mut file, text.as_bytes()).unwrap();
+    file.set_len(4 << 30).unwrap();
+    let result =
+        project.call(SurfaceKind::Plan, "read", json!({"path": "huge.log", "end_line": 3}));
+    assert!(!result.is_error, "{}", result.text);
+    assert_eq!(
+        result.text,
+        "1\tone\n2\ttwo\n3\tthree\n[huge.log: showed lines 1-3 of a file of 4294967296 bytes with more lines; call read with start_line=4 to continue]\n"
+    );
+    assert_eq!(
+        result.structured,
+        Some(
+            json!({"path": "huge.log", "start_line": 1, "end_line": 3, "content": "one\ntwo\nthree\n"})
+        )
+    );
+}
+
+#[test]
+fn read_of_a_large_text_file_shows_the_range_asked_and_counts_lines_nearby() {
+    let lines: String = (1..=300_000).map(|n| format!("line {n}\n")).collect();
+    let project = Project::new(&[("large.txt", &lines)]);
+    assert_eq!(
+        check(&project, "read", json!({"path": "large.txt", "start_line": 299_999})),
+        (false, "299999\tline 299999\n300000\tline 300000\n".into())
+    );
+    let (err, text) = check(&project, "read", json!({"path": "large.txt", "end_line": 3}));
+    assert!(!err);
+    assert_eq!(
+        text,
+        "1\tline 1\n2\tline 2\n3\tline 3\n[large.txt: showed lines 1-3 of 300000; call read with start_line=4 to continue]\n"
+    );
+    let result = project.call(SurfaceKind::Plan, "read", json!({"path": "large.txt"}));
+    assert!(result.text.contains("showed lines 1-2000 of 300000; call read with start_line=2001"));
+}
+
+#[test]
+fn read_cuts_a_line_longer_than_one_read_shows_and_says_where_to_go_on() {
+    let long = "x".repeat(3 << 20);
+    let project = Project::new(&[("min.js", &format!("{long}\nnext\n"))]);
+    let result = project.call(SurfaceKind::Plan, "read", json!({"path": "min.js"}));
+    assert!(!result.is_error);
+    let content = result.structured.as_ref().unwrap()["content"].as_str().unwrap().len();
+    assert_eq!(content, (1 << 20) + 1, "one MiB of the line and its newline");
+    assert_eq!(result.structured.as_ref().unwrap()["end_line"], 1);
+    assert_eq!(result.structured.as_ref().unwrap()["total_lines"], 2);
+    // The text is longer than one result's cap, whose own note says so.
+    assert!(
+        result.text.contains("[output truncated: showed 40000 of"),
+        "{}",
+        &result.text[40000..]
+    );
+    assert_eq!(
+        check(&project, "read", json!({"path": "min.js", "start_line": 2})),
+        (false, "2\tnext\n".into())
+    );
+}
