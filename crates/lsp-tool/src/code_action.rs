@@ -9,10 +9,10 @@ use tokio_util::sync::CancellationToken;
 use crate::{
     actions::{Action, LspArgs, LspOutput},
     error::LspError,
-    on_write::WriteDiagnostics,
     paths::display_relative,
     rename::{RenamedFile, parse_workspace_edit, plan_edit},
     supervisor::Supervisor,
+    write_report::WriteDiagnostics,
 };
 
 /// Arguments of `lsp_code_action`.

@@ -60,17 +60,30 @@ impl Default for LspConfig {
 pub struct OnWriteConfig {
     /// Wrap the file tools at all.
     pub enabled: bool,
-    /// How long to wait for the diagnostics of the written version once the server is ready.
+    /// How long to wait at least for the diagnostics of the written version once the server
+    /// has it (a bound for a server that hangs: the wait ends as soon as they come). A server
+    /// that took longer before gets twice its measured time, up to `startup_wait_ms`.
     pub deadline_ms: u64,
-    /// How long to wait for a server that is still starting before saying "not verified".
+    /// How long to wait for a server that is still starting, and for the first analysis of a
+    /// server that has not answered a write yet (it loads the project), before saying "not
+    /// verified".
     pub startup_wait_ms: u64,
     /// How many new diagnostics are listed; the rest are counted.
     pub max_shown: usize,
+    /// How many files besides the written ones a write checks: those that use what the write
+    /// changed, nearest (most references) first. Files past the bound are named as not checked.
+    pub max_files: usize,
 }
 
 impl Default for OnWriteConfig {
     fn default() -> Self {
-        OnWriteConfig { enabled: true, deadline_ms: 2_000, startup_wait_ms: 10_000, max_shown: 20 }
+        OnWriteConfig {
+            enabled: true,
+            deadline_ms: 8_000,
+            startup_wait_ms: 20_000,
+            max_shown: 20,
+            max_files: 16,
+        }
     }
 }
 
@@ -239,7 +252,13 @@ pub(crate) const PYRIGHT_MODE: &str = "standard";
 pub fn builtin_servers() -> Vec<ServerDef> {
     let mut clangd = vec![strings(&["clangd", "--log=error"])];
     for v in (14..=19).rev() {
-        clangd.push(vec![format!("clangd-{v}"), "--log=error".into()]);
+        let mut command = vec![format!("clangd-{v}"), "--log=error".into()];
+        // From 16 on: an open header's text, not the disk's, is what including files see
+        // (the diagnostics check of a write compares against the header as it was).
+        if v >= 16 {
+            command.push("--use-dirty-headers".into());
+        }
+        clangd.push(command);
     }
     vec![
         ServerDef {

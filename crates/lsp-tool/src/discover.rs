@@ -204,7 +204,7 @@ pub struct Presence {
     pub roots: Vec<RootMatch>,
 }
 
-const SKIP_DIRS: &[&str] = &[
+pub(crate) const SKIP_DIRS: &[&str] = &[
     ".git",
     "node_modules",
     "target",

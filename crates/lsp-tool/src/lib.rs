@@ -11,7 +11,8 @@
 //!   [`Supervisor::apply_code_action`] `lsp_code_action` ([`CodeActionArgs`] →
 //!   [`CodeActionReport`]). Each returns model-facing text plus the same payload as data.
 //! - Diagnostics on write: [`Supervisor::diagnostics_after_write`] ([`WrittenFile`] →
-//!   [`WriteDiagnostics`]) over the run's [`Ledger`]; the building blocks
+//!   [`WriteDiagnostics`]) over the run's [`Ledger`], for the written files and the files that
+//!   use what they changed (found by the server's references, or by name); the building blocks
 //!   [`Supervisor::sync_document`] and [`Supervisor::document_diagnostics`] stay public.
 //!
 //! Columns are converted in one place ([`encoding::convert_column`]); UTF-8 is offered first.
@@ -24,6 +25,7 @@ pub mod diagnostics;
 pub mod discover;
 pub mod encoding;
 mod error;
+mod impact;
 pub mod names;
 mod on_write;
 pub mod paths;
@@ -36,6 +38,7 @@ mod supervisor;
 pub mod testing;
 mod transport;
 mod trust;
+mod write_report;
 
 pub use lsp_types;
 
@@ -48,7 +51,7 @@ pub use crate::{
     config::{LspConfig, OnWriteConfig, ServerDef, ServerOverride, builtin_servers},
     diagnostics::{Diagnostic, Ledger, LedgerDelta, Severity},
     error::LspError,
-    on_write::{FileBefore, WriteDiagnostics, WrittenFile},
+    on_write::{FileBefore, WrittenFile},
     pool::ServerPool,
     project_check::{CheckRunReport, ProjectCheckReport},
     rename::{
@@ -57,6 +60,7 @@ pub use crate::{
     },
     server::{DiagnosticMode, DiagnosticsWait, Progress, join_all, process_group_alive},
     supervisor::{DocHandle, RootStatus, ServerState, Supervisor, SyncOutcome},
+    write_report::WriteDiagnostics,
 };
 
 /// The `lsp` tool's description for a model.

@@ -1,14 +1,17 @@
 //! Diagnostics on write: after a file tool (or `lsp_rename`) changed files, the diagnostics
-//! the change introduced, so that a harness using this crate alone gets the headline feature.
+//! the change introduced, in the written files and in the files that use what they changed,
+//! so that a harness using this crate alone gets the headline feature.
 //!
-//! Every changed file is sent to the language server of its root (`didChange` with the new
-//! content and version, then `didSave`), and one wait, for all of them, takes the diagnostics
-//! of exactly those versions. Before the first write to a file in a run, what it held before
-//! (as the writer reported it) gives the baseline. The run's [`Ledger`], keyed by (source,
-//! severity, code, message) with counts and no position, decides what is new. Other files the
-//! servers have open are re-checked in the same wait, so that a signature change that breaks
-//! a caller elsewhere is reported too. The ledger is locked only to read or update it, never
-//! while a server works. What cannot be verified in time is said to be not verified.
+//! In two phases. While the server still has the old content: the written files' old text is
+//! sent, the declarations the change touches and their references give the impact set
+//! ([`crate::impact`]), and what the run's ledger does not know yet gets its baseline (the
+//! written files' old version, the impact files as they are), all in one wait. Then the new
+//! content goes out (`didChange`, `didSave`, a watched-file event), every impact file is sent
+//! again as a new version so its answer is computed against the change, and one wait takes
+//! the diagnostics of exactly those versions. The deadline of each file starts once its server
+//! has the new content (a start-up is waited for separately) and adapts to the server's
+//! measured time. Files opened only for the check are closed afterwards. What is new is
+//! decided by the [`crate::Ledger`], locked only to read or update it.
 
 use std::{
     path::{Path, PathBuf},
@@ -16,15 +19,15 @@ use std::{
     time::{Duration, Instant},
 };
 
-use schemars::JsonSchema;
-use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    diagnostics::{Diagnostic, count_phrase},
+    diagnostics::Diagnostic,
+    impact::{Impact, impact_of},
     paths::display_relative,
-    server::{DiagnosticMode, DiagnosticsWait, join_all},
-    supervisor::{DocHandle, Supervisor, SyncOutcome},
+    server::{DiagnosticMode, DiagnosticsWait, Server, join_all},
+    supervisor::{DocHandle, Supervisor},
+    write_report::WriteDiagnostics,
 };
 
 /// What a changed file held before the write, as the writer knows it.
@@ -45,79 +48,12 @@ pub struct WrittenFile {
     pub before: FileBefore,
 }
 
-/// The diagnostics a write introduced, over every file it changed and the open files it broke.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, JsonSchema)]
-pub struct WriteDiagnostics {
-    /// New errors and warnings (count went up), written files first, then other files.
-    #[schemars(with = "Vec<serde_json::Value>")]
-    pub new: Vec<Diagnostic>,
-    /// Diagnostics that were there before and are not repeated.
-    pub known: usize,
-    /// Servers that answered.
-    pub servers: Vec<String>,
-    /// `path (why)` for each file whose diagnostics could not be had in time.
-    pub not_verified: Vec<String>,
-    /// Files written for the first time in this run whose earlier content is unknown.
-    pub baseline_unknown: Vec<String>,
-    /// How long the check waited after the write, in milliseconds.
-    pub waited_ms: u64,
-    /// How many new diagnostics the text lists.
-    #[serde(skip)]
-    pub max_shown: usize,
-}
-
-impl WriteDiagnostics {
-    /// The section appended to a write's text.
-    pub fn render(&self) -> String {
-        let mut lines = Vec::new();
-        let known_note = if self.known > 0 {
-            format!(" ({} already known, not repeated)", self.known)
-        } else {
-            String::new()
-        };
-        if !self.servers.is_empty() {
-            let summary = if self.new.is_empty() {
-                format!("no new errors or warnings{known_note}")
-            } else {
-                format!("{}{known_note}", count_phrase(&self.new, "new"))
-            };
-            lines.push(format!(
-                "The write was applied. Diagnostics ({}): {summary}",
-                self.servers.join(", ")
-            ));
-            for d in self.new.iter().take(self.max_shown) {
-                lines.push(d.render());
-            }
-            if self.new.len() > self.max_shown {
-                lines.push(format!(
-                    "[+{} more new diagnostics not shown; call lsp diagnostics on the file for all]",
-                    self.new.len() - self.max_shown
-                ));
-            }
-            if !self.baseline_unknown.is_empty() {
-                lines.push(format!(
-                    "(first write to {} in this run and its earlier content is unknown: its current diagnostics were taken as the baseline)",
-                    self.baseline_unknown.join(", ")
-                ));
-            }
-        } else {
-            lines.push("The write was applied.".into());
-        }
-        if !self.not_verified.is_empty() {
-            lines.push(format!(
-                "diagnostics not verified for {} (waited {} ms)",
-                self.not_verified.join(", "),
-                self.waited_ms
-            ));
-        }
-        lines.join("\n")
-    }
-}
-
 /// Why a file's diagnostics were not had; `deadline` is the bound that applied to it.
 fn unverified_reason(wait: &DiagnosticsWait, deadline: Duration) -> String {
     match wait {
-        DiagnosticsWait::Timeout { indexing: Some(what), .. } => format!("server {what}"),
+        DiagnosticsWait::Timeout { indexing: Some(what), .. } => {
+            format!("server {what}; no diagnostics within {} ms", deadline.as_millis())
+        }
         DiagnosticsWait::Timeout { .. } => {
             format!("no diagnostics for the new version within {} ms", deadline.as_millis())
         }
@@ -134,195 +70,372 @@ fn shown(diags: Vec<Diagnostic>) -> Vec<Diagnostic> {
     diags.into_iter().filter(|d| d.is_shown(false)).collect()
 }
 
+/// A written file and the server that covers it.
+struct Written {
+    path: PathBuf,
+    server: Arc<Server>,
+    language: String,
+    /// The old text, where the writer knew it and it is text.
+    old: Option<String>,
+    /// Created by the write: its baseline is empty.
+    created: bool,
+}
+
+/// Why a file is checked.
+#[derive(Clone, Copy, PartialEq)]
+enum Role {
+    Written,
+    /// Uses what the write changed (the impact set).
+    User,
+    /// Open in the run and known to the ledger: re-checked in a short window, best effort.
+    Open,
+}
+
 /// A file waiting for its diagnostics.
 struct Pending {
-    path: PathBuf,
     handle: DocHandle,
-    /// Written by this call (else: another open file re-checked for cross-file breakage).
-    written: bool,
+    role: Role,
     baseline_unknown: bool,
+    /// Fixed when the wait starts, so the text names the bound that applied.
+    deadline: Duration,
 }
 
 impl Supervisor {
-    /// The deadline for one file: the configured one, or (for a file the server took long on
-    /// before) twice its measured time, bounded by the startup wait.
-    fn write_deadline(&self, path: &Path) -> Duration {
+    /// The deadline for one file of `server`: the configured one, or twice the file's or the
+    /// server's measured time when longer; a server that has not answered in this run yet gets
+    /// the start-up wait (its first analysis loads the project).
+    fn write_deadline(&self, server: &Server, path: &Path) -> Duration {
         let options = &self.config().on_write;
         let base = Duration::from_millis(options.deadline_ms);
-        let measured = self.measured(path).map_or(Duration::ZERO, |m| m * 2);
-        base.max(measured)
-            .min(Duration::from_millis(options.startup_wait_ms.max(options.deadline_ms)))
+        let cap = Duration::from_millis(options.startup_wait_ms.max(options.deadline_ms));
+        let by_server = match self.measured_server(server.pid) {
+            Some(typical) => typical * 2,
+            None => cap,
+        };
+        let by_file = self.measured(path).map_or(Duration::ZERO, |m| m * 2);
+        base.max(by_server).max(by_file).min(cap)
     }
 
-    async fn baseline_of(
+    /// The diagnostics of `handle`'s version within `deadline`; `measure`: the time taken
+    /// counts for the next deadlines (a check after a change, not a baseline of what was).
+    async fn wait_for(
         &self,
-        path: &Path,
-        old: &[u8],
-        startup: Duration,
+        handle: &DocHandle,
+        deadline: Duration,
+        measure: bool,
         cancel: &CancellationToken,
-    ) -> Result<Option<Vec<Diagnostic>>, (Option<String>, String)> {
-        let Ok(old) = String::from_utf8(old.to_vec()) else { return Ok(Some(Vec::new())) };
-        match self.sync_document(path, Some(old), false, startup, cancel).await {
-            SyncOutcome::NotCovered => Ok(None),
-            SyncOutcome::NotReady(reason) => Err((None, reason)),
-            SyncOutcome::Synced(handle) => {
-                let deadline = Instant::now() + self.write_deadline(path);
-                match self.document_diagnostics(&handle, deadline, cancel).await {
-                    Ok(diags) => Ok(Some(shown(diags))),
-                    Err(wait) => Err((
-                        Some(handle.server_label()),
-                        unverified_reason(&wait, self.write_deadline(path)),
-                    )),
-                }
+    ) -> Result<Vec<Diagnostic>, DiagnosticsWait> {
+        let t = Instant::now();
+        let result = self.document_diagnostics(handle, t + deadline, cancel).await;
+        // A file that ran out of time gets twice as long next time (up to the start-up wait).
+        if measure && matches!(result, Ok(_) | Err(DiagnosticsWait::Timeout { .. })) {
+            self.record_measured(handle.path(), handle.server.pid, t.elapsed());
+        }
+        result.map(shown)
+    }
+
+    /// The written files' servers, each waited for at most the start-up wait.
+    async fn written_files(
+        &self,
+        files: &[WrittenFile],
+        report: &mut WriteDiagnostics,
+        cancel: &CancellationToken,
+    ) -> Option<Vec<Written>> {
+        let startup = Duration::from_millis(self.config().on_write.startup_wait_ms);
+        let mut covered = false;
+        let mut out = Vec::new();
+        for file in files {
+            let path = &file.path;
+            if !path.is_file() {
+                continue;
+            }
+            let Ok(target) = self.target_for(path) else { continue };
+            covered = true;
+            match self.server_within(&target, startup, cancel).await {
+                Ok(server) => out.push(Written {
+                    path: path.clone(),
+                    server,
+                    language: target.language_id.clone(),
+                    old: match &file.before {
+                        FileBefore::Contents(bytes) => String::from_utf8(bytes.to_vec()).ok(),
+                        _ => None,
+                    },
+                    created: file.before == FileBefore::Absent,
+                }),
+                Err(reason) => report
+                    .not_verified
+                    .push(format!("{} ({reason})", display_relative(self.root(), path))),
             }
         }
+        covered.then_some(out)
     }
 
-    /// Syncs every written file, waits once (for them and for the other open files of the
-    /// same servers), and reports what is new against the run's ledger; `None` when no server
-    /// covers any of the files.
+    /// The files that use what the writes change, asked while the servers have the old text.
+    async fn impact_of_writes(
+        &self,
+        written: &[Written],
+        cancel: &CancellationToken,
+    ) -> Vec<(Impact, Arc<Server>)> {
+        let budget = Duration::from_millis(self.config().request_timeout_ms);
+        join_all(written.iter().filter_map(|w| {
+            let old = w.old.as_ref()?;
+            let new = crate::paths::read_source(&w.path).ok()?;
+            let deadline = Instant::now() + self.write_deadline(&w.server, &w.path).min(budget);
+            Some(async move {
+                (impact_of(&w.server, &w.path, old, &new, deadline, cancel).await, w.server.clone())
+            })
+        }))
+        .await
+    }
+
+    /// Syncs every written file, finds and checks the files that use what they changed, and
+    /// reports what is new against the run's ledger; `None` when no server covers any of the
+    /// written files.
     pub async fn diagnostics_after_write(
         &self,
         files: &[WrittenFile],
         cancel: &CancellationToken,
     ) -> Option<WriteDiagnostics> {
         let options = self.config().on_write.clone();
-        let startup = Duration::from_millis(options.startup_wait_ms);
         let started = Instant::now();
-        let marks = self.push_marks();
+        let run = self.run_id();
         let mut report = WriteDiagnostics { max_shown: options.max_shown, ..Default::default() };
-        let mut covered = false;
-        let mut pending: Vec<Pending> = Vec::new();
-        for file in files {
-            let path = &file.path;
-            if !path.is_file() {
+        let written = self.written_files(files, &mut report, cancel).await?;
+        let written_paths: Vec<PathBuf> = written.iter().map(|w| w.path.clone()).collect();
+
+        // Phase 1, the old world: every written file's old text first, so that no answer
+        // comes from a mix of old and new files.
+        for w in &written {
+            if let Some(old) = &w.old {
+                let _ = w.server.sync_text(&w.path, &w.language, old.clone(), false, run).await;
+            }
+        }
+        let mut users: Vec<(PathBuf, Arc<Server>)> = Vec::new();
+        let mut more: Vec<String> = Vec::new();
+        for (impact, server) in self.impact_of_writes(&written, cancel).await {
+            for name in &impact.names {
+                if !report.changed.contains(name) {
+                    report.changed.push(name.clone());
+                }
+            }
+            if impact.scanned_because.is_some() && !impact.files.is_empty() {
+                report.found_by_scan = impact.scanned_because.clone();
+            }
+            for (file, _) in impact.files {
+                if written_paths.contains(&file) || users.iter().any(|(f, _)| *f == file) {
+                    continue;
+                }
+                // Only files the same server covers: another root's server sees the change
+                // through the disk, not through this write.
+                let same = self
+                    .target_for(&file)
+                    .is_ok_and(|t| t.def.id == server.def.id && t.root.root == server.root);
+                if !same {
+                    continue;
+                }
+                if users.len() < options.max_files {
+                    users.push((file, server.clone()));
+                } else {
+                    more.push(display_relative(self.root(), &file));
+                }
+            }
+        }
+        if !more.is_empty() {
+            report.not_checked.push(format!(
+                "{} more file(s) that use it, over the bound of {} per write ([lsp.on_write] max_files): {}",
+                more.len(),
+                options.max_files,
+                more.join(", ")
+            ));
+        }
+        // Baselines, in one wait: the written files' old versions and the users as they are.
+        let mut opened: Vec<(PathBuf, Arc<Server>)> = Vec::new();
+        let mut baselines: Vec<(DocHandle, bool)> = Vec::new();
+        for w in &written {
+            if let Some(old) = &w.old
+                && !self.ledger().lock().knows(&w.path)
+                && let Ok(doc) =
+                    w.server.current(&w.path, &w.language, Some(old.clone()), run).await
+            {
+                baselines.push((DocHandle { server: w.server.clone(), doc }, true));
+            }
+        }
+        for (file, server) in &users {
+            let was_open = server.holders(file).await.is_some_and(|h| h.contains(&run));
+            if !was_open {
+                opened.push((file.clone(), server.clone()));
+            }
+            if self.ledger().lock().knows(file) && was_open {
                 continue;
             }
-            let shown_path = display_relative(self.root(), path);
-            let mut baseline_unknown = false;
-            if !self.ledger().lock().knows(path) {
-                let baseline = match &file.before {
-                    FileBefore::Absent => Ok(Some(Vec::new())),
-                    FileBefore::Contents(old) => self.baseline_of(path, old, startup, cancel).await,
-                    FileBefore::Unknown => {
-                        baseline_unknown = true;
-                        Ok(Some(Vec::new()))
-                    }
-                };
-                match baseline {
-                    Ok(None) => continue,
-                    Ok(Some(diags)) if !baseline_unknown => {
-                        let mut ledger = self.ledger().lock();
-                        if !ledger.knows(path) {
-                            ledger.baseline(path, &diags);
-                        }
-                    }
-                    Ok(Some(_)) => {}
-                    Err((server, reason)) => {
-                        covered = true;
-                        let by = server.map(|s| format!("{s}, ")).unwrap_or_default();
-                        report.not_verified.push(format!("{shown_path} ({by}{reason})"));
-                        continue;
-                    }
+            let language = server
+                .def
+                .language_of(file.extension().and_then(|e| e.to_str()).unwrap_or(""))
+                .unwrap_or("plaintext")
+                .to_string();
+            if let Ok(mut doc) = server.current(file, &language, None, run).await {
+                if self.ledger().lock().knows(file) {
+                    continue;
                 }
+                doc.versioned_only = true;
+                baselines.push((DocHandle { server: server.clone(), doc }, false));
             }
-            match self.sync_document(path, None, true, startup, cancel).await {
-                SyncOutcome::NotCovered => {}
-                SyncOutcome::NotReady(reason) => {
-                    covered = true;
-                    report.not_verified.push(format!("{shown_path} ({reason})"));
+        }
+        let results = join_all(baselines.iter().map(|(handle, _)| {
+            let deadline = self.write_deadline(&handle.server, handle.path());
+            async move { (self.wait_for(handle, deadline, false, cancel).await, deadline) }
+        }))
+        .await;
+        let mut unverified: Vec<PathBuf> = Vec::new();
+        for ((handle, is_written), (result, deadline)) in baselines.iter().zip(results) {
+            let path = handle.path().to_path_buf();
+            match result {
+                Ok(diags) => {
+                    let mut ledger = self.ledger().lock();
+                    if !ledger.knows(&path) {
+                        ledger.baseline(&path, &diags);
+                    }
                 }
-                SyncOutcome::Synced(handle) => {
-                    covered = true;
-                    pending.push(Pending {
-                        path: path.clone(),
-                        handle,
-                        written: true,
-                        baseline_unknown,
-                    })
+                Err(wait) => {
+                    let why = unverified_reason(&wait, deadline);
+                    let what = if *is_written { "before the write" } else { "as it was" };
+                    report.not_verified.push(format!(
+                        "{} ({}, {what}: {why})",
+                        display_relative(self.root(), &path),
+                        handle.server_label()
+                    ));
+                    unverified.push(path);
                 }
             }
         }
-        if !covered {
-            return None;
-        }
-        let waits = pending.iter().map(|p| {
-            let deadline = started + self.write_deadline(&p.path);
-            async move {
-                let t = Instant::now();
-                let result = self.document_diagnostics(&p.handle, deadline, cancel).await;
-                // A file that ran out of time gets twice as long next time (up to the startup
-                // wait), so a large file's diagnostics are verified from its second write on.
-                if matches!(result, Ok(_) | Err(DiagnosticsWait::Timeout { .. })) {
-                    self.record_measured(&p.path, t.elapsed());
+        for w in &written {
+            if w.created {
+                let mut ledger = self.ledger().lock();
+                if !ledger.knows(&w.path) {
+                    ledger.baseline(&w.path, &[]);
                 }
-                result
             }
-        });
-        let mut results = join_all(waits).await;
-        // Other open files the ledger knows: a changed signature may have broken them. Their
-        // diagnostics come with (or just after) those of the written files, so the window is
-        // short.
-        let written: Vec<PathBuf> = pending.iter().map(|p| p.path.clone()).collect();
+        }
+
+        // Phase 2, the new world: every written file's new content, then the users again.
+        let marks = self.push_marks();
+        let mut pending: Vec<Pending> = Vec::new();
+        for w in &written {
+            if unverified.contains(&w.path) {
+                continue;
+            }
+            let baseline_unknown = !self.ledger().lock().knows(&w.path);
+            match w.server.sync(&w.path, &w.language, true, run).await {
+                Ok(doc) => pending.push(Pending {
+                    handle: DocHandle { server: w.server.clone(), doc },
+                    role: Role::Written,
+                    baseline_unknown,
+                    deadline: Duration::ZERO,
+                }),
+                Err(e) => report
+                    .not_verified
+                    .push(format!("{} ({e})", display_relative(self.root(), &w.path))),
+            }
+        }
+        for w in &written {
+            w.server.files_changed(&[(w.path.clone(), if w.created { 1 } else { 2 })]).await;
+        }
+        for (file, server) in &users {
+            if unverified.contains(file) {
+                continue;
+            }
+            if let Some(doc) = server.touch(file, run).await {
+                pending.push(Pending {
+                    handle: DocHandle { server: server.clone(), doc },
+                    role: Role::User,
+                    baseline_unknown: false,
+                    deadline: Duration::ZERO,
+                });
+            }
+        }
+        for p in &mut pending {
+            p.deadline = self.write_deadline(&p.handle.server, p.handle.path());
+        }
+        let mut results =
+            join_all(pending.iter().map(|p| self.wait_for(&p.handle, p.deadline, true, cancel)))
+                .await;
+        // Other open files the ledger knows, best effort: their diagnostics come with (or
+        // just after) those of the written files. A pull server answers for the current
+        // state (the write's deadline); a push server re-publishes within a short window.
+        let mut skip = written_paths.clone();
+        skip.extend(users.iter().map(|(f, _)| f.clone()));
         let others: Vec<Pending> = self
-            .other_open_documents(&written, &marks)
+            .other_open_documents(&skip, &marks)
             .await
             .into_iter()
             .filter(|(path, _)| self.ledger().lock().knows(path))
-            .map(|(path, handle)| Pending { path, handle, written: false, baseline_unknown: false })
+            .map(|(_, handle)| Pending {
+                deadline: match handle.diagnostic_mode() {
+                    DiagnosticMode::Pull => self.write_deadline(&handle.server, handle.path()),
+                    DiagnosticMode::Push => CROSS_FILE_WINDOW,
+                },
+                handle,
+                role: Role::Open,
+                baseline_unknown: false,
+            })
             .collect();
-        // A pull server answers for the current state (give it the write's deadline); a push
-        // server re-publishes with or just after the written files (a short window).
-        let now = Instant::now();
-        let window = now + CROSS_FILE_WINDOW;
         results.extend(
-            join_all(others.iter().map(|p| {
-                let until = match p.handle.diagnostic_mode() {
-                    DiagnosticMode::Pull => now + self.write_deadline(&p.path),
-                    DiagnosticMode::Push => window,
-                };
-                self.document_diagnostics(&p.handle, until, cancel)
-            }))
-            .await,
+            join_all(others.iter().map(|p| self.wait_for(&p.handle, p.deadline, false, cancel)))
+                .await,
         );
         pending.extend(others);
-        let mut others = Vec::new();
+
+        let mut elsewhere = Vec::new();
         for (p, result) in pending.into_iter().zip(results) {
             let server = p.handle.server_label();
-            let shown_path = display_relative(self.root(), &p.path);
+            let path = p.handle.path().to_path_buf();
+            let shown_path = display_relative(self.root(), &path);
+            report.deadline_ms = report.deadline_ms.max(p.deadline.as_millis() as u64);
             match result {
                 Ok(diags) => {
-                    let diags = shown(diags);
                     if !report.servers.contains(&server) {
                         report.servers.push(server);
                     }
                     let mut ledger = self.ledger().lock();
-                    if p.baseline_unknown && !ledger.knows(&p.path) {
-                        ledger.baseline(&p.path, &diags);
+                    if p.baseline_unknown && !ledger.knows(&path) {
+                        ledger.baseline(&path, &diags);
                         report.known += diags.len();
                         report.baseline_unknown.push(shown_path);
-                    } else {
-                        let delta = ledger.update(&p.path, &diags);
+                        continue;
+                    }
+                    let delta = ledger.update(&path, &diags);
+                    drop(ledger);
+                    if delta.resolved > 0 {
+                        report.fixed += delta.resolved;
+                        report.fixed_in.push(shown_path.clone());
+                    }
+                    match p.role {
                         // Only the written files' known diagnostics are counted: a re-checked
                         // file reports what is new in it, nothing else.
-                        if p.written {
+                        Role::Written => {
                             report.known += delta.known;
                             report.new.extend(delta.new)
-                        } else {
-                            others.extend(delta.new)
                         }
+                        Role::User => {
+                            report.checked.push(shown_path);
+                            elsewhere.extend(delta.new)
+                        }
+                        Role::Open => elsewhere.extend(delta.new),
                     }
                 }
                 // An open file that was only re-checked and did not answer in time is no
-                // failure of this write.
-                Err(_) if !p.written => {}
+                // failure of this write: it is not in the impact set.
+                Err(_) if p.role == Role::Open => {}
                 Err(wait) => report.not_verified.push(format!(
                     "{shown_path} ({server}, {})",
-                    unverified_reason(&wait, self.write_deadline(&p.path))
+                    unverified_reason(&wait, p.deadline)
                 )),
             }
         }
-        report.new.extend(others);
+        report.new.extend(elsewhere);
+        for (file, server) in opened {
+            server.release_document(&file, run).await;
+        }
         report.waited_ms = started.elapsed().as_millis() as u64;
         Some(report)
     }

@@ -25,10 +25,11 @@ use crate::{
     encoding::{ColumnUnit, byte_offset},
     error::LspError,
     names::check_new_name,
-    on_write::{FileBefore, WriteDiagnostics, WrittenFile},
+    on_write::{FileBefore, WrittenFile},
     paths::{display_relative, is_inside, path_from_uri, resolve_in_root, uri_from_path},
     server::Server,
     supervisor::{Supervisor, server_label},
+    write_report::WriteDiagnostics,
 };
 
 /// Arguments of `lsp_rename`.
@@ -870,18 +871,14 @@ impl Supervisor {
         write_plan(self.root(), plan).map_err(|e| {
             LspError::Failed(format!("{what}: writing failed ({e}); no file was changed"))
         })?;
-        // Sync what changed: every edited file is opened with its new content (so servers
-        // with a lazily updated index, such as clangd, answer the next question from it),
-        // deleted files are closed, and a watched-file event tells the server about all.
+        // Tell the server what changed: deleted files are closed, and a watched-file event
+        // covers all. The edited files' new content goes out, all of it before any answer is
+        // taken, in the diagnostics check below (which keeps them open, so servers with a
+        // lazily updated index, such as clangd, answer the next question from it).
         let mut events = Vec::new();
         for (changed, state) in &plan.files {
             match state {
                 Some(_) => {
-                    let ext = changed.extension().and_then(|e| e.to_str()).unwrap_or("");
-                    if let Some(language) = server.def.language_of(ext) {
-                        let language = language.to_string();
-                        let _ = server.sync(changed, &language, true, self.run_id()).await;
-                    }
                     let created = plan.created.contains(changed)
                         || plan.renamed.iter().any(|(_, to)| to == changed);
                     events.push((changed.clone(), if created { 1 } else { 2 }));

@@ -149,6 +149,9 @@ struct Inner {
     ledger: Mutex<Ledger>,
     /// How long each file's diagnostics took after its last write (for adaptive deadlines).
     measured: Mutex<HashMap<PathBuf, Duration>>,
+    /// How long each server (by pid) took for its slowest recent file, decaying: a server
+    /// that has not answered yet in this run gets the start-up wait for its first analysis.
+    measured_servers: Mutex<HashMap<u32, Duration>>,
 }
 
 /// The language-server supervisor of one run. Cheap to clone.
@@ -159,8 +162,8 @@ pub struct Supervisor {
 
 /// A document synced to its server, ready to wait for its diagnostics.
 pub struct DocHandle {
-    server: Arc<Server>,
-    doc: SyncedDoc,
+    pub(crate) server: Arc<Server>,
+    pub(crate) doc: SyncedDoc,
 }
 
 impl DocHandle {
@@ -238,6 +241,7 @@ impl Supervisor {
                 private_dir: tempfile::Builder::new().prefix("agent-tools-lsp-").tempdir().ok(),
                 ledger: Mutex::new(Ledger::new()),
                 measured: Mutex::new(HashMap::new()),
+                measured_servers: Mutex::new(HashMap::new()),
             }),
         }
     }
@@ -275,8 +279,17 @@ impl Supervisor {
         self.inner.measured.lock().get(path).copied()
     }
 
-    pub(crate) fn record_measured(&self, path: &Path, took: Duration) {
+    pub(crate) fn record_measured(&self, path: &Path, server: u32, took: Duration) {
         self.inner.measured.lock().insert(path.to_path_buf(), took);
+        let mut servers = self.inner.measured_servers.lock();
+        let typical = servers.entry(server).or_insert(took);
+        // The slowest recent answer, decaying by a quarter per answer.
+        *typical = took.max(*typical * 3 / 4);
+    }
+
+    /// The server's typical time for a file's diagnostics in this run (`None`: none yet).
+    pub(crate) fn measured_server(&self, server: u32) -> Option<Duration> {
+        self.inner.measured_servers.lock().get(&server).copied()
     }
 
     /// The push mark of every running server, by pid (see [`Supervisor::other_open_documents`]).
@@ -796,24 +809,9 @@ impl Supervisor {
         cancel: &CancellationToken,
     ) -> SyncOutcome {
         let Ok(target) = self.target_for(path) else { return SyncOutcome::NotCovered };
-        let this = self.clone();
-        let start_target = target.clone();
-        let run_cancel = self.inner.closing.child_token();
-        let start = tokio::spawn(async move { this.server(&start_target, &run_cancel).await });
-        let server = tokio::select! {
-            r = start => r,
-            _ = tokio::time::sleep(startup_wait) => return SyncOutcome::NotReady("server starting".into()),
-            _ = cancel.cancelled() => return SyncOutcome::NotReady("cancelled".into()),
-        };
-        let server = match server {
-            Ok(Ok(s)) => s,
-            Ok(Err(e)) => {
-                return SyncOutcome::NotReady(format!(
-                    "server unavailable: {}",
-                    first_line(&e.to_string())
-                ));
-            }
-            Err(e) => return SyncOutcome::NotReady(format!("server unavailable: {e}")),
+        let server = match self.server_within(&target, startup_wait, cancel).await {
+            Ok(server) => server,
+            Err(reason) => return SyncOutcome::NotReady(reason),
         };
         let synced = match text {
             Some(text) => {
@@ -824,6 +822,32 @@ impl Supervisor {
         match synced {
             Ok(doc) => SyncOutcome::Synced(DocHandle { server, doc }),
             Err(e) => SyncOutcome::NotReady(e),
+        }
+    }
+
+    /// The running server of `target`, waiting for a start at most `startup_wait` (the start
+    /// goes on in the background); the error says why it is not usable now.
+    pub(crate) async fn server_within(
+        &self,
+        target: &Target,
+        startup_wait: Duration,
+        cancel: &CancellationToken,
+    ) -> Result<Arc<Server>, String> {
+        let this = self.clone();
+        let start_target = target.clone();
+        let run_cancel = self.inner.closing.child_token();
+        let start = tokio::spawn(async move { this.server(&start_target, &run_cancel).await });
+        let server = tokio::select! {
+            r = start => r,
+            _ = tokio::time::sleep(startup_wait) => {
+                return Err(format!("server still starting after {} ms", startup_wait.as_millis()))
+            }
+            _ = cancel.cancelled() => return Err("cancelled".into()),
+        };
+        match server {
+            Ok(Ok(s)) => Ok(s),
+            Ok(Err(e)) => Err(format!("server unavailable: {}", first_line(&e.to_string()))),
+            Err(e) => Err(format!("server unavailable: {e}")),
         }
     }
 

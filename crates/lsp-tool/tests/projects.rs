@@ -570,3 +570,204 @@ async fn a_listed_code_action_shows_its_edit_and_applies_all_or_nothing() {
     assert!(err.contains("argument `index`: 99 is not an action here"), "{err}");
     p.finish().await;
 }
+
+// ------------------------------------------- breakage in files the session never opened
+
+/// Writes `text` to `file` as a file tool would (what it held before is known) and returns
+/// the write's diagnostics; nothing was opened before.
+async fn write_file(p: &Project, file: &str, text: &str) -> agent_tools_lsp::WriteDiagnostics {
+    let path = p.root.join(file);
+    let before = std::fs::read(&path).expect("read before");
+    std::fs::write(&path, text).expect("write");
+    let report = p
+        .sup
+        .diagnostics_after_write(
+            &[WrittenFile { path, before: FileBefore::Contents(before.into()) }],
+            &CancellationToken::new(),
+        )
+        .await
+        .expect("covered");
+    eprintln!("--- write {file}\n{}\n{report:?}", report.render());
+    report
+}
+
+/// The user's sequence on a cold server: a signature change that breaks `callers` (never
+/// opened), the revert, then what `lsp diagnostics` says of each caller.
+async fn break_and_fix_unopened_callers(
+    p: &Project,
+    callee: &str,
+    old: &str,
+    new: &str,
+    callers: &[&str],
+    message: &str,
+) {
+    let original = p.read(callee);
+    assert!(original.contains(old), "{old} in {original}");
+    let broken = write_file(p, callee, &original.replace(old, new)).await;
+    let text = broken.render();
+    assert!(broken.not_verified.is_empty(), "the first write of a run is verified: {text}");
+    assert!(!text.contains("no new errors"), "{text}");
+    for caller in callers {
+        assert!(
+            broken.new.iter().any(|d| d.path == *caller && d.message.contains(message)),
+            "{caller} is named with {message:?}: {text}"
+        );
+        assert!(broken.checked.iter().any(|c| c == caller), "{caller} checked: {text}");
+    }
+    let fixed = write_file(p, callee, &original).await;
+    let text = fixed.render();
+    assert!(fixed.new.is_empty() && fixed.complete(), "{text}");
+    assert!(
+        text.contains("Diagnostics (") && text.contains(": no new errors or warnings"),
+        "{text}"
+    );
+    for caller in callers {
+        assert!(fixed.fixed_in.iter().any(|c| c == caller), "{caller} reported fixed: {text}");
+        let now = p.ok(json!({"action": "diagnostics", "file": caller})).await;
+        assert!(!now.contains(message), "no stale diagnostics in {caller}: {now}");
+    }
+}
+
+fn python_callers() -> Option<Project> {
+    Project::new(
+        "basedpyright-langserver",
+        &[
+            ("pyproject.toml", "[project]\nname = \"pkg\"\nversion = \"1\"\n"),
+            (
+                "src/pkg/__init__.py",
+                "from .termui import echo_via_pager\n\n__all__ = [\"echo_via_pager\"]\n",
+            ),
+            (
+                "src/pkg/termui.py",
+                "def echo_via_pager(text: str, color: bool | None = None) -> None:\n    print(text, color)\n\n\ndef term_len(x: str) -> int:\n    return len(x)\n",
+            ),
+            (
+                "tests/test_utils.py",
+                "from pkg import echo_via_pager\nfrom pkg.termui import term_len\n\n\ndef test_pager() -> None:\n    echo_via_pager(\"x\")\n    assert term_len(\"ab\") == 2\n",
+            ),
+            (
+                "examples/termui.py",
+                "import pkg\nfrom pkg.termui import term_len\n\npkg.echo_via_pager(\"y\", color=True)\nprint(term_len(\"abc\"))\n",
+            ),
+        ],
+        false,
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_callers_never_opened_are_named_broken_then_fixed() {
+    let Some(p) = python_callers() else { return };
+    break_and_fix_unopened_callers(
+        &p,
+        "src/pkg/termui.py",
+        "text: str, color",
+        "text: str, strict: bool, color",
+        &["tests/test_utils.py", "examples/termui.py"],
+        "strict",
+    )
+    .await;
+    p.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_python_rename_leaves_references_complete_at_once() {
+    let Some(p) = python_callers() else { return };
+    let out = p.rename("src/pkg/termui.py", 5, "term_len", "visible_len").await.expect("rename");
+    assert!(out.contains("Diagnostics (basedpyright): no new errors or warnings"), "{out}");
+    let refs = p
+        .ok(json!({"action": "references", "file": "src/pkg/termui.py", "line": 5, "symbol": "visible_len"}))
+        .await;
+    for loc in [
+        "src/pkg/termui.py:5:5",
+        "tests/test_utils.py:2:",
+        "tests/test_utils.py:7:",
+        "examples/termui.py:2:",
+        "examples/termui.py:5:",
+    ] {
+        assert!(refs.contains(loc), "{loc} in {refs}");
+    }
+    p.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn typescript_callers_never_opened_are_named_broken_then_fixed() {
+    let Some(p) = typescript_tree() else { return };
+    break_and_fix_unopened_callers(
+        &p,
+        "src/util.ts",
+        "cents: number)",
+        "cents: number, currency: string)",
+        &["src/main.ts", "ajax/index.ts"],
+        "Expected 2 arguments",
+    )
+    .await;
+    p.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn c_callers_never_opened_are_named_broken_then_fixed() {
+    let Some(p) = Project::new(
+        "clangd-16",
+        &[
+            (
+                "compile_commands.json",
+                "[{\"directory\": \"$ROOT\", \"file\": \"main.c\", \"arguments\": [\"cc\", \"-c\", \"main.c\"]}, {\"directory\": \"$ROOT\", \"file\": \"area.c\", \"arguments\": [\"cc\", \"-c\", \"area.c\"]}, {\"directory\": \"$ROOT\", \"file\": \"report.c\", \"arguments\": [\"cc\", \"-c\", \"report.c\"]}]\n",
+            ),
+            ("area.h", "int square_area(int side);\n"),
+            (
+                "area.c",
+                "#include \"area.h\"\n\nint square_area(int side) { return side * side; }\n",
+            ),
+            ("main.c", "#include \"area.h\"\n\nint main(void) { return square_area(2); }\n"),
+            (
+                "report.c",
+                "#include \"area.h\"\n\nint report(void) { return square_area(5) > 3; }\n",
+            ),
+        ],
+        false,
+    ) else {
+        return;
+    };
+    break_and_fix_unopened_callers(
+        &p,
+        "area.h",
+        "int side)",
+        "int side, int scale)",
+        &["main.c", "report.c"],
+        "Too few arguments",
+    )
+    .await;
+    p.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn go_callers_never_opened_are_named_broken_then_fixed() {
+    let Some(p) = Project::new(
+        "gopls",
+        &[
+            ("go.mod", "module example.com/calls\n\ngo 1.19\n"),
+            (
+                "lib.go",
+                "package calls\n\n// Scale multiplies.\nfunc Scale(x int) int {\n\treturn x * 2\n}\n",
+            ),
+            ("use.go", "package calls\n\nfunc use() int {\n\treturn Scale(3)\n}\n"),
+            (
+                "cmd/run/main.go",
+                "package main\n\nimport \"example.com/calls\"\n\nfunc main() {\n\tprintln(calls.Scale(4))\n}\n",
+            ),
+        ],
+        false,
+    ) else {
+        return;
+    };
+    break_and_fix_unopened_callers(
+        &p,
+        "lib.go",
+        "Scale(x int)",
+        "Scale(x int, y int)",
+        &["use.go", "cmd/run/main.go"],
+        "not enough arguments",
+    )
+    .await;
+    p.finish().await;
+}

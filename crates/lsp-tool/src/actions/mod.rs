@@ -512,8 +512,9 @@ impl Supervisor {
         let target = self.target_for(path)?;
         let server = self.server(&target, cancel).await?;
         server.resync_open().await;
+        // Sent again when another file changed since: its last diagnostics may predate that.
         let doc = server
-            .sync(path, &target.language_id, false, self.run_id())
+            .current(path, &target.language_id, None, self.run_id())
             .await
             .map_err(LspError::Failed)?;
         Ok((target, server, doc))

@@ -62,7 +62,14 @@ impl Supervisor {
         } else {
             format!("`{symbol}` at {shown}:{line}:{col}")
         };
-        self.wait_ready(&server, what, cancel).await?;
+        // Asked at once, even while the server indexes: what it can answer from the open file
+        // (a definition, a hover) it answers now; an empty answer is asked again once it is
+        // ready, and an index-wide one (references) says it may be partial.
+        // Code actions need the project (an import fix): they wait for it.
+        if action == Action::CodeActions {
+            self.wait_ready(&server, what, cancel).await?;
+        }
+        let busy = server.busy();
         let mut params = json!({"textDocument": {"uri": uri}, "position": position});
         if action == Action::References {
             params["context"] = json!({"includeDeclaration": true});
@@ -78,10 +85,22 @@ impl Supervisor {
                 .collect();
             params = json!({"textDocument": {"uri": uri}, "range": range, "context": {"diagnostics": on_line}});
         }
-        let result = server
-            .request(method, params, cancel)
+        let mut result = server
+            .request(method, params.clone(), cancel)
             .await
             .map_err(|e| request_failed(&server, what, e))?;
+        let empty = |v: &Value| v.is_null() || v.as_array().is_some_and(Vec::is_empty);
+        if busy.is_some() && empty(&result) {
+            self.wait_ready(&server, what, cancel).await?;
+            result = server
+                .request(method, params, cancel)
+                .await
+                .map_err(|e| request_failed(&server, what, e))?;
+        }
+        let partial = match server.busy() {
+            Some(now) if action == Action::References => Some(now),
+            _ => None,
+        };
         let mut cache = SourceCache::new();
         let label = server_label(&server);
         match action {
@@ -193,9 +212,14 @@ impl Supervisor {
                     out.push('\n');
                     out.push_str(&note);
                 }
+                if let Some(busy) = &partial {
+                    out.push_str(&format!(
+                        "\n(partial: the server is {busy}; references in files it has not indexed yet may be missing; ask again shortly for all)"
+                    ));
+                }
                 Ok(LspOutput::new(
                     out,
-                    json!({"symbol": symbol, "total": found.len(), "offset": offset, "locations": page}),
+                    json!({"symbol": symbol, "total": found.len(), "offset": offset, "locations": page, "partial": partial.is_some()}),
                 ))
             }
         }

@@ -21,6 +21,13 @@ impl Server {
         }
     }
 
+    /// Whether the server is one that puts the document version on every push for an open
+    /// document (so a versionless push is about the disk, not about our text).
+    fn versions_pushes(&self) -> bool {
+        let name = self.server_name.as_deref().unwrap_or("").to_ascii_lowercase();
+        ["gopls", "clangd", "pyright", "rust-analyzer"].iter().any(|n| name.contains(n))
+    }
+
     /// typescript-language-server publishes without versions and in phases (syntax, semantics,
     /// suggestions), so a push cannot be tied to a version; its `typescript.tsserverRequest`
     /// command runs tsserver's synchronous diagnostics for the content it has.
@@ -144,12 +151,20 @@ impl Server {
                     Some(v) if v >= doc.version && entry.seq > doc.min_seq => {
                         Some((entry.items.clone(), true))
                     }
-                    None if entry.seq > doc.sent_seq => Some((entry.items.clone(), false)),
+                    // A server that versions its pushes for open documents publishes without
+                    // a version for files it has not opened (gopls, from the disk): for a file
+                    // opened only to be checked, such a push can overtake our didOpen and say
+                    // what the disk's other files make of it, not the text we sent.
+                    None if entry.seq > doc.sent_seq
+                        && !(doc.versioned_only && self.versions_pushes()) =>
+                    {
+                        Some((entry.items.clone(), false))
+                    }
                     _ => None,
                 })
             };
             if let Some((items, versioned)) = fresh {
-                if versioned {
+                if versioned && !doc.settle {
                     return Ok(items);
                 }
                 return Ok(self.settle_versionless(&doc.path, items, deadline, cancel).await);

@@ -4,6 +4,7 @@
 use std::{
     collections::BTreeSet,
     path::{Path, PathBuf},
+    sync::atomic::Ordering,
     time::Instant,
 };
 
@@ -40,7 +41,7 @@ impl Server {
     ) -> Result<SyncedDoc, String> {
         let text = crate::paths::read_source(path)
             .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        self.sync_content(path, language_id, text, save, holder).await
+        self.sync_content(path, language_id, text, save, holder, true).await
     }
 
     /// Like [`Server::sync`] with given content (which must be what is on disk, or what the
@@ -53,11 +54,36 @@ impl Server {
         save: bool,
         holder: RunId,
     ) -> Result<SyncedDoc, String> {
-        self.sync_content(path, language_id, text, save, Some(holder)).await
+        let from_disk = crate::paths::read_source(path).is_ok_and(|disk| disk == text);
+        self.sync_content(path, language_id, text, save, Some(holder), from_disk).await
+    }
+
+    /// The document as the server has it now, as a version whose diagnostics are current:
+    /// synced from `text` (or the disk), and sent again as a new version when another file
+    /// changed after it was last sent.
+    pub(crate) async fn current(
+        &self,
+        path: &Path,
+        language_id: &str,
+        text: Option<String>,
+        holder: RunId,
+    ) -> Result<SyncedDoc, String> {
+        let doc = match text {
+            Some(text) => self.sync_text(path, language_id, text, false, holder).await?,
+            None => self.sync(path, language_id, false, holder).await?,
+        };
+        if self.outdated(path).await
+            && let Some(touched) = self.touch(path, holder).await
+        {
+            return Ok(touched);
+        }
+        Ok(doc)
     }
 
     /// The one place versions change: under the documents lock, so concurrent syncs of one
     /// document (from the runs sharing the server) get increasing versions in send order.
+    /// `from_disk`: `text` is what the disk holds, so opening it changes nothing the server
+    /// sees of other files.
     async fn sync_content(
         &self,
         path: &Path,
@@ -65,6 +91,7 @@ impl Server {
         text: String,
         save: bool,
         holder: Option<RunId>,
+        from_disk: bool,
     ) -> Result<SyncedDoc, String> {
         let uri =
             uri_from_path(path).ok_or_else(|| format!("{} has no file URI", path.display()))?;
@@ -79,23 +106,29 @@ impl Server {
         let (version, sent, sent_seq) = match docs.get_mut(path) {
             None => {
                 self.first_open.lock().get_or_insert_with(Instant::now);
+                let version = self.closed_versions.lock().remove(path).map_or(1, |v| v + 1);
                 self.notify(
                     "textDocument/didOpen",
-                    json!({"textDocument": {"uri": uri, "languageId": language_id, "version": 1, "text": text}}),
+                    json!({"textDocument": {"uri": uri, "languageId": language_id, "version": version, "text": text}}),
                 )
                 .await;
                 docs.insert(
                     path.to_path_buf(),
                     Doc {
-                        version: 1,
+                        version,
                         text: text.clone(),
                         mtime,
                         len,
                         sent_seq: seq_now,
                         holders: holder.into_iter().collect(),
+                        changes_at: if from_disk {
+                            self.content_changes.load(Ordering::SeqCst)
+                        } else {
+                            self.count_content_change()
+                        },
                     },
                 );
-                (1, true, seq_now)
+                (version, true, seq_now)
             }
             Some(doc) if doc.text != text => {
                 doc.version += 1;
@@ -103,6 +136,7 @@ impl Server {
                 doc.mtime = mtime;
                 doc.len = len;
                 doc.sent_seq = seq_now;
+                doc.changes_at = self.count_content_change();
                 self.notify(
                     "textDocument/didChange",
                     json!({"textDocument": {"uri": uri, "version": doc.version}, "contentChanges": [{"text": text}]}),
@@ -123,7 +157,15 @@ impl Server {
             }
             self.notify("textDocument/didSave", params).await;
         }
-        Ok(SyncedDoc { path: path.to_path_buf(), version, text, sent_seq, min_seq: 0 })
+        Ok(SyncedDoc {
+            path: path.to_path_buf(),
+            version,
+            text,
+            sent_seq,
+            min_seq: 0,
+            settle: false,
+            versioned_only: false,
+        })
     }
 
     /// Re-reads every open document whose size or modification time changed, and sends what
@@ -163,7 +205,9 @@ impl Server {
             })
             .collect();
         for path in unheld {
-            docs.remove(&path);
+            if let Some(doc) = docs.remove(&path) {
+                self.forget(&path, &doc);
+            }
             if let Some(uri) = uri_from_path(&path) {
                 self.notify("textDocument/didClose", json!({"textDocument": {"uri": uri}})).await;
             }
@@ -178,12 +222,100 @@ impl Server {
 
     /// Tells the server a document is closed (deleted or renamed away).
     pub(crate) async fn close(&self, path: &Path) {
-        if self.docs.lock().await.remove(path).is_some()
-            && let Some(uri) = uri_from_path(path)
-        {
+        let mut docs = self.docs.lock().await;
+        if let Some(doc) = docs.remove(path) {
+            self.forget(path, &doc);
+            if let Some(uri) = uri_from_path(path) {
+                self.notify("textDocument/didClose", json!({"textDocument": {"uri": uri}})).await;
+            }
+        }
+        drop(docs);
+        self.shared.state.lock().push.remove(path);
+    }
+
+    /// Lets `holder` go of one document; closes it when nobody else holds it (a file opened
+    /// only to check it goes back to the server's view of the disk).
+    pub(crate) async fn release_document(&self, path: &Path, holder: RunId) {
+        let mut docs = self.docs.lock().await;
+        let Some(doc) = docs.get_mut(path) else { return };
+        doc.holders.remove(&holder);
+        if !doc.holders.is_empty() {
+            return;
+        }
+        if let Some(doc) = docs.remove(path) {
+            self.forget(path, &doc);
+        }
+        if let Some(uri) = uri_from_path(path) {
             self.notify("textDocument/didClose", json!({"textDocument": {"uri": uri}})).await;
         }
+        drop(docs);
         self.shared.state.lock().push.remove(path);
+    }
+
+    /// Sends an open document again as a new version with the same text, so that the server
+    /// analyses it against what changed elsewhere and answers for that version (a push
+    /// server re-publishes; an unchanged version's old push may predate the change).
+    /// `None` when it is not open.
+    ///
+    /// A push server whose document only `holder` holds gets it closed and opened again
+    /// instead: some (clangd) ignore a change that does not change the text, and publish for
+    /// the version before it.
+    pub(crate) async fn touch(&self, path: &Path, holder: RunId) -> Option<SyncedDoc> {
+        let uri = uri_from_path(path)?;
+        if self.diagnostic_mode() == super::DiagnosticMode::Push
+            && self.holders(path).await?.iter().all(|h| *h == holder)
+        {
+            let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+            let language = self.def.language_of(ext).unwrap_or("plaintext").to_string();
+            self.release_document(path, holder).await;
+            let mut doc = self.sync(path, &language, false, holder).await.ok()?;
+            doc.settle = true;
+            doc.versioned_only = true;
+            return Some(doc);
+        }
+        let mut docs = self.docs.lock().await;
+        let doc = docs.get_mut(path)?;
+        let seq_now = self.shared.state.lock().push_seq;
+        doc.holders.insert(holder);
+        doc.version += 1;
+        doc.sent_seq = seq_now;
+        // The same text again: nothing changes for the other files.
+        doc.changes_at = self.content_changes.load(Ordering::SeqCst);
+        self.notify(
+            "textDocument/didChange",
+            json!({"textDocument": {"uri": uri, "version": doc.version}, "contentChanges": [{"text": doc.text}]}),
+        )
+        .await;
+        Some(SyncedDoc {
+            path: path.to_path_buf(),
+            version: doc.version,
+            text: doc.text.clone(),
+            sent_seq: seq_now,
+            min_seq: 0,
+            settle: true,
+            versioned_only: false,
+        })
+    }
+
+    /// Whether another file's content changed on this server after `path` was last sent, so
+    /// that its last diagnostics may be out of date (`false` when it is not open).
+    pub(crate) async fn outdated(&self, path: &Path) -> bool {
+        let changes = self.content_changes.load(Ordering::SeqCst);
+        self.docs.lock().await.get(path).is_some_and(|d| d.changes_at < changes)
+    }
+
+    /// A closed document's last version is remembered (a reopened one continues from it);
+    /// closing a text the disk does not hold changes what the server sees.
+    fn forget(&self, path: &Path, doc: &Doc) {
+        self.closed_versions.lock().insert(path.to_path_buf(), doc.version);
+        if crate::paths::read_source(path).map_or(true, |disk| disk != doc.text) {
+            self.count_content_change();
+        }
+    }
+
+    /// Counts one content notification; returns the count after it.
+    fn count_content_change(&self) -> u64 {
+        self.content_changes.fetch_add(1, Ordering::SeqCst) + 1
     }
 
     /// Tells the server about files changed on disk that it does not have open
@@ -196,6 +328,7 @@ impl Server {
             .iter()
             .filter_map(|(p, kind)| uri_from_path(p).map(|u| json!({"uri": u, "type": kind})))
             .collect();
+        self.count_content_change();
         self.notify("workspace/didChangeWatchedFiles", json!({"changes": events})).await;
     }
 
@@ -220,6 +353,8 @@ impl Server {
                 text: doc.text.clone(),
                 sent_seq: seq,
                 min_seq: seq,
+                settle: false,
+                versioned_only: false,
             })
             .collect()
     }

@@ -284,6 +284,10 @@ struct Doc {
     sent_seq: u64,
     /// The runs that opened it (see [`crate::pool`]); closed when the last lets go.
     holders: std::collections::BTreeSet<crate::pool::RunId>,
+    /// The server's content-change count right after this document's last didOpen/didChange:
+    /// a smaller count than the server's now means another file changed since, and a push
+    /// for this version may predate that change.
+    changes_at: u64,
 }
 
 /// A document after a sync: the version the server now has.
@@ -296,6 +300,13 @@ pub(crate) struct SyncedDoc {
     /// A push counts only if it arrived after this sequence number (0: any push of the
     /// version); set when re-checking an unchanged open file after another file changed.
     min_seq: u64,
+    /// The same text sent again after another file changed: a push server may publish this
+    /// version first from what it had, then again once the change reached it, so the pushes
+    /// are taken once they go quiet.
+    settle: bool,
+    /// Only a push carrying a version counts (a file opened to be checked, see
+    /// [`Server::diagnostics`]).
+    pub versioned_only: bool,
 }
 
 /// Why the diagnostics of a version could not be had.
@@ -357,6 +368,11 @@ pub(crate) struct Server {
     rpc: Arc<Rpc>,
     shared: Arc<Shared>,
     docs: tokio::sync::Mutex<HashMap<PathBuf, Doc>>,
+    /// The last version of each closed document, so that a reopened one never repeats a
+    /// version (servers skip re-publishing a version they published).
+    closed_versions: Mutex<HashMap<PathBuf, i32>>,
+    /// Content notifications sent (didOpen, didChange, didClose, watched-file events).
+    content_changes: std::sync::atomic::AtomicU64,
     /// When the first document was opened (the start of the warm-up).
     first_open: Mutex<Option<Instant>>,
     exited: CancellationToken,
@@ -568,6 +584,8 @@ impl Server {
             rpc,
             shared,
             docs: tokio::sync::Mutex::new(HashMap::new()),
+            closed_versions: Mutex::new(HashMap::new()),
+            content_changes: std::sync::atomic::AtomicU64::new(0),
             first_open: Mutex::new(None),
             exited,
             exit_status,

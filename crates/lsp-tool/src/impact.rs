@@ -1,0 +1,426 @@
+//! The impact set of a write: the files whose diagnostics a change can alter, beyond the
+//! written ones.
+//!
+//! Asked of the server while it still has the old text (a renamed or removed declaration has
+//! no references once the new text is in): the outline's declarations that the changed lines
+//! touch, then the references of each. Where the server cannot answer for the whole project
+//! (no references, an error, still indexing), a scan of the project's files of the same
+//! language for the changed names (ignore files respected) stands in. Files are ordered
+//! nearest first: most references, then most mentions.
+
+use std::{
+    collections::BTreeMap,
+    ops::Range,
+    path::{Path, PathBuf},
+    time::Instant,
+};
+
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::{
+    config::ServerDef,
+    paths::{path_from_uri, uri_from_path},
+    server::{Server, join_all},
+};
+
+/// The lines that differ between two texts: `old` lines in the old text are replaced by
+/// `new` lines in the new one (0-based, end exclusive; the common head and tail excluded).
+pub(crate) fn changed_lines(old: &str, new: &str) -> Option<(Range<u32>, Range<u32>)> {
+    if old == new {
+        return None;
+    }
+    let a: Vec<&str> = old.split('\n').collect();
+    let b: Vec<&str> = new.split('\n').collect();
+    let head = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+    let tail =
+        a[head..].iter().rev().zip(b[head..].iter().rev()).take_while(|(x, y)| x == y).count();
+    Some((head as u32..(a.len() - tail) as u32, head as u32..(b.len() - tail) as u32))
+}
+
+/// One declaration of a document's outline.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Declaration {
+    pub name: String,
+    /// Lines it spans (0-based, inclusive).
+    pub lines: (u32, u32),
+    /// Where its name is (line, character in the server's encoding).
+    pub at: (u32, u32),
+    /// Declared inside a function or method body (a local: nothing outside sees it).
+    pub local: bool,
+    /// A module, namespace or package: too wide to stand for a change inside it.
+    pub container: bool,
+    /// Index of the enclosing declaration in the flattened outline.
+    pub parent: Option<usize>,
+}
+
+fn position(value: Option<&Value>) -> (u32, u32) {
+    let n = |k: &str| value.and_then(|v| v.get(k)).and_then(Value::as_u64).unwrap_or(0) as u32;
+    (n("line"), n("character"))
+}
+
+/// The outline of a `textDocument/documentSymbol` answer, flattened (hierarchical answers
+/// keep their nesting as `parent`; flat `SymbolInformation` answers have none).
+pub(crate) fn outline(answer: &Value) -> Vec<Declaration> {
+    fn walk(items: &[Value], parent: Option<usize>, local: bool, out: &mut Vec<Declaration>) {
+        for item in items {
+            let kind = item.get("kind").and_then(Value::as_u64).unwrap_or(0);
+            let range = item.get("range").or_else(|| item.pointer("/location/range"));
+            let start = position(range.and_then(|r| r.get("start")));
+            let end = position(range.and_then(|r| r.get("end")));
+            let at = item.get("selectionRange").map_or(start, |r| position(r.get("start")));
+            let index = out.len();
+            out.push(Declaration {
+                name: item.get("name").and_then(Value::as_str).unwrap_or("").to_string(),
+                lines: (start.0, end.0),
+                at,
+                local,
+                // File, Module, Namespace, Package.
+                container: (1..=4).contains(&kind),
+                parent,
+            });
+            // Function, Method, Constructor: what they declare inside is local.
+            let body_is_local = local || matches!(kind, 6 | 9 | 12);
+            if let Some(children) = item.get("children").and_then(Value::as_array) {
+                walk(children, Some(index), body_is_local, out);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(answer.as_array().map(Vec::as_slice).unwrap_or_default(), None, false, &mut out);
+    out
+}
+
+/// The declarations the changed `lines` (of the old text) touch: for each changed line the
+/// innermost declaration that is visible outside its file's bodies (no locals, no modules).
+pub(crate) fn touched(outline: &[Declaration], lines: &Range<u32>) -> Vec<Declaration> {
+    // A pure insertion touches the line it is inserted before.
+    let (first, last) = (lines.start, lines.end.max(lines.start + 1) - 1);
+    let overlaps = |d: &Declaration| d.lines.0 <= last && first <= d.lines.1;
+    let eligible: Vec<usize> = (0..outline.len())
+        .filter(|&i| !outline[i].local && !outline[i].container && overlaps(&outline[i]))
+        .collect();
+    let has_eligible_child = |i: usize| {
+        eligible.iter().any(|&j| {
+            let mut p = outline[j].parent;
+            while let Some(k) = p {
+                if k == i {
+                    return true;
+                }
+                p = outline[k].parent;
+            }
+            false
+        })
+    };
+    let mut out: Vec<Declaration> = Vec::new();
+    for &i in &eligible {
+        if !has_eligible_child(i) && !out.iter().any(|d| d.name == outline[i].name) {
+            out.push(outline[i].clone());
+        }
+    }
+    out
+}
+
+/// What the old text's references say about the files a change can affect.
+#[derive(Debug, Default)]
+pub(crate) struct Impact {
+    /// Files the change can affect, nearest first, with how many references or mentions each.
+    pub files: Vec<(PathBuf, usize)>,
+    /// The changed declarations' names.
+    pub names: Vec<String>,
+    /// Why the server's references were not the whole answer (the scan stood in), if so.
+    pub scanned_because: Option<String>,
+}
+
+/// How many changed declarations are followed per written file.
+const MAX_DECLARATIONS: usize = 12;
+/// Files read by one scan for names, and the largest file read.
+const SCAN_MAX_FILES: usize = 20_000;
+const SCAN_MAX_BYTES: u64 = 4 << 20;
+
+/// The impact of replacing `old` by `new` in `path`, asked of `server` while it has `old`.
+/// Every request ends by `deadline`.
+pub(crate) async fn impact_of(
+    server: &Server,
+    path: &Path,
+    old: &str,
+    new: &str,
+    deadline: Instant,
+    cancel: &CancellationToken,
+) -> Impact {
+    let Some((old_lines, _)) = changed_lines(old, new) else { return Impact::default() };
+    let uri = uri_from_path(path).map(|u| u.as_str().to_string());
+    let mut impact = Impact::default();
+    let mut outline_empty = true;
+    let declarations = if server.supports("documentSymbolProvider") {
+        match server
+            .request_until(
+                "textDocument/documentSymbol",
+                json!({"textDocument": {"uri": uri}}),
+                deadline,
+                cancel,
+            )
+            .await
+        {
+            Ok(answer) => {
+                let outline = outline(&answer);
+                outline_empty = outline.is_empty();
+                touched(&outline, &old_lines)
+            }
+            Err(e) => {
+                impact.scanned_because = Some(format!("the outline failed: {e}"));
+                Vec::new()
+            }
+        }
+    } else {
+        impact.scanned_because = Some("the server has no outline".into());
+        Vec::new()
+    };
+    let declarations: Vec<Declaration> = declarations.into_iter().take(MAX_DECLARATIONS).collect();
+    impact.names = declarations.iter().map(|d| d.name.clone()).collect();
+    if outline_empty {
+        // A cold server's outline can be empty: the names the changed lines declare stand in.
+        impact.names = declared_names(old, new, &old_lines);
+        if !impact.names.is_empty() && impact.scanned_because.is_none() {
+            impact.scanned_because = Some("the server's outline did not cover the change".into());
+        }
+    }
+    impact.names.retain(|n| !n.is_empty());
+    let mut referenced: BTreeMap<PathBuf, usize> = BTreeMap::new();
+    if !declarations.is_empty() {
+        if server.supports("referencesProvider") {
+            let busy_before = server.busy();
+            let answers = join_all(declarations.iter().map(|d| {
+                let params = json!({
+                    "textDocument": {"uri": uri},
+                    "position": {"line": d.at.0, "character": d.at.1},
+                    "context": {"includeDeclaration": true},
+                });
+                server.request_until("textDocument/references", params, deadline, cancel)
+            }))
+            .await;
+            let mut failure = None;
+            for answer in answers {
+                match answer {
+                    Ok(Value::Array(locations)) => {
+                        for location in locations {
+                            let file = location
+                                .get("uri")
+                                .and_then(Value::as_str)
+                                .and_then(|u| u.parse::<lsp_types::Uri>().ok())
+                                .and_then(|u| path_from_uri(&u));
+                            if let Some(file) = file.filter(|f| f != path) {
+                                *referenced.entry(file).or_default() += 1;
+                            }
+                        }
+                    }
+                    Ok(_) => {}
+                    Err(e) => failure = Some(format!("references failed: {e}")),
+                }
+            }
+            let busy = busy_before.or_else(|| server.busy());
+            impact.scanned_because = impact
+                .scanned_because
+                .take()
+                .or(failure)
+                .or(busy.map(|b| format!("the server is {b}, so its references may miss files")));
+        } else {
+            impact.scanned_because = Some("the server offers no references".into());
+        }
+    }
+    // A cold server (tsserver before its project loads) answers "no references" for a
+    // declaration it cannot see used yet: the scan decides then.
+    if referenced.is_empty() && impact.scanned_because.is_none() && !declarations.is_empty() {
+        impact.scanned_because = Some("the server found no uses of it".into());
+    }
+    let mut files: Vec<(PathBuf, usize)> = referenced.into_iter().collect();
+    files.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    if impact.scanned_because.is_some() && !impact.names.is_empty() {
+        let root = server.root.clone();
+        let def = server.def.clone();
+        let names = impact.names.clone();
+        let skip = path.to_path_buf();
+        let scanned = tokio::task::spawn_blocking(move || mentions(&root, &def, &names, &skip))
+            .await
+            .unwrap_or_default();
+        for (file, count) in scanned {
+            if !files.iter().any(|(f, _)| *f == file) {
+                files.push((file, count));
+            }
+        }
+    }
+    impact.files = files;
+    impact
+}
+
+/// Keywords after which a declared name follows, across the built-in languages.
+const DECLARING: &[&str] = &[
+    "def", "class", "function", "func", "fn", "struct", "enum", "union", "interface", "type",
+    "const", "let", "var", "trait", "impl", "define", "typedef",
+];
+
+/// The names the `lines` of `text` that `new` no longer has appear to declare: a word after
+/// a declaring keyword, or the first word followed by `(` (a C prototype or definition).
+pub(crate) fn declared_names(text: &str, new: &str, lines: &Range<u32>) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    let last = lines.end.max(lines.start + 1);
+    let kept: std::collections::HashSet<&str> = new.split('\n').collect();
+    for line in text
+        .split('\n')
+        .skip(lines.start as usize)
+        .take((last - lines.start) as usize)
+        .filter(|l| !kept.contains(l))
+    {
+        let words: Vec<(usize, &str)> = line
+            .match_indices(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .scan(0, |start, (at, sep)| {
+                let word = (*start, &line[*start..at]);
+                *start = at + sep.len();
+                Some(word)
+            })
+            .chain(std::iter::once((0, "")))
+            .filter(|(_, w)| !w.is_empty())
+            .collect();
+        let mut take = |w: &str| {
+            if w.len() > 1 && !DECLARING.contains(&w) && !names.iter().any(|n| n == w) {
+                names.push(w.to_string());
+            }
+        };
+        for pair in words.windows(2) {
+            if DECLARING.contains(&pair[0].1) {
+                take(pair[1].1);
+            }
+        }
+        if let Some((_, w)) =
+            words.iter().find(|(at, w)| line[at + w.len()..].trim_start().starts_with('('))
+        {
+            take(w);
+        }
+    }
+    names.truncate(MAX_DECLARATIONS);
+    names
+}
+
+fn is_word_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_' || b == b'$' || b >= 0x80
+}
+
+/// How often `name` occurs in `text` as a whole word.
+fn word_count(text: &[u8], name: &str) -> usize {
+    memchr::memmem::find_iter(text, name.as_bytes())
+        .filter(|&at| {
+            let before = at.checked_sub(1).map(|i| text[i]);
+            let after = text.get(at + name.len()).copied();
+            !before.is_some_and(is_word_byte) && !after.is_some_and(is_word_byte)
+        })
+        .count()
+}
+
+/// Files under `root` of `def`'s languages (ignore files respected) that mention any of
+/// `names` as a word, most mentions first; `skip` is left out.
+pub(crate) fn mentions(
+    root: &Path,
+    def: &ServerDef,
+    names: &[String],
+    skip: &Path,
+) -> Vec<(PathBuf, usize)> {
+    let mut found = Vec::new();
+    let walker = ignore::WalkBuilder::new(root)
+        .hidden(true)
+        .parents(true)
+        .filter_entry(|e| {
+            !e.file_type().is_some_and(|t| t.is_dir())
+                || !crate::discover::SKIP_DIRS.contains(&e.file_name().to_string_lossy().as_ref())
+        })
+        .build();
+    for entry in walker.flatten().take(SCAN_MAX_FILES) {
+        let path = entry.path();
+        if path == skip || !entry.file_type().is_some_and(|t| t.is_file()) {
+            continue;
+        }
+        let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+        if def.language_of(ext).is_none()
+            || entry.metadata().map_or(true, |m| m.len() > SCAN_MAX_BYTES)
+        {
+            continue;
+        }
+        let Ok(text) = std::fs::read(path) else { continue };
+        let count: usize = names.iter().map(|n| word_count(&text, n)).sum();
+        if count > 0 {
+            found.push((path.to_path_buf(), count));
+        }
+    }
+    found.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn changed_lines_are_the_middle_that_differs() {
+        assert_eq!(changed_lines("a\nb\nc\n", "a\nB\nc\n"), Some((1..2, 1..2)));
+        assert_eq!(changed_lines("a\nc\n", "a\nb\nc\n"), Some((1..1, 1..2)));
+        assert_eq!(changed_lines("a\nb\nc\n", "a\nc\n"), Some((1..2, 1..1)));
+        assert_eq!(changed_lines("a\n", "a\n"), None);
+    }
+
+    fn symbol(name: &str, kind: u64, lines: (u32, u32), children: Vec<Value>) -> Value {
+        json!({
+            "name": name, "kind": kind,
+            "range": {"start": {"line": lines.0, "character": 0}, "end": {"line": lines.1, "character": 1}},
+            "selectionRange": {"start": {"line": lines.0, "character": 4}, "end": {"line": lines.0, "character": 5}},
+            "children": children,
+        })
+    }
+
+    #[test]
+    fn the_innermost_visible_declaration_stands_for_a_change() {
+        let answer = json!([
+            symbol("f", 12, (0, 3), vec![symbol("local", 13, (1, 1), vec![])]),
+            symbol(
+                "C",
+                5,
+                (5, 12),
+                vec![symbol("m", 6, (6, 8), vec![]), symbol("attr", 7, (10, 10), vec![])]
+            ),
+            symbol("mod", 2, (14, 30), vec![symbol("g", 12, (15, 16), vec![])]),
+        ]);
+        let outline = outline(&answer);
+        let names = |lines: Range<u32>| -> Vec<String> {
+            touched(&outline, &lines).into_iter().map(|d| d.name).collect()
+        };
+        // A change in a function's body stands for the function (its inferred type may change).
+        assert_eq!(names(1..2), ["f"]);
+        // A method's change is the method's, not the class's.
+        assert_eq!(names(7..8), ["m"]);
+        // A class line outside its members is the class's.
+        assert_eq!(names(9..10), ["C"]);
+        // A module is never the declaration; what is in it is.
+        assert_eq!(names(15..16), ["g"]);
+        assert!(names(20..21).is_empty());
+        // A change over two declarations names both.
+        assert_eq!(names(3..7), ["f", "m"]);
+        assert_eq!(touched(&outline, &(7..8))[0].at, (6, 4));
+    }
+
+    #[test]
+    fn changed_lines_name_what_they_declare_when_the_outline_cannot() {
+        let ts = "export function formatPrice(cents: number): string {\n  return x;\n}\n";
+        assert_eq!(declared_names(ts, "", &(0..1)), ["formatPrice"]);
+        assert_eq!(declared_names("int square_area(int side);\n", "", &(0..1)), ["square_area"]);
+        assert_eq!(declared_names("def echo(x):\n    pass\n", "", &(0..1)), ["echo"]);
+        assert_eq!(declared_names("func Scale(x int) int {\n", "", &(0..1)), ["Scale"]);
+        // Lines the new text still has are no change.
+        let old = "def a():\n    xx()\ndef b():\n    yy()\n";
+        let new = "def a():\n    zz()\ndef b():\n    ww()\n";
+        assert_eq!(declared_names(old, new, &(1..4)), ["xx", "yy"]);
+    }
+
+    #[test]
+    fn names_are_counted_as_whole_words() {
+        assert_eq!(word_count(b"echo(x); echo_all(); re_echo; echo", "echo"), 2);
+        assert_eq!(word_count(b"$echo echo$", "echo"), 0);
+    }
+}
