@@ -346,12 +346,21 @@ impl Journal {
     }
 
     /// Holds `<id>.lock` with `flock` while a commit runs; recovery skips locked groups.
+    /// The lock is made under another name and renamed into place once held, so recovery
+    /// never finds an `<id>.lock` that is free while its commit runs, and may remove every
+    /// free lock without a record (what a process killed before its record, or after removing
+    /// it, leaves).
     fn lock(&self, id: &str) -> Result<File, Error> {
+        let fresh = self.dir.join(format!("{id}.lock.new"));
         let path = self.dir.join(format!("{id}.lock"));
-        let file = File::create(&path)
-            .map_err(|e| self.journal_error(format!("cannot create {}: {e}", path.display())))?;
+        let cannot = |what: &str, e: std::io::Error| {
+            self.journal_error(format!("cannot {what} {}: {e}", path.display()))
+        };
+        let file = File::create(&fresh).map_err(|e| cannot("create", e))?;
         rustix::fs::flock(&file, FlockOperation::LockExclusive)
             .map_err(|e| self.journal_error(e))?;
+        std::fs::rename(&fresh, &path).map_err(|e| cannot("create", e))?;
+        crash_point();
         Ok(file)
     }
 
@@ -371,7 +380,24 @@ impl Journal {
     fn remove_record(&self, id: &str) {
         let _ = std::fs::remove_file(self.record_path(id));
         let _ = std::fs::remove_file(self.dir.join(format!("{id}.json.tmp")));
+        crash_point();
         let _ = std::fs::remove_file(self.dir.join(format!("{id}.lock")));
+    }
+
+    /// Removes the locks no process holds whose group has no record (`ids` are the groups
+    /// with one).
+    fn remove_free_locks(&self, names: &[String], ids: &[String]) {
+        for name in names {
+            let id = name.strip_suffix(".lock.new").or_else(|| name.strip_suffix(".lock"));
+            if id.is_none_or(|id| ids.iter().any(|i| i == id)) {
+                continue;
+            }
+            let path = self.dir.join(name);
+            let Ok(lock) = File::open(&path) else { continue };
+            if rustix::fs::flock(&lock, FlockOperation::NonBlockingLockExclusive).is_ok() {
+                let _ = std::fs::remove_file(&path);
+            }
+        }
     }
 
     /// Finishes or undoes every group a dead process left behind on `root`.
@@ -379,14 +405,18 @@ impl Journal {
         let mut report = Recovery::default();
         let listing = std::fs::read_dir(&self.dir).map_err(|e| self.journal_error(e))?;
         let mut ids: Vec<String> = Vec::new();
+        let mut locks: Vec<String> = Vec::new();
         for entry in listing.flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
             if let Some(id) = name.strip_suffix(".json").or_else(|| name.strip_suffix(".json.tmp"))
                 && !ids.iter().any(|i| i == id)
             {
                 ids.push(id.to_string());
+            } else if name.ends_with(".lock") || name.ends_with(".lock.new") {
+                locks.push(name);
             }
         }
+        self.remove_free_locks(&locks, &ids);
         for id in ids {
             let lock_path = self.dir.join(format!("{id}.lock"));
             let Ok(lock) =
