@@ -24,6 +24,11 @@ pub enum Error {
         root.display()
     )]
     Escapes { arg: String, path: String, root: PathBuf },
+    #[error(
+        "argument `{arg}`: {path} resolves through a symlink loop (or more than 40 symlinks); \
+         point the links at a real file"
+    )]
+    SymlinkLoop { arg: String, path: String },
     #[error("argument `{arg}`: {path} is a symlink to a missing target; refusing to follow it")]
     DanglingSymlink { arg: String, path: String },
     #[error("argument `{arg}`: {path} does not exist")]

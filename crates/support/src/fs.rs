@@ -316,7 +316,7 @@ impl Root {
                 Err(e) => return Err(self.map_errno(e, &rel, arg, "inspect")),
             }
         }
-        Err(Error::io("resolve", rel.to_string(), std::io::Error::from_raw_os_error(libc::ELOOP)))
+        Err(Error::SymlinkLoop { arg: arg.into(), path: rel.to_string() })
     }
 
     /// Opens the folder `rel` beneath the root, creating missing folders when `created` is given.
@@ -473,9 +473,10 @@ impl Root {
     fn map_errno(&self, errno: Errno, rel: &RelPath, arg: &str, what: &'static str) -> Error {
         match errno {
             Errno::NOENT => Error::NotFound { arg: arg.into(), path: rel.to_string() },
-            Errno::XDEV | Errno::LOOP => {
+            Errno::XDEV => {
                 Error::Escapes { arg: arg.into(), path: rel.to_string(), root: self.path.clone() }
             }
+            Errno::LOOP => Error::SymlinkLoop { arg: arg.into(), path: rel.to_string() },
             Errno::ISDIR => Error::IsDirectory { arg: arg.into(), path: rel.to_string() },
             other => Error::io(what, rel.to_string(), other),
         }

@@ -249,3 +249,16 @@ fn writers_of_one_process_take_turns_per_real_file() {
         waiting.await;
     });
 }
+
+#[test]
+fn a_symlink_loop_is_called_a_loop_by_reads_and_writes() {
+    let (tree, _state, root, journal) = setup();
+    symlink("b", tree.path().join("a")).unwrap();
+    symlink("a", tree.path().join("b")).unwrap();
+    let rel = root.confine("a", "path").unwrap();
+    let refusal = Error::SymlinkLoop { arg: "path".into(), path: "a".into() };
+    assert_eq!(root.read(&rel, "path").unwrap_err(), refusal);
+    let write = journal.commit(&root, &[Change::write(rel, b"x".to_vec(), Expect::Anything)]);
+    let message = write.unwrap_err().to_string();
+    assert!(message.contains("resolves through a symlink loop"), "{message}");
+}
