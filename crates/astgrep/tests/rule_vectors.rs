@@ -22,11 +22,20 @@ fn compile(case: &Value) -> Result<RuleSet, String> {
 /// How one vector disagrees with ast-grep, if it does.
 fn disagreement(group: &str, case: &Value) -> Option<String> {
     match group {
+        "refused" => {
+            return compile(case).is_ok().then(|| "compiles; ast-grep refuses it".to_string());
+        }
+        "accepted" => {
+            return compile(case).err().map(|e| format!("refused ({e}); ast-grep accepts it"));
+        }
+        _ => {}
+    }
+    let rules = match compile(case) {
+        Ok(r) => r,
+        Err(e) => return Some(format!("does not compile: {e}")),
+    };
+    match group {
         "matches" => {
-            let rules = match compile(case) {
-                Ok(r) => r,
-                Err(e) => return Some(format!("does not compile: {e}")),
-            };
             let mut wrong = Vec::new();
             for (list, want) in [("found", true), ("not_found", false)] {
                 for source in case[list].as_array().into_iter().flatten() {
@@ -43,10 +52,6 @@ fn disagreement(group: &str, case: &Value) -> Option<String> {
             (!wrong.is_empty()).then(|| wrong.join("; "))
         }
         "lines" => {
-            let rules = match compile(case) {
-                Ok(r) => r,
-                Err(e) => return Some(format!("does not compile: {e}")),
-            };
             let source = case["source"].as_str().unwrap_or("");
             let got: Vec<u64> =
                 rules.match_source(source).iter().map(|m| m.start.0 as u64 + 1).collect();
@@ -55,10 +60,6 @@ fn disagreement(group: &str, case: &Value) -> Option<String> {
             (got != want).then(|| format!("matches on lines {got:?}, expected {want:?}"))
         }
         "fixes" => {
-            let rules = match compile(case) {
-                Ok(r) => r,
-                Err(e) => return Some(format!("does not compile: {e}")),
-            };
             let source = case["source"].as_str().unwrap_or("");
             let want = case["fixed"].as_str().unwrap_or("");
             match fix_source(&rules, source) {
@@ -67,8 +68,6 @@ fn disagreement(group: &str, case: &Value) -> Option<String> {
                 Err(e) => Some(format!("no fix: {e}")),
             }
         }
-        "refused" => compile(case).is_ok().then(|| "compiles; ast-grep refuses it".to_string()),
-        "accepted" => compile(case).err().map(|e| format!("refused ({e}); ast-grep accepts it")),
         other => Some(format!("unknown group `{other}`")),
     }
 }
