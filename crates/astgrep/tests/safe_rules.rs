@@ -424,3 +424,23 @@ fn a_fix_using_a_metavariable_the_rule_does_not_bind_is_refused_when_the_rule_is
     let e = search(dir.path(), &request, &SearchOptions::default()).unwrap_err().to_string();
     assert!(e.contains("`$B` is not bound"), "{e}");
 }
+
+#[test]
+fn a_list_of_fixes_applies_the_first_as_the_ast_grep_cli_does() {
+    let config = json!({
+        "rule": {"pattern": "f($A)"},
+        "fix": [{"template": "g($A)", "title": "to g"}, {"template": "h($A)", "title": "to h"}]
+    });
+    assert_eq!(fixed("l.py", "f(1)\n", config), "g(1)\n");
+    let untitled = json!({
+        "rule": {"pattern": "f($A)"},
+        "fix": [{"template": "g($A)", "title": "to g"}, {"template": "h($A)"}]
+    });
+    let e = rule_error(Lang::Python, untitled);
+    assert!(e.contains("`fix[1].title`") && e.contains("is required"), "{e}");
+    let unbound = json!({
+        "rule": {"pattern": "f($A)"},
+        "fix": [{"template": "g($A)", "title": "to g"}, {"template": "h($Q)", "title": "to h"}]
+    });
+    assert!(rule_error(Lang::Python, unbound).contains("`$Q` is not bound"));
+}

@@ -137,6 +137,7 @@ fn compile_core(
     let mut constraints = Vec::new();
     let mut transforms = Vec::new();
     let mut fix = None;
+    let mut other_fixes: Vec<String> = Vec::new();
     if let Some(config) = config {
         if let Some(c) = config.get("constraints") {
             let c = c.as_object().ok_or_else(|| {
@@ -169,7 +170,9 @@ fn compile_core(
             super::transform::check_rewrites(&transforms, &p.vars, rewriters)?;
         }
         if let Some(f) = config.get("fix") {
-            fix = Some(p.fix(f)?);
+            let (first, others) = p.fixes(f)?;
+            fix = Some(first);
+            other_fixes = others;
         }
     }
     let kinds = {
@@ -202,8 +205,8 @@ fn compile_core(
             ));
         }
     }
-    if let Some(fix) = &fix {
-        crate::edit::check_fix(lang, &fix.template, &p.vars, &transforms).map_err(|e| match e {
+    for template in fix.iter().map(|f| &f.template).chain(&other_fixes) {
+        crate::edit::check_fix(lang, template, &p.vars, &transforms).map_err(|e| match e {
             AstError::Rewrite(why) => err("fix", why),
             other => other,
         })?;
@@ -511,6 +514,28 @@ impl Parser<'_> {
         Ok(Relation { rule, stop_by, field })
     }
 
+    /// `fix`: one template or object, or (as ast-grep) a list of objects with a `title`
+    /// each, of which `ast_edit` applies the first, as the ast-grep CLI does; the others'
+    /// templates are returned to be checked.
+    fn fixes(&mut self, v: &Value) -> Result<(Fix, Vec<String>), AstError> {
+        let Value::Array(items) = v else { return Ok((self.fix(v)?, Vec::new())) };
+        let mut fixes = Vec::new();
+        for (i, item) in items.iter().enumerate() {
+            if item.get("title").and_then(Value::as_str).is_none() {
+                return Err(err(
+                    &format!("fix[{i}].title"),
+                    "is required in a list of fixes: a short name for each choice",
+                ));
+            }
+            fixes.push(self.fix(item)?);
+        }
+        let mut fixes = fixes.into_iter();
+        let first = fixes.next().ok_or_else(|| {
+            err("fix", "is an empty list; give a template string or objects with `template`")
+        })?;
+        Ok((first, fixes.map(|f| f.template).collect()))
+    }
+
     fn fix(&mut self, v: &Value) -> Result<Fix, AstError> {
         match v {
             Value::String(s) => {
@@ -518,10 +543,10 @@ impl Parser<'_> {
             }
             Value::Object(obj) => {
                 for key in obj.keys() {
-                    if !["template", "expandStart", "expandEnd"].contains(&key.as_str()) {
+                    if !["template", "expandStart", "expandEnd", "title"].contains(&key.as_str()) {
                         return Err(err(
                             &format!("fix.{key}"),
-                            "unknown key; fix has template, expandStart, expandEnd",
+                            "unknown key; fix has template, expandStart, expandEnd, title",
                         ));
                     }
                 }
