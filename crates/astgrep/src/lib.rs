@@ -54,11 +54,14 @@ pub use crate::{
     walk::{BudgetNote, PROGRESS_EVERY, Progress, ScanStats, Scope, SearchOptions, resolve_scope},
 };
 
-/// Matches `pattern` against `source` (one file's text) and returns the raw matches.
+/// Matches `pattern` against `source` (one file's text) and returns the raw matches, walking
+/// the tree as `search` does (only subtrees holding the pattern's longest literal word).
 ///
 /// A convenience for tests, fuzzing and hosts that hold text in memory.
 pub fn match_source(pattern: &Pattern, source: &str) -> Vec<RawMatch> {
     let mut parser = pattern.data.parser();
     let Some(tree) = parser.parse(source, None) else { return Vec::new() };
-    Matcher::new(pattern).find_all(tree.root_node(), source.as_bytes())
+    query::Query::Pattern(pattern)
+        .find_all(tree.root_node(), source.as_bytes(), DEFAULT_STEP_BUDGET)
+        .0
 }

@@ -44,6 +44,32 @@ pub struct RawMatch {
     pub(crate) rewritten: Vec<(usize, String)>,
 }
 
+/// Where a literal word of a pattern occurs in one file: sorted start offsets and the length.
+pub(crate) struct Anchors {
+    pub(crate) starts: Vec<usize>,
+    pub(crate) len: usize,
+}
+
+impl Anchors {
+    /// Every occurrence of `word` in `src`, overlapping ones included.
+    pub(crate) fn of(src: &[u8], word: &[u8]) -> Anchors {
+        let finder = memchr::memmem::Finder::new(word);
+        let mut starts = Vec::new();
+        let mut at = 0;
+        while let Some(i) = src.get(at..).and_then(|rest| finder.find(rest)) {
+            starts.push(at + i);
+            at += i + 1;
+        }
+        Anchors { starts, len: word.len() }
+    }
+
+    /// Whether an occurrence lies wholly inside `start..end`.
+    fn within(&self, start: usize, end: usize) -> bool {
+        let i = self.starts.partition_point(|s| *s < start);
+        self.starts.get(i).is_some_and(|s| s + self.len <= end)
+    }
+}
+
 /// Matches one pattern against trees of its language.
 pub struct Matcher<'p> {
     pattern: &'p Pattern,
@@ -88,6 +114,18 @@ impl<'p> Matcher<'p> {
 
     /// Every match in the tree under `root`, in pre-order (outer before inner, then by position).
     pub fn find_all(&mut self, root: Node<'_>, src: &[u8]) -> Vec<RawMatch> {
+        self.find_all_near(root, src, None)
+    }
+
+    /// As `find_all`, trying only subtrees that hold one of `anchors` (where one of the
+    /// pattern's literal words occurs in `src`): every match's text contains each of its
+    /// words, so a subtree without any occurrence holds no match and is not walked.
+    pub(crate) fn find_all_near(
+        &mut self,
+        root: Node<'_>,
+        src: &[u8],
+        anchors: Option<&Anchors>,
+    ) -> Vec<RawMatch> {
         let mut out = Vec::new();
         let nodes = &self.pattern.nodes;
         let root_kind = self.pattern.root_kind.or(match nodes.first() {
@@ -99,6 +137,12 @@ impl<'p> Matcher<'p> {
         let mut cursor = root.walk();
         loop {
             let node = cursor.node();
+            if anchors.is_some_and(|a| !a.within(node.start_byte(), node.end_byte())) {
+                if !crate::matcher::skip_subtree(&mut cursor) {
+                    return out;
+                }
+                continue;
+            }
             if sequence {
                 if node.child_count() >= nodes.len() {
                     self.code_children(node, &mut children);

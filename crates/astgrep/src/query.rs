@@ -4,7 +4,7 @@ use tree_sitter::Node;
 
 use crate::{
     lang::LangData,
-    matcher::{Matcher, RawMatch},
+    matcher::{Anchors, Matcher, RawMatch},
     pattern::Pattern,
     rule::RuleSet,
 };
@@ -40,7 +40,9 @@ impl Query<'_> {
         }
     }
 
-    /// Every match under `root`, and where a candidate ran out of steps.
+    /// Every match under `root`, and where a candidate ran out of steps. A pattern walks only
+    /// the subtrees holding its longest literal word (see `Matcher::find_all_near`); a rule
+    /// walks everything, since its words may lie in related nodes outside the match.
     pub(crate) fn find_all(
         &self,
         root: Node<'_>,
@@ -49,8 +51,9 @@ impl Query<'_> {
     ) -> (Vec<RawMatch>, Vec<usize>) {
         match self {
             Query::Pattern(p) => {
+                let anchors = p.literals().first().map(|word| Anchors::of(src, word.as_bytes()));
                 let mut matcher = Matcher::with_budget(p, budget);
-                let found = matcher.find_all(root, src);
+                let found = matcher.find_all_near(root, src, anchors.as_ref());
                 (found, matcher.budget_hits)
             }
             Query::Rule(r) => {

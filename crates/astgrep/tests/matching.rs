@@ -238,3 +238,28 @@ fn explicit_context_forces_a_rung() {
     assert_eq!(p.context(), ContextKind::Member);
     assert_eq!(match_source(&p, "const o = { a: 123, b: 1 };").len(), 1);
 }
+
+/// The walk tries only subtrees holding the pattern's longest word; nested matches, a word
+/// that also occurs in strings and comments, and a multi-statement pattern are all still found,
+/// exactly as a walk of every node finds them.
+#[test]
+fn the_walk_skipping_subtrees_without_the_word_finds_every_match() {
+    let py = "# isinstance(q, r)\nok = isinstance(isinstance(a, b), c) or f(\"isinstance\")\n\
+              if x:\n    y = isinstance(d, e)\n";
+    let pattern = Pattern::compile(Lang::Python, "isinstance($X, $T)", None).expect("compiles");
+    let mut parser = tree_sitter::Parser::new();
+    parser.set_language(&tree_sitter_python::LANGUAGE.into()).expect("python");
+    let tree = parser.parse(py, None).expect("parses");
+    let every_node = Matcher::new(&pattern).find_all(tree.root_node(), py.as_bytes());
+    assert_eq!(match_source(&pattern, py), every_node);
+    assert_eq!(
+        check(Lang::Python, "isinstance($X, $T)", py),
+        vec![
+            "isinstance(isinstance(a, b), c) | $X=isinstance(a, b) $T=c",
+            "isinstance(a, b) | $X=a $T=b",
+            "isinstance(d, e) | $X=d $T=e",
+        ]
+    );
+    let rs = "fn f() { let a = 1; let b = 2; }\nfn g() { let a = 1; let b = 2; }\n";
+    assert_eq!(check(Lang::Rust, "let $X = 1;\nlet $Y = 2;", rs).len(), 2);
+}
