@@ -5,10 +5,13 @@ use std::io::Read;
 
 use agent_tools_support::{
     fs::{RelPath, Root},
-    journal::{self, Change, Committed, Journal},
+    journal::{self, Change, Committed, Expect, Journal},
 };
 
-use crate::{ToolResult, tool::CallContext};
+use crate::{
+    ToolResult,
+    tool::{Before, CallContext},
+};
 
 /// Bytes looked at to tell a binary file (one with a NUL byte) from text.
 pub(super) const SNIFF_BYTES: usize = 8192;
@@ -62,6 +65,28 @@ impl Access {
         file.read_to_end(&mut bytes).map_err(|e| format!("cannot read {rel}: {e}"))?;
         String::from_utf8(bytes)
             .map_err(|e| not_utf8(rel, arg, e.utf8_error().valid_up_to() as u64))
+    }
+
+    /// What `rel` holds before a write replaces it: the expectation the commit checks, and the
+    /// contents for the wrappers, unless the file is larger than these tools load whole (then
+    /// only its hash is taken, in blocks).
+    pub(crate) fn read_before(&self, rel: &RelPath, arg: &str) -> Result<(Expect, Before), String> {
+        let mut file = match self.root.open_file(rel, arg) {
+            Ok(file) => file,
+            Err(agent_tools_support::Error::NotFound { .. }) => {
+                return Ok((Expect::Absent, Before::Absent));
+            }
+            Err(e) => return Err(e.to_string()),
+        };
+        let cannot =
+            |e: std::io::Error| format!("cannot read {rel} (what the write replaces): {e}");
+        if file.metadata().map_err(cannot)?.len() > MAX_EDIT_BYTES {
+            let hash = journal::sha256_of(file).map_err(cannot)?;
+            return Ok((Expect::Sha256(hash), Before::Unknown));
+        }
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes).map_err(cannot)?;
+        Ok((Expect::holding(Some(&bytes)), Before::Contents(bytes.into())))
     }
 
     /// Plans the changes from what the files hold now and commits them all or none. When

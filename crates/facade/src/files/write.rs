@@ -1,15 +1,13 @@
 //! `write`: create or replace one file, crash-atomically, confined by handle.
 
-use std::sync::Arc;
-
-use agent_tools_support::journal::{Change, Expect};
+use agent_tools_support::journal::Change;
 use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
 use super::access::{self, Access};
-use crate::tool::{Before, CallContext, Tier, Tool, ToolResult, ToolSpec, parse_args};
+use crate::tool::{CallContext, Tier, Tool, ToolResult, ToolSpec, parse_args};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -65,15 +63,10 @@ fn write(access: &Access, args: &WriteArgs) -> ToolResult {
         Err(e) => return fail(e),
     };
     // What the file held, for the wrappers (diagnostics on write) and as the expectation:
-    // a file changed between this read and the rename is read again, so `before` is what
-    // this write replaced.
+    // when another writer changed it between this read and the rename, it is read again, so
+    // `before` is what this write replaced.
     let planned = access.commit_fresh("path", |_| {
-        let before = match access.root.read(&rel, "path") {
-            Ok(bytes) => Some(bytes),
-            Err(agent_tools_support::Error::NotFound { .. }) => None,
-            Err(e) => return Err(e.to_string()),
-        };
-        let expect = Expect::holding(before.as_deref());
+        let (expect, before) = access.read_before(&rel, "path")?;
         let change = Change::write(rel.clone(), args.content.clone().into_bytes(), expect);
         Ok((vec![change], before))
     });
@@ -83,10 +76,6 @@ fn write(access: &Access, args: &WriteArgs) -> ToolResult {
     };
     let verb = if done.existed { "replaced" } else { "created" };
     let lines = args.content.lines().count();
-    let before = match before {
-        Some(bytes) => Before::Contents(Arc::from(bytes)),
-        None => Before::Absent,
-    };
     ToolResult::text(format!("{verb} {} ({lines} lines, {} bytes)", done.path, args.content.len()))
         .with_changed_file_before(access.absolute(&done.path), before)
 }

@@ -491,3 +491,19 @@ fn read_cuts_a_line_longer_than_one_read_shows_and_says_where_to_go_on() {
         (false, "2\tnext\n".into())
     );
 }
+
+#[test]
+fn write_over_a_file_too_large_to_load_replaces_it_without_loading_it() {
+    use agent_tools::Before;
+    let project = Project::new(&[]);
+    let file = std::fs::File::create(project.dir.path().join("huge.bin")).unwrap();
+    file.set_len(65 << 20).unwrap();
+    let result = project.call(
+        SurfaceKind::Build,
+        "write",
+        json!({"path": "huge.bin", "content": "small\n"}),
+    );
+    assert!(!result.is_error, "{}", result.text);
+    assert_eq!(result.changed_files[0].before, Before::Unknown);
+    assert_eq!(project.read("huge.bin"), "small\n");
+}
