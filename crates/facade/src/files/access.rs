@@ -158,3 +158,78 @@ pub(super) fn not_utf8(rel: &RelPath, arg: &str, offset: u64) -> String {
          these tools handle text only"
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use std::cell::RefCell;
+
+    use agent_tools_support::journal::Expect;
+
+    use super::*;
+
+    fn access(tree: &std::path::Path, state: &std::path::Path) -> Access {
+        let root = Root::open(tree).unwrap();
+        let journal = Journal::at(state, &root).unwrap();
+        Access { root, journal }
+    }
+
+    /// A plan that appends `line` to what `a.txt` holds, and calls `meanwhile` after reading,
+    /// as another process writing the file between this read and the commit would.
+    fn append<'a>(
+        access: &'a Access,
+        line: &'a str,
+        calls: &'a RefCell<Vec<bool>>,
+        meanwhile: impl Fn(usize) + 'a,
+    ) -> impl FnMut(bool) -> Result<(Vec<Change>, ()), String> + 'a {
+        move |changed| {
+            calls.borrow_mut().push(changed);
+            let rel = access.confine("a.txt", "path")?;
+            let text = access.read_text(&rel, "path")?;
+            meanwhile(calls.borrow().len());
+            let change = Change::write(
+                rel,
+                format!("{text}{line}").into_bytes(),
+                Expect::holding(Some(text.as_bytes())),
+            );
+            Ok((vec![change], ()))
+        }
+    }
+
+    #[test]
+    fn a_change_made_by_another_writer_after_the_read_is_kept_and_the_plan_redone() {
+        let (tree, state) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        std::fs::write(tree.path().join("a.txt"), "start\n").unwrap();
+        let access = access(tree.path(), state.path());
+        let calls = RefCell::new(Vec::new());
+        let other = |call: usize| {
+            if call == 1 {
+                std::fs::write(tree.path().join("a.txt"), "start\nother\n").unwrap();
+            }
+        };
+        access.commit_fresh("path", append(&access, "mine\n", &calls, other)).unwrap();
+        assert_eq!(*calls.borrow(), [false, true], "planned again, told the file changed");
+        let text = std::fs::read_to_string(tree.path().join("a.txt")).unwrap();
+        assert_eq!(text, "start\nother\nmine\n");
+    }
+
+    #[test]
+    fn a_file_that_keeps_changing_is_refused_saying_so_and_nothing_of_this_writer_lands() {
+        let (tree, state) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        std::fs::write(tree.path().join("a.txt"), "start\n").unwrap();
+        let access = access(tree.path(), state.path());
+        let calls = RefCell::new(Vec::new());
+        let other = |call: usize| {
+            std::fs::write(tree.path().join("a.txt"), format!("other {call}\n")).unwrap();
+        };
+        let err =
+            access.commit_fresh("path", append(&access, "mine\n", &calls, other)).unwrap_err();
+        assert_eq!(calls.borrow().len(), COMMIT_ATTEMPTS);
+        assert_eq!(
+            err,
+            "a.txt changed since it was read (its contents differ); nothing was written: read it \
+             again and retry"
+        );
+        let text = std::fs::read_to_string(tree.path().join("a.txt")).unwrap();
+        assert_eq!(text, format!("other {COMMIT_ATTEMPTS}\n"));
+    }
+}
