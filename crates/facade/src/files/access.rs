@@ -167,10 +167,13 @@ mod tests {
 
     use super::*;
 
-    fn access(tree: &std::path::Path, state: &std::path::Path) -> Access {
-        let root = Root::open(tree).unwrap();
-        let journal = Journal::at(state, &root).unwrap();
-        Access { root, journal }
+    /// A tree holding `a.txt` ("start"), a journal folder, and the access of a call on it.
+    fn setup() -> (tempfile::TempDir, tempfile::TempDir, Access) {
+        let (tree, state) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        std::fs::write(tree.path().join("a.txt"), "start\n").unwrap();
+        let root = Root::open(tree.path()).unwrap();
+        let journal = Journal::at(state.path(), &root).unwrap();
+        (tree, state, Access { root, journal })
     }
 
     /// A plan that appends `line` to what `a.txt` holds, and calls `meanwhile` after reading,
@@ -197,9 +200,7 @@ mod tests {
 
     #[test]
     fn a_change_made_by_another_writer_after_the_read_is_kept_and_the_plan_redone() {
-        let (tree, state) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-        std::fs::write(tree.path().join("a.txt"), "start\n").unwrap();
-        let access = access(tree.path(), state.path());
+        let (tree, _state, access) = setup();
         let calls = RefCell::new(Vec::new());
         let other = |call: usize| {
             if call == 1 {
@@ -214,9 +215,7 @@ mod tests {
 
     #[test]
     fn a_file_that_keeps_changing_is_refused_saying_so_and_nothing_of_this_writer_lands() {
-        let (tree, state) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-        std::fs::write(tree.path().join("a.txt"), "start\n").unwrap();
-        let access = access(tree.path(), state.path());
+        let (tree, _state, access) = setup();
         let calls = RefCell::new(Vec::new());
         let other = |call: usize| {
             std::fs::write(tree.path().join("a.txt"), format!("other {call}\n")).unwrap();
