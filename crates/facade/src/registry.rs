@@ -65,6 +65,16 @@ impl RegistryBuilder {
         self.with_tool("files", tool)
     }
 
+    /// Registers a family's tool that writes files (`resolve`) in the role of a file tool:
+    /// diagnostics on write wrap it like `write`, so its result carries what its change broke.
+    pub fn with_writer_tool(mut self, family: &str, tool: DynTool) -> Self {
+        let name = tool.spec().name.clone();
+        if !self.file_tool_roles.contains(&name) {
+            self.file_tool_roles.push(name);
+        }
+        self.with_tool(family, tool)
+    }
+
     /// The reference file tools: `read`, `write`, `edit`, `apply_patch`, confined to the run's root.
     pub fn with_reference_file_tools(self) -> Self {
         files::reference_tools().into_iter().fold(self, |b, t| b.with_file_tool(t))

@@ -255,8 +255,23 @@ pub(crate) async fn impact_of(
 
 /// Keywords after which a declared name follows, across the built-in languages.
 const DECLARING: &[&str] = &[
-    "def", "class", "function", "func", "fn", "struct", "enum", "union", "interface", "type",
-    "const", "let", "var", "trait", "impl", "define", "typedef",
+    "def",
+    "class",
+    "function",
+    "func",
+    "fn",
+    "struct",
+    "enum",
+    "union",
+    "interface",
+    "type",
+    "const",
+    "let",
+    "var",
+    "trait",
+    "impl",
+    "define",
+    "typedef",
 ];
 
 /// The names the `lines` of `text` that `new` no longer has appear to declare: a word after

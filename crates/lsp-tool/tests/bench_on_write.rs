@@ -122,3 +122,221 @@ async fn bench_diagnostics_on_write_on_a_3000_line_file() {
         );
     }
 }
+
+/// A project of about click's size for one language: `lib` declares `shared`, `users` files
+/// call it, `others` do not; every file carries filler functions (about 8,000 lines in all).
+struct ImpactCase {
+    program: &'static str,
+    marker: (&'static str, &'static str),
+    lib: (&'static str, &'static str),
+    /// (old, new) of the signature line in `lib`.
+    signature: (&'static str, &'static str),
+    /// (old, new) of a body line of a function nothing else uses.
+    body: (&'static str, &'static str),
+    user: fn(usize) -> (String, String),
+    filler: fn(usize, usize) -> String,
+}
+
+fn impact_cases() -> Vec<ImpactCase> {
+    vec![
+        ImpactCase {
+            program: "basedpyright-langserver",
+            marker: ("pyproject.toml", "[project]\nname = \"p\"\n"),
+            lib: (
+                "lib.py",
+                "def shared(x: int) -> int:\n    return x\n\n\ndef lonely(x: int) -> int:\n    return x\n\n\n",
+            ),
+            signature: ("def shared(x: int)", "def shared(x: int, y: int)"),
+            body: (
+                "def lonely(x: int) -> int:\n    return x",
+                "def lonely(x: int) -> int:\n    return x + 1",
+            ),
+            user: |i| {
+                (
+                    format!("user_{i}.py"),
+                    format!("from lib import shared\n\nv_{i}: int = shared({i})\n\n\n"),
+                )
+            },
+            filler: |f, i| {
+                format!("def fill_{f}_{i}(x: int) -> int:\n    y = x + {i}\n    return y\n\n\n")
+            },
+        },
+        ImpactCase {
+            program: "typescript-language-server",
+            marker: ("tsconfig.json", "{\"compilerOptions\": {\"strict\": true}}"),
+            lib: (
+                "lib.ts",
+                "export function shared(x: number): number {\n  return x;\n}\n\nexport function lonely(x: number): number {\n  return x;\n}\n\n",
+            ),
+            signature: ("shared(x: number)", "shared(x: number, y: number)"),
+            body: (
+                "lonely(x: number): number {\n  return x;",
+                "lonely(x: number): number {\n  return x + 1;",
+            ),
+            user: |i| {
+                (
+                    format!("user_{i}.ts"),
+                    format!(
+                        "import {{ shared }} from \"./lib\";\n\nexport const v{i}: number = shared({i});\n\n"
+                    ),
+                )
+            },
+            filler: |f, i| {
+                format!(
+                    "export function fill_{f}_{i}(x: number): number {{\n  const y = x + {i};\n  return y;\n}}\n\n"
+                )
+            },
+        },
+        ImpactCase {
+            program: "clangd-16",
+            marker: ("compile_flags.txt", "-std=c11\n"),
+            lib: (
+                "lib.h",
+                "int shared(int x);\nstatic inline int lonely(int x) {\n  return x;\n}\n",
+            ),
+            signature: ("int shared(int x)", "int shared(int x, int y)"),
+            body: ("lonely(int x) {\n  return x;", "lonely(int x) {\n  return x + 1;"),
+            user: |i| {
+                (
+                    format!("user_{i}.c"),
+                    format!("#include \"lib.h\"\n\nint v{i}(void) {{ return shared({i}); }}\n\n"),
+                )
+            },
+            filler: |f, i| {
+                format!("int fill_{f}_{i}(int x) {{\n  int y = x + {i};\n  return y;\n}}\n\n")
+            },
+        },
+        ImpactCase {
+            program: "gopls",
+            marker: ("go.mod", "module example.com/p\n\ngo 1.19\n"),
+            lib: (
+                "lib.go",
+                "package p\n\nfunc Shared(x int) int {\n\treturn x\n}\n\nfunc lonely(x int) int {\n\treturn x\n}\n\n",
+            ),
+            signature: ("func Shared(x int)", "func Shared(x int, y int)"),
+            body: (
+                "func lonely(x int) int {\n\treturn x",
+                "func lonely(x int) int {\n\treturn x + 1",
+            ),
+            user: |i| {
+                (
+                    format!("user_{i}.go"),
+                    format!("package p\n\nfunc v{i}() int {{ return Shared({i}) }}\n\n"),
+                )
+            },
+            filler: |f, i| {
+                format!("func fill{f}x{i}(x int) int {{\n\ty := x + {i}\n\treturn y\n}}\n\n")
+            },
+        },
+    ]
+}
+
+/// `cargo xtask bench diagnostics` also runs this: per language, on a project of about
+/// click's size (60 files, 20 of which call `shared`), write latency p50/p90 of a signature
+/// change of `shared` and its revert (the impact set: the 20 callers checked per write) beside
+/// a body change of a function nothing else uses (the single-file time).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "benchmark: run through `cargo xtask bench diagnostics`"]
+async fn bench_diagnostics_on_write_with_the_impact_set() {
+    let writes: usize =
+        std::env::var("AGENT_TOOLS_BENCH_WRITES").ok().and_then(|s| s.parse().ok()).unwrap_or(20);
+    let writes = writes.clamp(2, 20);
+    let extra = setup_paths();
+    for case in impact_cases() {
+        if !require_program(&[case.program], &extra, "cargo xtask setup") {
+            continue;
+        }
+        let dir = tempfile::tempdir().expect("temp dir");
+        let root = dir.path().canonicalize().expect("canonical");
+        std::fs::write(root.join(case.marker.0), case.marker.1).expect("marker");
+        let filler = |f: usize| (0..40).map(|i| (case.filler)(f, i)).collect::<String>();
+        let mut lines = 0;
+        for i in 0..60 {
+            let (name, text) = if i < 20 {
+                (case.user)(i)
+            } else {
+                let (name, _) = (case.user)(i);
+                (name.replace("user_", "other_"), String::new())
+            };
+            let mut text = text + &filler(i);
+            if case.lib.0.ends_with(".go") && text.is_empty() {
+                text = "package p\n\n".into();
+            }
+            if case.lib.0.ends_with(".go") && !text.starts_with("package") {
+                text = format!("package p\n\n{text}");
+            }
+            lines += text.lines().count();
+            std::fs::write(root.join(name), text).expect("file");
+        }
+        let lib = root.join(case.lib.0);
+        let base = format!("{}{}", case.lib.1, filler(99));
+        std::fs::write(&lib, &base).expect("lib");
+        let config: LspConfig =
+            serde_json::from_value(json!({"extra_paths": extra, "on_write": {"max_files": 32}}))
+                .expect("config");
+        let sup = Supervisor::new(&root, config);
+        let cancel = CancellationToken::new();
+        let mut previous = base.clone();
+        let mut run = |text: String| {
+            let before = std::mem::replace(&mut previous, text.clone());
+            let lib = lib.clone();
+            let sup = sup.clone();
+            let cancel = cancel.clone();
+            async move {
+                std::fs::write(&lib, &text).expect("write");
+                let t = Instant::now();
+                let report = sup
+                    .diagnostics_after_write(
+                        &[WrittenFile {
+                            path: lib,
+                            before: FileBefore::Contents(before.into_bytes().into()),
+                        }],
+                        &cancel,
+                    )
+                    .await
+                    .expect("covered");
+                (t.elapsed().as_secs_f64() * 1000.0, report)
+            }
+        };
+        // The first write of the run (cold server) is timed on its own.
+        let (cold, report) = run(base.replace(case.body.0, case.body.1)).await;
+        let cold_ok = report.not_verified.is_empty();
+        let mut single = Vec::new();
+        let mut impact = Vec::new();
+        let mut checked = Vec::new();
+        let mut unverified = 0;
+        for i in 0..writes {
+            let (ms, report) =
+                run(if i % 2 == 0 { base.clone() } else { base.replace(case.body.0, case.body.1) })
+                    .await;
+            unverified += usize::from(!report.complete());
+            single.push(ms);
+        }
+        for i in 0..writes {
+            let text = if i % 2 == 0 {
+                base.replace(case.signature.0, case.signature.1)
+            } else {
+                base.clone()
+            };
+            let (ms, report) = run(text).await;
+            if !report.complete() {
+                unverified += 1;
+                eprintln!("{}", report.render());
+            }
+            checked.push(report.checked.len() as f64);
+            impact.push(ms);
+        }
+        sup.shutdown().await;
+        println!(
+            "bench diagnostics-impact server={} files=61 lines={lines} first_write_ms={cold:.0} first_verified={cold_ok} \
+             single_p50_ms={:.0} single_p90_ms={:.0} impact_p50_ms={:.0} impact_p90_ms={:.0} files_checked_p50={:.0} incomplete={unverified} of {}",
+            case.program,
+            percentile(&single, 0.5),
+            percentile(&single, 0.9),
+            percentile(&impact, 0.5),
+            percentile(&impact, 0.9),
+            percentile(&checked, 0.5),
+            2 * writes,
+        );
+    }
+}

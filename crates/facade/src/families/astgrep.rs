@@ -17,7 +17,9 @@ use agent_tools_astgrep::{
 use async_trait::async_trait;
 use serde_json::Value;
 
-use crate::{CallContext, Config, RegistryBuilder, Tier, Tool, ToolResult, ToolSpec, parse_args};
+use crate::{
+    Before, CallContext, Config, RegistryBuilder, Tier, Tool, ToolResult, ToolSpec, parse_args,
+};
 
 const FAMILY: &str = "astgrep";
 
@@ -26,16 +28,24 @@ struct Shared {
     config: AstgrepConfig,
     store: EditStore,
     cache: Arc<TreeCache>,
+    /// The files of each staged edit, so that `resolve` can hand diagnostics on write what
+    /// they held before (accept writes only files that still hold exactly that).
+    staged_files: std::sync::Mutex<std::collections::HashMap<String, Vec<PathBuf>>>,
 }
 
 impl RegistryBuilder {
     /// Registers `ast_grep`, `ast_edit` and `resolve`; staged edits live as long as the registry.
     pub fn with_astgrep(self, config: AstgrepConfig) -> Self {
         let cache = Arc::new(TreeCache::new(DEFAULT_CACHE_BYTES));
-        let shared = Arc::new(Shared { config, store: EditStore::new(), cache });
+        let shared = Arc::new(Shared {
+            config,
+            store: EditStore::new(),
+            cache,
+            staged_files: Default::default(),
+        });
         self.with_tool(FAMILY, Arc::new(AstGrep::new(shared.clone())))
             .with_tool(FAMILY, Arc::new(AstEdit::new(shared.clone())))
-            .with_tool(FAMILY, Arc::new(Resolve::new(shared)))
+            .with_writer_tool(FAMILY, Arc::new(Resolve::new(shared)))
     }
 }
 
@@ -197,7 +207,17 @@ impl Tool for AstEdit {
         .await;
         match out {
             // The diff is the payload; structured content would repeat it (D8: absent).
-            Ok(proposal) => ToolResult::text(render_proposal(&proposal)),
+            Ok(proposal) => {
+                if let Some(id) = &proposal.edit_id {
+                    let files = proposal.files.iter().map(|f| ctx.root.join(&f.file)).collect();
+                    self.shared
+                        .staged_files
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .insert(id.clone(), files);
+                }
+                ToolResult::text(render_proposal(&proposal))
+            }
             Err(e) => ToolResult::error(format!("ast_edit: {e}")),
         }
     }
@@ -234,15 +254,31 @@ impl Tool for Resolve {
             Err(e) => return e,
         };
         let shared = self.shared.clone();
-        let out = tokio::task::spawn_blocking(move || shared.store.resolve(&request)).await;
+        let staged = shared
+            .staged_files
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(request.edit_id.trim())
+            .unwrap_or_default();
+        let out = tokio::task::spawn_blocking(move || {
+            // What the files hold now is what accept checks they still hold.
+            let before: Vec<(PathBuf, Option<Vec<u8>>)> =
+                staged.into_iter().map(|p| (p.clone(), std::fs::read(&p).ok())).collect();
+            shared.store.resolve(&request).map(|r| (r, before))
+        })
+        .await;
         match out {
-            Ok(Ok(resolution)) => {
+            Ok(Ok((resolution, before))) => {
                 let paths: Vec<PathBuf> = resolution.written_paths.clone();
                 // The run's own writes: parsed copies of those files are stale now.
                 self.shared.cache.invalidate(paths.iter().map(PathBuf::as_path));
                 let mut result = ToolResult::text(render_resolution(&resolution));
                 for path in paths {
-                    result = result.with_changed_file(path);
+                    let old = before.iter().find(|(p, _)| *p == path).and_then(|(_, b)| b.clone());
+                    result = result.with_changed_file_before(
+                        path,
+                        old.map_or(Before::Unknown, |b| Before::Contents(b.into())),
+                    );
                 }
                 result
             }
