@@ -1,8 +1,9 @@
 //! `cargo xtask bench diagnostics`: diagnostics on write with real servers.
 //!
-//! First the lsp crate's ignored `bench_diagnostics_on_write_on_a_3000_line_file` test (p50/p90
-//! per language on a file of about 3,000 lines: basedpyright, typescript-language-server,
-//! clangd, gopls), then the facade's ignored `bench_diagnostics_on_write` test (basedpyright and
+//! First the lsp crate's ignored `bench_on_write` tests: p50/p90 per language on a file of about
+//! 3,000 lines (basedpyright, typescript-language-server, clangd, gopls), and on a project of
+//! about click's size a signature change that breaks 20 files the session never opened (the
+//! impact set, files checked per write) beside a single-file body change; then the facade's ignored `bench_diagnostics_on_write` test (basedpyright and
 //! clangd): the same sequence of writes (`--writes`, default 100; an error at a moving line,
 //! then clean) goes through a minimal client (sync + wait for that version's diagnostics: the
 //! server's own time) and through the wrapped `write` (end of the write to the result). Prints
