@@ -166,7 +166,15 @@ pub fn probe_version(program: &Path, args: &[String]) -> Result<Option<String>, 
 
 fn probe(program: &Path, args: &[String]) -> Option<(bool, String)> {
     let mut command = Command::new(program);
-    command.args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    // Outside any project, with toolchains pinned: a rustup proxy would otherwise run the
+    // binary a rust-toolchain.toml of the host's working folder names.
+    command
+        .args(args)
+        .current_dir("/")
+        .envs(crate::trust::toolchain_pins())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
     // A short probe: its own group and death with the host, no watchdog per spawn.
     let SpawnedStd { mut child, group } =
         SpawnOptions::new().watchdog(false).spawn_std(command).ok()?;

@@ -203,8 +203,17 @@ impl Supervisor {
         let written = self.written_files(files, &mut report, cancel).await?;
         let written_paths: Vec<PathBuf> = written.iter().map(|w| w.path.clone()).collect();
 
-        // Phase 1, the old world: every written file's old text first, so that no answer
-        // comes from a mix of old and new files.
+        // Phase 1, the old world: what changed outside the tools first, then every written
+        // file's old text, so that no answer comes from a mix of old and new files.
+        let mut servers: Vec<&Arc<Server>> = Vec::new();
+        for w in &written {
+            if !servers.iter().any(|s| Arc::ptr_eq(s, &w.server)) {
+                servers.push(&w.server);
+            }
+        }
+        for server in servers {
+            server.resync_open_except(&written_paths).await;
+        }
         for w in &written {
             if let Some(old) = &w.old {
                 let _ = w.server.sync_text(&w.path, &w.language, old.clone(), false, run).await;

@@ -269,7 +269,7 @@ impl Supervisor {
                 let env: Vec<(String, String)> = if self.allow_project_code() {
                     Vec::new()
                 } else {
-                    vec![("GOTOOLCHAIN".into(), "local".into())]
+                    crate::trust::toolchain_pins()
                 };
                 match check::run_command(&program, &args, &root.root, &env, timeout, cancel).await {
                     Ok((stdout, stderr, status)) => {

@@ -66,10 +66,37 @@ pub(crate) fn prepare(
             merge_settings(def.initialization_options.get_or_insert_with(|| json!({})), &off);
             merge_settings(&mut def.settings, &json!({"rust-analyzer": off}));
         }
-        "go" => command.env.push(("GOTOOLCHAIN".into(), "local".into())),
         _ => {}
     }
+    command.env.extend(toolchain_pins());
     (def, command)
+}
+
+/// Environment that keeps toolchain managers from choosing a binary by what the project
+/// names: Go downloads no toolchain a `go.mod` asks for, and rustup runs the user's default
+/// toolchain, not the one (or the `path` of one) a `rust-toolchain.toml` names. Applied to
+/// servers, checkers and the children they start, where project code may not run.
+pub(crate) fn toolchain_pins() -> Vec<(String, String)> {
+    let mut pins = vec![("GOTOOLCHAIN".to_string(), "local".to_string())];
+    if std::env::var_os("RUSTUP_TOOLCHAIN").is_none()
+        && let Some(default) = rustup_default()
+    {
+        pins.push(("RUSTUP_TOOLCHAIN".into(), default));
+    }
+    pins
+}
+
+/// The user's default rustup toolchain, read from rustup's settings (nothing is run).
+fn rustup_default() -> Option<String> {
+    let home = std::env::var_os("RUSTUP_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".rustup")))?;
+    let settings = std::fs::read_to_string(home.join("settings.toml")).ok()?;
+    settings.lines().find_map(|line| {
+        let value = line.trim().strip_prefix("default_toolchain")?.trim().strip_prefix('=')?;
+        let value = value.trim().trim_matches('"');
+        (!value.is_empty()).then(|| value.to_string())
+    })
 }
 
 /// What the trust rule means for `def` in words, for `status`.
@@ -86,7 +113,7 @@ pub(crate) fn rule(def: &ServerDef, allow_project_code: bool) -> String {
         }
         "c" => "clangd's background index is kept outside the tree",
         "rust" => {
-            "rust-analyzer runs no build scripts, proc macros or cargo check; `diagnostics \"*\"` skips cargo check when the project has build scripts or proc macros"
+            "rust-analyzer runs no build scripts, proc macros or cargo check; `diagnostics \"*\"` skips cargo check when the project has build scripts or proc macros; rustup runs the user's default toolchain, not one rust-toolchain.toml names"
         }
         "go" => "GOTOOLCHAIN=local: no toolchain download",
         _ => "project-local binaries are not used",

@@ -244,6 +244,38 @@ async fn a_read_only_supervisor_runs_no_binary_of_the_project() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_toolchain_the_project_names_does_not_run_on_a_read_only_supervisor() {
+    let trap = "#!/bin/sh\ntouch \"$ROOT/pwned\"\nexit 1\n";
+    let Some(p) = Project::new(
+        "cargo",
+        &[
+            ("Cargo.toml", "[package]\nname = \"x\"\nversion = \"0.1.0\"\nedition = \"2021\"\n"),
+            ("src/lib.rs", "pub fn f() -> u32 { 1 }\n"),
+            // rustup runs whatever a `path` toolchain's bin holds, for every proxy.
+            ("rust-toolchain.toml", "[toolchain]\npath = \"$ROOT/tc\"\n"),
+            ("tc/bin/cargo", trap),
+            ("tc/bin/rustc", trap),
+            ("tc/bin/rust-analyzer", trap),
+        ],
+        false,
+    ) else {
+        return;
+    };
+    for bin in ["cargo", "rustc", "rust-analyzer"] {
+        let path = p.root.join("tc/bin").join(bin);
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+    // The host may well run inside the project: its probes must not read the file either.
+    let status = p.ok(json!({"action": "status"})).await;
+    assert!(status.contains("rustup runs the user's default toolchain"), "{status}");
+    let _ =
+        p.call(json!({"action": "hover", "file": "src/lib.rs", "line": 1, "symbol": "f"})).await;
+    let _ = p.call(json!({"action": "diagnostics", "file": "*"})).await;
+    assert!(!p.root.join("pwned").exists(), "a binary of the project ran");
+    p.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cargo_check_with_a_build_script_does_not_run_on_a_read_only_supervisor() {
     let Some(p) = Project::new(
         "cargo",
@@ -769,5 +801,21 @@ async fn go_callers_never_opened_are_named_broken_then_fixed() {
         "not enough arguments",
     )
     .await;
+    p.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_revert_made_outside_the_tools_leaves_no_stale_diagnostics() {
+    let Some(p) = python_callers() else { return };
+    let original = p.read("src/pkg/termui.py");
+    let broken = original.replace("text: str, color", "text: str, strict: bool, color");
+    let report = write_file(&p, "src/pkg/termui.py", &broken).await;
+    assert!(report.new.iter().any(|d| d.path == "tests/test_utils.py"), "{}", report.render());
+    // `git checkout` of the file, say: the disk is back, no tool said so.
+    p.write("src/pkg/termui.py", &original);
+    for caller in ["tests/test_utils.py", "examples/termui.py"] {
+        let now = p.ok(json!({"action": "diagnostics", "file": caller})).await;
+        assert!(now.starts_with("no errors or warnings"), "{caller}: {now}");
+    }
     p.finish().await;
 }

@@ -72,32 +72,40 @@ impl Supervisor {
                     server_label(server)
                 ));
             }
-            let result =
-                match server.request("workspace/symbol", json!({"query": query}), cancel).await {
-                    Ok(r) => r,
-                    Err(e) => {
-                        notes.push(request_failed(server, "symbols", e).to_string());
-                        continue;
-                    }
-                };
-            for item in result.as_array().into_iter().flatten() {
-                let name = item.get("name").and_then(Value::as_str).unwrap_or("").to_string();
-                let kind =
-                    symbol_kind(item.get("kind").and_then(Value::as_u64).unwrap_or(0)).to_string();
-                let container =
-                    item.get("containerName").and_then(Value::as_str).map(str::to_string);
-                let Some(uri) = item.pointer("/location/uri").and_then(Value::as_str) else {
+            self.query_symbols(server, query, &mut found, &mut notes, &mut cache, cancel).await;
+        }
+        // A server that loads projects lazily (tsserver, one tsconfig at a time) knows only the
+        // projects of the files open: open a few files that mention the name, and ask again.
+        if found.is_empty() && !query.trim().is_empty() {
+            for server in &servers {
+                if !server.supports("workspaceSymbolProvider") {
                     continue;
-                };
-                let start = item
-                    .pointer("/location/range/start")
-                    .cloned()
-                    .unwrap_or(json!({"line": 0, "character": 0}));
-                if let Some(loc) =
-                    show_location(self.root(), uri, &start, server.encoding, &mut cache)
-                {
-                    found.push((loc, name, kind, container));
                 }
+                let (root, def, name) =
+                    (server.root.clone(), server.def.clone(), vec![query.to_string()]);
+                let mentions = tokio::task::spawn_blocking(move || {
+                    crate::impact::mentions(&root, &def, &name, Path::new(""))
+                })
+                .await
+                .unwrap_or_default();
+                let mut opened = Vec::new();
+                for (file, _) in mentions.into_iter().take(MENTIONING_FILES_OPENED) {
+                    let ext = file.extension().and_then(|e| e.to_str()).unwrap_or("");
+                    let language = server.def.language_of(ext).unwrap_or("plaintext").to_string();
+                    if server.sync(&file, &language, false, self.run_id()).await.is_ok() {
+                        opened.push(display_relative(self.root(), &file));
+                    }
+                }
+                if opened.is_empty() {
+                    continue;
+                }
+                let _ = self.wait_ready(server, "symbols", cancel).await;
+                self.query_symbols(server, query, &mut found, &mut notes, &mut cache, cancel).await;
+                notes.push(format!(
+                    "{} answered nothing at first; asked again after opening {} (files that mention `{query}`)",
+                    server_label(server),
+                    opened.join(", ")
+                ));
             }
         }
         // Inside the workspace first, then library symbols.
@@ -256,4 +264,45 @@ pub(super) fn symbol_kind(kind: u64) -> &'static str {
         "type parameter",
     ];
     KINDS.get((kind as usize).wrapping_sub(1)).copied().unwrap_or("symbol")
+}
+
+/// How many files that mention a name are opened when a workspace symbol search found nothing.
+const MENTIONING_FILES_OPENED: usize = 3;
+
+impl Supervisor {
+    /// One server's `workspace/symbol` answer for `query`, added to `found`.
+    async fn query_symbols(
+        &self,
+        server: &Server,
+        query: &str,
+        found: &mut Vec<(ShownLocation, String, String, Option<String>)>,
+        notes: &mut Vec<String>,
+        cache: &mut SourceCache,
+        cancel: &CancellationToken,
+    ) {
+        let result = match server.request("workspace/symbol", json!({"query": query}), cancel).await
+        {
+            Ok(r) => r,
+            Err(e) => {
+                notes.push(request_failed(server, "symbols", e).to_string());
+                return;
+            }
+        };
+        for item in result.as_array().into_iter().flatten() {
+            let name = item.get("name").and_then(Value::as_str).unwrap_or("").to_string();
+            let kind =
+                symbol_kind(item.get("kind").and_then(Value::as_u64).unwrap_or(0)).to_string();
+            let container = item.get("containerName").and_then(Value::as_str).map(str::to_string);
+            let Some(uri) = item.pointer("/location/uri").and_then(Value::as_str) else {
+                continue;
+            };
+            let start = item
+                .pointer("/location/range/start")
+                .cloned()
+                .unwrap_or(json!({"line": 0, "character": 0}));
+            if let Some(loc) = show_location(self.root(), uri, &start, server.encoding, cache) {
+                found.push((loc, name, kind, container));
+            }
+        }
+    }
 }

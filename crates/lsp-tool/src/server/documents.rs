@@ -13,6 +13,15 @@ use serde_json::{Value, json};
 use super::{Doc, Server, SyncedDoc};
 use crate::{paths::uri_from_path, pool::RunId};
 
+/// How many closed files are watched for changes on disk.
+const MAX_CLOSED_SEEN: usize = 4096;
+
+/// A file's modification time and size (`None`, 0 when it is gone).
+fn disk_stamp(path: &Path) -> (Option<std::time::SystemTime>, u64) {
+    let meta = std::fs::metadata(path).ok();
+    (meta.as_ref().and_then(|m| m.modified().ok()), meta.map_or(0, |m| m.len()))
+}
+
 impl Server {
     fn save_includes_text(&self) -> bool {
         self.capabilities.pointer("/textDocumentSync/save/includeText").and_then(Value::as_bool)
@@ -106,6 +115,7 @@ impl Server {
         let (version, sent, sent_seq) = match docs.get_mut(path) {
             None => {
                 self.first_open.lock().get_or_insert_with(Instant::now);
+                self.closed_seen.lock().remove(path);
                 let version = self.closed_versions.lock().remove(path).map_or(1, |v| v + 1);
                 self.notify(
                     "textDocument/didOpen",
@@ -169,11 +179,18 @@ impl Server {
     }
 
     /// Re-reads every open document whose size or modification time changed, and sends what
-    /// differs; documents deleted from disk are closed. Edits made outside the tools are seen.
+    /// differs; documents deleted from disk are closed; closed files the run had open that
+    /// changed on disk get a watched-file event. Edits made outside the tools are seen.
     pub(crate) async fn resync_open(&self) {
+        self.resync_open_except(&[]).await
+    }
+
+    /// [`Server::resync_open`] but for `except` (files a write is about to send itself).
+    pub(crate) async fn resync_open_except(&self, except: &[PathBuf]) {
         let stale: Vec<PathBuf> = {
             let docs = self.docs.lock().await;
             docs.iter()
+                .filter(|(path, _)| !except.contains(path))
                 .filter(|(path, doc)| {
                     let meta = std::fs::metadata(path).ok();
                     let mtime = meta.as_ref().and_then(|m| m.modified().ok());
@@ -182,6 +199,21 @@ impl Server {
                 .map(|(p, _)| p.clone())
                 .collect()
         };
+        // Closed files that changed on disk since: a watched-file event, so the server
+        // reads them again.
+        let changed: Vec<(PathBuf, u8)> = {
+            let mut seen = self.closed_seen.lock();
+            let mut out = Vec::new();
+            for (path, stamp) in seen.iter_mut() {
+                let now = disk_stamp(path);
+                if now != *stamp {
+                    out.push((path.clone(), if path.exists() { 2 } else { 3 }));
+                    *stamp = now;
+                }
+            }
+            out
+        };
+        self.files_changed(&changed).await;
         for path in stale {
             if path.exists() {
                 let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
@@ -308,6 +340,11 @@ impl Server {
     /// closing a text the disk does not hold changes what the server sees.
     fn forget(&self, path: &Path, doc: &Doc) {
         self.closed_versions.lock().insert(path.to_path_buf(), doc.version);
+        let mut seen = self.closed_seen.lock();
+        if seen.len() < MAX_CLOSED_SEEN {
+            seen.insert(path.to_path_buf(), disk_stamp(path));
+        }
+        drop(seen);
         if crate::paths::read_source(path).map_or(true, |disk| disk != doc.text) {
             self.count_content_change();
         }

@@ -371,6 +371,10 @@ pub(crate) struct Server {
     /// The last version of each closed document, so that a reopened one never repeats a
     /// version (servers skip re-publishing a version they published).
     closed_versions: Mutex<HashMap<PathBuf, i32>>,
+    /// Files the run had open and closed, with their size and modification time then: when
+    /// one changes on disk (an outside tool, a `git checkout`), the server is told before the
+    /// next answer (servers cache what they read of files that are not open).
+    closed_seen: Mutex<HashMap<PathBuf, (Option<SystemTime>, u64)>>,
     /// Content notifications sent (didOpen, didChange, didClose, watched-file events).
     content_changes: std::sync::atomic::AtomicU64,
     /// When the first document was opened (the start of the warm-up).
@@ -585,6 +589,7 @@ impl Server {
             shared,
             docs: tokio::sync::Mutex::new(HashMap::new()),
             closed_versions: Mutex::new(HashMap::new()),
+            closed_seen: Mutex::new(HashMap::new()),
             content_changes: std::sync::atomic::AtomicU64::new(0),
             first_open: Mutex::new(None),
             exited,
