@@ -15,7 +15,10 @@ use std::{
     time::Instant,
 };
 
-use serde_json::{Value, json};
+use lsp_types::{
+    DocumentSymbol, DocumentSymbolResponse, SymbolKind,
+    request::{DocumentSymbolRequest, References},
+};
 use tokio_util::sync::CancellationToken;
 
 use crate::{
@@ -54,40 +57,54 @@ pub(crate) struct Declaration {
     pub parent: Option<usize>,
 }
 
-fn position(value: Option<&Value>) -> (u32, u32) {
-    let n = |k: &str| value.and_then(|v| v.get(k)).and_then(Value::as_u64).unwrap_or(0) as u32;
-    (n("line"), n("character"))
-}
-
 /// The outline of a `textDocument/documentSymbol` answer, flattened (hierarchical answers
 /// keep their nesting as `parent`; flat `SymbolInformation` answers have none).
-pub(crate) fn outline(answer: &Value) -> Vec<Declaration> {
-    fn walk(items: &[Value], parent: Option<usize>, local: bool, out: &mut Vec<Declaration>) {
+pub(crate) fn outline(answer: &DocumentSymbolResponse) -> Vec<Declaration> {
+    fn container(kind: SymbolKind) -> bool {
+        matches!(
+            kind,
+            SymbolKind::FILE | SymbolKind::MODULE | SymbolKind::NAMESPACE | SymbolKind::PACKAGE
+        )
+    }
+    fn walk(
+        items: &[DocumentSymbol],
+        parent: Option<usize>,
+        local: bool,
+        out: &mut Vec<Declaration>,
+    ) {
         for item in items {
-            let kind = item.get("kind").and_then(Value::as_u64).unwrap_or(0);
-            let range = item.get("range").or_else(|| item.pointer("/location/range"));
-            let start = position(range.and_then(|r| r.get("start")));
-            let end = position(range.and_then(|r| r.get("end")));
-            let at = item.get("selectionRange").map_or(start, |r| position(r.get("start")));
             let index = out.len();
             out.push(Declaration {
-                name: item.get("name").and_then(Value::as_str).unwrap_or("").to_string(),
-                lines: (start.0, end.0),
-                at,
+                name: item.name.clone(),
+                lines: (item.range.start.line, item.range.end.line),
+                at: (item.selection_range.start.line, item.selection_range.start.character),
                 local,
-                // File, Module, Namespace, Package.
-                container: (1..=4).contains(&kind),
+                container: container(item.kind),
                 parent,
             });
-            // Function, Method, Constructor: what they declare inside is local.
-            let body_is_local = local || matches!(kind, 6 | 9 | 12);
-            if let Some(children) = item.get("children").and_then(Value::as_array) {
+            // What a function, method or constructor declares inside is local.
+            let body_is_local = local
+                || matches!(
+                    item.kind,
+                    SymbolKind::FUNCTION | SymbolKind::METHOD | SymbolKind::CONSTRUCTOR
+                );
+            if let Some(children) = &item.children {
                 walk(children, Some(index), body_is_local, out);
             }
         }
     }
     let mut out = Vec::new();
-    walk(answer.as_array().map(Vec::as_slice).unwrap_or_default(), None, false, &mut out);
+    match answer {
+        DocumentSymbolResponse::Nested(items) => walk(items, None, false, &mut out),
+        DocumentSymbolResponse::Flat(items) => out.extend(items.iter().map(|i| Declaration {
+            name: i.name.clone(),
+            lines: (i.location.range.start.line, i.location.range.end.line),
+            at: (i.location.range.start.line, i.location.range.start.character),
+            local: false,
+            container: container(i.kind),
+            parent: None,
+        })),
+    }
     out
 }
 
@@ -149,21 +166,19 @@ pub(crate) async fn impact_of(
     cancel: &CancellationToken,
 ) -> Impact {
     let Some((old_lines, _)) = changed_lines(old, new) else { return Impact::default() };
-    let uri = uri_from_path(path).map(|u| u.as_str().to_string());
+    let Some(uri) = uri_from_path(path) else { return Impact::default() };
+    let document = lsp_types::TextDocumentIdentifier { uri };
     let mut impact = Impact::default();
     let mut outline_empty = true;
     let declarations = if server.supports("documentSymbolProvider") {
-        match server
-            .request_until(
-                "textDocument/documentSymbol",
-                json!({"textDocument": {"uri": uri}}),
-                deadline,
-                cancel,
-            )
-            .await
-        {
+        let params = lsp_types::DocumentSymbolParams {
+            text_document: document.clone(),
+            work_done_progress_params: Default::default(),
+            partial_result_params: Default::default(),
+        };
+        match server.call_until::<DocumentSymbolRequest>(params, deadline, cancel).await {
             Ok(answer) => {
-                let outline = outline(&answer);
+                let outline = answer.as_ref().map(outline).unwrap_or_default();
                 outline_empty = outline.is_empty();
                 touched(&outline, &old_lines)
             }
@@ -191,30 +206,29 @@ pub(crate) async fn impact_of(
         if server.supports("referencesProvider") {
             let busy_before = server.busy();
             let answers = join_all(declarations.iter().map(|d| {
-                let params = json!({
-                    "textDocument": {"uri": uri},
-                    "position": {"line": d.at.0, "character": d.at.1},
-                    "context": {"includeDeclaration": true},
-                });
-                server.request_until("textDocument/references", params, deadline, cancel)
+                let params = lsp_types::ReferenceParams {
+                    text_document_position: lsp_types::TextDocumentPositionParams {
+                        text_document: document.clone(),
+                        position: lsp_types::Position { line: d.at.0, character: d.at.1 },
+                    },
+                    work_done_progress_params: Default::default(),
+                    partial_result_params: Default::default(),
+                    // A definition in another file (C's prototype and body) is affected too.
+                    context: lsp_types::ReferenceContext { include_declaration: true },
+                };
+                server.call_until::<References>(params, deadline, cancel)
             }))
             .await;
             let mut failure = None;
             for answer in answers {
                 match answer {
-                    Ok(Value::Array(locations)) => {
-                        for location in locations {
-                            let file = location
-                                .get("uri")
-                                .and_then(Value::as_str)
-                                .and_then(|u| u.parse::<lsp_types::Uri>().ok())
-                                .and_then(|u| path_from_uri(&u));
-                            if let Some(file) = file.filter(|f| f != path) {
+                    Ok(locations) => {
+                        for location in locations.into_iter().flatten() {
+                            if let Some(file) = path_from_uri(&location.uri).filter(|f| f != path) {
                                 *referenced.entry(file).or_default() += 1;
                             }
                         }
                     }
-                    Ok(_) => {}
                     Err(e) => failure = Some(format!("references failed: {e}")),
                 }
             }
@@ -371,6 +385,8 @@ pub(crate) fn mentions(
 
 #[cfg(test)]
 mod tests {
+    use serde_json::{Value, json};
+
     use super::*;
 
     #[test]
@@ -402,7 +418,7 @@ mod tests {
             ),
             symbol("mod", 2, (14, 30), vec![symbol("g", 12, (15, 16), vec![])]),
         ]);
-        let outline = outline(&answer);
+        let outline = outline(&serde_json::from_value(answer).expect("a documentSymbol answer"));
         let names = |lines: Range<u32>| -> Vec<String> {
             touched(&outline, &lines).into_iter().map(|d| d.name).collect()
         };

@@ -259,14 +259,14 @@ impl Supervisor {
         }
         // Baselines, in one wait: the written files' old versions and the users as they are.
         let mut opened: Vec<(PathBuf, Arc<Server>)> = Vec::new();
-        let mut baselines: Vec<(DocHandle, bool)> = Vec::new();
+        let mut baselines: Vec<DocHandle> = Vec::new();
         for w in &written {
             if let Some(old) = &w.old
                 && !self.ledger().lock().knows(&w.path)
                 && let Ok(doc) =
                     w.server.current(&w.path, &w.language, Some(old.clone()), run).await
             {
-                baselines.push((DocHandle { server: w.server.clone(), doc }, true));
+                baselines.push(DocHandle { server: w.server.clone(), doc });
             }
         }
         for (file, server) in &users {
@@ -287,16 +287,16 @@ impl Supervisor {
                     continue;
                 }
                 doc.versioned_only = true;
-                baselines.push((DocHandle { server: server.clone(), doc }, false));
+                baselines.push(DocHandle { server: server.clone(), doc });
             }
         }
-        let results = join_all(baselines.iter().map(|(handle, _)| {
+        let results = join_all(baselines.iter().map(|handle| {
             let deadline = self.write_deadline(&handle.server, handle.path());
             async move { (self.wait_for(handle, deadline, false, cancel).await, deadline) }
         }))
         .await;
         let mut unverified: Vec<PathBuf> = Vec::new();
-        for ((handle, is_written), (result, deadline)) in baselines.iter().zip(results) {
+        for (handle, (result, deadline)) in baselines.iter().zip(results) {
             let path = handle.path().to_path_buf();
             match result {
                 Ok(diags) => {
@@ -306,10 +306,20 @@ impl Supervisor {
                     }
                 }
                 Err(wait) => {
-                    let why = unverified_reason(&wait, deadline);
-                    let what = if *is_written { "before the write" } else { "as it was" };
+                    let why = match wait {
+                        DiagnosticsWait::Timeout { .. } => format!(
+                            "no diagnostics of its content before the write within {} ms{}",
+                            deadline.as_millis(),
+                            handle
+                                .server
+                                .busy()
+                                .map(|b| format!(" (server {b})"))
+                                .unwrap_or_default()
+                        ),
+                        other => unverified_reason(&other, deadline),
+                    };
                     report.not_verified.push(format!(
-                        "{} ({}, {what}: {why})",
+                        "{} ({}, {why})",
                         display_relative(self.root(), &path),
                         handle.server_label()
                     ));

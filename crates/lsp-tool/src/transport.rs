@@ -41,12 +41,23 @@ pub(crate) enum RequestError {
     Timeout(Duration),
     Cancelled,
     Closed,
-    Server { code: i64, message: String },
+    Server {
+        code: i64,
+        message: String,
+    },
+    /// The answer (or our parameters) did not have the protocol's shape.
+    Shape {
+        method: &'static str,
+        detail: String,
+    },
 }
 
 impl std::fmt::Display for RequestError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
+            RequestError::Shape { method, detail } => {
+                write!(f, "the answer to {method} is not what the protocol defines: {detail}")
+            }
             RequestError::Timeout(d) => write!(f, "no answer within {} ms", d.as_millis()),
             RequestError::Cancelled => write!(f, "the call was cancelled"),
             RequestError::Closed => write!(f, "the server's connection closed (it exited)"),

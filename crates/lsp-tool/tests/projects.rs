@@ -819,3 +819,55 @@ async fn a_revert_made_outside_the_tools_leaves_no_stale_diagnostics() {
     }
     p.finish().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_typescript_rename_leaves_references_complete_at_once() {
+    let Some(p) = typescript_tree() else { return };
+    let out = p.rename("src/util.ts", 1, "formatPrice", "formatCents").await.expect("rename");
+    assert!(out.contains("in 3 file(s)") && out.contains("no new errors or warnings"), "{out}");
+    let refs = p
+        .ok(json!({"action": "references", "file": "src/util.ts", "line": 1, "symbol": "formatCents"}))
+        .await;
+    for loc in [
+        "src/util.ts:1:",
+        "src/main.ts:1:",
+        "src/main.ts:3:",
+        "ajax/index.ts:1:",
+        "ajax/index.ts:3:",
+    ] {
+        assert!(refs.contains(loc), "{loc} in {refs}");
+    }
+    p.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_go_rename_across_packages_reports_no_errors_the_tree_does_not_have() {
+    let Some(p) = Project::new(
+        "gopls",
+        &[
+            ("go.mod", "module example.com/calls\n\ngo 1.19\n"),
+            (
+                "lib.go",
+                "package calls\n\n// Scale multiplies.\nfunc Scale(x int) int {\n\treturn x * 2\n}\n",
+            ),
+            ("use.go", "package calls\n\nfunc use() int {\n\treturn Scale(3)\n}\n"),
+            (
+                "cmd/run/main.go",
+                "package main\n\nimport \"example.com/calls\"\n\nfunc main() {\n\tprintln(calls.Scale(4))\n}\n",
+            ),
+        ],
+        false,
+    ) else {
+        return;
+    };
+    let out = p.rename("lib.go", 4, "Scale", "Multiply").await.expect("rename");
+    assert!(out.contains("in 3 file(s)"), "{out}");
+    assert!(out.contains("Diagnostics (gopls): no new errors or warnings"), "{out}");
+    let refs = p
+        .ok(json!({"action": "references", "file": "lib.go", "line": 4, "symbol": "Multiply"}))
+        .await;
+    for loc in ["lib.go:4:", "use.go:4:", "cmd/run/main.go:6:"] {
+        assert!(refs.contains(loc), "{loc} in {refs}");
+    }
+    p.finish().await;
+}

@@ -187,7 +187,12 @@ mod tests {
         );
         // Fixed, then reintroduced: new again.
         let out = run.write("app.py", PY_BASE).await;
-        assert!(out.ends_with("no new errors or warnings"), "{out}");
+        assert!(
+            out.ends_with(
+                "no new errors or warnings\n2 diagnostic(s) that were there before are gone (app.py)"
+            ),
+            "{out}"
+        );
         let out = run.write("app.py", &format!("{PY_BASE}{PY_ERROR}")).await;
         assert!(out.contains("1 new error\napp.py:6:12 error"), "{out}");
         // A pre-existing error is never blamed on a write that did not cause it.
@@ -258,7 +263,12 @@ mod tests {
             "{out}"
         );
         let out = run.write("main.c", C_BASE).await;
-        assert!(out.ends_with("no new errors or warnings"), "{out}");
+        assert!(
+            out.ends_with(
+                "no new errors or warnings\n2 diagnostic(s) that were there before are gone (main.c)"
+            ),
+            "{out}"
+        );
         let out = run.write("main.c", &format!("{C_BASE}{C_ERROR}")).await;
         assert!(out.contains("1 new error\nmain.c:4:22 error"), "{out}");
         let out = run.write("old.c", "int h(void) { return gone; }\nint z;\n").await;
@@ -328,7 +338,7 @@ mod tests {
         std::fs::write(root.join("a.fk"), "x\n").unwrap();
         std::fs::write(root.join("script.json"), "{\"delay_ms\": {\"publish\": 5000}}").unwrap();
         let config: agent_tools_lsp::LspConfig = serde_json::from_value(json!({
-            "on_write": {"deadline_ms": 300},
+            "on_write": {"deadline_ms": 300, "startup_wait_ms": 1500},
             "servers": {"fake": {"languages": {"fakelang": ["fk"]}, "root_markers": ["fake.toml"],
                 "commands": [["python3", fake, "--script", root.join("script.json").display().to_string()]]}}
         }))
@@ -341,7 +351,7 @@ mod tests {
         let result =
             surface.call(&ctx, "write", json!({"path": "a.fk", "content": "ERROR: x\n"})).await;
         assert!(!result.is_error);
-        assert!(result.text.contains("diagnostics not verified for a.fk (fake-lsp, no diagnostics for the new version within 300 ms)"), "{}", result.text);
+        assert!(result.text.contains("diagnostics not verified for a.fk (fake-lsp, no diagnostics of its content before the write within 1500 ms)"), "{}", result.text);
         assert!(!result.text.contains("no new errors"), "{}", result.text);
         assert_eq!(std::fs::read_to_string(root.join("a.fk")).unwrap(), "ERROR: x\n");
         registry.shutdown().await;

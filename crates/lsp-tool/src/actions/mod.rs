@@ -445,6 +445,10 @@ fn request_failed(server: &Server, what: &str, e: RequestError) -> LspError {
         RequestError::Server { code, message } => {
             LspError::Failed(format!("{what}: the server answered with error {code}: {message}"))
         }
+        shape @ RequestError::Shape { .. } => LspError::Failed(format!(
+            "{what}: {shape} ({}); try `reload`, or report the server's version",
+            server_label(server)
+        )),
     }
 }
 

@@ -62,14 +62,10 @@ impl Supervisor {
         } else {
             format!("`{symbol}` at {shown}:{line}:{col}")
         };
-        // Asked at once, even while the server indexes: what it can answer from the open file
-        // (a definition, a hover) it answers now; an empty answer is asked again once it is
-        // ready, and an index-wide one (references) says it may be partial.
-        // Code actions need the project (an import fix): they wait for it.
-        if action == Action::CodeActions {
-            self.wait_ready(&server, what, cancel).await?;
-        }
-        let busy = server.busy();
+        // Answers from a half-loaded project are wrong, not just short (tsserver's definition
+        // is the import line): wait for the load, within the budget. A server still busy then
+        // is asked anyway; its answer comes with a note, and only an empty one is refused.
+        let busy = self.wait_ready(&server, what, cancel).await.err();
         let mut params = json!({"textDocument": {"uri": uri}, "position": position});
         if action == Action::References {
             params["context"] = json!({"includeDeclaration": true});
@@ -85,21 +81,15 @@ impl Supervisor {
                 .collect();
             params = json!({"textDocument": {"uri": uri}, "range": range, "context": {"diagnostics": on_line}});
         }
-        let mut result = server
-            .request(method, params.clone(), cancel)
+        let result = server
+            .request(method, params, cancel)
             .await
             .map_err(|e| request_failed(&server, what, e))?;
-        let empty = |v: &Value| v.is_null() || v.as_array().is_some_and(Vec::is_empty);
-        if busy.is_some() && empty(&result) {
-            self.wait_ready(&server, what, cancel).await?;
-            result = server
-                .request(method, params, cancel)
-                .await
-                .map_err(|e| request_failed(&server, what, e))?;
-        }
-        let partial = match server.busy() {
-            Some(now) if action == Action::References => Some(now),
-            _ => None,
+        let empty = result.is_null() || result.as_array().is_some_and(Vec::is_empty);
+        let partial = match busy {
+            Some(not_ready) if empty => return Err(not_ready),
+            Some(_) => server.busy(),
+            None => None,
         };
         let mut cache = SourceCache::new();
         let label = server_label(&server);
@@ -214,7 +204,7 @@ impl Supervisor {
                 }
                 if let Some(busy) = &partial {
                     out.push_str(&format!(
-                        "\n(partial: the server is {busy}; references in files it has not indexed yet may be missing; ask again shortly for all)"
+                        "\n(may be partial: the server is still {busy}; ask again shortly for the full answer)"
                     ));
                 }
                 Ok(LspOutput::new(

@@ -667,6 +667,21 @@ impl Server {
         }
     }
 
+    /// A typed request ([`lsp_types::request::Request`]): its parameters and its result
+    /// through the protocol's types, parsed once here.
+    pub(crate) async fn call_until<R: lsp_types::request::Request>(
+        &self,
+        params: R::Params,
+        deadline: Instant,
+        cancel: &CancellationToken,
+    ) -> Result<R::Result, RequestError> {
+        let shape =
+            |e: serde_json::Error| RequestError::Shape { method: R::METHOD, detail: e.to_string() };
+        let params = serde_json::to_value(params).map_err(shape)?;
+        let answer = self.request_until(R::METHOD, params, deadline, cancel).await?;
+        serde_json::from_value(answer).map_err(shape)
+    }
+
     pub(crate) async fn notify(&self, method: &str, params: Value) {
         let _ = self.rpc.notify(method, params).await;
     }
