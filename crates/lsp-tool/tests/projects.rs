@@ -772,9 +772,9 @@ async fn c_callers_never_opened_are_named_broken_then_fixed() {
     p.finish().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn go_callers_never_opened_are_named_broken_then_fixed() {
-    let Some(p) = Project::new(
+/// A Go module whose `Scale` is called in its own package and from a command in another.
+fn go_calls() -> Option<Project> {
+    Project::new(
         "gopls",
         &[
             ("go.mod", "module example.com/calls\n\ngo 1.19\n"),
@@ -789,9 +789,12 @@ async fn go_callers_never_opened_are_named_broken_then_fixed() {
             ),
         ],
         false,
-    ) else {
-        return;
-    };
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn go_callers_never_opened_are_named_broken_then_fixed() {
+    let Some(p) = go_calls() else { return };
     break_and_fix_unopened_callers(
         &p,
         "lib.go",
@@ -842,24 +845,7 @@ async fn a_typescript_rename_leaves_references_complete_at_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_go_rename_across_packages_reports_no_errors_the_tree_does_not_have() {
-    let Some(p) = Project::new(
-        "gopls",
-        &[
-            ("go.mod", "module example.com/calls\n\ngo 1.19\n"),
-            (
-                "lib.go",
-                "package calls\n\n// Scale multiplies.\nfunc Scale(x int) int {\n\treturn x * 2\n}\n",
-            ),
-            ("use.go", "package calls\n\nfunc use() int {\n\treturn Scale(3)\n}\n"),
-            (
-                "cmd/run/main.go",
-                "package main\n\nimport \"example.com/calls\"\n\nfunc main() {\n\tprintln(calls.Scale(4))\n}\n",
-            ),
-        ],
-        false,
-    ) else {
-        return;
-    };
+    let Some(p) = go_calls() else { return };
     let out = p.rename("lib.go", 4, "Scale", "Multiply").await.expect("rename");
     assert!(out.contains("in 3 file(s)"), "{out}");
     assert!(out.contains("Diagnostics (gopls): no new errors or warnings"), "{out}");

@@ -2,7 +2,7 @@
 //! didSave, didClose, watched-file events, and re-reading open documents edited outside.
 
 use std::{
-    collections::BTreeSet,
+    collections::{BTreeSet, HashMap},
     path::{Path, PathBuf},
     sync::atomic::Ordering,
     time::Instant,
@@ -255,13 +255,18 @@ impl Server {
     /// Tells the server a document is closed (deleted or renamed away).
     pub(crate) async fn close(&self, path: &Path) {
         let mut docs = self.docs.lock().await;
+        self.close_locked(&mut docs, path).await;
+    }
+
+    /// Closes `path` under the documents lock the caller holds (a concurrent open of the same
+    /// file comes after the didClose).
+    async fn close_locked(&self, docs: &mut HashMap<PathBuf, Doc>, path: &Path) {
         if let Some(doc) = docs.remove(path) {
             self.forget(path, &doc);
             if let Some(uri) = uri_from_path(path) {
                 self.notify("textDocument/didClose", json!({"textDocument": {"uri": uri}})).await;
             }
         }
-        drop(docs);
         self.shared.state.lock().push.remove(path);
     }
 
@@ -271,17 +276,9 @@ impl Server {
         let mut docs = self.docs.lock().await;
         let Some(doc) = docs.get_mut(path) else { return };
         doc.holders.remove(&holder);
-        if !doc.holders.is_empty() {
-            return;
+        if doc.holders.is_empty() {
+            self.close_locked(&mut docs, path).await;
         }
-        if let Some(doc) = docs.remove(path) {
-            self.forget(path, &doc);
-        }
-        if let Some(uri) = uri_from_path(path) {
-            self.notify("textDocument/didClose", json!({"textDocument": {"uri": uri}})).await;
-        }
-        drop(docs);
-        self.shared.state.lock().push.remove(path);
     }
 
     /// Sends an open document again as a new version with the same text, so that the server
