@@ -66,6 +66,12 @@ fn unverified_reason(wait: &DiagnosticsWait, deadline: Duration) -> String {
 /// How long other open files get to re-publish after the written files answered.
 const CROSS_FILE_WINDOW: Duration = Duration::from_millis(300);
 
+/// The language id `server` gives `file`.
+fn language_of(server: &Server, file: &Path) -> String {
+    let ext = file.extension().and_then(|e| e.to_str()).unwrap_or("");
+    server.def.language_of(ext).unwrap_or("plaintext").to_string()
+}
+
 fn shown(diags: Vec<Diagnostic>) -> Vec<Diagnostic> {
     diags.into_iter().filter(|d| d.is_shown(false)).collect()
 }
@@ -269,23 +275,16 @@ impl Supervisor {
                 baselines.push(DocHandle { server: w.server.clone(), doc });
             }
         }
+        // A user the ledger knows needs no baseline, and is opened only after the change
+        // (opening and closing files in quick succession stalls clangd's preamble builds).
         for (file, server) in &users {
-            let was_open = server.holders(file).await.is_some_and(|h| h.contains(&run));
-            if !was_open {
-                opened.push((file.clone(), server.clone()));
-            }
-            if self.ledger().lock().knows(file) && was_open {
+            if self.ledger().lock().knows(file) {
                 continue;
             }
-            let language = server
-                .def
-                .language_of(file.extension().and_then(|e| e.to_str()).unwrap_or(""))
-                .unwrap_or("plaintext")
-                .to_string();
-            if let Ok(mut doc) = server.current(file, &language, None, run).await {
-                if self.ledger().lock().knows(file) {
-                    continue;
-                }
+            if !server.holders(file).await.is_some_and(|h| h.contains(&run)) {
+                opened.push((file.clone(), server.clone()));
+            }
+            if let Ok(mut doc) = server.current(file, &language_of(server, file), None, run).await {
                 doc.versioned_only = true;
                 baselines.push(DocHandle { server: server.clone(), doc });
             }
@@ -363,7 +362,18 @@ impl Supervisor {
             if unverified.contains(file) {
                 continue;
             }
-            if let Some(doc) = server.touch(file, run).await {
+            let open = server.holders(file).await.is_some_and(|h| h.contains(&run));
+            let doc = if open {
+                server.touch(file, run).await
+            } else {
+                // Opened after the change: its first answer is about the new content.
+                opened.push((file.clone(), server.clone()));
+                server.sync(file, &language_of(server, file), false, run).await.ok().map(|mut d| {
+                    d.versioned_only = true;
+                    d
+                })
+            };
+            if let Some(doc) = doc {
                 pending.push(Pending {
                     handle: DocHandle { server: server.clone(), doc },
                     role: Role::User,

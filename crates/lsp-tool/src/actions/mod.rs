@@ -23,7 +23,7 @@ use crate::{
     encoding::{ColumnUnit, convert_column},
     error::LspError,
     paths::{display_relative, path_from_uri, resolve_in_root, uri_from_path},
-    server::{DiagnosticsWait, Server, SyncedDoc},
+    server::{DiagnosticMode, DiagnosticsWait, Server, SyncedDoc},
     supervisor::{Supervisor, Target, server_label},
     transport::RequestError,
 };
@@ -547,16 +547,30 @@ impl Supervisor {
     ) -> Result<LspOutput, LspError> {
         let path = self.file_arg(args)?;
         let shown = display_relative(self.root(), &path);
-        let (_target, server, doc) = self.ready_doc(&path, cancel).await?;
-        let deadline = Instant::now() + Duration::from_millis(self.config().diagnostics_timeout_ms);
+        let (_target, server, mut doc) = self.ready_doc(&path, cancel).await?;
+        let started = Instant::now();
+        let deadline = started + Duration::from_millis(self.config().diagnostics_timeout_ms);
         let label = server_label(&server);
-        let items = match server.diagnostics(&doc, deadline, cancel).await {
+        // A push server that stays silent about a version is sent it again once, a third of
+        // the way in (clangd, busy indexing right after a close and reopen, can drop one).
+        let nudge = started + (deadline - started) / 3;
+        let mut first = server.diagnostics(&doc, nudge, cancel).await;
+        if matches!(first, Err(DiagnosticsWait::Timeout { .. }))
+            && server.diagnostic_mode() == DiagnosticMode::Push
+            && let Some(again) = server.touch(&path, self.run_id()).await
+        {
+            doc = again;
+            first = server.diagnostics(&doc, deadline, cancel).await;
+        } else if matches!(first, Err(DiagnosticsWait::Timeout { .. })) {
+            first = server.diagnostics(&doc, deadline, cancel).await;
+        }
+        let items = match first {
             Ok(items) => items,
-            Err(DiagnosticsWait::Timeout { waited, indexing }) => {
+            Err(DiagnosticsWait::Timeout { indexing, .. }) => {
                 return Err(LspError::NotReady(format!(
                     "diagnostics of {shown}: not verified: {label} sent none for this version within {} ms{}; \
                      this is not the same as \"no errors\". Try again shortly",
-                    waited.as_millis(),
+                    started.elapsed().as_millis(),
                     indexing.map(|i| format!(" (server {i})")).unwrap_or_default()
                 )));
             }
