@@ -27,18 +27,24 @@ use crate::{
     server::{Server, join_all},
 };
 
-/// The lines that differ between two texts: `old` lines in the old text are replaced by
-/// `new` lines in the new one (0-based, end exclusive; the common head and tail excluded).
-pub(crate) fn changed_lines(old: &str, new: &str) -> Option<(Range<u32>, Range<u32>)> {
+/// The hunks of lines the old text has that the new one changes or removes (0-based, end
+/// exclusive; a pure insertion is an empty range where it goes), from a line diff bounded in
+/// time (past it, coarser hunks).
+pub(crate) fn changed_hunks(old: &str, new: &str) -> Vec<Range<u32>> {
     if old == new {
-        return None;
+        return Vec::new();
     }
-    let a: Vec<&str> = old.split('\n').collect();
-    let b: Vec<&str> = new.split('\n').collect();
-    let head = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
-    let tail =
-        a[head..].iter().rev().zip(b[head..].iter().rev()).take_while(|(x, y)| x == y).count();
-    Some((head as u32..(a.len() - tail) as u32, head as u32..(b.len() - tail) as u32))
+    similar::TextDiff::configure()
+        .timeout(std::time::Duration::from_millis(200))
+        .diff_lines(old, new)
+        .ops()
+        .iter()
+        .filter(|op| op.tag() != similar::DiffTag::Equal)
+        .map(|op| {
+            let r = op.old_range();
+            r.start as u32..r.end as u32
+        })
+        .collect()
 }
 
 /// One declaration of a document's outline.
@@ -165,7 +171,10 @@ pub(crate) async fn impact_of(
     deadline: Instant,
     cancel: &CancellationToken,
 ) -> Impact {
-    let Some((old_lines, _)) = changed_lines(old, new) else { return Impact::default() };
+    let hunks = changed_hunks(old, new);
+    if hunks.is_empty() {
+        return Impact::default();
+    }
     let Some(uri) = uri_from_path(path) else { return Impact::default() };
     let document = lsp_types::TextDocumentIdentifier { uri };
     let mut impact = Impact::default();
@@ -180,7 +189,15 @@ pub(crate) async fn impact_of(
             Ok(answer) => {
                 let outline = answer.as_ref().map(outline).unwrap_or_default();
                 outline_empty = outline.is_empty();
-                touched(&outline, &old_lines)
+                let mut all: Vec<Declaration> = Vec::new();
+                for hunk in &hunks {
+                    for d in touched(&outline, hunk) {
+                        if !all.iter().any(|a| a.name == d.name) {
+                            all.push(d);
+                        }
+                    }
+                }
+                all
             }
             Err(e) => {
                 impact.scanned_because = Some(format!("the outline failed: {e}"));
@@ -195,7 +212,13 @@ pub(crate) async fn impact_of(
     impact.names = declarations.iter().map(|d| d.name.clone()).collect();
     if outline_empty {
         // A cold server's outline can be empty: the names the changed lines declare stand in.
-        impact.names = declared_names(old, new, &old_lines);
+        for hunk in &hunks {
+            for name in declared_names(old, new, hunk) {
+                if !impact.names.contains(&name) && impact.names.len() < MAX_DECLARATIONS {
+                    impact.names.push(name);
+                }
+            }
+        }
         if !impact.names.is_empty() && impact.scanned_because.is_none() {
             impact.scanned_because = Some("the server's outline did not cover the change".into());
         }
@@ -390,11 +413,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn changed_lines_are_the_middle_that_differs() {
-        assert_eq!(changed_lines("a\nb\nc\n", "a\nB\nc\n"), Some((1..2, 1..2)));
-        assert_eq!(changed_lines("a\nc\n", "a\nb\nc\n"), Some((1..1, 1..2)));
-        assert_eq!(changed_lines("a\nb\nc\n", "a\nc\n"), Some((1..2, 1..1)));
-        assert_eq!(changed_lines("a\n", "a\n"), None);
+    #[allow(clippy::single_range_in_vec_init)]
+    fn changed_hunks_are_the_old_lines_each_edit_replaces() {
+        assert_eq!(changed_hunks("a\nb\nc\n", "a\nB\nc\n"), [1..2]);
+        assert_eq!(changed_hunks("a\nc\n", "a\nb\nc\n"), [1..1]);
+        assert_eq!(changed_hunks("a\nb\nc\n", "a\nc\n"), [1..2]);
+        assert!(changed_hunks("a\n", "a\n").is_empty());
+        // Two edits far apart (a rename) are two hunks, not the lines between them.
+        assert_eq!(changed_hunks("x\n1\n2\n3\nx\n", "y\n1\n2\n3\ny\n"), [0..1, 4..5]);
     }
 
     fn symbol(name: &str, kind: u64, lines: (u32, u32), children: Vec<Value>) -> Value {

@@ -7,6 +7,9 @@ use serde::Serialize;
 
 use crate::diagnostics::{Diagnostic, count_phrase};
 
+/// How many changed declarations the text names.
+const SHOWN_NAMES: usize = 6;
+
 /// The diagnostics a write introduced, over every file it changed and the files that use
 /// what it changed.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, JsonSchema)]
@@ -88,11 +91,16 @@ impl WriteDiagnostics {
                 ));
             }
             if !self.checked.is_empty() {
-                let uses = if self.changed.is_empty() {
+                let mut uses = if self.changed.is_empty() {
                     "what it changed".to_string()
                 } else {
-                    self.changed.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+                    let shown: Vec<String> =
+                        self.changed.iter().take(SHOWN_NAMES).map(|n| format!("`{n}`")).collect();
+                    shown.join(", ")
                 };
+                if self.changed.len() > SHOWN_NAMES {
+                    uses.push_str(&format!(" and {} more", self.changed.len() - SHOWN_NAMES));
+                }
                 lines.push(format!(
                     "Also checked {} file(s) that use {uses}: {}",
                     self.checked.len(),
