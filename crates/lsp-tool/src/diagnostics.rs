@@ -48,14 +48,16 @@ impl Severity {
 }
 
 /// One diagnostic, positioned for people: 1-based line, 1-based character column.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct Diagnostic {
     /// Absolute path of the file.
     #[serde(skip)]
     pub abs_path: PathBuf,
     /// Path relative to the run's root.
     pub path: String,
+    /// 1-based line.
     pub line: u32,
+    /// 1-based column, in characters.
     pub column: u32,
     pub severity: Severity,
     #[serde(skip_serializing_if = "Option::is_none")]

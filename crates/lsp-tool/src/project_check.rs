@@ -43,7 +43,6 @@ pub struct ProjectCheckReport {
     /// Languages present that have no checker here, and why.
     pub notes: Vec<String>,
     pub total: usize,
-    #[schemars(with = "Vec<serde_json::Value>")]
     pub diagnostics: Vec<Diagnostic>,
 }
 

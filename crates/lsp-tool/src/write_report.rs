@@ -15,7 +15,6 @@ const SHOWN_NAMES: usize = 6;
 #[derive(Debug, Clone, Default, PartialEq, Serialize, JsonSchema)]
 pub struct WriteDiagnostics {
     /// New errors and warnings (count went up), written files first, then other files.
-    #[schemars(with = "Vec<serde_json::Value>")]
     pub new: Vec<Diagnostic>,
     /// Diagnostics that were there before and are not repeated.
     pub known: usize,
