@@ -206,7 +206,10 @@ pub(crate) fn status_details(root: &Path, config: &Config) -> Vec<String> {
     let mut lines = vec![format!(
         "servers start on first use, one per (language, project root); diagnostics on write {}",
         if config.lsp.on_write.enabled {
-            format!("on (waits up to {} ms per write)", config.lsp.on_write.deadline_ms)
+            format!(
+                "on: the written files and up to {} files that use what they changed, each given at least {} ms once its server has the change",
+                config.lsp.on_write.max_files, config.lsp.on_write.deadline_ms
+            )
         } else {
             "off".to_string()
         }
