@@ -370,12 +370,23 @@ impl Journal {
         let cannot = |what: &str, e: std::io::Error| {
             self.journal_error(format!("cannot {what} {}: {e}", path.display()))
         };
-        let file = File::create(&fresh).map_err(|e| cannot("create", e))?;
-        rustix::fs::flock(&file, FlockOperation::LockExclusive)
-            .map_err(|e| self.journal_error(e))?;
-        std::fs::rename(&fresh, &path).map_err(|e| cannot("create", e))?;
-        crash_point();
-        Ok(file)
+        // Another host's recovery may find the fresh file before it is locked, and remove it
+        // as free: the rename then fails, and the lock is made again.
+        let mut attempts = 0;
+        loop {
+            attempts += 1;
+            let file = File::create(&fresh).map_err(|e| cannot("create", e))?;
+            rustix::fs::flock(&file, FlockOperation::LockExclusive)
+                .map_err(|e| self.journal_error(e))?;
+            match std::fs::rename(&fresh, &path) {
+                Ok(()) => {
+                    crash_point();
+                    return Ok(file);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound && attempts < 5 => continue,
+                Err(e) => return Err(cannot("create", e)),
+            }
+        }
     }
 
     fn write_record(&self, id: &str, record: &Record) -> Result<(), Error> {

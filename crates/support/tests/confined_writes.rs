@@ -225,6 +225,38 @@ fn writers_with_their_own_handles_racing_on_one_file_never_lose_a_committed_chan
 }
 
 #[test]
+fn a_commit_never_fails_because_another_host_recovers_the_journal_meanwhile() {
+    // A host that starts (or a session that opens) runs recovery, which removes the locks no
+    // one holds: it must never take the lock a commit is making.
+    let tree = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    std::fs::write(tree.path().join("log.txt"), "").unwrap();
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let recovering = {
+        let (tree, state, done) =
+            (tree.path().to_path_buf(), state.path().to_path_buf(), done.clone());
+        std::thread::spawn(move || {
+            let root = Root::open(&tree).unwrap();
+            let journal = Journal::at(&state, &root).unwrap();
+            let mut rounds = 0;
+            while !done.load(std::sync::atomic::Ordering::SeqCst) && rounds < 200_000 {
+                journal.recover(&root).unwrap();
+                rounds += 1;
+            }
+        })
+    };
+    let root = Root::open(tree.path()).unwrap();
+    let journal = Journal::at(state.path(), &root).unwrap();
+    for n in 0..1000 {
+        append(&root, &journal, &format!("{n}\n"));
+    }
+    done.store(true, std::sync::atomic::Ordering::SeqCst);
+    recovering.join().unwrap();
+    let log = std::fs::read_to_string(tree.path().join("log.txt")).unwrap();
+    assert_eq!(log.lines().count(), 1000);
+}
+
+#[test]
 fn writers_of_one_process_take_turns_per_real_file() {
     let (tree, _state, root, _journal) = setup();
     std::fs::write(tree.path().join("real.txt"), "x").unwrap();
