@@ -383,7 +383,12 @@ impl Journal {
                     crash_point();
                     return Ok(file);
                 }
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound && attempts < 5 => continue,
+                // Each loss takes a recovery pass landing between two system calls of ours;
+                // a hundred in a row do not happen, a few under load do.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound && attempts < 100 => {
+                    std::thread::yield_now();
+                    continue;
+                }
                 Err(e) => return Err(cannot("create", e)),
             }
         }

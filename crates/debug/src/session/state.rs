@@ -377,6 +377,9 @@ pub(crate) fn forward_lines<R: AsyncRead + Unpin + Send + 'static>(
         // Whatever arrives is passed on at once, a line's start included (a prompt such as
         // `fmt.Print("> ")` has no newline); only whole lines can be delve's own noise.
         let mut at_line_start = true;
+        // A logged line can arrive in several writes (`eprintln!` writes its parts): it is
+        // logged once whole.
+        let mut partial = String::new();
         loop {
             let chunk = match reader.fill_buf().await {
                 Ok([]) | Err(_) => break,
@@ -386,13 +389,22 @@ pub(crate) fn forward_lines<R: AsyncRead + Unpin + Send + 'static>(
             let text = String::from_utf8_lossy(&chunk).into_owned();
             for piece in text.split_inclusive('\n') {
                 let whole_line = at_line_start && piece.ends_with('\n');
-                if to_log || whole_line && is_delve_noise(piece) {
+                if to_log {
+                    partial.push_str(piece);
+                    if piece.ends_with('\n') {
+                        let line = std::mem::take(&mut partial);
+                        shared.update(|s| s.log_line(line));
+                    }
+                } else if whole_line && is_delve_noise(piece) {
                     shared.update(|s| s.log_line(piece));
                 } else {
                     shared.update(|s| s.output.push(stream, piece));
                 }
                 at_line_start = piece.ends_with('\n');
             }
+        }
+        if !partial.is_empty() {
+            shared.update(|s| s.log_line(partial));
         }
         if !to_log {
             shared.update(|s| s.open_pipes = s.open_pipes.saturating_sub(1));
