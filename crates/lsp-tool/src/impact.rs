@@ -167,10 +167,12 @@ pub(crate) async fn impact_of(
     server: &Server,
     path: &Path,
     old: &str,
-    new: &str,
+    new: Option<&str>,
     deadline: Instant,
     cancel: &CancellationToken,
 ) -> Impact {
+    let deleted = new.is_none();
+    let new = new.unwrap_or("");
     let hunks = changed_hunks(old, new);
     if hunks.is_empty() {
         return Impact::default();
@@ -270,9 +272,30 @@ pub(crate) async fn impact_of(
     if referenced.is_empty() && impact.scanned_because.is_none() && !declarations.is_empty() {
         impact.scanned_because = Some("the server found no uses of it".into());
     }
+    // A deleted file is also named by the files that import it (`from pkg.termui import`,
+    // `#include "area.h"`), which references of its declarations do not find.
+    if deleted
+        && let Some(stem) = path.file_stem().map(|s| s.to_string_lossy().to_string())
+        && !stem.is_empty()
+    {
+        let mut names = impact.names.clone();
+        if !names.contains(&stem) {
+            names.push(stem);
+        }
+        impact.scanned_because.get_or_insert_with(|| "the file was deleted".into());
+        let root = server.root.clone();
+        let def = server.def.clone();
+        let skip = path.to_path_buf();
+        let scanned = tokio::task::spawn_blocking(move || mentions(&root, &def, &names, &skip))
+            .await
+            .unwrap_or_default();
+        for (file, count) in scanned {
+            *referenced.entry(file).or_default() += count;
+        }
+    }
     let mut files: Vec<(PathBuf, usize)> = referenced.into_iter().collect();
     files.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-    if impact.scanned_because.is_some() && !impact.names.is_empty() {
+    if impact.scanned_because.is_some() && !impact.names.is_empty() && !deleted {
         let root = server.root.clone();
         let def = server.def.clone();
         let names = impact.names.clone();

@@ -85,6 +85,8 @@ struct Written {
     old: Option<String>,
     /// Created by the write: its baseline is empty.
     created: bool,
+    /// Deleted by the write: the server is told, and the files that used it are checked.
+    deleted: bool,
 }
 
 /// Why a file is checked.
@@ -152,7 +154,8 @@ impl Supervisor {
         let mut out = Vec::new();
         for file in files {
             let path = &file.path;
-            if !path.is_file() {
+            let deleted = !path.exists();
+            if !deleted && !path.is_file() {
                 continue;
             }
             let Ok(target) = self.target_for(path) else { continue };
@@ -167,6 +170,7 @@ impl Supervisor {
                         _ => None,
                     },
                     created: file.before == FileBefore::Absent,
+                    deleted,
                 }),
                 Err(reason) => report
                     .not_verified
@@ -185,10 +189,15 @@ impl Supervisor {
         let budget = Duration::from_millis(self.config().request_timeout_ms);
         join_all(written.iter().filter_map(|w| {
             let old = w.old.as_ref()?;
-            let new = crate::paths::read_source(&w.path).ok()?;
+            let new = match w.deleted {
+                true => None,
+                false => Some(crate::paths::read_source(&w.path).ok()?),
+            };
             let deadline = Instant::now() + self.write_deadline(&w.server, &w.path).min(budget);
             Some(async move {
-                (impact_of(&w.server, &w.path, old, &new, deadline, cancel).await, w.server.clone())
+                let impact =
+                    impact_of(&w.server, &w.path, old, new.as_deref(), deadline, cancel).await;
+                (impact, w.server.clone())
             })
         }))
         .await
@@ -208,6 +217,15 @@ impl Supervisor {
         let mut report = WriteDiagnostics { max_shown: options.max_shown, ..Default::default() };
         let written = self.written_files(files, &mut report, cancel).await?;
         let written_paths: Vec<PathBuf> = written.iter().map(|w| w.path.clone()).collect();
+        // A server that started after a file was deleted never saw it: what the files that
+        // used it had before cannot be known, so their errors now are not called new or old.
+        for w in written.iter().filter(|w| w.deleted && w.server.started >= started) {
+            report.not_verified.push(format!(
+                "the files that used {} (the {} server started after it was deleted, so their errors before are unknown; lsp diagnostics on them shows their errors now)",
+                display_relative(self.root(), &w.path),
+                w.server.def.display_languages()
+            ));
+        }
 
         // Phase 1, the old world: what changed outside the tools first, then every written
         // file's old text, so that no answer comes from a mix of old and new files.
@@ -266,7 +284,7 @@ impl Supervisor {
         // Baselines, in one wait: the written files' old versions and the users as they are.
         let mut opened: Vec<(PathBuf, Arc<Server>)> = Vec::new();
         let mut baselines: Vec<DocHandle> = Vec::new();
-        for w in &written {
+        for w in written.iter().filter(|w| !w.deleted) {
             if let Some(old) = &w.old
                 && !self.ledger().lock().knows(&w.path)
                 && let Ok(doc) =
@@ -338,8 +356,14 @@ impl Supervisor {
         // Phase 2, the new world: every written file's new content, then the users again.
         let marks = self.push_marks();
         let mut pending: Vec<Pending> = Vec::new();
+        // A deleted file is first emptied in the server: a watched-file deletion is applied
+        // by some servers later (pyright), so users checked now would still see it. It is
+        // closed, and its deletion sent, once they answered.
+        for w in written.iter().filter(|w| w.deleted) {
+            let _ = w.server.sync_text(&w.path, &w.language, String::new(), false, run).await;
+        }
         for w in &written {
-            if unverified.contains(&w.path) {
+            if unverified.contains(&w.path) || w.deleted {
                 continue;
             }
             let baseline_unknown = !self.ledger().lock().knows(&w.path);
@@ -355,7 +379,7 @@ impl Supervisor {
                     .push(format!("{} ({e})", display_relative(self.root(), &w.path))),
             }
         }
-        for w in &written {
+        for w in written.iter().filter(|w| !w.deleted) {
             w.server.files_changed(&[(w.path.clone(), if w.created { 1 } else { 2 })]).await;
         }
         for (file, server) in &users {
@@ -462,6 +486,10 @@ impl Supervisor {
             }
         }
         report.new.extend(elsewhere);
+        for w in written.iter().filter(|w| w.deleted) {
+            w.server.close(&w.path).await;
+            w.server.files_changed(&[(w.path.clone(), 3)]).await;
+        }
         for (file, server) in opened {
             server.release_document(&file, run).await;
         }

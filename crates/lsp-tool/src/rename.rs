@@ -701,7 +701,7 @@ impl Supervisor {
             return Err(LspError::Failed(format!("{label} does not offer rename")));
         }
         let budget = std::time::Duration::from_millis(self.config().ready_timeout_ms);
-        server.wait_ready(std::time::Instant::now() + budget, cancel).await.map_err(|busy| {
+        server.wait_ready(crate::server::Scope::Project, std::time::Instant::now() + budget, cancel).await.map_err(|busy| {
             LspError::NotReady(format!(
                 "rename: not ready: the server is {busy}; nothing was changed; try again shortly"
             ))
@@ -800,7 +800,13 @@ impl Supervisor {
                     server.def.language_of(ext).unwrap_or(&target.language_id).to_string();
                 server.sync(p, &language, false, self.run_id()).await.map_err(LspError::Failed)?;
             }
-            let _ = server.wait_ready(std::time::Instant::now() + budget, cancel).await;
+            let _ = server
+                .wait_ready(
+                    crate::server::Scope::Project,
+                    std::time::Instant::now() + budget,
+                    cancel,
+                )
+                .await;
         };
         let plan = plan_edit(self.root(), &ops, server.encoding, &|p| open.get(p).cloned())
             .map_err(|e| {

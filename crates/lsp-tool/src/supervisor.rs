@@ -502,6 +502,7 @@ impl Supervisor {
             self.allow_project_code(),
             self.inner.pool.private_dir(),
         );
+        let command = self.with_version_flags(&def, command).await;
         let started = tokio::select! {
             s = Server::start(Arc::new(def), target.root.root.clone(), command, self.timeouts(), cancel) => s,
             _ = self.inner.closing.cancelled() => {
@@ -586,6 +587,38 @@ impl Supervisor {
             }
         }
         Ok(out)
+    }
+
+    /// `command` with the flags its version understands (`flags_since_major`); the version is
+    /// probed (once per program) only when a flag is missing from the command.
+    async fn with_version_flags(
+        &self,
+        def: &ServerDef,
+        mut command: ResolvedCommand,
+    ) -> ResolvedCommand {
+        let missing: Vec<(u32, String)> = def
+            .flags_since_major
+            .iter()
+            .filter(|(_, flag)| !command.args.contains(flag))
+            .cloned()
+            .collect();
+        let Some(args) = def.version_args.clone().filter(|_| !missing.is_empty()) else {
+            return command;
+        };
+        let pool = self.inner.pool.clone();
+        let program = command.program.clone();
+        let version = tokio::task::spawn_blocking(move || pool.probe(&program, &args))
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .flatten();
+        let Some(major) = version.as_deref().and_then(major_version) else { return command };
+        for (since, flag) in missing {
+            if major >= since {
+                command.args.push(flag);
+            }
+        }
+        command
     }
 
     /// The program's version (`Ok(None)` when it has no version flag), or why it does not run.
@@ -930,4 +963,30 @@ fn missing_half(
     };
     format!("{marker_part}, but {binary_part}")
         .replace(", but binary resolved", "; binary resolved")
+}
+
+/// The major version in a `--version` line: the first number after the word `version`
+/// (`Debian clangd version 16.0.6 (15~deb12u1)` → 16).
+fn major_version(line: &str) -> Option<u32> {
+    let lower = line.to_lowercase();
+    let after = &lower[lower.find("version")? + "version".len()..];
+    let digits: String = after
+        .trim_start_matches(|c: char| !c.is_ascii_digit())
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().ok()
+}
+
+#[cfg(test)]
+mod version_tests {
+    use super::major_version;
+
+    #[test]
+    fn the_major_version_is_read_from_what_servers_print() {
+        assert_eq!(major_version("Debian clangd version 16.0.6 (15~deb12u1)"), Some(16));
+        assert_eq!(major_version("clangd version 19.1.7"), Some(19));
+        assert_eq!(major_version("Ubuntu clangd version 14.0.0-1ubuntu1.1"), Some(14));
+        assert_eq!(major_version("clangd: no version here"), None);
+    }
 }

@@ -32,11 +32,28 @@ struct Project {
 impl Project {
     /// A project of `files` for the server `program`; `None` after a loud skip.
     fn new(program: &str, files: &[(&str, &str)], allow_project_code: bool) -> Option<Project> {
-        let extra = setup_paths();
+        Project::with_bin(program, files, allow_project_code, None)
+    }
+
+    /// Like [`Project::new`], with `bin` (a folder of the temp dir, made by the caller's
+    /// closure) searched before the setup's folders.
+    fn with_bin(
+        program: &str,
+        files: &[(&str, &str)],
+        allow_project_code: bool,
+        bin: Option<&dyn Fn(&Path)>,
+    ) -> Option<Project> {
+        let mut extra = setup_paths();
         if !require_program(&[program], &extra, "cargo xtask setup installs it") {
             return None;
         }
         let dir = tempfile::tempdir().expect("temp dir");
+        if let Some(make) = bin {
+            let folder = dir.path().join("bin");
+            std::fs::create_dir_all(&folder).expect("bin folder");
+            make(&folder);
+            extra.insert(0, folder.display().to_string());
+        }
         let root = dir.path().canonicalize().expect("canonical").join("project");
         for (path, text) in files {
             let path = root.join(path);
@@ -772,6 +789,49 @@ async fn c_callers_never_opened_are_named_broken_then_fixed() {
     p.finish().await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cold_clangd_named_without_a_version_answers_a_definition_and_sees_open_headers() {
+    // Debian's `clangd` is an alternative for some clangd-N: its version is probed, so an
+    // open header's text (not the disk's) is what including files see from 16 on.
+    let Some(clangd) = which("clangd-16") else {
+        assert!(!agent_tools_lsp::testing::in_ci(), "clangd-16 is missing in CI");
+        eprintln!("\n!!! SKIPPED: clangd-16 is not installed !!!\n");
+        return;
+    };
+    let link = move |bin: &Path| {
+        std::os::unix::fs::symlink(&clangd, bin.join("clangd")).expect("symlink clangd");
+    };
+    let files = [
+        (
+            "compile_commands.json",
+            "[{\"directory\": \"$ROOT\", \"file\": \"main.c\", \"arguments\": [\"cc\", \"-c\", \"main.c\"]}]\n",
+        ),
+        ("area.h", "int square_area(int side);\n"),
+        ("main.c", "#include \"area.h\"\n\nint main(void) { return square_area(2); }\n"),
+    ];
+    let Some(p) = Project::with_bin("clangd-16", &files, false, Some(&link)) else { return };
+    // The first call of the run, on a cold server: answered, not "not ready".
+    let out = p
+        .ok(json!({"action": "definition", "file": "main.c", "line": 3, "symbol": "square_area"}))
+        .await;
+    assert!(out.contains("area.h:1:5"), "{out}");
+    let pids = p.sup.server_pids();
+    assert_eq!(pids.len(), 1, "one clangd");
+    let cmdline = std::fs::read(format!("/proc/{}/cmdline", pids[0])).expect("cmdline");
+    let args: Vec<String> =
+        cmdline.split(|b| *b == 0).map(|a| String::from_utf8_lossy(a).to_string()).collect();
+    assert!(args[0].ends_with("/clangd"), "the bare name runs: {args:?}");
+    assert!(args.iter().any(|a| a == "--use-dirty-headers"), "{args:?}");
+    p.finish().await;
+}
+
+/// The full path of `program` on `PATH` or the setup's folders.
+fn which(program: &str) -> Option<PathBuf> {
+    let mut dirs: Vec<PathBuf> = setup_paths().into_iter().map(PathBuf::from).collect();
+    dirs.extend(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()));
+    dirs.into_iter().map(|d| d.join(program)).find(|p| p.is_file())
+}
+
 /// A Go module whose `Scale` is called in its own package and from a command in another.
 fn go_calls() -> Option<Project> {
     Project::new(
@@ -820,6 +880,95 @@ async fn a_revert_made_outside_the_tools_leaves_no_stale_diagnostics() {
         let now = p.ok(json!({"action": "diagnostics", "file": caller})).await;
         assert!(now.starts_with("no errors or warnings"), "{caller}: {now}");
     }
+    p.finish().await;
+}
+
+/// Deletes `file` from disk and reports it as a write.
+async fn delete_file(p: &Project, file: &str) -> agent_tools_lsp::WriteDiagnostics {
+    let path = p.root.join(file);
+    let before = std::fs::read(&path).expect("read before");
+    std::fs::remove_file(&path).expect("delete");
+    let report = p
+        .sup
+        .diagnostics_after_write(
+            &[WrittenFile { path, before: FileBefore::Contents(before.into()) }],
+            &CancellationToken::new(),
+        )
+        .await
+        .expect("covered");
+    eprintln!("--- delete {file}\n{}", report.render());
+    report
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleting_a_module_names_the_files_that_import_it() {
+    let Some(p) = python_callers() else { return };
+    // The server runs (a search earlier in the session); no importer was opened.
+    p.ok(json!({"action": "symbols", "query": "term_len"})).await;
+    let report = delete_file(&p, "src/pkg/termui.py").await;
+    let text = report.render();
+    assert!(!text.contains("no new errors"), "{text}");
+    // `examples/termui.py` imports `pkg.termui` by name; the package re-exports from it.
+    for importer in ["tests/test_utils.py", "examples/termui.py", "src/pkg/__init__.py"] {
+        assert!(report.new.iter().any(|d| d.path == importer), "{importer} named: {text}");
+    }
+    p.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delete_that_starts_the_server_does_not_claim_what_it_cannot_know() {
+    let Some(p) = python_callers() else { return };
+    let report = delete_file(&p, "src/pkg/termui.py").await;
+    let text = report.render();
+    assert!(!report.complete() && !text.contains("no new errors or warnings\n"), "{text}");
+    assert!(text.contains("started after it was deleted"), "{text}");
+    p.finish().await;
+}
+
+/// A file the session never opened changes on disk outside the tools (a `git checkout`, a
+/// formatter): the caller's diagnostics follow it both ways, with no reload.
+async fn an_outside_change_reaches_the_server(
+    p: &Project,
+    caller: &str,
+    changed: &str,
+    from: &str,
+    to: &str,
+    error: &str,
+) {
+    let clean = p.ok(json!({"action": "diagnostics", "file": caller})).await;
+    assert!(clean.starts_with("no errors or warnings"), "{caller} before: {clean}");
+    let original = p.read(changed);
+    p.write(changed, &original.replace(from, to));
+    let broken = p.ok(json!({"action": "diagnostics", "file": caller})).await;
+    assert!(broken.contains(error), "{caller} after {changed} changed on disk: {broken}");
+    p.write(changed, &original);
+    let fixed = p.ok(json!({"action": "diagnostics", "file": caller})).await;
+    assert!(fixed.starts_with("no errors or warnings"), "{caller} after the revert: {fixed}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_python_signature_changed_outside_the_tools_in_a_file_never_opened_is_seen() {
+    let Some(p) = python_callers() else { return };
+    let from = "text: str, color";
+    let to = "text: str, strict: bool, color";
+    an_outside_change_reaches_the_server(
+        &p,
+        "tests/test_utils.py",
+        "src/pkg/termui.py",
+        from,
+        to,
+        "strict",
+    )
+    .await;
+    p.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_go_signature_changed_outside_the_tools_in_a_file_never_opened_is_seen() {
+    let Some(p) = go_calls() else { return };
+    let (from, to) = ("Scale(x int)", "Scale(x int, y int)");
+    an_outside_change_reaches_the_server(&p, "use.go", "lib.go", from, to, "not enough arguments")
+        .await;
     p.finish().await;
 }
 

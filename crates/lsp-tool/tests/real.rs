@@ -120,7 +120,9 @@ async fn lifecycle(real: Real, file: &str, line: u32, symbol: &str, expect: &str
     let args = json!({"action": "definition", "file": file, "line": line, "symbol": symbol});
     assert!(real.ok(args.clone()).await.contains(expect));
     let after = real.ok(json!({"action": "status"})).await;
-    assert!(after.contains("— ready") && after.contains("; pid "), "{after}");
+    // clangd answers a definition while its background index still runs.
+    let running = after.contains("— ready") || after.contains("— indexing");
+    assert!(running && after.contains("; pid "), "{after}");
     let first = real.sup.server_pids()[0];
     let reloaded = real.ok(json!({"action": "reload", "file": file})).await;
     assert!(reloaded.starts_with("reloaded the "), "{reloaded}");

@@ -23,7 +23,7 @@ use crate::{
     encoding::{ColumnUnit, convert_column},
     error::LspError,
     paths::{display_relative, path_from_uri, resolve_in_root, uri_from_path},
-    server::{DiagnosticMode, DiagnosticsWait, Server, SyncedDoc},
+    server::{DiagnosticMode, DiagnosticsWait, Scope, Server, SyncedDoc},
     supervisor::{Supervisor, Target, server_label},
     transport::RequestError,
 };
@@ -84,6 +84,15 @@ impl Action {
             Action::CodeActions => "code_actions",
             Action::Status => "status",
             Action::Reload => "reload",
+        }
+    }
+
+    /// What the answer of a navigation action depends on: references span the project; the
+    /// others are answered from the open file and what it names.
+    fn scope(self) -> Scope {
+        match self {
+            Action::References | Action::Implementation => Scope::Project,
+            _ => Scope::File,
         }
     }
 
@@ -527,11 +536,12 @@ impl Supervisor {
     async fn wait_ready(
         &self,
         server: &Server,
+        scope: Scope,
         what: &str,
         cancel: &CancellationToken,
     ) -> Result<(), LspError> {
         let budget = Duration::from_millis(self.config().ready_timeout_ms);
-        server.wait_ready(Instant::now() + budget, cancel).await.map_err(|busy| {
+        server.wait_ready(scope, Instant::now() + budget, cancel).await.map_err(|busy| {
             LspError::NotReady(format!(
                 "{what}: not ready: the {} server is {busy} (waited {} s). An answer now could miss results; try again shortly",
                 server.def.display_languages(),

@@ -65,7 +65,8 @@ impl Supervisor {
         // Answers from a half-loaded project are wrong, not just short (tsserver's definition
         // is the import line): wait for the load, within the budget. A server still busy then
         // is asked anyway; its answer comes with a note, and only an empty one is refused.
-        let busy = self.wait_ready(&server, what, cancel).await.err();
+        let scope = action.scope();
+        let busy = self.wait_ready(&server, scope, what, cancel).await.err();
         let mut params = json!({"textDocument": {"uri": uri}, "position": position});
         if action == Action::References {
             params["context"] = json!({"includeDeclaration": true});
@@ -88,8 +89,9 @@ impl Supervisor {
         let empty = result.is_null() || result.as_array().is_some_and(Vec::is_empty);
         let partial = match busy {
             Some(not_ready) if empty => return Err(not_ready),
-            Some(_) => server.busy(),
-            None => None,
+            Some(_) => server.busy_for(scope),
+            // Served during a background index: what it has not reached yet may be missing.
+            None => server.busy(),
         };
         let mut cache = SourceCache::new();
         let label = server_label(&server);
@@ -183,8 +185,14 @@ impl Supervisor {
                 let found = locations(self.root(), &result, server.encoding, &mut cache);
                 let cap = if action == Action::References { MAX_REFERENCES } else { MAX_LOCATIONS };
                 if found.is_empty() {
+                    let state = match &partial {
+                        Some(busy) => format!(
+                            "still {busy}: files it has not reached may hold it; ask again shortly"
+                        ),
+                        None => "ready".to_string(),
+                    };
                     return Ok(LspOutput::new(
-                        format!("no {what} found for {at} ({label}, ready)"),
+                        format!("no {what} found for {at} ({label}, {state})"),
                         json!({"symbol": symbol, "locations": []}),
                     ));
                 }

@@ -46,6 +46,8 @@ impl Supervisor {
         let mut found: Vec<(ShownLocation, String, String, Option<String>)> = Vec::new();
         let mut cache = SourceCache::new();
         for server in &servers {
+            // What changed on disk since reaches the server before it is asked.
+            server.resync_open().await;
             if !server.supports("workspaceSymbolProvider") {
                 notes.push(format!("{} offers no workspace symbol search", server_label(server)));
                 continue;
@@ -62,7 +64,7 @@ impl Supervisor {
                 let language = server.def.language_of(ext).unwrap_or("plaintext").to_string();
                 let _ = server.sync(&example, &language, false, self.run_id()).await;
             }
-            if let Err(e) = self.wait_ready(server, "symbols", cancel).await {
+            if let Err(e) = self.wait_ready(server, Scope::Project, "symbols", cancel).await {
                 notes.push(e.to_string());
                 continue;
             }
@@ -99,7 +101,7 @@ impl Supervisor {
                 if opened.is_empty() {
                     continue;
                 }
-                let _ = self.wait_ready(server, "symbols", cancel).await;
+                let _ = self.wait_ready(server, Scope::Project, "symbols", cancel).await;
                 self.query_symbols(server, query, &mut found, &mut notes, &mut cache, cancel).await;
                 notes.push(format!(
                     "{} answered nothing at first; asked again after opening {} (files that mention `{query}`)",
@@ -160,7 +162,7 @@ impl Supervisor {
                 server_label(&server)
             )));
         }
-        self.wait_ready(&server, "symbols", cancel).await?;
+        self.wait_ready(&server, Scope::File, "symbols", cancel).await?;
         let uri = uri_from_path(&path).map(|u| u.as_str().to_string());
         let result = server
             .request("textDocument/documentSymbol", json!({"textDocument": {"uri": uri}}), cancel)

@@ -199,20 +199,23 @@ impl Server {
                 .map(|(p, _)| p.clone())
                 .collect()
         };
-        // Closed files that changed on disk since: a watched-file event, so the server
-        // reads them again.
-        let changed: Vec<(PathBuf, u8)> = {
+        // Files the server does not have open that changed on disk since: watched-file
+        // events, so the server reads them again. The watch sees every file it asked for;
+        // closed files the run had open are also checked by their stamp (the watch may be
+        // full or missing).
+        let mut changed = self.watched_changes(except).await;
+        {
             let mut seen = self.closed_seen.lock();
-            let mut out = Vec::new();
             for (path, stamp) in seen.iter_mut() {
                 let now = disk_stamp(path);
                 if now != *stamp {
-                    out.push((path.clone(), if path.exists() { 2 } else { 3 }));
                     *stamp = now;
+                    if !changed.iter().any(|(p, _)| p == path) {
+                        changed.push((path.clone(), if path.exists() { 2 } else { 3 }));
+                    }
                 }
             }
-            out
-        };
+        }
         self.files_changed(&changed).await;
         for path in stale {
             if path.exists() {

@@ -8,7 +8,11 @@
 
 mod diagnostics;
 mod documents;
+mod messages;
 mod readiness;
+mod watched;
+
+pub(crate) use readiness::Scope;
 
 use std::{
     collections::{HashMap, VecDeque},
@@ -35,6 +39,8 @@ use crate::{
     paths::{path_from_uri, uri_from_path},
     transport::{Handler, RequestError, Rpc},
 };
+
+use messages::{ServerNotification, ServerRequest};
 
 /// Bytes of stderr kept for crash reports.
 const STDERR_TAIL_BYTES: usize = 8 * 1024;
@@ -77,6 +83,8 @@ struct SharedState {
     push_seq: u64,
     /// Dynamic registrations of `textDocument/diagnostic`: registration id → identifier.
     pull_registrations: Vec<(String, Option<String>)>,
+    /// The files the server asked to hear about (`workspace/didChangeWatchedFiles`).
+    file_watchers: Vec<watched::WatchedPattern>,
 }
 
 /// The part of a server the reader task touches.
@@ -87,14 +95,6 @@ struct Shared {
     ready_message: Option<String>,
     state: Mutex<SharedState>,
     changed: Notify,
-}
-
-fn progress_token(value: Option<&Value>) -> String {
-    match value {
-        Some(Value::String(s)) => s.clone(),
-        Some(other) => other.to_string(),
-        None => String::new(),
-    }
 }
 
 /// Looks up a dotted section (`python.analysis`) in the settings.
@@ -113,12 +113,15 @@ fn lookup_section(settings: &Value, section: Option<&str>) -> Value {
 impl Handler for Shared {
     fn notification(&self, method: &str, params: Value) {
         tracing::trace!(server = %self.name, "<- {method} {params}");
-        match method {
-            "textDocument/publishDiagnostics" => {
-                let Ok(p) = serde_json::from_value::<lsp_types::PublishDiagnosticsParams>(params)
-                else {
-                    return;
-                };
+        let message = match ServerNotification::parse(method, params) {
+            Ok(message) => message,
+            Err(e) => {
+                tracing::debug!(server = %self.name, "ignored a malformed notification: {e}");
+                return;
+            }
+        };
+        match message {
+            ServerNotification::PublishDiagnostics(p) => {
                 let Some(path) = path_from_uri(&p.uri) else { return };
                 let mut state = self.state.lock();
                 state.push_seq += 1;
@@ -127,49 +130,46 @@ impl Handler for Shared {
                     .push
                     .insert(path, PushEntry { version: p.version, items: p.diagnostics, seq });
             }
-            "$/progress" => {
-                let token = progress_token(params.get("token"));
-                let value = params.get("value").cloned().unwrap_or(Value::Null);
-                let text = |k: &str| value.get(k).and_then(Value::as_str).map(str::to_string);
-                let pct = value.get("percentage").and_then(Value::as_u64).map(|p| p as u32);
+            ServerNotification::Progress(p) => {
+                let token = match p.token {
+                    lsp_types::NumberOrString::Number(n) => n.to_string(),
+                    lsp_types::NumberOrString::String(s) => s,
+                };
+                let lsp_types::ProgressParamsValue::WorkDone(value) = p.value;
                 let mut state = self.state.lock();
-                match value.get("kind").and_then(Value::as_str) {
-                    Some("begin") => {
+                match value {
+                    lsp_types::WorkDoneProgress::Begin(begin) => {
                         state.warmed_up = true;
                         state.progress.insert(
                             token,
                             Progress {
-                                title: text("title").unwrap_or_default(),
-                                message: text("message"),
-                                percentage: pct,
+                                title: begin.title,
+                                message: begin.message,
+                                percentage: begin.percentage,
                             },
                         );
                     }
-                    Some("report") => {
+                    lsp_types::WorkDoneProgress::Report(report) => {
                         if let Some(p) = state.progress.get_mut(&token) {
-                            if let Some(m) = text("message") {
-                                p.message = Some(m);
+                            if report.message.is_some() {
+                                p.message = report.message;
                             }
-                            if pct.is_some() {
-                                p.percentage = pct;
+                            if report.percentage.is_some() {
+                                p.percentage = report.percentage;
                             }
                         }
                     }
-                    Some("end") => {
+                    lsp_types::WorkDoneProgress::End(_) => {
                         state.progress.remove(&token);
                     }
-                    _ => {}
                 }
             }
-            "experimental/serverStatus" => {
-                let quiescent = params.get("quiescent").and_then(Value::as_bool);
-                self.state.lock().quiescent = quiescent;
+            ServerNotification::ServerStatus(status) => {
+                self.state.lock().quiescent = status.quiescent;
             }
-            "$/analyzerStatus" => {
-                // Dart: {isAnalyzing: bool}.
-                let analyzing = params.get("isAnalyzing").and_then(Value::as_bool) == Some(true);
+            ServerNotification::AnalyzerStatus(status) => {
                 let mut state = self.state.lock();
-                if analyzing {
+                if status.is_analyzing {
                     state.progress.insert(
                         "$/analyzerStatus".into(),
                         Progress { title: "analyzing".into(), ..Default::default() },
@@ -178,8 +178,7 @@ impl Handler for Shared {
                     state.progress.remove("$/analyzerStatus");
                 }
             }
-            "window/logMessage" | "window/showMessage" => {
-                let message = params.get("message").and_then(Value::as_str).unwrap_or("");
+            ServerNotification::Message(message) => {
                 tracing::debug!(server = %self.name, "{method}: {message}");
                 match &self.ready_message {
                     Some(ready) if message.contains(ready.as_str()) => {
@@ -188,7 +187,7 @@ impl Handler for Shared {
                     _ => return,
                 }
             }
-            _ => {
+            ServerNotification::Other => {
                 tracing::trace!(server = %self.name, "notification {method}");
                 return;
             }
@@ -198,78 +197,68 @@ impl Handler for Shared {
 
     fn request(&self, method: &str, params: Value) -> Result<Value, (i64, String)> {
         tracing::trace!(server = %self.name, "<- request {method} {params}");
-        let reply = match method {
-            "workspace/configuration" => {
-                let items =
-                    params.get("items").and_then(Value::as_array).cloned().unwrap_or_default();
-                Ok(Value::Array(
-                    items
-                        .iter()
-                        .map(|item| {
-                            lookup_section(
-                                &self.settings,
-                                item.get("section").and_then(Value::as_str),
-                            )
-                        })
-                        .collect(),
-                ))
-            }
-            "client/registerCapability" => {
-                let regs = params
-                    .get("registrations")
-                    .and_then(Value::as_array)
-                    .cloned()
-                    .unwrap_or_default();
+        let request = ServerRequest::parse(method, params).map_err(|e| (-32602, e))?;
+        let reply = match request {
+            ServerRequest::Configuration(p) => Ok(Value::Array(
+                p.items
+                    .iter()
+                    .map(|item| lookup_section(&self.settings, item.section.as_deref()))
+                    .collect(),
+            )),
+            ServerRequest::RegisterCapability(p) => {
                 let mut state = self.state.lock();
-                for reg in regs {
-                    if reg.get("method").and_then(Value::as_str) == Some("textDocument/diagnostic")
-                    {
-                        let id = reg.get("id").and_then(Value::as_str).unwrap_or("").to_string();
-                        let identifier = reg
-                            .pointer("/registerOptions/identifier")
-                            .and_then(Value::as_str)
-                            .map(str::to_string);
-                        state.pull_registrations.push((id, identifier));
-                    }
+                for reg in p.registrations {
+                    state.register(&self.root, reg);
                 }
                 Ok(Value::Null)
             }
-            "client/unregisterCapability" => {
-                // The protocol spells the field `unregisterations`.
-                let regs = params
-                    .get("unregisterations")
-                    .or_else(|| params.get("unregistrations"))
-                    .and_then(Value::as_array)
-                    .cloned()
-                    .unwrap_or_default();
+            ServerRequest::UnregisterCapability(p) => {
                 let mut state = self.state.lock();
-                for reg in regs {
-                    let id = reg.get("id").and_then(Value::as_str).unwrap_or("");
-                    state.pull_registrations.retain(|(r, _)| r != id);
+                for reg in p.unregisterations {
+                    state.pull_registrations.retain(|(r, _)| *r != reg.id);
+                    state.file_watchers.retain(|w| w.registration != reg.id);
                 }
                 Ok(Value::Null)
             }
-            "window/workDoneProgress/create"
-            | "workspace/diagnostic/refresh"
-            | "workspace/semanticTokens/refresh"
-            | "workspace/inlayHint/refresh"
-            | "workspace/inlineValue/refresh"
-            | "workspace/codeLens/refresh"
-            | "workspace/foldingRange/refresh"
-            | "window/showMessageRequest" => Ok(Value::Null),
-            "window/showDocument" => Ok(json!({"success": false})),
-            "workspace/workspaceFolders" => Ok(json!([{
+            ServerRequest::Acknowledge => Ok(Value::Null),
+            ServerRequest::ShowDocument => Ok(json!({"success": false})),
+            ServerRequest::WorkspaceFolders => Ok(json!([{
                 "uri": uri_from_path(&self.root).map(|u| u.as_str().to_string()),
                 "name": self.root.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default(),
             }])),
-            "workspace/applyEdit" => Ok(json!({
+            ServerRequest::ApplyEdit => Ok(json!({
                 "applied": false,
                 "failureReason": "this client applies edits only through its lsp_rename tool",
             })),
-            _ => Err((-32601, format!("method not supported by this client: {method}"))),
+            ServerRequest::Unsupported => {
+                Err((-32601, format!("method not supported by this client: {method}")))
+            }
         };
         self.changed.notify_waiters();
         reply
+    }
+}
+
+impl SharedState {
+    /// Takes note of a dynamic registration the client acts on: pull diagnostics and watched
+    /// files.
+    fn register(&mut self, root: &std::path::Path, reg: lsp_types::Registration) {
+        let options = reg.register_options.unwrap_or(Value::Null);
+        if reg.method == <lsp_types::request::DocumentDiagnosticRequest as lsp_types::request::Request>::METHOD {
+            // Only the identifier counts; servers leave out fields lsp-types requires.
+            #[derive(serde::Deserialize)]
+            struct Identifier {
+                identifier: Option<String>,
+            }
+            let identifier =
+                serde_json::from_value::<Identifier>(options).ok().and_then(|o| o.identifier);
+            self.pull_registrations.push((reg.id, identifier));
+        } else if reg.method == <lsp_types::notification::DidChangeWatchedFiles as lsp_types::notification::Notification>::METHOD {
+            match serde_json::from_value::<lsp_types::DidChangeWatchedFilesRegistrationOptions>(options) {
+                Ok(o) => self.file_watchers.extend(watched::patterns(root, &reg.id, &o.watchers)),
+                Err(e) => tracing::debug!("ignored a malformed file watcher registration: {e}"),
+            }
+        }
     }
 }
 
@@ -364,6 +353,8 @@ pub(crate) struct Server {
     pub capabilities: Value,
     pub server_name: Option<String>,
     pub server_version: Option<String>,
+    /// When the process was started.
+    pub started: Instant,
     timeouts: Timeouts,
     rpc: Arc<Rpc>,
     shared: Arc<Shared>,
@@ -375,6 +366,8 @@ pub(crate) struct Server {
     /// one changes on disk (an outside tool, a `git checkout`), the server is told before the
     /// next answer (servers cache what they read of files that are not open).
     closed_seen: Mutex<HashMap<PathBuf, (Option<SystemTime>, u64)>>,
+    /// Files changed on disk under the root, drained before answers (see [`watched`]).
+    disk_watch: Option<agent_tools_support::watch::FolderWatch>,
     /// Content notifications sent (didOpen, didChange, didClose, watched-file events).
     content_changes: std::sync::atomic::AtomicU64,
     /// When the first document was opened (the start of the warm-up).
@@ -464,6 +457,7 @@ impl Server {
         timeouts: Timeouts,
         cancel: &CancellationToken,
     ) -> Result<Arc<Server>, StartError> {
+        let started = Instant::now();
         let mut cmd = tokio::process::Command::new(&command.program);
         cmd.args(&command.args)
             .envs(command.env.iter().map(|(k, v)| (k, v)))
@@ -574,6 +568,11 @@ impl Server {
             init.pointer("/serverInfo/name").and_then(Value::as_str).map(str::to_string);
         let server_version =
             init.pointer("/serverInfo/version").and_then(Value::as_str).map(str::to_string);
+        let watched_root = root.clone();
+        let disk_watch = tokio::task::spawn_blocking(move || watched::watch_root(&watched_root))
+            .await
+            .ok()
+            .flatten();
         let _ = rpc.notify("initialized", json!({})).await;
         Ok(Arc::new(Server {
             def,
@@ -584,12 +583,14 @@ impl Server {
             capabilities,
             server_name,
             server_version,
+            started,
             timeouts,
             rpc,
             shared,
             docs: tokio::sync::Mutex::new(HashMap::new()),
             closed_versions: Mutex::new(HashMap::new()),
             closed_seen: Mutex::new(HashMap::new()),
+            disk_watch,
             content_changes: std::sync::atomic::AtomicU64::new(0),
             first_open: Mutex::new(None),
             exited,

@@ -1,5 +1,7 @@
 //! Readiness: what a server is busy with (`$/progress`, rust-analyzer's serverStatus, Dart's
 //! analyzer status) and a bounded wait for it, after the warm-up of lazily loading servers.
+//! What counts depends on the answer's [`Scope`]: a background index gates only answers about
+//! the whole project.
 
 use std::time::{Duration, Instant};
 
@@ -7,9 +9,30 @@ use tokio_util::sync::CancellationToken;
 
 use super::{Progress, Server};
 
+/// What an answer depends on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Scope {
+    /// One open file and what it names (definition, hover, code actions): served while a
+    /// background index runs.
+    File,
+    /// The whole project (references, workspace symbols, rename): waits for the index.
+    Project,
+}
+
 impl Server {
     /// What the server is busy with, if anything: `indexing (45%): Indexing files`.
     pub(crate) fn busy(&self) -> Option<String> {
+        self.busy_for(Scope::Project)
+    }
+
+    /// Whether `progress` is the server's background index (see `index_progress`).
+    fn is_index(&self, progress: &Progress) -> bool {
+        let title = progress.title.to_lowercase();
+        self.def.index_progress.iter().any(|p| title.starts_with(&p.to_lowercase()))
+    }
+
+    /// What the server is busy with that an answer of `scope` would depend on.
+    pub(crate) fn busy_for(&self, scope: Scope) -> Option<String> {
         let state = self.shared.state.lock();
         let describe = |p: &Progress| {
             let mut s = "indexing".to_string();
@@ -26,7 +49,12 @@ impl Server {
             }
             s
         };
-        if let Some(p) = state.progress.values().next() {
+        let mut active = state.progress.values();
+        let gating = match scope {
+            Scope::Project => active.next(),
+            Scope::File => active.find(|p| !self.is_index(p)),
+        };
+        if let Some(p) = gating {
             return Some(describe(p));
         }
         if state.quiescent == Some(false) {
@@ -35,17 +63,23 @@ impl Server {
         None
     }
 
-    /// Waits until the server is not busy, at most until `deadline`; the error says what it
-    /// was still busy with.
+    /// Waits until the server is not busy with anything an answer of `scope` depends on, at
+    /// most until `deadline`; the error says what it was still busy with.
     pub(crate) async fn wait_ready(
         &self,
+        scope: Scope,
         deadline: Instant,
         cancel: &CancellationToken,
     ) -> Result<(), String> {
         // Servers that load their project lazily announce it a moment after the first open;
-        // an answer before that would come from a half-loaded project.
-        let warmup_end =
-            self.first_open.lock().map(|t| t + Duration::from_millis(self.def.warmup_ms));
+        // an answer before that would come from a half-loaded project. A warm-up that only
+        // announces a background index does not gate file-local answers.
+        let gated = scope == Scope::Project || self.def.index_progress.is_empty();
+        let warmup_end = self
+            .first_open
+            .lock()
+            .filter(|_| gated)
+            .map(|t| t + Duration::from_millis(self.def.warmup_ms));
         while let Some(end) = warmup_end {
             let notified = self.shared.changed.notified();
             let now = Instant::now();
@@ -61,7 +95,7 @@ impl Server {
         }
         loop {
             let notified = self.shared.changed.notified();
-            let Some(busy) = self.busy() else { return Ok(()) };
+            let Some(busy) = self.busy_for(scope) else { return Ok(()) };
             let now = Instant::now();
             if now >= deadline {
                 return Err(busy);
