@@ -3,7 +3,6 @@
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::{
@@ -100,9 +99,7 @@ impl Supervisor {
             offset: None,
             include_hints: false,
         };
-        let listed = self.call(listing, cancel).await?;
-        let actions =
-            listed.structured.get("actions").and_then(Value::as_array).cloned().unwrap_or_default();
+        let actions = self.offered_code_actions(&listing, cancel).await?;
         let Some(action) = args.index.checked_sub(1).and_then(|i| actions.get(i as usize)) else {
             return Err(LspError::Invalid(format!(
                 "argument `index`: {} is not an action here; {} action(s) are offered at {}:{} (call lsp code_actions to list them)",
@@ -112,13 +109,13 @@ impl Supervisor {
                 args.line
             )));
         };
-        let title = action.get("title").and_then(Value::as_str).unwrap_or("(untitled)").to_string();
-        if let Some(reason) = action.get("disabled").and_then(Value::as_str) {
+        let title = action.item.title.clone();
+        if let Some(reason) = &action.item.disabled {
             return Err(LspError::Invalid(format!(
                 "`{title}` is disabled: {reason}; nothing was changed"
             )));
         }
-        let Some(edit) = action.get("edit").filter(|e| !e.is_null()) else {
+        let Some(edit) = action.edit.as_ref().and_then(|e| serde_json::to_value(e).ok()) else {
             return Err(LspError::Invalid(format!(
                 "`{title}` has no edit (it runs a server command, which this tool does not apply); nothing was changed"
             )));
@@ -127,7 +124,7 @@ impl Supervisor {
             .map_err(LspError::Invalid)?;
         let target = self.target_for(&path)?;
         let server = self.server(&target, cancel).await?;
-        let ops = parse_workspace_edit(edit).map_err(|e| {
+        let ops = parse_workspace_edit(&edit).map_err(|e| {
             LspError::Failed(format!("`{title}`: the edit has {e}; nothing was changed"))
         })?;
         let mut open = std::collections::BTreeMap::new();

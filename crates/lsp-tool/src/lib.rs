@@ -6,7 +6,8 @@
 //!   lock, answers every server request, tracks readiness, restarts crashed servers with a cap,
 //!   and shuts everything down. Without [`LspConfig::allow_project_code`] nothing the project
 //!   controls runs and nothing is left in its tree.
-//! - [`Supervisor::call`] runs the ten actions of `lsp` ([`LspArgs`], data as [`LspPayload`]);
+//! - [`Supervisor::call`] runs the ten actions of `lsp` ([`LspArgs`] → [`LspResult`], whose
+//!   `render()` is the text);
 //!   [`Supervisor::rename`] runs `lsp_rename` ([`RenameArgs`] → [`RenameReport`]) and
 //!   [`Supervisor::apply_code_action`] `lsp_code_action` ([`CodeActionArgs`] →
 //!   [`CodeActionReport`]). Each returns model-facing text plus the same payload as data.
@@ -44,8 +45,10 @@ pub use lsp_types;
 
 pub use crate::{
     actions::{
-        Action, Located, LspArgs, LspOutput, LspPayload, MAX_DIAGNOSTICS, MAX_DOCUMENT_SYMBOLS,
-        MAX_REFERENCES, MAX_WORKSPACE_SYMBOLS, locate,
+        Action, CodeActionItem, CodeActionList, DiagnosticsAnswer, FileDiagnostics, HoverAnswer,
+        Located, Locations, LspArgs, LspOutput, LspResult, MAX_DIAGNOSTICS, MAX_DOCUMENT_SYMBOLS,
+        MAX_REFERENCES, MAX_WORKSPACE_SYMBOLS, Outline, OutlineRow, ReloadAnswer, Reloaded,
+        ShownLocation, StatusAnswer, SymbolsAnswer, WorkspaceSymbolRow, WorkspaceSymbols, locate,
     },
     code_action::{CODE_ACTION_DESCRIPTION, CodeActionArgs, CodeActionReport},
     config::{LspConfig, OnWriteConfig, ServerDef, ServerOverride, builtin_servers},

@@ -43,6 +43,8 @@ pub struct ProjectCheckReport {
     /// Languages present that have no checker here, and why.
     pub notes: Vec<String>,
     pub total: usize,
+    /// `2 errors, 1 warning` of all found (`diagnostics` holds at most the first 100).
+    pub summary: String,
     pub diagnostics: Vec<Diagnostic>,
 }
 
@@ -64,7 +66,7 @@ impl ProjectCheckReport {
         } else {
             format!(
                 "project check: {} ({} in total){}",
-                diagnostics::count_phrase(&self.diagnostics, ""),
+                self.summary,
                 self.total,
                 if failed > 0 {
                     format!("; {failed} run(s) failed or did not run")
@@ -192,6 +194,7 @@ impl Supervisor {
             runs: Vec::new(),
             notes: Vec::new(),
             total: 0,
+            summary: String::new(),
             diagnostics: Vec::new(),
         };
         let timeout = Duration::from_millis(self.config().check_timeout_ms);
@@ -322,8 +325,9 @@ impl Supervisor {
         diagnostics::sort(&mut report.diagnostics);
         report.diagnostics.dedup();
         report.total = report.diagnostics.len();
-        let text = report.render();
+        report.summary = diagnostics::count_phrase(&report.diagnostics, "");
         report.diagnostics.truncate(MAX_DIAGNOSTICS);
-        Ok(LspOutput::new(text, serde_json::to_value(&report).unwrap_or_default()))
+        let answer = crate::actions::DiagnosticsAnswer::Project(report);
+        Ok(LspOutput::from_result(crate::actions::LspResult::Diagnostics(answer)))
     }
 }

@@ -17,7 +17,7 @@ use agent_tools_support::{
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::{
@@ -581,47 +581,36 @@ impl Supervisor {
     async fn check_collision(
         &self,
         server: &Server,
-        uri: &Option<String>,
-        position: &Value,
+        position: &lsp_types::TextDocumentPositionParams,
         new_name: &str,
         at: &str,
         cancel: &CancellationToken,
     ) -> Result<(), LspError> {
-        let mut decl_uri = uri.clone();
-        let mut decl_pos = (
-            position["line"].as_u64().unwrap_or(0) as u32,
-            position["character"].as_u64().unwrap_or(0) as u32,
-        );
-        if server.supports("definitionProvider")
-            && let Ok(def) = server
-                .request(
-                    "textDocument/definition",
-                    json!({"textDocument": {"uri": uri}, "position": position}),
-                    cancel,
-                )
-                .await
-        {
-            let first = match &def {
-                Value::Array(a) => a.first().cloned(),
-                Value::Null => None,
-                other => Some(other.clone()),
+        let mut decl_uri = Some(position.text_document.uri.as_str().to_string());
+        let mut decl_pos = (position.position.line, position.position.character);
+        if server.supports("definitionProvider") {
+            let params = lsp_types::GotoDefinitionParams {
+                text_document_position_params: position.clone(),
+                work_done_progress_params: Default::default(),
+                partial_result_params: Default::default(),
             };
-            if let Some(first) = first {
-                let u = first
-                    .get("targetUri")
-                    .or_else(|| first.get("uri"))
-                    .and_then(Value::as_str)
-                    .map(str::to_string);
-                let start = first
-                    .pointer("/targetSelectionRange/start")
-                    .or_else(|| first.pointer("/range/start"));
-                if let (Some(u), Some(start)) = (u, start) {
-                    decl_uri = Some(u);
-                    decl_pos = (
-                        start["line"].as_u64().unwrap_or(0) as u32,
-                        start["character"].as_u64().unwrap_or(0) as u32,
-                    );
-                }
+            let first =
+                match server.call::<lsp_types::request::GotoDefinition>(params, cancel).await {
+                    Ok(Some(lsp_types::GotoDefinitionResponse::Scalar(l))) => {
+                        Some((l.uri, l.range.start))
+                    }
+                    Ok(Some(lsp_types::GotoDefinitionResponse::Array(ls))) => {
+                        ls.into_iter().next().map(|l| (l.uri, l.range.start))
+                    }
+                    Ok(Some(lsp_types::GotoDefinitionResponse::Link(links))) => links
+                        .into_iter()
+                        .next()
+                        .map(|l| (l.target_uri, l.target_selection_range.start)),
+                    _ => None,
+                };
+            if let Some((uri, start)) = first {
+                decl_uri = Some(uri.as_str().to_string());
+                decl_pos = (start.line, start.character);
             }
         }
         let Some(decl_uri) = decl_uri else { return Ok(()) };
@@ -638,20 +627,20 @@ impl Supervisor {
             let language = language.to_string();
             let _ = server.sync(&decl_path, &language, false, self.run_id()).await;
         }
-        let Ok(symbols) = server
-            .request(
-                "textDocument/documentSymbol",
-                json!({"textDocument": {"uri": decl_uri}}),
-                cancel,
-            )
-            .await
+        let Ok(uri) = decl_uri.parse::<lsp_types::Uri>() else { return Ok(()) };
+        let params = lsp_types::DocumentSymbolParams {
+            text_document: lsp_types::TextDocumentIdentifier { uri },
+            work_done_progress_params: Default::default(),
+            partial_result_params: Default::default(),
+        };
+        // Flat SymbolInformation has no scopes to compare.
+        let Ok(Some(lsp_types::DocumentSymbolResponse::Nested(symbols))) =
+            server.call::<lsp_types::request::DocumentSymbolRequest>(params, cancel).await
         else {
             return Ok(());
         };
-        let items = symbols.as_array().cloned().unwrap_or_default();
-        if items.iter().any(|i| i.get("location").is_some()) {
-            return Ok(()); // flat SymbolInformation: no scopes to compare
-        }
+        let items: Vec<Value> =
+            symbols.iter().filter_map(|s| serde_json::to_value(s).ok()).collect();
         if let Some(line) = sibling_named(&items, decl_pos, new_name) {
             return Err(LspError::Invalid(format!(
                 "{at} cannot be renamed to `{new_name}`: {}:{line} already declares `{new_name}` in the same scope, and the two would collide; pick another name; nothing was changed",
@@ -706,9 +695,16 @@ impl Supervisor {
                 "rename: not ready: the server is {busy}; nothing was changed; try again shortly"
             ))
         })?;
-        let uri = uri_from_path(&path).map(|u| u.as_str().to_string());
-        let character = located.start_in(server.encoding);
-        let position = json!({"line": located.line, "character": character});
+        let Some(uri) = uri_from_path(&path) else {
+            return Err(LspError::Invalid(format!("{shown} has no file URI")));
+        };
+        let position = lsp_types::TextDocumentPositionParams {
+            text_document: lsp_types::TextDocumentIdentifier { uri },
+            position: lsp_types::Position {
+                line: located.line,
+                character: located.start_in(server.encoding),
+            },
+        };
         let col = located.display_column();
         let at = format!("`{}` at {shown}:{}:{col}", args.symbol, args.line);
         let fail = |what: &str, e: crate::transport::RequestError| {
@@ -719,14 +715,10 @@ impl Supervisor {
                 == Some(true);
         if prepare {
             let answer = server
-                .request(
-                    "textDocument/prepareRename",
-                    json!({"textDocument": {"uri": uri}, "position": position}),
-                    cancel,
-                )
+                .call::<lsp_types::request::PrepareRenameRequest>(position.clone(), cancel)
                 .await;
             match answer {
-                Ok(Value::Null) => {
+                Ok(None) => {
                     return Err(LspError::Invalid(format!(
                         "{at} cannot be renamed: {label} says there is no renameable symbol there; nothing was changed"
                     )));
@@ -740,7 +732,7 @@ impl Supervisor {
                 Err(e) => return Err(fail("prepareRename", e)),
             }
         }
-        self.check_collision(&server, &uri, &position, &args.new_name, &at, cancel).await?;
+        self.check_collision(&server, &position, &args.new_name, &at, cancel).await?;
         // The server may have read a file before something outside the tools changed it. An
         // edit whose ranges no longer cover the old name was computed from that stale view:
         // open those files (the server then has exactly what is on disk) and ask once more;
@@ -748,24 +740,27 @@ impl Supervisor {
         let mut attempt = 0;
         let (ops, open) = loop {
             attempt += 1;
-            let edit = server
-                .request(
-                    "textDocument/rename",
-                    json!({"textDocument": {"uri": uri}, "position": position, "newName": args.new_name}),
-                    cancel,
-                )
-                .await
-                .map_err(|e| match e {
+            let params = lsp_types::RenameParams {
+                text_document_position: position.clone(),
+                new_name: args.new_name.clone(),
+                work_done_progress_params: Default::default(),
+            };
+            let edit = server.call::<lsp_types::request::Rename>(params, cancel).await.map_err(
+                |e| match e {
                     crate::transport::RequestError::Server { message, .. } => {
-                        LspError::Invalid(format!("{at} cannot be renamed to `{}`: {message}; nothing was changed", args.new_name))
+                        LspError::Invalid(format!(
+                            "{at} cannot be renamed to `{}`: {message}; nothing was changed",
+                            args.new_name
+                        ))
                     }
                     other => fail("rename", other),
-                })?;
-            if edit.is_null() {
+                },
+            )?;
+            let Some(edit) = edit.and_then(|e| serde_json::to_value(e).ok()) else {
                 return Err(LspError::Invalid(format!(
                     "{at}: {label} returned no edit; nothing was changed"
                 )));
-            }
+            };
             let ops = parse_workspace_edit(&edit).map_err(|e| {
                 LspError::Failed(format!(
                     "rename of {at}: the server's edit has {e}; nothing was changed"
@@ -897,12 +892,18 @@ impl Supervisor {
         }
         server.files_changed(&events).await;
         if !plan.renamed.is_empty() {
-            let files: Vec<Value> = plan
+            let files: Vec<lsp_types::FileRename> = plan
                 .renamed
                 .iter()
-                .map(|(a, b)| json!({"oldUri": uri_from_path(a).map(|u| u.as_str().to_string()), "newUri": uri_from_path(b).map(|u| u.as_str().to_string())}))
+                .filter_map(|(a, b)| {
+                    Some(lsp_types::FileRename {
+                        old_uri: uri_from_path(a)?.as_str().to_string(),
+                        new_uri: uri_from_path(b)?.as_str().to_string(),
+                    })
+                })
                 .collect();
-            server.notify("workspace/didRenameFiles", json!({"files": files})).await;
+            let params = lsp_types::RenameFilesParams { files };
+            server.notify::<lsp_types::notification::DidRenameFiles>(params).await;
         }
         let written: Vec<WrittenFile> = before.into_iter().filter(|f| f.path.is_file()).collect();
         Ok(self.diagnostics_after_write(&written, cancel).await)
@@ -912,6 +913,7 @@ impl Supervisor {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn range(l1: u32, c1: u32, l2: u32, c2: u32) -> Value {
         json!({"start": {"line": l1, "character": c1}, "end": {"line": l2, "character": c2}})

@@ -23,7 +23,7 @@ use crate::{
 };
 
 /// The life stage of one (server, root).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ServerState {
     NotStarted,
@@ -57,7 +57,7 @@ pub(crate) struct Target {
 }
 
 /// One row of `status`: a language present in the run's root and what serves it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct RootStatus {
     /// Server id, for example `python`.
     pub server: String,

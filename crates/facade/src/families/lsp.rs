@@ -7,7 +7,7 @@ use std::{path::Path, sync::Arc};
 
 use agent_tools_lsp::{
     CODE_ACTION_DESCRIPTION, CodeActionArgs, CodeActionReport, LSP_DESCRIPTION, LspArgs, LspConfig,
-    LspError, LspOutput, LspPayload, RENAME_DESCRIPTION, RenameArgs, RenameReport, ServerPool,
+    LspError, LspOutput, LspResult, RENAME_DESCRIPTION, RenameArgs, RenameReport, ServerPool,
     Supervisor,
 };
 use async_trait::async_trait;
@@ -46,7 +46,7 @@ impl RegistryBuilder {
     pub fn with_lsp_supervisor(self, supervisor: Supervisor) -> Self {
         let lsp = LspTool {
             spec: ToolSpec::new::<LspArgs>("lsp", LSP_DESCRIPTION, Tier::Read)
-                .with_output_schema::<LspPayload>(),
+                .with_output_schema::<LspResult>(),
             supervisor: supervisor.clone(),
         };
         let rename = RenameTool {

@@ -2,8 +2,15 @@
 //! of every answer as `path:line:col` with the source line.
 
 mod navigation;
+mod result;
 mod status;
 mod symbols;
+
+pub use result::{
+    CodeActionItem, CodeActionList, DiagnosticsAnswer, FileDiagnostics, HoverAnswer, Locations,
+    LspResult, Outline, OutlineRow, ReloadAnswer, Reloaded, StatusAnswer, SymbolsAnswer,
+    WorkspaceSymbolRow, WorkspaceSymbols,
+};
 
 use std::{
     collections::HashMap,
@@ -14,7 +21,7 @@ use std::{
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::{
@@ -96,25 +103,15 @@ impl Action {
         }
     }
 
-    fn navigation(self) -> Option<(&'static str, &'static str, &'static str)> {
-        // (method, capability, what)
+    fn navigation(self) -> Option<(&'static str, &'static str)> {
+        // (capability, what)
         match self {
-            Action::Definition => {
-                Some(("textDocument/definition", "definitionProvider", "definition"))
-            }
-            Action::TypeDefinition => {
-                Some(("textDocument/typeDefinition", "typeDefinitionProvider", "type definition"))
-            }
-            Action::Implementation => {
-                Some(("textDocument/implementation", "implementationProvider", "implementation"))
-            }
-            Action::References => {
-                Some(("textDocument/references", "referencesProvider", "references"))
-            }
-            Action::Hover => Some(("textDocument/hover", "hoverProvider", "hover")),
-            Action::CodeActions => {
-                Some(("textDocument/codeAction", "codeActionProvider", "code actions"))
-            }
+            Action::Definition => Some(("definitionProvider", "definition")),
+            Action::TypeDefinition => Some(("typeDefinitionProvider", "type definition")),
+            Action::Implementation => Some(("implementationProvider", "implementation")),
+            Action::References => Some(("referencesProvider", "references")),
+            Action::Hover => Some(("hoverProvider", "hover")),
+            Action::CodeActions => Some(("codeActionProvider", "code actions")),
             _ => None,
         }
     }
@@ -188,17 +185,19 @@ pub struct LspOutput {
 }
 
 impl LspOutput {
+    /// A report's text and the same report as data (`lsp_rename`, `lsp_code_action`).
     pub(crate) fn new(text: String, structured: Value) -> Self {
         LspOutput { text, structured, changed_files: Vec::new() }
     }
-}
 
-/// The structured content of an `lsp` result: the action and the same data the text shows.
-#[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct LspPayload {
-    pub action: String,
-    #[serde(flatten)]
-    pub data: serde_json::Map<String, Value>,
+    /// The text and the data of `result`: one value, rendered once.
+    pub(crate) fn from_result(result: LspResult) -> Self {
+        LspOutput {
+            text: result.render(),
+            structured: serde_json::to_value(&result).unwrap_or_default(),
+            changed_files: Vec::new(),
+        }
+    }
 }
 
 /// A symbol found on a line.
@@ -357,8 +356,8 @@ impl SourceCache {
 }
 
 /// A location as shown: `path:line:col` and the source line.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub(crate) struct ShownLocation {
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct ShownLocation {
     pub path: String,
     pub line: u32,
     pub column: u32,
@@ -375,58 +374,44 @@ impl ShownLocation {
     }
 }
 
-fn position_of(value: &Value) -> (u32, u32) {
-    let n = |k: &str| value.get(k).and_then(Value::as_u64).unwrap_or(0).min(u32::MAX as u64) as u32;
-    (n("line"), n("character"))
-}
-
 fn show_location(
     root: &Path,
-    uri: &str,
-    start: &Value,
+    uri: &lsp_types::Uri,
+    start: lsp_types::Position,
     encoding: ColumnUnit,
     cache: &mut SourceCache,
 ) -> Option<ShownLocation> {
-    let uri: lsp_types::Uri = uri.parse().ok()?;
-    let path = path_from_uri(&uri)?;
-    let (line, character) = position_of(start);
-    let text = cache.line(&path, line);
-    let column = text
-        .as_deref()
-        .map_or(character, |t| convert_column(t, character, encoding, ColumnUnit::Char));
+    let path = path_from_uri(uri)?;
+    let text = cache.line(&path, start.line);
+    let column = text.as_deref().map_or(start.character, |t| {
+        convert_column(t, start.character, encoding, ColumnUnit::Char)
+    });
     Some(ShownLocation {
         path: display_relative(root, &path),
-        line: line + 1,
+        line: start.line + 1,
         column: column + 1,
         text,
     })
 }
 
-/// Location | Location[] | LocationLink[] → shown locations.
-fn locations(
+/// Location | Location[] | LocationLink[] → shown locations, each once.
+fn shown_locations(
     root: &Path,
-    value: &Value,
+    answer: &lsp_types::GotoDefinitionResponse,
     encoding: ColumnUnit,
     cache: &mut SourceCache,
 ) -> Vec<ShownLocation> {
-    let items: Vec<&Value> = match value {
-        Value::Array(a) => a.iter().collect(),
-        Value::Null => Vec::new(),
-        other => vec![other],
+    use lsp_types::GotoDefinitionResponse as Answer;
+    let starts: Vec<(&lsp_types::Uri, lsp_types::Position)> = match answer {
+        Answer::Scalar(l) => vec![(&l.uri, l.range.start)],
+        Answer::Array(ls) => ls.iter().map(|l| (&l.uri, l.range.start)).collect(),
+        Answer::Link(links) => {
+            links.iter().map(|l| (&l.target_uri, l.target_selection_range.start)).collect()
+        }
     };
     let mut out: Vec<ShownLocation> = Vec::new();
-    for item in items {
-        let shown = if let Some(uri) = item.get("targetUri").and_then(Value::as_str) {
-            let range = item.get("targetSelectionRange").or_else(|| item.get("targetRange"));
-            range
-                .and_then(|r| r.get("start"))
-                .and_then(|s| show_location(root, uri, s, encoding, cache))
-        } else if let Some(uri) = item.get("uri").and_then(Value::as_str) {
-            item.pointer("/range/start").and_then(|s| show_location(root, uri, s, encoding, cache))
-        } else {
-            None
-        };
-        if let Some(s) = shown
+    for (uri, start) in starts {
+        if let Some(s) = show_location(root, uri, start, encoding, cache)
             && !out.contains(&s)
         {
             out.push(s);
@@ -481,25 +466,8 @@ impl Supervisor {
         Ok(path)
     }
 
-    /// Runs one `lsp` call; the structured data is an [`LspPayload`].
+    /// Runs one `lsp` call; the structured data is an [`LspResult`], the text its rendering.
     pub async fn call(
-        &self,
-        args: LspArgs,
-        cancel: &CancellationToken,
-    ) -> Result<LspOutput, LspError> {
-        let action = args.action.as_str();
-        let mut out = self.call_action(args, cancel).await?;
-        let data = match std::mem::take(&mut out.structured) {
-            Value::Object(map) => map,
-            Value::Null => serde_json::Map::new(),
-            other => serde_json::Map::from_iter([("result".to_string(), other)]),
-        };
-        out.structured =
-            serde_json::to_value(LspPayload { action: action.into(), data }).unwrap_or_default();
-        Ok(out)
-    }
-
-    async fn call_action(
         &self,
         args: LspArgs,
         cancel: &CancellationToken,
@@ -592,37 +560,22 @@ impl Supervisor {
             .collect();
         diagnostics::sort(&mut all);
         let hidden = all.iter().filter(|d| !d.is_shown(args.include_hints)).count();
-        let shown_diags: Vec<Diagnostic> =
+        let mut shown_diags: Vec<Diagnostic> =
             all.into_iter().filter(|d| d.is_shown(args.include_hints)).collect();
-        let mode = server.diagnostic_mode().as_str();
-        let hidden_note = if hidden > 0 {
-            format!(" ({hidden} hint(s) or unused-code notes left out; include_hints shows them)")
-        } else {
-            String::new()
-        };
-        if shown_diags.is_empty() {
-            return Ok(LspOutput::new(
-                format!(
-                    "no errors or warnings in {shown} ({label}, {mode} diagnostics of the current content){hidden_note}"
-                ),
-                json!({"path": shown, "total": 0, "diagnostics": [], "server": label, "mode": mode}),
-            ));
-        }
-        let mut out = format!(
-            "{} in {shown} ({label}, {mode}){hidden_note}:",
-            diagnostics::count_phrase(&shown_diags, "")
-        );
-        for d in shown_diags.iter().take(MAX_DIAGNOSTICS) {
-            out.push('\n');
-            out.push_str(&d.render());
-        }
-        if shown_diags.len() > MAX_DIAGNOSTICS {
-            out.push_str(&format!("\n[+{} more not shown]", shown_diags.len() - MAX_DIAGNOSTICS));
-        }
-        Ok(LspOutput::new(
-            out,
-            json!({"path": shown, "total": shown_diags.len(), "diagnostics": shown_diags.iter().take(MAX_DIAGNOSTICS).collect::<Vec<_>>(), "server": label, "mode": mode}),
-        ))
+        let summary = diagnostics::count_phrase(&shown_diags, "");
+        let total = shown_diags.len();
+        shown_diags.truncate(MAX_DIAGNOSTICS);
+        Ok(LspOutput::from_result(LspResult::Diagnostics(DiagnosticsAnswer::File(
+            FileDiagnostics {
+                path: shown,
+                server: label,
+                mode: server.diagnostic_mode().as_str().to_string(),
+                total,
+                summary,
+                hidden,
+                diagnostics: shown_diags,
+            },
+        ))))
     }
 }
 

@@ -1,7 +1,32 @@
 //! The navigation actions (definition, type_definition, implementation, references, hover,
-//! code_actions): line + symbol addressing, readiness, rendering as `path:line:col` + line.
+//! code_actions): line + symbol addressing, readiness, typed requests, results as
+//! [`LspResult`] values.
 
-use super::*;
+use lsp_types::{
+    CodeActionOrCommand, GotoDefinitionParams, GotoDefinitionResponse, HoverContents, MarkedString,
+    Position, TextDocumentIdentifier, TextDocumentPositionParams,
+    request::{
+        CodeActionRequest, CodeActionResolveRequest, GotoDefinition, GotoImplementation,
+        GotoTypeDefinition, HoverRequest, References, Request,
+    },
+};
+
+use super::{result::*, *};
+
+/// Where the addressed symbol is, as every request of the action needs it.
+struct Addressed {
+    document: TextDocumentIdentifier,
+    position: Position,
+    end: Position,
+    symbol: String,
+    at: String,
+}
+
+impl Addressed {
+    fn position_params(&self) -> TextDocumentPositionParams {
+        TextDocumentPositionParams { text_document: self.document.clone(), position: self.position }
+    }
+}
 
 impl Supervisor {
     pub(super) async fn navigation_action(
@@ -10,21 +35,125 @@ impl Supervisor {
         cancel: &CancellationToken,
     ) -> Result<LspOutput, LspError> {
         let action = args.action;
-        let Some((method, capability, what)) = action.navigation() else {
+        let Some((capability, what)) = action.navigation() else {
             return Err(LspError::Invalid(format!(
                 "action `{}` is not a navigation action",
                 action.as_str()
             )));
         };
         let path = self.file_arg(args)?;
-        let shown = display_relative(self.root(), &path);
+        let (server, doc, addressed) = self.address(args, &path, cancel).await?;
+        if !server.supports(capability) {
+            return Err(LspError::Failed(format!(
+                "{what}: the {} server ({}) does not offer this ({capability} is not in its capabilities)",
+                server.def.display_languages(),
+                server_label(&server)
+            )));
+        }
+        // Answers from a half-loaded project are wrong, not just short (tsserver's definition
+        // is the import line): wait for the load, within the budget. A server still busy then
+        // is asked anyway; its answer comes with a note, and only an empty one is refused.
+        let scope = action.scope();
+        let busy = self.wait_ready(&server, scope, what, cancel).await.err();
+        let label = server_label(&server);
+        let failed = |e| request_failed(&server, what, e);
+        let result = match action {
+            Action::Hover => {
+                let params = lsp_types::HoverParams {
+                    text_document_position_params: addressed.position_params(),
+                    work_done_progress_params: Default::default(),
+                };
+                let hover = server.call::<HoverRequest>(params, cancel).await.map_err(failed)?;
+                let text = hover.map(|h| hover_text(&h.contents)).unwrap_or_default();
+                if text.trim().is_empty()
+                    && let Some(not_ready) = busy
+                {
+                    return Err(not_ready);
+                }
+                LspResult::Hover(HoverAnswer {
+                    symbol: addressed.symbol,
+                    at: addressed.at,
+                    server: label,
+                    hover: (!text.trim().is_empty()).then(|| cut_hover(text.trim())),
+                })
+            }
+            Action::CodeActions => {
+                let offered = self.code_actions(&server, &doc, &addressed, cancel).await?;
+                let actions: Vec<CodeActionItem> = offered.into_iter().map(|o| o.item).collect();
+                if actions.is_empty()
+                    && let Some(not_ready) = busy
+                {
+                    return Err(not_ready);
+                }
+                LspResult::CodeActions(CodeActionList { at: addressed.at, server: label, actions })
+            }
+            _ => {
+                let found = match action {
+                    Action::References => {
+                        let params = lsp_types::ReferenceParams {
+                            text_document_position: addressed.position_params(),
+                            work_done_progress_params: Default::default(),
+                            partial_result_params: Default::default(),
+                            context: lsp_types::ReferenceContext { include_declaration: true },
+                        };
+                        let refs =
+                            server.call::<References>(params, cancel).await.map_err(failed)?;
+                        GotoDefinitionResponse::Array(refs.unwrap_or_default())
+                    }
+                    Action::TypeDefinition => {
+                        goto::<GotoTypeDefinition>(&server, &addressed, cancel).await?
+                    }
+                    Action::Implementation => {
+                        goto::<GotoImplementation>(&server, &addressed, cancel).await?
+                    }
+                    _ => goto::<GotoDefinition>(&server, &addressed, cancel).await?,
+                };
+                let mut cache = SourceCache::new();
+                let all = shown_locations(self.root(), &found, server.encoding, &mut cache);
+                let partial = match busy {
+                    Some(not_ready) if all.is_empty() => return Err(not_ready),
+                    Some(_) => server.busy_for(scope),
+                    // Served during a background index: what it has not reached may be missing.
+                    None => server.busy(),
+                };
+                let cap = if action == Action::References { MAX_REFERENCES } else { MAX_LOCATIONS };
+                let offset = args.offset.unwrap_or(0) as usize;
+                let locations = Locations {
+                    symbol: addressed.symbol,
+                    at: addressed.at,
+                    server: label,
+                    total: all.len(),
+                    offset,
+                    locations: all.into_iter().skip(offset).take(cap).collect(),
+                    partial,
+                };
+                match action {
+                    Action::References => LspResult::References(locations),
+                    Action::TypeDefinition => LspResult::TypeDefinition(locations),
+                    Action::Implementation => LspResult::Implementation(locations),
+                    _ => LspResult::Definition(locations),
+                }
+            }
+        };
+        Ok(LspOutput::from_result(result))
+    }
+
+    /// The server, the synced document and the position of `symbol` on `line` of `path`.
+    async fn address(
+        &self,
+        args: &LspArgs,
+        path: &Path,
+        cancel: &CancellationToken,
+    ) -> Result<(Arc<Server>, SyncedDoc, Addressed), LspError> {
+        let action = args.action;
+        let shown = display_relative(self.root(), path);
         let Some(line) = args.line else {
             return Err(LspError::Invalid(format!(
                 "action `{}` needs `line` (1-based) and `symbol` (text on that line); no column is guessed",
                 action.as_str()
             )));
         };
-        let text = crate::paths::read_source(&path)
+        let text = crate::paths::read_source(path)
             .map_err(|e| LspError::Invalid(format!("cannot read {shown}: {e}")))?;
         let Some(symbol) = args.symbol.as_deref() else {
             let line_text = text.lines().nth(line.saturating_sub(1) as usize).unwrap_or("");
@@ -35,24 +164,13 @@ impl Supervisor {
             )));
         };
         let located = locate(&text, &shown, line, symbol, args.occurrence)?;
-        let (_target, server, doc) = self.ready_doc(&path, cancel).await?;
+        let (_target, server, doc) = self.ready_doc(path, cancel).await?;
         // The file may have changed between our read and the sync; address what the server has.
         let located = if doc.text == text {
             located
         } else {
             locate(&doc.text, &shown, line, symbol, args.occurrence)?
         };
-        if !server.supports(capability) {
-            return Err(LspError::Failed(format!(
-                "{what}: the {} server ({}) does not offer this ({capability} is not in its capabilities)",
-                server.def.display_languages(),
-                server_label(&server)
-            )));
-        }
-        let character = located.start_in(server.encoding);
-        let end_character = located.end_in(server.encoding);
-        let uri = uri_from_path(&path).map(|u| u.as_str().to_string());
-        let position = json!({"line": located.line, "character": character});
         let col = located.display_column();
         let at = if located.of > 1 {
             format!(
@@ -62,181 +180,184 @@ impl Supervisor {
         } else {
             format!("`{symbol}` at {shown}:{line}:{col}")
         };
-        // Answers from a half-loaded project are wrong, not just short (tsserver's definition
-        // is the import line): wait for the load, within the budget. A server still busy then
-        // is asked anyway; its answer comes with a note, and only an empty one is refused.
-        let scope = action.scope();
-        let busy = self.wait_ready(&server, scope, what, cancel).await.err();
-        let mut params = json!({"textDocument": {"uri": uri}, "position": position});
-        if action == Action::References {
-            params["context"] = json!({"includeDeclaration": true});
-        }
-        if action == Action::CodeActions {
-            let range = json!({"start": position, "end": {"line": located.line, "character": end_character}});
-            let deadline = Instant::now()
-                + Duration::from_millis(self.config().diagnostics_timeout_ms.min(5000));
-            let diags = server.diagnostics(&doc, deadline, cancel).await.unwrap_or_default();
-            let on_line: Vec<&lsp_types::Diagnostic> = diags
-                .iter()
-                .filter(|d| d.range.start.line <= located.line && located.line <= d.range.end.line)
-                .collect();
-            params = json!({"textDocument": {"uri": uri}, "range": range, "context": {"diagnostics": on_line}});
-        }
-        let result = server
-            .request(method, params, cancel)
-            .await
-            .map_err(|e| request_failed(&server, what, e))?;
-        let empty = result.is_null() || result.as_array().is_some_and(Vec::is_empty);
-        let partial = match busy {
-            Some(not_ready) if empty => return Err(not_ready),
-            Some(_) => server.busy_for(scope),
-            // Served during a background index: what it has not reached yet may be missing.
-            None => server.busy(),
+        let Some(uri) = uri_from_path(path) else {
+            return Err(LspError::Invalid(format!("{shown} has no file URI")));
         };
-        let mut cache = SourceCache::new();
-        let label = server_label(&server);
-        match action {
-            Action::Hover => {
-                let text = result.get("contents").map(hover_text).unwrap_or_default();
-                if text.trim().is_empty() {
-                    return Ok(LspOutput::new(
-                        format!("no hover information for {at} ({label})"),
-                        json!({"symbol": symbol, "hover": null}),
-                    ));
-                }
-                let mut text = text.trim().to_string();
-                let total = text.chars().count();
-                if total > MAX_HOVER_CHARS {
-                    text = text.chars().take(MAX_HOVER_CHARS).collect::<String>()
-                        + &format!("\n[hover cut at {MAX_HOVER_CHARS} of {total} characters]");
-                }
-                Ok(LspOutput::new(
-                    format!("hover for {at}:\n{text}"),
-                    json!({"symbol": symbol, "hover": text}),
-                ))
-            }
-            Action::CodeActions => {
-                let items = result.as_array().cloned().unwrap_or_default();
-                if items.is_empty() {
-                    return Ok(LspOutput::new(
-                        format!("no code actions offered for {at} ({label})"),
-                        json!({"actions": []}),
-                    ));
-                }
-                let mut lines = vec![format!(
-                    "{} code action(s) offered for {at} (apply one with lsp_code_action and its number):",
-                    items.len()
-                )];
-                let resolvable = server
-                    .capabilities
-                    .pointer("/codeActionProvider/resolveProvider")
-                    .and_then(Value::as_bool)
-                    == Some(true);
-                let mut data = Vec::new();
-                for (i, item) in items.iter().enumerate() {
-                    let mut item = item.clone();
-                    // An action without its edit may have it lazily (codeAction/resolve).
-                    if item.get("edit").is_none()
-                        && resolvable
-                        && i < MAX_RESOLVED_ACTIONS
-                        && let Ok(resolved) =
-                            server.request("codeAction/resolve", item.clone(), cancel).await
-                        && resolved.get("edit").is_some()
-                    {
-                        item = resolved;
-                    }
-                    let title = item.get("title").and_then(Value::as_str).unwrap_or("(untitled)");
-                    let kind = item.get("kind").and_then(Value::as_str).unwrap_or("command");
-                    let preferred = item.get("isPreferred").and_then(Value::as_bool) == Some(true);
-                    let disabled = item.pointer("/disabled/reason").and_then(Value::as_str);
-                    let mut line = format!("{}. {title} ({kind})", i + 1);
-                    if preferred {
-                        line.push_str(" [preferred]");
-                    }
-                    if let Some(reason) = disabled {
-                        data.push(json!({"index": i + 1, "title": title, "kind": kind, "preferred": preferred, "disabled": reason}));
-                        continue;
-                    }
-                    let edit = item.get("edit").cloned();
-                    let changes = match edit.as_ref().map(crate::rename::parse_workspace_edit) {
-                        Some(Ok(ops)) => {
-                            crate::rename::describe_ops(self.root(), &ops, server.encoding)
-                        }
-                        Some(Err(e)) => vec![format!("(an edit this tool cannot apply: {e})")],
-                        None => vec![
+        let addressed = Addressed {
+            document: TextDocumentIdentifier { uri },
+            position: Position { line: located.line, character: located.start_in(server.encoding) },
+            end: Position { line: located.line, character: located.end_in(server.encoding) },
+            symbol: symbol.to_string(),
+            at,
+        };
+        Ok((server, doc, addressed))
+    }
+
+    /// The code actions offered at `args`' position, numbered as `code_actions` lists them,
+    /// with their edits (what `lsp_code_action` applies).
+    pub(crate) async fn offered_code_actions(
+        &self,
+        args: &LspArgs,
+        cancel: &CancellationToken,
+    ) -> Result<Vec<OfferedAction>, LspError> {
+        let path = self.file_arg(args)?;
+        let (server, doc, addressed) = self.address(args, &path, cancel).await?;
+        if !server.supports("codeActionProvider") {
+            return Err(LspError::Failed(format!(
+                "code actions: {} does not offer them",
+                server_label(&server)
+            )));
+        }
+        let _ = self.wait_ready(&server, Scope::File, "code actions", cancel).await;
+        self.code_actions(&server, &doc, &addressed, cancel).await
+    }
+
+    /// The code actions at the addressed range, with the diagnostics on its line as context;
+    /// an action without its edit is resolved (`codeAction/resolve`) where the server can.
+    async fn code_actions(
+        &self,
+        server: &Server,
+        doc: &SyncedDoc,
+        addressed: &Addressed,
+        cancel: &CancellationToken,
+    ) -> Result<Vec<OfferedAction>, LspError> {
+        let what = "code actions";
+        let line = addressed.position.line;
+        let deadline =
+            Instant::now() + Duration::from_millis(self.config().diagnostics_timeout_ms.min(5000));
+        let diags = server.diagnostics(doc, deadline, cancel).await.unwrap_or_default();
+        let on_line: Vec<lsp_types::Diagnostic> = diags
+            .into_iter()
+            .filter(|d| d.range.start.line <= line && line <= d.range.end.line)
+            .collect();
+        let params = lsp_types::CodeActionParams {
+            text_document: addressed.document.clone(),
+            range: lsp_types::Range { start: addressed.position, end: addressed.end },
+            context: lsp_types::CodeActionContext {
+                diagnostics: on_line,
+                only: None,
+                trigger_kind: None,
+            },
+            work_done_progress_params: Default::default(),
+            partial_result_params: Default::default(),
+        };
+        let offered = server
+            .call::<CodeActionRequest>(params, cancel)
+            .await
+            .map_err(|e| request_failed(server, what, e))?
+            .unwrap_or_default();
+        let resolvable = server
+            .capabilities
+            .pointer("/codeActionProvider/resolveProvider")
+            .and_then(Value::as_bool)
+            == Some(true);
+        let mut out = Vec::new();
+        for (i, offer) in offered.into_iter().enumerate() {
+            let index = i + 1;
+            let mut action = match offer {
+                CodeActionOrCommand::CodeAction(action) => action,
+                CodeActionOrCommand::Command(command) => {
+                    let item = CodeActionItem {
+                        index,
+                        title: command.title,
+                        kind: "command".into(),
+                        preferred: false,
+                        disabled: None,
+                        changes: vec![
                             "(no edit: runs a server command, which this tool does not apply)"
                                 .into(),
                         ],
                     };
-                    lines.push(line);
-                    lines.extend(changes.iter().take(MAX_SHOWN_EDITS).map(|c| format!("   {c}")));
-                    if changes.len() > MAX_SHOWN_EDITS {
-                        lines.push(format!("   [+{} more edits]", changes.len() - MAX_SHOWN_EDITS));
-                    }
-                    data.push(json!({"index": i + 1, "title": title, "kind": kind, "preferred": preferred, "changes": changes, "edit": edit}));
+                    out.push(OfferedAction { item, edit: None });
+                    continue;
                 }
-                let disabled = data.iter().filter(|d| d.get("disabled").is_some()).count();
-                if disabled > 0 {
-                    lines.push(format!("({disabled} more not applicable here, not listed)"));
-                }
-                Ok(LspOutput::new(lines.join("\n"), json!({"actions": data})))
+            };
+            // An action without its edit may have it lazily (codeAction/resolve).
+            if action.edit.is_none()
+                && resolvable
+                && i < MAX_RESOLVED_ACTIONS
+                && let Ok(resolved) =
+                    server.call::<CodeActionResolveRequest>(action.clone(), cancel).await
+                && resolved.edit.is_some()
+            {
+                action = resolved;
             }
-            _ => {
-                let found = locations(self.root(), &result, server.encoding, &mut cache);
-                let cap = if action == Action::References { MAX_REFERENCES } else { MAX_LOCATIONS };
-                if found.is_empty() {
-                    let state = match &partial {
-                        Some(busy) => format!(
-                            "still {busy}: files it has not reached may hold it; ask again shortly"
-                        ),
-                        None => "ready".to_string(),
-                    };
-                    return Ok(LspOutput::new(
-                        format!("no {what} found for {at} ({label}, {state})"),
-                        json!({"symbol": symbol, "locations": []}),
-                    ));
+            let changes = match &action.edit {
+                Some(edit) => match serde_json::to_value(edit)
+                    .map_err(|e| e.to_string())
+                    .and_then(|v| crate::rename::parse_workspace_edit(&v))
+                {
+                    Ok(ops) => crate::rename::describe_ops(self.root(), &ops, server.encoding),
+                    Err(e) => vec![format!("(an edit this tool cannot apply: {e})")],
+                },
+                None => {
+                    vec!["(no edit: runs a server command, which this tool does not apply)".into()]
                 }
-                let mut out = match action {
-                    Action::References => format!("{} reference(s) to {at}:", found.len()),
-                    _ => format!("{what} of {at}:"),
-                };
-                let offset = args.offset.unwrap_or(0) as usize;
-                let page: Vec<&ShownLocation> = found.iter().skip(offset).take(cap).collect();
-                for loc in &page {
-                    out.push('\n');
-                    out.push_str(&loc.render());
-                }
-                if let Some(note) = page_note(offset, page.len(), found.len()) {
-                    out.push('\n');
-                    out.push_str(&note);
-                }
-                if let Some(busy) = &partial {
-                    out.push_str(&format!(
-                        "\n(may be partial: the server is still {busy}; ask again shortly for the full answer)"
-                    ));
-                }
-                Ok(LspOutput::new(
-                    out,
-                    json!({"symbol": symbol, "total": found.len(), "offset": offset, "locations": page, "partial": partial.is_some()}),
-                ))
-            }
+            };
+            let item = CodeActionItem {
+                index,
+                title: action.title,
+                kind: action.kind.map_or_else(|| "command".into(), |k| k.as_str().to_string()),
+                preferred: action.is_preferred == Some(true),
+                disabled: action.disabled.map(|d| d.reason),
+                changes,
+            };
+            out.push(OfferedAction { item, edit: action.edit });
         }
+        Ok(out)
     }
 }
 
-pub(super) fn hover_text(value: &Value) -> String {
-    match value {
-        Value::String(s) => s.clone(),
-        Value::Array(items) => {
-            items.iter().map(hover_text).filter(|s| !s.is_empty()).collect::<Vec<_>>().join("\n\n")
+/// A code action as offered: what is listed, and the edit it makes.
+pub(crate) struct OfferedAction {
+    pub item: CodeActionItem,
+    pub edit: Option<lsp_types::WorkspaceEdit>,
+}
+
+/// A definition-like request (definition, type definition, implementation) at `addressed`.
+async fn goto<R>(
+    server: &Server,
+    addressed: &Addressed,
+    cancel: &CancellationToken,
+) -> Result<GotoDefinitionResponse, LspError>
+where
+    R: Request<Params = GotoDefinitionParams, Result = Option<GotoDefinitionResponse>>,
+{
+    let params = GotoDefinitionParams {
+        text_document_position_params: addressed.position_params(),
+        work_done_progress_params: Default::default(),
+        partial_result_params: Default::default(),
+    };
+    let answer = server.call::<R>(params, cancel).await;
+    let what = R::METHOD.trim_start_matches("textDocument/");
+    answer
+        .map(|r| r.unwrap_or(GotoDefinitionResponse::Array(Vec::new())))
+        .map_err(|e| request_failed(server, what, e))
+}
+
+/// The hover text, cut at [`MAX_HOVER_CHARS`] with a note.
+fn cut_hover(text: &str) -> String {
+    let total = text.chars().count();
+    if total <= MAX_HOVER_CHARS {
+        return text.to_string();
+    }
+    text.chars().take(MAX_HOVER_CHARS).collect::<String>()
+        + &format!("\n[hover cut at {MAX_HOVER_CHARS} of {total} characters]")
+}
+
+fn marked(s: &MarkedString) -> String {
+    match s {
+        MarkedString::String(s) => s.clone(),
+        MarkedString::LanguageString(l) => format!("```{}\n{}\n```", l.language, l.value),
+    }
+}
+
+pub(super) fn hover_text(contents: &HoverContents) -> String {
+    match contents {
+        HoverContents::Scalar(s) => marked(s),
+        HoverContents::Array(items) => {
+            items.iter().map(marked).filter(|s| !s.is_empty()).collect::<Vec<_>>().join("\n\n")
         }
-        Value::Object(map) => {
-            let text = map.get("value").and_then(Value::as_str).unwrap_or("").to_string();
-            match map.get("language").and_then(Value::as_str) {
-                Some(lang) => format!("```{lang}\n{text}\n```"),
-                None => text,
-            }
-        }
-        _ => String::new(),
+        HoverContents::Markup(m) => m.value.clone(),
     }
 }

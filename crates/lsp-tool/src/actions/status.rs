@@ -1,22 +1,12 @@
 //! `status` (servers, roots, trust rule, what is missing) and `reload`.
 
-use super::*;
+use super::{result::*, *};
 
 impl Supervisor {
     pub(super) async fn status_action(&self) -> Result<LspOutput, LspError> {
-        let rows = self.status().await?;
-        let mut out = format!("lsp status for {}:", self.root().display());
-        if rows.is_empty() {
-            out.push_str(
-                "\nno source files of a language with a configured server were found (scanned 4 levels deep); \
-                 servers start on first use of a file",
-            );
-        }
-        for row in &rows {
-            out.push('\n');
-            out.push_str(&row.render());
-        }
-        Ok(LspOutput::new(out, json!({"root": self.root().display().to_string(), "servers": rows})))
+        let servers = self.status().await?;
+        let root = self.root().display().to_string();
+        Ok(LspOutput::from_result(LspResult::Status(StatusAnswer { root, servers })))
     }
 
     pub(super) async fn reload_action(
@@ -31,11 +21,8 @@ impl Supervisor {
         } else {
             let running = self.running();
             if running.is_empty() {
-                return Ok(LspOutput::new(
-                    "no server is running, so nothing was reloaded; servers start on first use"
-                        .into(),
-                    json!({"reloaded": []}),
-                ));
+                let nothing = ReloadAnswer { reloaded: Vec::new() };
+                return Ok(LspOutput::from_result(LspResult::Reload(nothing)));
             }
             for server in running {
                 let language_id = server.def.languages.keys().next().cloned().unwrap_or_default();
@@ -53,31 +40,18 @@ impl Supervisor {
                 });
             }
         }
-        let mut lines = Vec::new();
-        let mut data = Vec::new();
+        let mut reloaded = Vec::new();
         for target in targets {
             let (server, others) = self.reload_target(&target, cancel).await?;
-            let root = display_relative(self.root(), &target.root.root);
-            let mut line = format!(
-                "reloaded the {} server for root {root}: {} (pid {}) is running",
-                target.def.display_languages(),
-                server_label(&server),
-                server.pid
-            );
-            if others > 0 {
-                line.push_str(&format!(
-                    "; the server is shared with {others} other run(s) of this host: they see \
-                     the restart too, and their files are sent to it again on their next call"
-                ));
-            }
-            lines.push(line);
-            data.push(json!({
-                "server": target.def.id,
-                "root": root,
-                "pid": server.pid,
-                "shared_with": others,
-            }));
+            reloaded.push(Reloaded {
+                server: target.def.id.clone(),
+                languages: target.def.display_languages(),
+                root: display_relative(self.root(), &target.root.root),
+                label: server_label(&server),
+                pid: server.pid,
+                shared_with: others,
+            });
         }
-        Ok(LspOutput::new(lines.join("\n"), json!({"reloaded": data})))
+        Ok(LspOutput::from_result(LspResult::Reload(ReloadAnswer { reloaded })))
     }
 }

@@ -1,7 +1,13 @@
 //! `symbols`: workspace symbol search (after the project is loaded) and a file's outline,
 //! both paged with `offset`.
 
-use super::*;
+use lsp_types::{
+    DocumentSymbolParams, DocumentSymbolResponse, OneOf, SymbolKind, TextDocumentIdentifier,
+    WorkspaceSymbolParams, WorkspaceSymbolResponse,
+    request::{DocumentSymbolRequest, WorkspaceSymbolRequest},
+};
+
+use super::{result::*, *};
 
 impl Supervisor {
     pub(super) async fn symbols_action(
@@ -115,37 +121,28 @@ impl Supervisor {
             (loc.path.starts_with('/'), name != query, loc.path.clone(), loc.line)
         });
         found.dedup_by(|a, b| a.0 == b.0 && a.1 == b.1);
-        let total = found.len();
-        let mut out = if total == 0 {
-            format!("no workspace symbols match `{query}`")
-        } else {
-            format!("{total} workspace symbol(s) matching `{query}`:")
-        };
         let offset = args.offset.unwrap_or(0) as usize;
-        let page: Vec<_> = found.iter().skip(offset).take(MAX_WORKSPACE_SYMBOLS).collect();
-        for (loc, name, kind, container) in page.iter().copied() {
-            let container = container
-                .as_deref()
-                .filter(|c| !c.is_empty())
-                .map(|c| format!(" in {c}"))
-                .unwrap_or_default();
-            out.push_str(&format!(
-                "\n{}:{}:{} {kind} {name}{container}",
-                loc.path, loc.line, loc.column
-            ));
-        }
-        if let Some(note) = page_note(offset, page.len(), total) {
-            out.push('\n');
-            out.push_str(&note);
-        }
-        for note in &notes {
-            out.push_str(&format!("\nnote: {}", note.lines().next().unwrap_or("")));
-        }
-        let data: Vec<Value> = page
+        let symbols = found
             .iter()
-            .map(|(loc, name, kind, container)| json!({"name": name, "kind": kind, "container": container, "path": loc.path, "line": loc.line, "column": loc.column}))
+            .skip(offset)
+            .take(MAX_WORKSPACE_SYMBOLS)
+            .map(|(loc, name, kind, container)| WorkspaceSymbolRow {
+                name: name.clone(),
+                kind: kind.clone(),
+                container: container.clone(),
+                path: loc.path.clone(),
+                line: loc.line,
+                column: loc.column,
+            })
             .collect();
-        Ok(LspOutput::new(out, json!({"query": query, "total": total, "symbols": data})))
+        let answer = WorkspaceSymbols {
+            query: query.to_string(),
+            total: found.len(),
+            offset,
+            symbols,
+            notes: notes.iter().map(|n| n.lines().next().unwrap_or("").to_string()).collect(),
+        };
+        Ok(LspOutput::from_result(LspResult::Symbols(SymbolsAnswer::Workspace(answer))))
     }
 
     pub(super) async fn document_symbols(
@@ -163,80 +160,77 @@ impl Supervisor {
             )));
         }
         self.wait_ready(&server, Scope::File, "symbols", cancel).await?;
-        let uri = uri_from_path(&path).map(|u| u.as_str().to_string());
-        let result = server
-            .request("textDocument/documentSymbol", json!({"textDocument": {"uri": uri}}), cancel)
+        let Some(uri) = uri_from_path(&path) else {
+            return Err(LspError::Invalid(format!("{shown} has no file URI")));
+        };
+        let params = DocumentSymbolParams {
+            text_document: TextDocumentIdentifier { uri },
+            work_done_progress_params: Default::default(),
+            partial_result_params: Default::default(),
+        };
+        let answer = server
+            .call::<DocumentSymbolRequest>(params, cancel)
             .await
             .map_err(|e| request_failed(&server, "symbols", e))?;
         let lines: Vec<&str> = doc.text.lines().collect();
-        let filter = args.query.as_deref().map(str::to_lowercase);
-        let mut rows: Vec<(usize, u32, u32, String, String, String)> = Vec::new();
+        let column = |p: lsp_types::Position| {
+            lines.get(p.line as usize).map_or(p.character, |l| {
+                convert_column(l, p.character, server.encoding, ColumnUnit::Char)
+            }) + 1
+        };
+        let mut rows: Vec<OutlineRow> = Vec::new();
         fn walk(
-            items: &[Value],
+            items: &[lsp_types::DocumentSymbol],
             depth: usize,
-            lines: &[&str],
-            encoding: ColumnUnit,
-            rows: &mut Vec<(usize, u32, u32, String, String, String)>,
+            column: &dyn Fn(lsp_types::Position) -> u32,
+            rows: &mut Vec<OutlineRow>,
         ) {
             for item in items {
-                let name = item.get("name").and_then(Value::as_str).unwrap_or("").to_string();
-                let kind =
-                    symbol_kind(item.get("kind").and_then(Value::as_u64).unwrap_or(0)).to_string();
-                let detail = item.get("detail").and_then(Value::as_str).unwrap_or("").to_string();
-                let start = item
-                    .pointer("/selectionRange/start")
-                    .or_else(|| item.pointer("/location/range/start"))
-                    .cloned()
-                    .unwrap_or(Value::Null);
-                let (line, character) = position_of(&start);
-                let column = lines.get(line as usize).map_or(character, |l| {
-                    convert_column(l, character, encoding, ColumnUnit::Char)
+                let at = item.selection_range.start;
+                rows.push(OutlineRow {
+                    depth,
+                    line: at.line + 1,
+                    column: column(at),
+                    kind: symbol_kind(item.kind).to_string(),
+                    name: item.name.clone(),
+                    detail: item.detail.clone().unwrap_or_default(),
                 });
-                rows.push((depth, line + 1, column + 1, kind, name, detail));
-                if let Some(children) = item.get("children").and_then(Value::as_array) {
-                    walk(children, depth + 1, lines, encoding, rows);
-                }
+                walk(item.children.as_deref().unwrap_or_default(), depth + 1, column, rows);
             }
         }
-        walk(
-            result.as_array().map(Vec::as_slice).unwrap_or(&[]),
-            0,
-            &lines,
-            server.encoding,
-            &mut rows,
-        );
-        if let Some(f) = &filter {
-            rows.retain(|r| r.4.to_lowercase().contains(f.as_str()));
+        match answer {
+            Some(DocumentSymbolResponse::Nested(items)) => walk(&items, 0, &column, &mut rows),
+            Some(DocumentSymbolResponse::Flat(items)) => {
+                for item in items {
+                    let at = item.location.range.start;
+                    rows.push(OutlineRow {
+                        depth: 0,
+                        line: at.line + 1,
+                        column: column(at),
+                        kind: symbol_kind(item.kind).to_string(),
+                        name: item.name,
+                        detail: String::new(),
+                    });
+                }
+            }
+            None => {}
         }
-        let total = rows.len();
-        let mut out = if total == 0 {
-            format!("no symbols in {shown}")
-        } else {
-            format!("{total} symbol(s) in {shown}:")
-        };
+        if let Some(f) = args.query.as_deref().map(str::to_lowercase) {
+            rows.retain(|r| r.name.to_lowercase().contains(f.as_str()));
+        }
         let offset = args.offset.unwrap_or(0) as usize;
-        let page: Vec<_> = rows.iter().skip(offset).take(MAX_DOCUMENT_SYMBOLS).collect();
-        for (depth, line, col, kind, name, detail) in page.iter().copied() {
-            let detail = if detail.is_empty() {
-                String::new()
-            } else {
-                format!(" — {}", detail.lines().next().unwrap_or(""))
-            };
-            out.push_str(&format!("\n{}{line}:{col} {kind} {name}{detail}", "  ".repeat(*depth)));
-        }
-        if let Some(note) = page_note(offset, page.len(), total) {
-            out.push('\n');
-            out.push_str(&note);
-        }
-        let data: Vec<Value> = page
-            .iter()
-            .map(|(depth, line, col, kind, name, detail)| json!({"depth": depth, "line": line, "column": col, "kind": kind, "name": name, "detail": detail}))
-            .collect();
-        Ok(LspOutput::new(out, json!({"path": shown, "total": total, "symbols": data})))
+        let answer = Outline {
+            path: shown,
+            total: rows.len(),
+            offset,
+            symbols: rows.into_iter().skip(offset).take(MAX_DOCUMENT_SYMBOLS).collect(),
+        };
+        Ok(LspOutput::from_result(LspResult::Symbols(SymbolsAnswer::Outline(answer))))
     }
 }
 
-pub(super) fn symbol_kind(kind: u64) -> &'static str {
+pub(super) fn symbol_kind(kind: SymbolKind) -> &'static str {
+    // SymbolKind is 1-based: FILE = 1.
     const KINDS: [&str; 26] = [
         "file",
         "module",
@@ -265,7 +259,8 @@ pub(super) fn symbol_kind(kind: u64) -> &'static str {
         "operator",
         "type parameter",
     ];
-    KINDS.get((kind as usize).wrapping_sub(1)).copied().unwrap_or("symbol")
+    let n: i32 = serde_json::to_value(kind).ok().and_then(|v| v.as_i64()).unwrap_or(0) as i32;
+    KINDS.get((n as usize).wrapping_sub(1)).copied().unwrap_or("symbol")
 }
 
 /// How many files that mention a name are opened when a workspace symbol search found nothing.
@@ -282,28 +277,42 @@ impl Supervisor {
         cache: &mut SourceCache,
         cancel: &CancellationToken,
     ) {
-        let result = match server.request("workspace/symbol", json!({"query": query}), cancel).await
-        {
-            Ok(r) => r,
+        let params = WorkspaceSymbolParams {
+            query: query.to_string(),
+            work_done_progress_params: Default::default(),
+            partial_result_params: Default::default(),
+        };
+        let answer = match server.call::<WorkspaceSymbolRequest>(params, cancel).await {
+            Ok(answer) => answer,
             Err(e) => {
                 notes.push(request_failed(server, "symbols", e).to_string());
                 return;
             }
         };
-        for item in result.as_array().into_iter().flatten() {
-            let name = item.get("name").and_then(Value::as_str).unwrap_or("").to_string();
-            let kind =
-                symbol_kind(item.get("kind").and_then(Value::as_u64).unwrap_or(0)).to_string();
-            let container = item.get("containerName").and_then(Value::as_str).map(str::to_string);
-            let Some(uri) = item.pointer("/location/uri").and_then(Value::as_str) else {
-                continue;
+        // (uri, start, name, kind, container); a symbol without a range starts its file.
+        let items: Vec<(lsp_types::Uri, lsp_types::Position, String, SymbolKind, Option<String>)> =
+            match answer {
+                Some(WorkspaceSymbolResponse::Flat(items)) => items
+                    .into_iter()
+                    .map(|s| {
+                        (s.location.uri, s.location.range.start, s.name, s.kind, s.container_name)
+                    })
+                    .collect(),
+                Some(WorkspaceSymbolResponse::Nested(items)) => items
+                    .into_iter()
+                    .map(|s| {
+                        let (uri, start) = match s.location {
+                            OneOf::Left(l) => (l.uri, l.range.start),
+                            OneOf::Right(w) => (w.uri, lsp_types::Position::default()),
+                        };
+                        (uri, start, s.name, s.kind, s.container_name)
+                    })
+                    .collect(),
+                None => Vec::new(),
             };
-            let start = item
-                .pointer("/location/range/start")
-                .cloned()
-                .unwrap_or(json!({"line": 0, "character": 0}));
-            if let Some(loc) = show_location(self.root(), uri, &start, server.encoding, cache) {
-                found.push((loc, name, kind, container));
+        for (uri, start, name, kind, container) in items {
+            if let Some(loc) = show_location(self.root(), &uri, start, server.encoding, cache) {
+                found.push((loc, name, symbol_kind(kind).to_string(), container));
             }
         }
     }

@@ -220,21 +220,31 @@ impl Server {
         deadline: Instant,
         cancel: &CancellationToken,
     ) -> Result<Vec<lsp_types::Diagnostic>, RequestError> {
-        let uri = uri_from_path(&doc.path).map(|u| u.as_str().to_string());
+        use lsp_types::{
+            DocumentDiagnosticReport as Report, DocumentDiagnosticReportResult as Answer,
+            request::DocumentDiagnosticRequest,
+        };
+        let Some(uri) = uri_from_path(&doc.path) else {
+            return Err(RequestError::Shape {
+                method: "textDocument/diagnostic",
+                detail: format!("{} has no file URI", doc.path.display()),
+            });
+        };
         let requests = identifiers.into_iter().map(|identifier| {
-            let mut params = json!({"textDocument": {"uri": uri}});
-            if let Some(id) = identifier {
-                params["identifier"] = Value::String(id);
-            }
-            self.request_until("textDocument/diagnostic", params, deadline, cancel)
+            let params = lsp_types::DocumentDiagnosticParams {
+                text_document: lsp_types::TextDocumentIdentifier { uri: uri.clone() },
+                identifier,
+                previous_result_id: None,
+                work_done_progress_params: Default::default(),
+                partial_result_params: Default::default(),
+            };
+            self.call_until::<DocumentDiagnosticRequest>(params, deadline, cancel)
         });
         let mut items = Vec::new();
         for result in join_all(requests).await {
-            let report = result?;
-            if let Some(list) = report.get("items").and_then(Value::as_array) {
-                items.extend(list.iter().filter_map(|d| {
-                    serde_json::from_value::<lsp_types::Diagnostic>(d.clone()).ok()
-                }));
+            // No previous result id is sent, so every answer is a full report.
+            if let Answer::Report(Report::Full(full)) = result? {
+                items.extend(full.full_document_diagnostic_report.items);
             }
         }
         // A server that also pushes (rust-analyzer's flycheck) adds what it pushed for this version.

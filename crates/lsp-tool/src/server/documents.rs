@@ -8,7 +8,11 @@ use std::{
     time::Instant,
 };
 
-use serde_json::{Value, json};
+use lsp_types::notification::{
+    DidChangeTextDocument, DidChangeWatchedFiles, DidCloseTextDocument, DidOpenTextDocument,
+    DidSaveTextDocument,
+};
+use serde_json::Value;
 
 use super::{Doc, Server, SyncedDoc};
 use crate::{paths::uri_from_path, pool::RunId};
@@ -117,10 +121,15 @@ impl Server {
                 self.first_open.lock().get_or_insert_with(Instant::now);
                 self.closed_seen.lock().remove(path);
                 let version = self.closed_versions.lock().remove(path).map_or(1, |v| v + 1);
-                self.notify(
-                    "textDocument/didOpen",
-                    json!({"textDocument": {"uri": uri, "languageId": language_id, "version": version, "text": text}}),
-                )
+                let document = lsp_types::TextDocumentItem {
+                    uri: uri.clone(),
+                    language_id: language_id.to_string(),
+                    version,
+                    text: text.clone(),
+                };
+                self.notify::<DidOpenTextDocument>(lsp_types::DidOpenTextDocumentParams {
+                    text_document: document,
+                })
                 .await;
                 docs.insert(
                     path.to_path_buf(),
@@ -147,11 +156,7 @@ impl Server {
                 doc.len = len;
                 doc.sent_seq = seq_now;
                 doc.changes_at = self.count_content_change();
-                self.notify(
-                    "textDocument/didChange",
-                    json!({"textDocument": {"uri": uri, "version": doc.version}, "contentChanges": [{"text": text}]}),
-                )
-                .await;
+                self.notify::<DidChangeTextDocument>(whole_text(&uri, doc.version, &text)).await;
                 (doc.version, true, seq_now)
             }
             Some(doc) => {
@@ -161,11 +166,11 @@ impl Server {
             }
         };
         if save && sent {
-            let mut params = json!({"textDocument": {"uri": uri}});
-            if self.save_includes_text() {
-                params["text"] = Value::String(text.clone());
-            }
-            self.notify("textDocument/didSave", params).await;
+            let params = lsp_types::DidSaveTextDocumentParams {
+                text_document: lsp_types::TextDocumentIdentifier { uri: uri.clone() },
+                text: self.save_includes_text().then(|| text.clone()),
+            };
+            self.notify::<DidSaveTextDocument>(params).await;
         }
         Ok(SyncedDoc {
             path: path.to_path_buf(),
@@ -243,9 +248,7 @@ impl Server {
             if let Some(doc) = docs.remove(&path) {
                 self.forget(&path, &doc);
             }
-            if let Some(uri) = uri_from_path(&path) {
-                self.notify("textDocument/didClose", json!({"textDocument": {"uri": uri}})).await;
-            }
+            self.notify_closed(&path).await;
             self.shared.state.lock().push.remove(&path);
         }
     }
@@ -266,9 +269,7 @@ impl Server {
     async fn close_locked(&self, docs: &mut HashMap<PathBuf, Doc>, path: &Path) {
         if let Some(doc) = docs.remove(path) {
             self.forget(path, &doc);
-            if let Some(uri) = uri_from_path(path) {
-                self.notify("textDocument/didClose", json!({"textDocument": {"uri": uri}})).await;
-            }
+            self.notify_closed(path).await;
         }
         self.shared.state.lock().push.remove(path);
     }
@@ -313,11 +314,7 @@ impl Server {
         doc.sent_seq = seq_now;
         // The same text again: nothing changes for the other files.
         doc.changes_at = self.content_changes.load(Ordering::SeqCst);
-        self.notify(
-            "textDocument/didChange",
-            json!({"textDocument": {"uri": uri, "version": doc.version}, "contentChanges": [{"text": doc.text}]}),
-        )
-        .await;
+        self.notify::<DidChangeTextDocument>(whole_text(&uri, doc.version, &doc.text)).await;
         Some(SyncedDoc {
             path: path.to_path_buf(),
             version: doc.version,
@@ -361,12 +358,20 @@ impl Server {
         if changes.is_empty() {
             return;
         }
-        let events: Vec<Value> = changes
+        let events: Vec<lsp_types::FileEvent> = changes
             .iter()
-            .filter_map(|(p, kind)| uri_from_path(p).map(|u| json!({"uri": u, "type": kind})))
+            .filter_map(|(p, kind)| {
+                let typ = match kind {
+                    1 => lsp_types::FileChangeType::CREATED,
+                    3 => lsp_types::FileChangeType::DELETED,
+                    _ => lsp_types::FileChangeType::CHANGED,
+                };
+                uri_from_path(p).map(|uri| lsp_types::FileEvent { uri, typ })
+            })
             .collect();
         self.count_content_change();
-        self.notify("workspace/didChangeWatchedFiles", json!({"changes": events})).await;
+        let params = lsp_types::DidChangeWatchedFilesParams { changes: events };
+        self.notify::<DidChangeWatchedFiles>(params).await;
     }
 
     /// Every document `holder` holds open but `except`, as a handle that waits for diagnostics
@@ -409,5 +414,34 @@ impl Server {
     /// The version and text the server has for `path`, if it is open.
     pub(crate) async fn open_doc(&self, path: &Path) -> Option<(i32, String)> {
         self.docs.lock().await.get(path).map(|d| (d.version, d.text.clone()))
+    }
+}
+
+/// A didChange that sends the whole text (the sync kind every server accepts).
+fn whole_text(
+    uri: &lsp_types::Uri,
+    version: i32,
+    text: &str,
+) -> lsp_types::DidChangeTextDocumentParams {
+    lsp_types::DidChangeTextDocumentParams {
+        text_document: lsp_types::VersionedTextDocumentIdentifier { uri: uri.clone(), version },
+        content_changes: vec![lsp_types::TextDocumentContentChangeEvent {
+            range: None,
+            range_length: None,
+            text: text.to_string(),
+        }],
+    }
+}
+
+impl Server {
+    /// didClose of `path`.
+    async fn notify_closed(&self, path: &Path) {
+        if let Some(uri) = uri_from_path(path) {
+            let text_document = lsp_types::TextDocumentIdentifier { uri };
+            self.notify::<DidCloseTextDocument>(lsp_types::DidCloseTextDocumentParams {
+                text_document,
+            })
+            .await;
+        }
     }
 }

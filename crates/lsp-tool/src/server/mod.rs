@@ -327,7 +327,7 @@ impl std::fmt::Display for DiagnosticsWait {
 }
 
 /// How a server delivers diagnostics.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum DiagnosticMode {
     Pull,
@@ -628,21 +628,6 @@ impl Server {
 
     /// A request with the configured timeout; `ContentModified`/`ServerCancelled` are retried
     /// with a short backoff while the timeout lasts.
-    pub(crate) async fn request(
-        &self,
-        method: &str,
-        params: Value,
-        cancel: &CancellationToken,
-    ) -> Result<Value, RequestError> {
-        match self
-            .request_until(method, params, Instant::now() + self.timeouts.request, cancel)
-            .await
-        {
-            Err(RequestError::Timeout(_)) => Err(RequestError::Timeout(self.timeouts.request)),
-            other => other,
-        }
-    }
-
     pub(crate) async fn request_until(
         &self,
         method: &str,
@@ -670,6 +655,18 @@ impl Server {
 
     /// A typed request ([`lsp_types::request::Request`]): its parameters and its result
     /// through the protocol's types, parsed once here.
+    /// A typed request within the request timeout.
+    pub(crate) async fn call<R: lsp_types::request::Request>(
+        &self,
+        params: R::Params,
+        cancel: &CancellationToken,
+    ) -> Result<R::Result, RequestError> {
+        match self.call_until::<R>(params, Instant::now() + self.timeouts.request, cancel).await {
+            Err(RequestError::Timeout(_)) => Err(RequestError::Timeout(self.timeouts.request)),
+            other => other,
+        }
+    }
+
     pub(crate) async fn call_until<R: lsp_types::request::Request>(
         &self,
         params: R::Params,
@@ -683,8 +680,14 @@ impl Server {
         serde_json::from_value(answer).map_err(shape)
     }
 
-    pub(crate) async fn notify(&self, method: &str, params: Value) {
-        let _ = self.rpc.notify(method, params).await;
+    /// A typed notification.
+    pub(crate) async fn notify<N: lsp_types::notification::Notification>(&self, params: N::Params) {
+        match serde_json::to_value(params) {
+            Ok(params) => {
+                let _ = self.rpc.notify(N::METHOD, params).await;
+            }
+            Err(e) => tracing::warn!(server = %self.def.id, "{}: not sent: {e}", N::METHOD),
+        }
     }
 
     /// Ends the server: `shutdown` → `exit` → SIGTERM → SIGKILL of its process group, each step
