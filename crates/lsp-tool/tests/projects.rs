@@ -293,6 +293,50 @@ async fn a_toolchain_the_project_names_does_not_run_on_a_read_only_supervisor() 
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_version_files_of_a_project_steer_no_shim_of_a_read_only_supervisor() {
+    // Each selector names a "version" that climbs out of the manager's folder into the
+    // project; the shims read them from the working folder, the project's root.
+    let Some(p) = Project::new(
+        "basedpyright-langserver",
+        &[
+            ("pyproject.toml", "[project]\nname = \"x\"\nversion = \"1\"\n"),
+            ("x.py", "def f() -> int:\n    return 1\n"),
+            (".python-version", "../../../../$ROOT/evil\n"),
+            (".node-version", "../../../../$ROOT/evil\n"),
+            (".tool-versions", "python path:$ROOT/evil\nnodejs path:$ROOT/evil\n"),
+            ("mise.toml", "[tools]\npython = \"path:$ROOT/evil\"\n"),
+            ("package.json", "{\"packageManager\": \"yarn@https://example.invalid/yarn.tgz\"}\n"),
+        ],
+        false,
+    ) else {
+        return;
+    };
+    let status = p.ok(json!({"action": "status"})).await;
+    assert!(status.contains("pyenv, nodenv, asdf, mise or corepack are not used"), "{status}");
+    p.ok(json!({"action": "diagnostics", "file": "x.py"})).await;
+    let pids = p.sup.server_pids();
+    assert_eq!(pids.len(), 1, "one server");
+    let environ = std::fs::read(format!("/proc/{}/environ", pids[0])).expect("environ");
+    let vars: Vec<String> =
+        environ.split(|b| *b == 0).map(|v| String::from_utf8_lossy(v).to_string()).collect();
+    let value = |name: &str| {
+        vars.iter().find_map(|v| v.strip_prefix(&format!("{name}="))).map(str::to_string)
+    };
+    // The user's own choice (their global version, else the system's), never the project's.
+    for name in ["PYENV_VERSION", "NODENV_VERSION"] {
+        let pinned = value(name).unwrap_or_else(|| panic!("{name} pinned: {vars:?}"));
+        assert!(!pinned.contains("evil"), "{name}={pinned}");
+    }
+    assert!(value("MISE_OVERRIDE_CONFIG_FILENAMES").is_some_and(|v| v != "mise.toml"));
+    assert!(value("MISE_OVERRIDE_TOOL_VERSIONS_FILENAMES").is_some());
+    assert_eq!(value("COREPACK_ENABLE_NETWORK").as_deref(), Some("0"));
+    assert_eq!(value("COREPACK_ENABLE_AUTO_PIN").as_deref(), Some("0"));
+    assert!(vars.iter().all(|v| !(v.starts_with("ASDF_") && v.contains("evil"))), "{vars:?}");
+    assert!(!p.root.join("evil").exists());
+    p.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cargo_check_with_a_build_script_does_not_run_on_a_read_only_supervisor() {
     let Some(p) = Project::new(
         "cargo",
