@@ -11,6 +11,8 @@ use crate::{diagnostics::Diagnostic, project_check::ProjectCheckReport, supervis
 /// What one `lsp` call found.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[serde(tag = "action", rename_all = "snake_case")]
+// MCP wants an object schema at the top: every variant is one.
+#[schemars(extend("type" = "object"))]
 pub enum LspResult {
     Definition(Locations),
     TypeDefinition(Locations),
