@@ -4,7 +4,7 @@
 use std::{path::PathBuf, sync::Arc};
 
 use agent_tools::{
-    Config, Surface, SurfaceKind, ToolResult,
+    Config, Progress, ProgressSink, Surface, SurfaceKind, ToolResult,
     host::{self, Attach, HostRun},
 };
 use parking_lot::RwLock;
@@ -21,8 +21,10 @@ use crate::{
 };
 
 /// A tool spec as it crosses into Python: name, description, tier, input and output schema
-/// (JSON text).
-type SpecRow = (String, String, &'static str, String, Option<String>);
+/// (JSON text), and the annotations an MCP client gets on this surface (title, read-only,
+/// destructive, idempotent, open-world).
+type SpecRow =
+    (String, String, &'static str, String, Option<String>, (String, bool, bool, bool, bool));
 
 /// A result as it crosses into Python: text, structured content (JSON text), images
 /// (MIME type, bytes) and whether the tool failed.
@@ -56,7 +58,8 @@ impl NativeRun {
     ) -> PyResult<Self> {
         let surface = surface
             .map(|s| {
-                s.parse::<SurfaceKind>().map_err(|e| PyValueError::new_err(format!("surface: {e}")))
+                s.parse::<SurfaceKind>()
+                    .map_err(|e| AgentToolsError::new_err(format!("surface: {e}")))
             })
             .transpose()?;
         let rt = runtime()?;
@@ -94,31 +97,36 @@ impl NativeRun {
     /// The tools of this run's surface, sorted by name.
     fn tools(&self) -> PyResult<Vec<SpecRow>> {
         let open = self.open_run()?;
+        let ceiling = open.run.surface_kind.ceiling();
         Ok(open
             .surface
             .specs()
             .iter()
             .map(|s| {
+                let a = s.annotations(ceiling);
                 (
                     s.name.clone(),
                     s.description.clone(),
                     s.tier.as_str(),
                     s.input_schema.to_string(),
                     s.output_schema.as_ref().map(|v| v.to_string()),
+                    (a.title, a.read_only, a.destructive, a.idempotent, a.open_world),
                 )
             })
             .collect())
     }
 
     /// Calls `name` with `args_json` (a JSON object) and waits for its result; `cancel`, when
-    /// cancelled, asks the tool to wind down (it answers promptly, leaving its resource usable).
-    #[pyo3(signature = (name, args_json, cancel = None))]
+    /// cancelled, asks the tool to wind down (it answers promptly, leaving its resource usable);
+    /// `progress(progress, total, message)` is called as a long call reports progress.
+    #[pyo3(signature = (name, args_json, cancel = None, progress = None))]
     fn call(
         &self,
         py: Python<'_>,
         name: &str,
         args_json: &str,
         cancel: Option<PyRef<'_, Cancel>>,
+        progress: Option<Py<PyAny>>,
     ) -> PyResult<ResultRow> {
         let open = self.open_run()?;
         if let Some(refusal) = open.surface.refusal(name) {
@@ -132,8 +140,9 @@ impl NativeRun {
             )));
         }
         let asked_to_cancel = cancel.map(|c| c.token.clone());
+        let sink = progress.map(progress_sink);
         let rt = runtime()?;
-        let result = py.detach(|| rt.block_on(call(&open, name, args, asked_to_cancel)));
+        let result = py.detach(|| rt.block_on(call(&open, name, args, asked_to_cancel, sink)));
         Ok(into_row(py, result))
     }
 
@@ -161,14 +170,27 @@ impl NativeRun {
 }
 
 impl Drop for NativeRun {
-    /// Garbage collection of an unclosed run ends it as `close` would.
+    /// Garbage collection of an unclosed run ends it as `close` would, without holding the
+    /// GIL while the resources wind down (other Python threads keep running).
     fn drop(&mut self) {
         if let Some(open) = self.open.get_mut().take()
             && let Ok(rt) = runtime()
         {
-            shutdown(rt, &open);
+            Python::attach(|py| py.detach(|| shutdown(rt, &open)));
         }
     }
+}
+
+/// Progress reports of a call, handed to a Python callable; what the callable raises goes to
+/// `sys.unraisablehook` (as in a finalizer) and the call goes on.
+fn progress_sink(callback: Py<PyAny>) -> ProgressSink {
+    ProgressSink::new(move |p: Progress| {
+        Python::attach(|py| {
+            if let Err(e) = callback.call1(py, (p.progress, p.total, p.message)) {
+                e.write_unraisable(py, None);
+            }
+        })
+    })
 }
 
 /// What `Run(...)` was given.
@@ -209,8 +231,10 @@ async fn call(
     name: &str,
     args: serde_json::Value,
     asked_to_cancel: Option<CancellationToken>,
+    progress: Option<ProgressSink>,
 ) -> ToolResult {
-    let ctx = open.surface.context(&open.run.info, None);
+    let mut ctx = open.surface.context(&open.run.info, None);
+    ctx.progress = progress;
     let relay = asked_to_cancel.map(|asked| {
         let call = ctx.cancel.clone();
         tokio::spawn(async move {

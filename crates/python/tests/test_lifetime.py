@@ -78,3 +78,25 @@ def test_cancelling_an_async_call_interrupts_the_cell_and_the_kernel_answers_nex
     assert cancelled
     assert not after.is_error, after.text
     assert "6" in after.text, after.text
+
+
+def test_pending_async_calls_leave_the_loops_default_executor_free(
+    project: Path, no_survivors: str
+) -> None:
+    """Eight slow cells in flight (more than the default executor's threads on a small
+    machine); work the harness gives its loop's default executor still runs before any of them
+    ends."""
+
+    async def main() -> tuple[int, list[agent_tools.ToolResult]]:
+        async with agent_tools.Run(project) as run:
+            loop = asyncio.get_running_loop()
+            cell = {"code": "import time\ntime.sleep(0.5)\n1", "description": "wait"}
+            slow = [asyncio.ensure_future(run.acall("eval", cell)) for _ in range(8)]
+            await asyncio.sleep(0.1)
+            await loop.run_in_executor(None, lambda: None)
+            finished_first = sum(f.done() for f in slow)
+            return finished_first, await asyncio.gather(*slow)
+
+    finished_first, results = asyncio.run(main())
+    assert all(not r.is_error for r in results), [r.text for r in results]
+    assert finished_first == 0, f"the default executor waited for {finished_first} tool call(s)"

@@ -95,7 +95,7 @@ def test_writes_land_in_the_root_and_stay_confined(project: Path) -> None:
 def test_bad_inputs_raise_with_what_would_work(project: Path, tmp_path: Path) -> None:
     with pytest.raises(AgentToolsError, match="give an existing directory"):
         agent_tools.Run(tmp_path / "missing")
-    with pytest.raises(ValueError, match="surface: unknown surface `nope`; use `build` or `plan`"):
+    with pytest.raises(AgentToolsError, match="surface: unknown surface `nope`; use `build` or `plan`"):
         agent_tools.Run(project, surface="nope")  # type: ignore[arg-type]
     with agent_tools.Run(project) as run:
         with pytest.raises(ToolNotFoundError, match="unknown tool `reed`.*read"):
@@ -157,3 +157,26 @@ def test_a_matplotlib_figure_comes_back_as_an_image(project: Path, tmp_path: Pat
     assert not result.is_error, result.text
     assert result.images, result.text
     assert all(i.mime_type == "image/png" and i.data.startswith(b"\x89PNG") for i in result.images)
+
+
+def test_specs_carry_the_title_and_hints_an_mcp_client_gets(project: Path) -> None:
+    with agent_tools.Run(project) as run:
+        specs = {s.name: s for s in run.tools()}
+    read, write = specs["read"], specs["write"]
+    assert read.title and write.title
+    assert read.read_only and read.idempotent and not read.destructive
+    assert not write.read_only
+    assert not specs["eval"].read_only and specs["eval"].tier == "exec"
+
+
+def test_a_long_call_reports_progress_to_the_callback(project: Path, no_survivors: str) -> None:
+    seen: list[tuple[float, object, str]] = []
+    cell = {"code": "import time\ntime.sleep(2.5)\n'slept'", "description": "a slow cell"}
+    with agent_tools.Run(project) as run:
+        result = run.call("eval", cell, progress=lambda done, total, message: seen.append((done, total, message)))
+        assert "slept" in result.text, result.text
+        with pytest.raises(TypeError, match="progress must be callable"):
+            run.call("read", {"path": "notes.txt"}, progress="yes")  # type: ignore[arg-type]
+    assert seen, "no progress was reported during a 2.5 s cell"
+    done, _total, message = seen[-1]
+    assert done > 0 and message, seen

@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import concurrent.futures
 import functools
 import json
 import os
 import weakref
 from dataclasses import dataclass, field
-from typing import Any, Literal, Mapping, Optional, Union
+from typing import Any, Callable, Literal, Mapping, Optional, Union
 
 from . import _native
 from ._native import AgentToolsError, RunClosedError, ToolNotFoundError
@@ -49,7 +50,8 @@ PathLike = Union[str, "os.PathLike[str]"]
 
 @dataclass(frozen=True)
 class ToolSpec:
-    """One tool as a model sees it: name, description, tier and JSON Schemas."""
+    """One tool as a model sees it: name, description, tier, JSON Schemas, and the title and
+    hints an MCP client gets for it on this run's surface."""
 
     name: str
     description: str
@@ -59,6 +61,16 @@ class ToolSpec:
     input_schema: dict[str, Any]
     #: JSON Schema of :attr:`ToolResult.structured`, when the tool returns structured content.
     output_schema: Optional[dict[str, Any]] = None
+    #: A short human title (MCP ``title``).
+    title: str = ""
+    #: Nothing changes, directly or through a worker (MCP ``readOnlyHint``).
+    read_only: bool = False
+    #: It may delete or overwrite (MCP ``destructiveHint``).
+    destructive: bool = False
+    #: The same call twice does no more than once (MCP ``idempotentHint``).
+    idempotent: bool = False
+    #: It reaches beyond the project (MCP ``openWorldHint``).
+    open_world: bool = False
 
 
 @dataclass(frozen=True)
@@ -148,32 +160,66 @@ class Run:
     def tools(self) -> list[ToolSpec]:
         """The tools of this run's surface, sorted by name."""
         return [
-            ToolSpec(name, description, tier, json.loads(schema), _loads(output))
-            for name, description, tier, schema, output in self._native.tools()
+            ToolSpec(
+                name,
+                description,
+                tier,
+                json.loads(schema),
+                _loads(output),
+                title=title,
+                read_only=read_only,
+                destructive=destructive,
+                idempotent=idempotent,
+                open_world=open_world,
+            )
+            for name, description, tier, schema, output, (
+                title,
+                read_only,
+                destructive,
+                idempotent,
+                open_world,
+            ) in self._native.tools()
         ]
 
     def tool_names(self) -> list[str]:
         return [spec.name for spec in self.tools()]
 
-    def call(self, name: str, args: Optional[Mapping[str, Any]] = None) -> ToolResult:
+    def call(
+        self,
+        name: str,
+        args: Optional[Mapping[str, Any]] = None,
+        *,
+        progress: Optional[ProgressCallback] = None,
+    ) -> ToolResult:
         """Calls tool ``name`` with ``args`` and waits for its result.
 
         A tool that fails returns a result with ``is_error`` set (its text is what a model
-        should see); bad arguments fail the same way, naming the argument.
+        should see); bad arguments fail the same way, naming the argument. ``progress``, if
+        given, is called as ``progress(done, total, message)`` while a long call works (a search
+        counting files, a language server indexing, a cell running); ``total`` may be ``None``.
+        It runs on a thread of the library: keep it short, and hand work to your loop.
 
         :raises ToolNotFoundError: ``name`` is not on this surface (the message lists the tools
             that are).
         :raises RunClosedError: the run was closed.
         :raises TypeError: ``args`` is not a mapping of JSON values.
         """
-        return self._call(name, args, None)
+        return self._call(name, args, None, progress)
 
-    async def acall(self, name: str, args: Optional[Mapping[str, Any]] = None) -> ToolResult:
-        """:meth:`call` for asyncio: runs in a worker thread, and cancelling the awaiting task
-        cancels the tool call (the tool winds down and its resource stays usable)."""
+    async def acall(
+        self,
+        name: str,
+        args: Optional[Mapping[str, Any]] = None,
+        *,
+        progress: Optional[ProgressCallback] = None,
+    ) -> ToolResult:
+        """:meth:`call` for asyncio: runs on a thread of this library's own pool (never the
+        loop's default executor, which the harness needs for DNS and files), and cancelling the
+        awaiting task cancels the tool call (the tool winds down and its resource stays usable)."""
         cancel = _native.Cancel()
         loop = asyncio.get_running_loop()
-        future = loop.run_in_executor(None, functools.partial(self._call, name, args, cancel))
+        call = functools.partial(self._call, name, args, cancel, progress)
+        future = loop.run_in_executor(_call_pool(), call)
         try:
             return await asyncio.shield(future)
         except asyncio.CancelledError:
@@ -189,7 +235,7 @@ class Run:
         _open_runs.discard(self)
 
     async def aclose(self) -> None:
-        await asyncio.get_running_loop().run_in_executor(None, self.close)
+        await asyncio.get_running_loop().run_in_executor(_call_pool(), self.close)
 
     def __enter__(self) -> "Run":
         return self
@@ -210,7 +256,11 @@ class Run:
         return f"<agent_tools.Run {self.run_id} root={self.root!r} surface={self.surface!r} {state}>"
 
     def _call(
-        self, name: str, args: Optional[Mapping[str, Any]], cancel: Optional[_native.Cancel]
+        self,
+        name: str,
+        args: Optional[Mapping[str, Any]],
+        cancel: Optional[_native.Cancel],
+        progress: Optional[ProgressCallback] = None,
     ) -> ToolResult:
         if not isinstance(name, str):
             raise TypeError(f"name must be a tool name (str), got {type(name).__name__}")
@@ -225,13 +275,35 @@ class Run:
             args_json = json.dumps(dict(args))
         except (TypeError, ValueError) as e:
             raise TypeError(f"args must hold only JSON values (str, int, float, bool, None, list, dict): {e}") from None
-        text, structured, images, is_error = self._native.call(name, args_json, cancel)
+        if progress is not None and not callable(progress):
+            raise TypeError(
+                f"progress must be callable as progress(done, total, message), got {type(progress).__name__}"
+            )
+        text, structured, images, is_error = self._native.call(name, args_json, cancel, progress)
         return ToolResult(
             text=text,
             structured=_loads(structured),
             images=[Image(mime, data) for mime, data in images],
             is_error=is_error,
         )
+
+
+#: ``progress(done, total, message)``: how far a long call is (``total`` may be ``None``).
+ProgressCallback = Callable[[float, Optional[float], str], None]
+
+_pool: Optional[concurrent.futures.ThreadPoolExecutor] = None
+
+
+def _call_pool() -> concurrent.futures.ThreadPoolExecutor:
+    """The threads async calls wait on: the library's own, so that pending tool calls never
+    take the event loop's default executor from the harness. Threads sit in the native call
+    with the GIL released."""
+    global _pool
+    if _pool is None:
+        _pool = concurrent.futures.ThreadPoolExecutor(
+            max_workers=64, thread_name_prefix="agent-tools-call"
+        )
+    return _pool
 
 
 def _loads(text: Optional[str]) -> Optional[Any]:

@@ -1,6 +1,6 @@
 """Type stubs of the native extension module (see ``agent_tools`` for the documented API)."""
 
-from typing import Optional
+from typing import Callable, Optional
 
 __version__: str
 
@@ -31,8 +31,16 @@ class NativeRun:
     def run_id(self) -> str: ...
     @property
     def closed(self) -> bool: ...
-    def tools(self) -> list[tuple[str, str, str, str, Optional[str]]]: ...
+    def tools(
+        self,
+    ) -> list[
+        tuple[str, str, str, str, Optional[str], tuple[str, bool, bool, bool, bool]]
+    ]: ...
     def call(
-        self, name: str, args_json: str, cancel: Optional[Cancel] = None
+        self,
+        name: str,
+        args_json: str,
+        cancel: Optional[Cancel] = None,
+        progress: Optional[Callable[[float, Optional[float], str], None]] = None,
     ) -> tuple[str, Optional[str], list[tuple[str, bytes]], bool]: ...
     def close(self) -> None: ...
