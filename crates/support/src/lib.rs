@@ -1,6 +1,6 @@
 //! Mechanisms every agent-tools family needs once: process lifetime, confined file access by
 //! handle, crash-atomic group commits, Content-Length framing, the tier, the unavailable shape
-//! and duration wording.
+//! and the wording of durations and counts.
 //!
 //! This crate is a leaf: it holds mechanisms, never family logic, and depends on no other
 //! crate of the workspace. Family crates and the facade depend on it; they never copy it.
@@ -13,5 +13,6 @@ pub mod journal;
 pub mod process;
 mod tier;
 mod unavailable;
+pub mod words;
 
 pub use crate::{error::Error, tier::Tier, unavailable::Unavailable};

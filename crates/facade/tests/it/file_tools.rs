@@ -93,6 +93,8 @@ fn write_is_atomic_and_keeps_permissions() {
         check(&project, "write", json!({"path": "run.sh", "content": "#!/bin/sh\necho hi\n"}));
     assert!(!err, "{text}");
     assert_eq!(text, "replaced run.sh (2 lines, 18 bytes)");
+    let (_, one) = check(&project, "write", json!({"path": "one.txt", "content": "x"}));
+    assert_eq!(one, "created one.txt (1 line, 1 byte)", "one is singular");
     assert_eq!(std::fs::metadata(&script).unwrap().permissions().mode() & 0o777, 0o755);
     let leftovers: Vec<_> = std::fs::read_dir(project.dir.path())
         .unwrap()

@@ -231,7 +231,7 @@ fn wrappers_layer_over_file_tools_and_keep_their_schema() {
     let runtime = tokio::runtime::Builder::new_current_thread().build().expect("runtime");
     let result =
         runtime.block_on(surface.call(&ctx, "write", json!({"path": "a.txt", "content": "y\n"})));
-    assert_eq!(result.text, "replaced a.txt (1 lines, 2 bytes)\nchanged: 1");
+    assert_eq!(result.text, "replaced a.txt (1 line, 2 bytes)\nchanged: 1");
 }
 
 /// A tool with a bug: it panics.
