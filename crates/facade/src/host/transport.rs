@@ -124,6 +124,24 @@ fn bad_params(message: &Value) -> Option<String> {
     }
 }
 
+/// Why `message` is not a JSON-RPC 2.0 message at all (-32600, invalid request), checked
+/// before its method: a wrong or missing `jsonrpc` version, or something other than an object.
+pub(super) fn invalid_envelope(message: &Value) -> Option<String> {
+    let Value::Object(fields) = message else {
+        return Some(format!(
+            "invalid request: a JSON-RPC 2.0 message is an object, got {}",
+            describe(message)
+        ));
+    };
+    match fields.get("jsonrpc") {
+        Some(Value::String(version)) if version == "2.0" => None,
+        Some(other) => Some(format!(
+            "invalid request: `jsonrpc` must be \"2.0\", got {other}; this server speaks JSON-RPC 2.0"
+        )),
+        None => Some("invalid request: missing `jsonrpc: \"2.0\"`".to_string()),
+    }
+}
+
 /// Notifications outside MCP (an editor's LSP traffic on the same pipe) are ignored quietly.
 fn ignorable(message: &Value) -> bool {
     message.get("id").is_none()
@@ -263,6 +281,13 @@ where
                 }
             };
             let id = value.get("id").cloned().unwrap_or(Value::Null);
+            if let Some(message) = invalid_envelope(&value) {
+                // A notification gets no reply, not even an error (JSON-RPC 2.0).
+                if value.get("id").is_some() || !value.is_object() {
+                    self.reply(error_reply(id, -32600, message)).await;
+                }
+                continue;
+            }
             if value.get("id").is_some()
                 && let Some(message) = bad_params(&value)
             {
@@ -339,6 +364,22 @@ mod tests {
                 .await;
         assert_eq!(delivered, 1);
         assert_eq!(codes(&replies), [-32700]);
+    }
+
+    #[tokio::test]
+    async fn a_message_that_is_not_json_rpc_2_is_an_invalid_request() {
+        let input = concat!(
+            "{\"jsonrpc\":\"1.0\",\"id\":1,\"method\":\"tools/list\"}\n",
+            "{\"id\":2,\"method\":\"ping\"}\n",
+            "42\n",
+            "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\"}\n",
+        );
+        let (delivered, replies) = check(input.as_bytes(), 1024).await;
+        assert_eq!(delivered, 1, "the valid ping still goes through");
+        assert_eq!(codes(&replies), [-32600, -32600, -32600]);
+        assert_eq!(replies[0]["id"], 1);
+        let message = replies[0]["error"]["message"].as_str().unwrap();
+        assert!(message.contains("\"2.0\"") && message.contains("1.0"), "{message}");
     }
 
     #[tokio::test]
