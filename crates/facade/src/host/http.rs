@@ -6,9 +6,10 @@
 //! body over the limit. Each session's handler is a fresh [`McpHost`](super::mcp) run, ended
 //! like a stdio connection's when the session is deleted, expires or the server stops.
 //!
-//! A 2026-07-28 client has no session: its requests go to the run of its credential (the
-//! bearer token it sends, or one local run without a token), kept across requests so that
-//! kernels and multi round-trip cards carry over, and ended after the same idle time.
+//! A 2026-07-28 client (pinned, or in `auto` mode: `server/discover` is answered here as over
+//! stdio) has no session: its requests go to the run of its credential (the bearer token it
+//! sends, or one local run without a token), kept across requests so that kernels and multi
+//! round-trip cards carry over, and ended after the same idle time.
 
 use std::{convert::Infallible, net::SocketAddr, path::Path, sync::Arc, time::Duration};
 
@@ -300,9 +301,6 @@ impl Gate {
                 );
             }
         };
-        if let Some(refusal) = discover_refusal(&bytes) {
-            return refusal;
-        }
         let asked = parts.headers.get(SESSION_HEADER).cloned();
         if parts.method == hyper::Method::POST {
             match jsonrpc::classify(&bytes) {
@@ -394,30 +392,6 @@ async fn expire_principals(runs: SessionRuns, idle: Duration) {
         tokio::time::sleep(every).await;
         runs.end_idle_principals(idle);
     }
-}
-
-/// `server/discover` answered with "method not found", so that a client in `auto` mode falls
-/// back to `initialize` and gets a session: rmcp serves a 2026-07-28 client without one (a
-/// fresh run per request), which would lose its kernels' state between calls.
-fn discover_refusal(body: &[u8]) -> Option<Response<Body>> {
-    let message: serde_json::Value = serde_json::from_slice(body).ok()?;
-    if message.get("method")?.as_str()? != "server/discover" {
-        return None;
-    }
-    let answer = serde_json::json!({
-        "jsonrpc": "2.0",
-        "id": message.get("id").cloned().unwrap_or_default(),
-        "error": {
-            "code": -32601,
-            "message": "server/discover is not served over HTTP: agent-tools keeps one run per \
-                        session, so use the initialize handshake (protocol 2025-11-25 or earlier)",
-        },
-    });
-    let mut response = Response::new(Full::new(Bytes::from(answer.to_string())).boxed());
-    response
-        .headers_mut()
-        .insert(header::CONTENT_TYPE, header::HeaderValue::from_static("application/json"));
-    Some(response)
 }
 
 fn refusal(status: StatusCode, text: String) -> Response<Body> {
