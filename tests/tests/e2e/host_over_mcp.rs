@@ -200,6 +200,30 @@ fn bad_input_gets_json_rpc_errors_that_say_what_is_wrong() {
 }
 
 #[test]
+fn a_batch_over_stdio_gets_its_replies_as_one_array() {
+    let project = TempProject::new(&[("a.txt", "a\n")]);
+    let mut host = RawHost::start(&project.root, "stdio-batch", &[]);
+    host.initialize();
+    host.send(json!([
+        {"jsonrpc": "2.0", "id": 21, "method": "ping"},
+        {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": "x", "progress": 1}},
+        {"jsonrpc": "2.0", "id": 22, "method": "tools/call", "params": {"name": "read", "arguments": {"path": "a.txt"}}},
+        {"jsonrpc": "1.0", "id": 23, "method": "ping"},
+    ]));
+    let mut replies = host.next_array();
+    replies.sort_by_key(|r| r["id"].as_u64());
+    let ids: Vec<&Value> = replies.iter().map(|r| &r["id"]).collect();
+    assert_eq!(ids, [&json!(21), &json!(22), &json!(23)], "{replies:?}");
+    assert_eq!(replies[1]["result"]["content"][0]["text"], "1\ta\n", "{replies:?}");
+    assert_eq!(replies[2]["error"]["code"], -32600, "{replies:?}");
+    // Single messages after it are answered one by one, as before.
+    let ok = host.call(24, "read", json!({"path": "a.txt"}));
+    assert_eq!(ok["isError"], false, "{ok}");
+    let status = host.finish();
+    assert!(status.success(), "{status}");
+}
+
+#[test]
 fn an_empty_connection_ends_cleanly() {
     let project = TempProject::new(&[]);
     let output = Command::new(host_binary())
