@@ -18,6 +18,7 @@ mod http_over_mcp;
 mod http_protocol;
 mod http_shared_lsp;
 mod lsp_over_mcp;
+mod matrix;
 mod output_cap_over_mcp;
 mod support;
 mod trust_over_mcp;
