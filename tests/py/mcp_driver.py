@@ -14,7 +14,8 @@ Streamable HTTP: {"url": "http://127.0.0.1:PORT/mcp", "headers": {...} (SDK 1.x 
              "terminate_on_close": true, "sessions": [[steps...], [steps...]]}
 opens every session at once, runs their steps in turns (step 1 of each, then step 2, ...), and
 closes them (a DELETE each unless terminate_on_close is false). Prints
-{"sdk": ..., "sessions": [{"id": ..., "results": [...]}], "refused": [{"status", "body"}],
+{"sdk": ..., "sessions": [{"id": ..., "mode": ..., "protocol": the negotiated revision (2.x),
+ "results": [...]}], "refused": [{"status", "body"}],
  "error": null | "..."}: every non-2xx answer the SDK's HTTP client saw, and what failed.
 
 Each call result carries `model_view`: what a client that, like Claude Code and Codex, shows the
@@ -272,6 +273,7 @@ async def main_http_sdk2(script):
                 )
                 await stack.enter_async_context(client)
                 record_of["mode"] = client.mode
+                record_of["protocol"] = getattr(client, "protocol_version", None)
                 opened.append(client)
             turns = max((len(steps) for steps in script["sessions"]), default=0)
             for turn in range(turns):

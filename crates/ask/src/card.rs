@@ -13,19 +13,19 @@ pub const MAX_OPTIONS: usize = 10;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AskRequest {
-    /// The one question to ask, in a sentence or two. Ask only what you cannot find out yourself and what changes what you do next.
+    /// The question, in a sentence or two.
     pub question: String,
-    /// Optional: why you ask and what depends on the answer.
+    /// Optional: why you ask, what depends on the answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context: Option<String>,
-    /// The choices, shown numbered 1, 2, 3 … in this order (at most 10). Put the one you recommend first and say so in its description.
+    /// The choices, numbered in this order (at most 10); the recommended one first, saying so.
     #[serde(default)]
     #[schemars(length(max = 10))]
     pub options: Vec<OptionSpec>,
-    /// Whether a typed answer is accepted, besides or instead of the options.
+    /// Accept a typed answer, besides or instead of the options.
     #[serde(default)]
     pub allow_free_text: bool,
-    /// Whether several options may be chosen.
+    /// Several options may be chosen.
     #[serde(default)]
     pub multi_select: bool,
 }
@@ -34,7 +34,7 @@ pub struct AskRequest {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct OptionSpec {
-    /// A short label, 1–5 words.
+    /// 1–5 words.
     pub label: String,
     /// Optional: what choosing it means.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -113,13 +113,13 @@ impl AskResponse {
             }
             Outcome::Skipped { how: SkipKind::Declined, by } => {
                 out.push_str(&format!(
-                    "{card} skipped: {by} declined to answer. This is not an error and not a \
+                    "{card} declined: {by} declined to answer. This is not an error and not a \
                      choice. {GO_ON}"
                 ));
             }
             Outcome::Skipped { how: SkipKind::Dismissed, by } => {
                 out.push_str(&format!(
-                    "{card} skipped: {by} cancelled it (dismissed the card without answering). \
+                    "{card} dismissed: {by} cancelled it (closed the card without answering). \
                      This is not an error and not a choice. {GO_ON}"
                 ));
             }
@@ -188,7 +188,7 @@ impl ApprovalResponse {
                 }
             }
             Outcome::Skipped { how: SkipKind::Declined, by } => {
-                format!("{by} skipped {card}; a skipped approval denies")
+                format!("{by} declined {card}; a declined approval denies")
             }
             Outcome::Skipped { how: SkipKind::Dismissed, by } => {
                 format!("{by} cancelled {card}; a cancelled approval denies")

@@ -136,7 +136,7 @@ async fn a_skip_is_a_success_that_says_to_go_on_and_not_ask_again() {
     let response = check(&session(port), &db_question()).await;
     assert!(!response.is_error());
     assert_eq!(response.outcome.status(), "skipped");
-    insta::assert_snapshot!(response.render(), @"Card 1 skipped: the operator declined to answer. This is not an error and not a choice. Continue on a stated assumption: pick what you judge best, say in your next message which assumption you made and why, and do not ask this question again.");
+    insta::assert_snapshot!(response.render(), @"Card 1 declined: the operator declined to answer. This is not an error and not a choice. Continue on a stated assumption: pick what you judge best, say in your next message which assumption you made and why, and do not ask this question again.");
 }
 
 #[tokio::test]
@@ -322,7 +322,7 @@ async fn an_approval_is_denied_by_a_skip() {
     };
     let decision = desk.approve(&request, &CancellationToken::new()).await.unwrap();
     assert!(!decision.approved);
-    insta::assert_snapshot!(decision.reason(), @"the operator skipped approval card 1; a skipped approval denies");
+    insta::assert_snapshot!(decision.reason(), @"the operator declined approval card 1; a declined approval denies");
     insta::assert_snapshot!(port.cards()[0].render(), @r"
     Card 1 · approval
     Allow `write` (write tier)?

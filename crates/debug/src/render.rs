@@ -2,6 +2,8 @@
 
 use std::fmt::Write as _;
 
+use agent_tools_support::words::count;
+
 use crate::{adapters::AdapterReport, config::human_seconds, output::OutputChunk, response::*};
 
 /// Renders `outcome` as the text the model reads.
@@ -416,7 +418,9 @@ fn render_stack(out: &mut String, s: &StackView) {
         "Stack of thread {} at stop {}{}:",
         s.thread_id,
         s.stop,
-        s.total.map(|t| format!(" ({} of {t} frames)", s.frames.len())).unwrap_or_default()
+        s.total
+            .map(|t| format!(" ({} of {})", s.frames.len(), count(t, "frame", "frames")))
+            .unwrap_or_default()
     );
     for (i, f) in s.frames.iter().enumerate() {
         render_frame(out, i, f);
@@ -431,7 +435,7 @@ fn render_scopes(out: &mut String, frame_id: u64, scopes: &[ScopeView]) {
             "  {}: reference {}{}{}",
             s.name,
             s.reference,
-            s.count.map(|c| format!(", {c} variables")).unwrap_or_default(),
+            s.count.map(|c| format!(", {}", count(c, "variable", "variables"))).unwrap_or_default(),
             if s.expensive { " (expensive to read)" } else { "" }
         );
     }
@@ -495,11 +499,19 @@ fn render_input(out: &mut String, i: &InputView) {
     if i.closed {
         let _ = writeln!(out, "Closed the program's stdin: it reads end of file now.");
     } else {
-        let _ = writeln!(out, "Sent {} characters to the program's stdin.", i.chars);
+        let _ = writeln!(
+            out,
+            "Sent {} to the program's stdin.",
+            count(i.chars as u64, "character", "characters")
+        );
     }
     if i.pending > 0 {
-        let _ =
-            writeln!(out, "{} characters wait: the program has not read its stdin yet.", i.pending);
+        let waiting = if i.pending == 1 { "waits" } else { "wait" };
+        let _ = writeln!(
+            out,
+            "{} {waiting}: the program has not read its stdin yet.",
+            count(i.pending as u64, "character", "characters")
+        );
     }
     if let Some(state) = &i.state {
         render_run(out, state);

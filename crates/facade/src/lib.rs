@@ -37,8 +37,8 @@ pub use crate::{
     surface::{DEFAULT_MAX_OUTPUT_CHARS, RunInfo, Surface, SurfaceKind},
     tool::{
         Annotations, Before, CallContext, ChangedFile, DynTool, Effects, Image, MAX_CALL_DEPTH,
-        Progress, ProgressSink, SurfaceInfo, Tier, Tool, ToolResult, ToolSpec, output_schema_for,
-        parse_args, schema_for,
+        Progress, ProgressSink, SurfaceInfo, Tier, Tool, ToolResult, ToolSpec, fit_prefix,
+        output_schema_for, parse_args, schema_for,
     },
     validate::validate_args,
 };

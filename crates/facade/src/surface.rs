@@ -7,7 +7,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::{
     tool::{CallContext, DynTool, SurfaceInfo, Tier, ToolResult, ToolSpec},
-    validate::{drop_null_optionals, validate_args},
+    validate::{drop_null_optionals, validate_args, whole_numbers_as_integers},
 };
 
 /// Default cap on the model-facing text of one result.
@@ -174,6 +174,7 @@ impl Surface {
             parent_call_id,
             call_id: format!("call_{}", uuid::Uuid::new_v4().simple()),
             depth: 0,
+            max_output_chars: self.max_output_chars,
             origin: Some(self.clone()),
             progress: None,
         }
@@ -223,7 +224,7 @@ impl Surface {
 
     /// Dispatches by name: refuses hidden and unknown tools, validates the arguments
     /// against the schema (the tool is not called when they are wrong), runs the tool,
-    /// and caps its text.
+    /// and caps what is still over the output cap ([`ToolResult::cap`]).
     pub async fn call(&self, ctx: &CallContext, name: &str, args: Value) -> ToolResult {
         if let Some(refusal) = self.refusal(name) {
             return ToolResult::error(refusal);
@@ -233,6 +234,7 @@ impl Surface {
         };
         let mut args = if args.is_null() { Value::Object(Default::default()) } else { args };
         drop_null_optionals(&tool.spec().input_schema, &mut args);
+        whole_numbers_as_integers(&tool.spec().input_schema, &mut args);
         if let Err(message) = validate_args(&tool.spec().input_schema, &args) {
             return ToolResult::error(format!("{name}: {message}"));
         }
@@ -242,7 +244,7 @@ impl Surface {
             return denied;
         }
         let mut result = call_contained(tool.clone(), ctx.clone(), args).await;
-        result.truncate_text(self.max_output_chars);
+        result.cap(self.max_output_chars);
         result
     }
 }

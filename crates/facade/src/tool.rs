@@ -153,7 +153,8 @@ impl ToolSpec {
     ///
     /// Read-only means nothing changes, directly or through a worker: a delegating tool is
     /// read-only only where its workers are (a read-only surface gives them a read-only
-    /// ceiling or refuses them). Read-only tools are never destructive.
+    /// ceiling or refuses them). Read-only tools are never destructive; idempotent is what the
+    /// tool states, whatever the surface.
     pub fn annotations(&self, ceiling: Tier) -> Annotations {
         let read_only =
             self.tier == Tier::Read && (!self.effects.delegates || ceiling == Tier::Read);
@@ -161,7 +162,8 @@ impl ToolSpec {
             title: self.title.clone(),
             read_only,
             destructive: !read_only && self.effects.destructive,
-            idempotent: read_only || self.effects.idempotent,
+            // Spawning a worker twice makes two, on any surface: read-only does not imply it.
+            idempotent: self.effects.idempotent,
             open_world: self.effects.open_world,
         }
     }
@@ -270,6 +272,29 @@ impl ToolResult {
         self
     }
 
+    /// True when both renderings are within `max_chars` characters each: the text, and the
+    /// structured content as serialised JSON (what a client that reads only structured content
+    /// gets).
+    pub fn fits(&self, max_chars: usize) -> bool {
+        self.text.chars().count() <= max_chars
+            && self.structured.as_ref().is_none_or(|value| json_chars(value) <= max_chars)
+    }
+
+    /// Makes the result fit `max_chars` without a payload to cut: the structured content is
+    /// dropped when it does not fit (D8: it is the whole payload or absent) and the text is cut
+    /// with a note. Tools with a payload cut the payload itself (see [`fit_prefix`]), so both
+    /// renderings say the same; this is the backstop.
+    pub fn cap(&mut self, max_chars: usize) {
+        if self.fits(max_chars) {
+            return;
+        }
+        if self.structured.as_ref().is_some_and(|value| json_chars(value) > max_chars) {
+            tracing::warn!("a structured payload over the output cap was dropped");
+            self.structured = None;
+        }
+        self.truncate_text(max_chars);
+    }
+
     /// Cuts the text to at most `max_chars` characters, saying how much was cut.
     ///
     /// Never silent: the note names both sizes so the model knows to narrow its request.
@@ -286,6 +311,41 @@ impl ToolResult {
             total - max_chars
         ));
     }
+}
+
+/// Characters of `value` serialised as JSON.
+fn json_chars(value: &Value) -> usize {
+    serde_json::to_string(value).map_or(usize::MAX, |text| text.chars().count())
+}
+
+/// The result of `make(n)` for the largest `n` in `1..=len` whose result fits `max_chars`
+/// ([`ToolResult::fits`]), with that `n`; `make(1)` when none does (the surface's backstop then
+/// cuts it). `make` renders the first `n` items of a payload (lines, matches) with the note
+/// saying where it stopped, so that a cut payload and its text say the same; a result grows
+/// with `n`.
+pub fn fit_prefix(
+    len: usize,
+    max_chars: usize,
+    mut make: impl FnMut(usize) -> ToolResult,
+) -> (usize, ToolResult) {
+    let whole = make(len);
+    if len <= 1 || whole.fits(max_chars) {
+        return (len, whole);
+    }
+    // make(lo) fits or lo is 1; make(hi) does not fit.
+    let (mut lo, mut hi) = (1, len);
+    let mut best = None;
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        let result = make(mid);
+        if result.fits(max_chars) {
+            lo = mid;
+            best = Some(result);
+        } else {
+            hi = mid;
+        }
+    }
+    (lo, best.unwrap_or_else(|| make(lo)))
 }
 
 impl From<crate::Unavailable> for ToolResult {
@@ -324,6 +384,10 @@ pub struct CallContext {
     pub call_id: String,
     /// How deep this call is nested (0 for a model's call).
     pub depth: u32,
+    /// The cap on one result, in characters, for its text and its structured content each
+    /// (`[output] max_chars`). A tool with a payload cuts the payload to fit it and says so in
+    /// the payload ([`fit_prefix`]); the surface cuts whatever is still over.
+    pub max_output_chars: usize,
     /// The surface the call came through, for nested calls.
     pub(crate) origin: Option<crate::Surface>,
     /// Where progress of a long call goes (MCP `notifications/progress` when the client sent

@@ -19,6 +19,74 @@ pub(crate) fn drop_null_optionals(schema: &Value, args: &mut Value) {
     }
 }
 
+/// Writes whole numbers as integers where the schema asks for an integer: JSON has one number
+/// type, and models and clients send `3.0` or `1e3` for 3 and 1000 (serde would refuse them
+/// as floats). A fraction stays as it is, for the validator to refuse by name.
+pub(crate) fn whole_numbers_as_integers(schema: &Value, args: &mut Value) {
+    integral(schema, schema, args, 0);
+}
+
+fn wants_integer(schema: &Map<String, Value>) -> bool {
+    match schema.get("type") {
+        Some(Value::String(ty)) => ty == "integer",
+        Some(Value::Array(types)) => {
+            types.iter().any(|t| t == "integer") && !types.iter().any(|t| t == "number")
+        }
+        _ => false,
+    }
+}
+
+fn integral(root: &Value, schema: &Value, value: &mut Value, depth: usize) {
+    let Some(obj) = schema.as_object() else { return };
+    if depth > 64 {
+        return;
+    }
+    if let Some(Value::String(reference)) = obj.get("$ref")
+        && let Some(target) = reference
+            .strip_prefix("#/")
+            .and_then(|p| p.split('/').try_fold(root, |node, key| node.get(key)))
+    {
+        integral(root, target, value, depth + 1);
+    }
+    for key in ["allOf", "anyOf", "oneOf"] {
+        if let Some(Value::Array(branches)) = obj.get(key) {
+            for branch in branches {
+                integral(root, branch, value, depth + 1);
+            }
+        }
+    }
+    match value {
+        Value::Number(n) if wants_integer(obj) && n.as_i64().is_none() && n.as_u64().is_none() => {
+            if let Some(f) = n.as_f64().filter(|f| f.fract() == 0.0) {
+                // Within ±2^63 (i64) or below 2^64 (u64): otherwise not a whole number serde
+                // could take anyway, and the validator names it.
+                if (-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&f) {
+                    *value = Value::from(f as i64);
+                } else if (0.0..1.844_674_407_370_955_2e19).contains(&f) {
+                    *value = Value::from(f as u64);
+                }
+            }
+        }
+        Value::Object(map) => {
+            if let Some(Value::Object(properties)) = obj.get("properties") {
+                for (key, child) in map.iter_mut() {
+                    if let Some(child_schema) = properties.get(key) {
+                        integral(root, child_schema, child, depth + 1);
+                    }
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(item_schema) = obj.get("items") {
+                for item in items {
+                    integral(root, item_schema, item, depth + 1);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
 /// Checks `args` against `schema`; the error names the argument and says what would work.
 pub fn validate_args(schema: &Value, args: &Value) -> Result<(), String> {
     let mut checker = Checker { root: schema, depth: 0, optional: false };
@@ -263,5 +331,30 @@ fn allowed_value(branch: &Value) -> Option<String> {
     match branch.get("enum") {
         Some(Value::Array(items)) if items.len() == 1 => Some(items[0].to_string()),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::{validate_args, whole_numbers_as_integers};
+
+    #[test]
+    fn whole_floats_become_integers_where_an_integer_is_asked_for() {
+        let schema = json!({"type": "object", "properties": {
+            "line": {"type": "integer", "minimum": 1},
+            "ratio": {"type": "number"},
+            "lines": {"type": "array", "items": {"$ref": "#/$defs/Line"}},
+            "at": {"anyOf": [{"$ref": "#/$defs/Line"}, {"type": "string"}]}
+        }, "$defs": {"Line": {"type": "integer"}}});
+        let mut args = json!({"line": 3.0, "ratio": 2.0, "lines": [1e3, 2], "at": 7.0});
+        whole_numbers_as_integers(&schema, &mut args);
+        assert_eq!(args, json!({"line": 3, "ratio": 2.0, "lines": [1000, 2], "at": 7}));
+        assert!(args["line"].is_u64() && args["ratio"].is_f64());
+        let mut fraction = json!({"line": 2.5});
+        whole_numbers_as_integers(&schema, &mut fraction);
+        let refused = validate_args(&schema, &fraction).unwrap_err();
+        assert!(refused.contains("`line`"), "{refused}");
     }
 }

@@ -1,6 +1,6 @@
 //! Mechanisms every agent-tools family needs once: process lifetime, confined file access by
 //! handle, crash-atomic group commits, Content-Length framing, the tier, the unavailable shape,
-//! duration wording and file-change watches.
+//! file-change watches and the wording of durations and counts.
 //!
 //! This crate is a leaf: it holds mechanisms, never family logic, and depends on no other
 //! crate of the workspace. Family crates and the facade depend on it; they never copy it.
@@ -14,5 +14,6 @@ pub mod process;
 mod tier;
 mod unavailable;
 pub mod watch;
+pub mod words;
 
 pub use crate::{error::Error, tier::Tier, unavailable::Unavailable};

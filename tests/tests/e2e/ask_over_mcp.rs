@@ -79,6 +79,7 @@ fn a_client_that_declines_skips_the_card_without_an_error() {
     let next = result["structured"]["next"].as_str().unwrap_or_default();
     assert!(next.contains("do not ask this question again"), "{result}");
     let text = text_of(result);
+    assert!(text.starts_with("Card 1 declined:") && !text.contains("skipped"), "{text}");
     assert!(text.contains("declined to answer"), "{text}");
     assert!(text.contains("do not ask this question again"), "{text}");
 }

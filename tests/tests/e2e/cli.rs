@@ -83,3 +83,43 @@ fn status_reports_every_family() {
         assert!(families.contains(&family), "status lacks {family}: {families:?}");
     }
 }
+
+#[test]
+fn a_result_that_cannot_be_written_is_an_error_not_a_silent_success() {
+    let project = TempProject::new(&[("a.txt", "hello\n")]);
+    // /dev/full is Linux's; elsewhere there is no device that always fails to write.
+    if !cfg!(target_os = "linux") {
+        return;
+    }
+    let full = std::fs::OpenOptions::new().write(true).open("/dev/full").expect("/dev/full");
+    for args in [&["call", "read", r#"{"path": "a.txt"}"#][..], &["status", "--json"]] {
+        let out = Command::new(host_binary())
+            .args(args)
+            .arg("--root")
+            .arg(&project.root)
+            .stdout(full.try_clone().expect("dup /dev/full"))
+            .output()
+            .expect("run the host");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(3), "{args:?}: {stderr}");
+        assert!(stderr.contains("cannot write the result to stdout"), "{args:?}: {stderr}");
+    }
+}
+
+#[test]
+fn integers_written_as_whole_floats_are_accepted() {
+    let project = TempProject::new(&[("a.txt", "one\ntwo\nthree\nfour\n")]);
+    for args in [
+        r#"{"path": "a.txt", "start_line": 2.0, "end_line": 3}"#,
+        r#"{"path": "a.txt", "start_line": 2, "end_line": 3e0}"#,
+        r#"{"path": "a.txt", "start_line": 0.2e1, "end_line": 30e-1}"#,
+    ] {
+        let (code, stdout, stderr) = check(&project, &["call", "read", args]);
+        assert_eq!(code, 0, "{args}: {stderr}");
+        assert!(stdout.starts_with("2\ttwo\n3\tthree\n[a.txt: showed lines 2-3 of 4"), "{stdout}");
+    }
+    let (code, _, stderr) =
+        check(&project, &["call", "read", r#"{"path": "a.txt", "start_line": 2.5}"#]);
+    assert_eq!(code, 1, "a fraction is still refused");
+    assert!(stderr.contains("start_line"), "the argument is named: {stderr}");
+}

@@ -80,6 +80,6 @@ fn a_write_over_mcp_changes_the_file_and_says_so() {
         .call("write", json!({"path": "new/dir/f.txt", "content": "hi\n"}));
     let Some(results) = check(&project, script) else { return };
     assert_eq!(results[1]["isError"], false, "{}", text_of(&results[1]));
-    assert_eq!(text_of(&results[1]), "created new/dir/f.txt (1 lines, 3 bytes)");
+    assert_eq!(text_of(&results[1]), "created new/dir/f.txt (1 line, 3 bytes)");
     assert_eq!(std::fs::read_to_string(project.root.join("new/dir/f.txt")).unwrap(), "hi\n");
 }

@@ -127,6 +127,8 @@ fn annotations_are_honest_on_both_surfaces_and_workers_follow_their_ceiling() {
             }
             if name == "vibe_spawn" || name == "vibe_send" {
                 assert_eq!(tool["readOnly"], workers_read_only, "{name} on {surface}");
+                // Twice is two workers (or two messages), read-only or not.
+                assert_eq!(tool["idempotent"], false, "{name} on {surface}");
             }
             if name == "write" {
                 assert_eq!(tool["readOnly"], false);
@@ -177,6 +179,11 @@ fn bad_input_gets_json_rpc_errors_that_say_what_is_wrong() {
     host.initialize();
     let parse = raw_error(&mut host, "this is not json", None);
     assert_eq!(parse["error"]["code"], -32700, "{parse}");
+    let old =
+        raw_error(&mut host, r#"{"jsonrpc": "1.0", "id": 6, "method": "tools/list"}"#, Some(6));
+    assert_eq!(old["error"]["code"], -32600, "not JSON-RPC 2.0 is an invalid request: {old}");
+    let whole = host.call(11, "read", json!({"path": "a.txt", "start_line": 1.0, "end_line": 1e0}));
+    assert_eq!(whole["isError"], false, "whole numbers are integers: {whole}");
     let no_name = host.request(7, "tools/call", json!({"arguments": {"path": "a.txt"}}));
     assert_eq!(no_name["error"]["code"], -32602, "{no_name}");
     assert!(no_name["error"]["message"].as_str().unwrap_or("").contains("name"), "{no_name}");
@@ -190,6 +197,30 @@ fn bad_input_gets_json_rpc_errors_that_say_what_is_wrong() {
     assert_eq!(ok["isError"], false, "null stands for a left-out optional argument: {ok}");
     let status = host.finish();
     assert!(status.success(), "the host ends cleanly when the client closes: {status}");
+}
+
+#[test]
+fn a_batch_over_stdio_gets_its_replies_as_one_array() {
+    let project = TempProject::new(&[("a.txt", "a\n")]);
+    let mut host = RawHost::start(&project.root, "stdio-batch", &[]);
+    host.initialize();
+    host.send(json!([
+        {"jsonrpc": "2.0", "id": 21, "method": "ping"},
+        {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": "x", "progress": 1}},
+        {"jsonrpc": "2.0", "id": 22, "method": "tools/call", "params": {"name": "read", "arguments": {"path": "a.txt"}}},
+        {"jsonrpc": "1.0", "id": 23, "method": "ping"},
+    ]));
+    let mut replies = host.next_array();
+    replies.sort_by_key(|r| r["id"].as_u64());
+    let ids: Vec<&Value> = replies.iter().map(|r| &r["id"]).collect();
+    assert_eq!(ids, [&json!(21), &json!(22), &json!(23)], "{replies:?}");
+    assert_eq!(replies[1]["result"]["content"][0]["text"], "1\ta\n", "{replies:?}");
+    assert_eq!(replies[2]["error"]["code"], -32600, "{replies:?}");
+    // Single messages after it are answered one by one, as before.
+    let ok = host.call(24, "read", json!({"path": "a.txt"}));
+    assert_eq!(ok["isError"], false, "{ok}");
+    let status = host.finish();
+    assert!(status.success(), "{status}");
 }
 
 #[test]

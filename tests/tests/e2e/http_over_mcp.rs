@@ -1,9 +1,9 @@
 //! `agent-tools mcp --http` driven by the official Python SDK's Streamable HTTP client: tools
 //! listed and called, two sessions at once with their own kernels, a foreign Origin, a missing
-//! token and an over-long body refused, a deleted or expired session's processes gone, an SDK
-//! 2.x client in `auto` mode kept in one session, a client pinned to 2026-07-28 (no session)
-//! kept in its credential's run with cards in rounds, and nothing left once the server is
-//! stopped.
+//! token and an over-long body refused, a deleted or expired session's processes gone, SDK 2.x
+//! clients (Python and TypeScript) in `auto` mode or pinned to 2026-07-28 (no session) kept in
+//! their credential's run with cards in rounds, in `legacy` mode in a session each, and nothing
+//! left once the server is stopped.
 
 use std::{path::PathBuf, process::Command};
 
@@ -174,17 +174,84 @@ fn the_run_of_a_2026_07_28_client_idles_out_with_its_processes() {
 }
 
 #[test]
-fn an_sdk2_client_in_auto_mode_gets_a_session_that_keeps_its_kernel() {
+fn an_sdk2_client_in_auto_mode_speaks_2026_07_28_and_keeps_its_kernel() {
     let Some((_, project)) = check("", &[]) else { return };
     let Some(python) = Sdk::V2.python() else { return };
     let host = HttpHost::start(&project.root, &[]);
     let out = host.drive(&python, json!({"sessions": [[cell("y = 5"), cell("y * 2")]]}));
     assert_eq!(out["error"], Value::Null, "{out}");
-    // `server/discover` is refused over HTTP, so `auto` falls back to `initialize` and a
-    // session: the second request sees the first one's kernel.
+    // `server/discover` is answered over HTTP as over stdio, so `auto` picks 2026-07-28: no
+    // session, and the second request still sees the first one's kernel (its credential's run).
+    assert_eq!(out["sessions"][0]["protocol"], "2026-07-28", "{out}");
     let results = session(&out, 0);
     assert!(text_of(&results[1]).ends_with("10"), "{}", text_of(&results[1]));
+    host.stop();
+}
+
+#[test]
+fn an_sdk2_client_in_legacy_mode_gets_a_session_of_its_own() {
+    let Some((_, project)) = check("", &[]) else { return };
+    let Some(python) = Sdk::V2.python() else { return };
+    let host = HttpHost::start(&project.root, &[]);
+    let script =
+        json!({"mode": "legacy", "sessions": [[cell("y = 5"), cell("y * 2")], [cell("y")]]});
+    let out = host.drive(&python, script);
+    assert_eq!(out["error"], Value::Null, "{out}");
+    let first = session(&out, 0);
+    assert!(text_of(&first[1]).ends_with("10"), "{}", text_of(&first[1]));
+    // The other session has a kernel of its own, where `y` was never set.
+    let second = session(&out, 1);
+    assert!(text_of(&second[0]).contains("NameError"), "{}", text_of(&second[0]));
     host.assert_only_the_host_is_left();
+    host.stop();
+}
+
+/// The TypeScript client SDK 2.x (`@modelcontextprotocol/client`) against `host` in `mode`;
+/// `None` after a loud skip.
+fn typescript_client2(host: &HttpHost, mode: &str, calls: Value) -> Option<Value> {
+    let modules = crate::support::tools_home().join("npm/node_modules");
+    let found = modules.join("@modelcontextprotocol/client/package.json").exists()
+        && Command::new("node").arg("--version").output().is_ok_and(|o| o.status.success());
+    if !require("node with the TypeScript client SDK 2.x", found, "run `cargo xtask setup`") {
+        return None;
+    }
+    let script = json!({"url": host.url, "mode": mode, "calls": calls});
+    let file = std::env::temp_dir().join(format!("ts-client2-{}.json", crate::support::unique()));
+    std::fs::write(&file, script.to_string()).expect("write the script");
+    let driver =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("js/client2_http_driver.cjs");
+    let output = Command::new("node")
+        .arg(driver)
+        .arg(&file)
+        .env("NODE_PATH", modules)
+        .output()
+        .expect("run the TypeScript driver");
+    let _ = std::fs::remove_file(&file);
+    let out: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+        panic!("driver output is not JSON ({e}): {}", String::from_utf8_lossy(&output.stderr))
+    });
+    Some(out)
+}
+
+#[test]
+fn the_typescript_client_pinned_to_2026_07_28_connects_and_keeps_its_kernel() {
+    let Some((_, project)) = check("", &[("a.txt", "hi\n")]) else { return };
+    let host = HttpHost::start(&project.root, &[]);
+    let calls = json!([
+        {"tool": "read", "args": {"path": "a.txt"}},
+        {"tool": "eval", "args": {"code": "w = 7", "description": "e2e", "language": "python"}},
+        {"tool": "eval", "args": {"code": "w * 6", "description": "e2e", "language": "python"}},
+    ]);
+    for mode in ["2026-07-28", "auto", "legacy"] {
+        let Some(out) = typescript_client2(&host, mode, calls.clone()) else { return };
+        assert_eq!(out["error"], Value::Null, "{mode}: {out}");
+        let expected = if mode == "legacy" { "2025-11-25" } else { "2026-07-28" };
+        assert_eq!(out["protocol"], expected, "{mode}: {out}");
+        let results = out["results"].as_array().expect("results");
+        assert_eq!(results[0]["text"], "1\thi\n", "{mode}: {out}");
+        let answer = results[2]["text"].as_str().unwrap_or_default();
+        assert!(answer.ends_with("42"), "{mode}: the kernel carried over: {out}");
+    }
     host.stop();
 }
 

@@ -387,6 +387,19 @@ impl RawHost {
         }
     }
 
+    /// The next line that is a JSON array (the replies to a batch).
+    pub(crate) fn next_array(&mut self) -> Vec<Value> {
+        loop {
+            let line = self
+                .lines
+                .recv_timeout(std::time::Duration::from_secs(60))
+                .unwrap_or_else(|e| panic!("no batch reply: {e}"));
+            if let Ok(Value::Array(replies)) = serde_json::from_str(&line) {
+                return replies;
+            }
+        }
+    }
+
     /// Closes the host's stdin, as a client that is done does, and waits for it to exit.
     pub(crate) fn finish(self) -> std::process::ExitStatus {
         let RawHost { mut child, stdin, .. } = self;

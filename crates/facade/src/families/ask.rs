@@ -206,7 +206,7 @@ mod tests {
         let write = surface.call(&ctx, "write", json!({"path": "a.txt", "content": "x"})).await;
         assert!(write.is_error);
         assert!(
-            write.text.contains("the harness skipped approval card 2; a skipped approval denies"),
+            write.text.contains("the harness declined approval card 2; a declined approval denies"),
             "{}",
             write.text
         );

@@ -14,11 +14,13 @@ use agent_tools_astgrep::{
     ResolveRequest, SearchOptions, SearchPayload, SearchRequest, TreeCache, render_payload,
     render_proposal, render_resolution, search, search_payload,
 };
+use agent_tools_support::words::count;
 use async_trait::async_trait;
 use serde_json::Value;
 
 use crate::{
-    Before, CallContext, Config, RegistryBuilder, Tier, Tool, ToolResult, ToolSpec, parse_args,
+    Before, CallContext, Config, RegistryBuilder, Tier, Tool, ToolResult, ToolSpec, fit_prefix,
+    parse_args,
 };
 
 const FAMILY: &str = "astgrep";
@@ -81,7 +83,11 @@ async fn blocking<T: Send + 'static>(
     let progress = ctx.progress.as_ref().map(|_| {
         let ctx = ctx.clone();
         Progress(Arc::new(move |files: usize| {
-            ctx.report_progress(files as f64, None, format!("{files} files searched"));
+            ctx.report_progress(
+                files as f64,
+                None,
+                format!("{} searched", count(files as u64, "file", "files")),
+            );
         }))
     });
     let job = tokio::task::spawn_blocking({
@@ -155,17 +161,52 @@ impl Tool for AstGrep {
         .await;
         match out {
             Ok(result) => {
-                // The text and the structured content are one payload.
+                // The text and the structured content are one payload, cut to the output cap
+                // at a whole match.
                 let payload = search_payload(&result);
-                let text = render_payload(&payload);
-                match serde_json::to_value(&payload) {
-                    Ok(value) => ToolResult::text(text).with_structured(value),
-                    Err(_) => ToolResult::text(text),
-                }
+                let max_chars = ctx.max_output_chars;
+                let (_, result) = fit_prefix(payload.matches.len(), max_chars, |n| {
+                    rendered(&first_matches(&payload, n, result.total_matches, max_chars))
+                });
+                result
             }
             Err(e) => ToolResult::error(format!("ast_grep: {e}")),
         }
     }
+}
+
+/// The result of one search payload: its text rendering and the payload itself.
+fn rendered(payload: &SearchPayload) -> ToolResult {
+    let text = render_payload(payload);
+    match serde_json::to_value(payload) {
+        Ok(value) => ToolResult::text(text).with_structured(value),
+        Err(_) => ToolResult::text(text),
+    }
+}
+
+/// `payload` with only its first `n` matches; when that cuts some, the note on matches not
+/// shown says how many were cut by the output cap.
+fn first_matches(
+    payload: &SearchPayload,
+    n: usize,
+    total: usize,
+    max_chars: usize,
+) -> SearchPayload {
+    let mut cut = payload.clone();
+    if n >= payload.matches.len() {
+        return cut;
+    }
+    cut.matches.truncate(n);
+    cut.notes.retain(|note| !note.starts_with("[showing "));
+    cut.notes.insert(
+        0,
+        format!(
+            "[showing {n} of {total} matches: the rest is over the {max_chars}-character output \
+             cap; {} more not shown: narrow `path` or the pattern to see them]",
+            total - n
+        ),
+    );
+    cut
 }
 
 struct AstEdit {

@@ -203,7 +203,7 @@ mod tests {
         );
         // A file of a language with no server gets no diagnostics note.
         let out = run.write("notes.txt", "hello\n").await;
-        assert_eq!(out, "replaced notes.txt (1 lines, 6 bytes)");
+        assert_eq!(out, "replaced notes.txt (1 line, 6 bytes)");
         // A multi-file patch reports diagnostics of both files, after one wait.
         let patch = "--- a/old.py\n+++ b/old.py\n@@ -1,2 +1,3 @@\n x: str = 1\n y = 2\n+z: int = \"s\"\n--- /dev/null\n+++ b/fresh.py\n@@ -0,0 +1 @@\n+w: bytes = 1\n";
         let result = run.call("apply_patch", json!({"patch": patch})).await;

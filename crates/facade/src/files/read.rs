@@ -5,7 +5,7 @@ use std::{
     io::{BufReader, Read},
 };
 
-use agent_tools_support::fs::RelPath;
+use agent_tools_support::{fs::RelPath, words::count};
 use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -14,7 +14,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::access::{self, Access, SNIFF_BYTES};
-use crate::tool::{CallContext, Tier, Tool, ToolResult, ToolSpec, parse_args};
+use crate::tool::{CallContext, Tier, Tool, ToolResult, ToolSpec, fit_prefix, parse_args};
 
 /// Lines `read` shows when no range is given.
 const DEFAULT_READ_LINES: usize = 2000;
@@ -53,6 +53,10 @@ pub struct ReadOutput {
     pub total_lines: Option<usize>,
     /// Lines `start_line..=end_line`, each ending in a newline.
     pub content: String,
+    /// Where the read stopped short of the file's end (or of the output cap) and how to go
+    /// on; the text ends with the same note.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 pub struct ReadTool {
@@ -90,11 +94,17 @@ impl Tool for ReadTool {
             Err(e) => return e,
         };
         let cancel = ctx.cancel.clone();
-        access::run(ctx, "read", &[], move |access| read(&access, &args, &cancel)).await
+        let max_chars = ctx.max_output_chars;
+        access::run(ctx, "read", &[], move |access| read(&access, &args, &cancel, max_chars)).await
     }
 }
 
-fn read(access: &Access, args: &ReadArgs, cancel: &CancellationToken) -> ToolResult {
+fn read(
+    access: &Access,
+    args: &ReadArgs,
+    cancel: &CancellationToken,
+    max_chars: usize,
+) -> ToolResult {
     let fail = |e: String| ToolResult::error(format!("read: {e}"));
     let rel = match access.confine(&args.path, "path") {
         Ok(r) => r,
@@ -124,26 +134,70 @@ fn read(access: &Access, args: &ReadArgs, cancel: &CancellationToken) -> ToolRes
                 end_line: 0,
                 total_lines: Some(0),
                 content: String::new(),
+                note: None,
             },
         ));
     }
     if let Some(total) = window.total.filter(|&total| start > total) {
         return fail(format!(
-            "argument `start_line` is {start}, but {shown} has only {total} lines; use 1..={total}"
+            "argument `start_line` is {start}, but {shown} has only {}; use 1..={total}",
+            count(total as u64, "line", "lines")
         ));
     }
-    let end = start + window.lines.len() - 1;
+    let (n, result) = fit_prefix(window.lines.len(), max_chars, |n| {
+        render(&shown, start, &window, n, max_chars, None)
+    });
+    if n > 1 || result.fits(max_chars) {
+        return result;
+    }
+    // One line alone is over the cap: it is cut to what fits, in both renderings.
+    let chars = window.lines[0].chars().count();
+    let (_, result) = fit_prefix(chars, max_chars, |keep| {
+        render(&shown, start, &window, 1, max_chars, Some(keep))
+    });
+    result
+}
+
+/// Where the first `keep` characters of `line` end.
+fn char_boundary(line: &str, keep: usize) -> usize {
+    line.char_indices().nth(keep).map_or(line.len(), |(i, _)| i)
+}
+
+/// The result showing the first `n` lines of `window` (of the first line only its first
+/// `keep_chars` characters, when given): numbered in the text, raw in the payload, and the same
+/// note in both on where it stopped and how to go on.
+fn render(
+    shown: &str,
+    start: usize,
+    window: &Window,
+    n: usize,
+    max_chars: usize,
+    keep_chars: Option<usize>,
+) -> ToolResult {
+    let lines = &window.lines[..n];
+    let end = start + n - 1;
     let width = end.to_string().len();
     let mut out = String::new();
     let mut content = String::new();
-    for (i, line) in window.lines.iter().enumerate() {
+    for (i, line) in lines.iter().enumerate() {
+        let line = match keep_chars {
+            Some(keep) if i == 0 => &line[..char_boundary(line, keep)],
+            _ => line.as_str(),
+        };
         out.push_str(&format!("{:>width$}\t{}\n", start + i, line));
         content.push_str(line);
         content.push('\n');
     }
-    if window.cut {
-        out.push_str(&format!(
-            "[{shown}: line {end} is longer than {} KiB and was cut there]\n",
+    let capped = n < window.lines.len();
+    let mut notes = Vec::new();
+    if let Some(keep) = keep_chars {
+        notes.push(format!(
+            "[{shown}: line {end} is longer than the {max_chars}-character output cap and was cut \
+             after {keep} characters]"
+        ));
+    } else if window.cut && !capped {
+        notes.push(format!(
+            "[{shown}: line {end} is longer than {} KiB and was cut there]",
             MAX_SHOWN_BYTES >> 10
         ));
     }
@@ -153,17 +207,28 @@ fn read(access: &Access, args: &ReadArgs, cancel: &CancellationToken) -> ToolRes
         None => Some(format!("of a file of {} bytes with more lines", window.size)),
     };
     if let Some(of) = more {
-        out.push_str(&format!(
-            "[{shown}: showed lines {start}-{end} {of}; call read with start_line={} to continue]\n",
+        let why = if capped {
+            format!(" (the rest is over the {max_chars}-character output cap)")
+        } else {
+            String::new()
+        };
+        notes.push(format!(
+            "[{shown}: showed lines {start}-{end} {of}{why}; call read with start_line={} to \
+             continue]",
             end + 1
         ));
     }
+    for note in &notes {
+        out.push_str(note);
+        out.push('\n');
+    }
     ToolResult::text(out).with_structured(payload(&ReadOutput {
-        path: shown,
+        path: shown.to_string(),
         start_line: start,
         end_line: end,
         total_lines: window.total,
         content,
+        note: (!notes.is_empty()).then(|| notes.join("\n")),
     }))
 }
 

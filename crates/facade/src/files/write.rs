@@ -1,6 +1,7 @@
 //! `write`: create or replace one file, crash-atomically, confined by handle.
 
 use agent_tools_support::journal::Change;
+use agent_tools_support::words::count;
 use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -75,7 +76,8 @@ fn write(access: &Access, args: &WriteArgs) -> ToolResult {
         Err(e) => return fail(e),
     };
     let verb = if done.existed { "replaced" } else { "created" };
-    let lines = args.content.lines().count();
-    ToolResult::text(format!("{verb} {} ({lines} lines, {} bytes)", done.path, args.content.len()))
+    let lines = count(args.content.lines().count() as u64, "line", "lines");
+    let bytes = count(args.content.len() as u64, "byte", "bytes");
+    ToolResult::text(format!("{verb} {} ({lines}, {bytes})", done.path))
         .with_changed_file_before(access.absolute(&done.path), before)
 }

@@ -6,9 +6,10 @@
 //! body over the limit. Each session's handler is a fresh [`McpHost`](super::mcp) run, ended
 //! like a stdio connection's when the session is deleted, expires or the server stops.
 //!
-//! A 2026-07-28 client has no session: its requests go to the run of its credential (the
-//! bearer token it sends, or one local run without a token), kept across requests so that
-//! kernels and multi round-trip cards carry over, and ended after the same idle time.
+//! A 2026-07-28 client (pinned, or in `auto` mode: `server/discover` is answered here as over
+//! stdio) has no session: its requests go to the run of its credential (the bearer token it
+//! sends, or one local run without a token), kept across requests so that kernels and multi
+//! round-trip cards carry over, and ended after the same idle time.
 
 use std::{convert::Infallible, net::SocketAddr, path::Path, sync::Arc, time::Duration};
 
@@ -23,6 +24,7 @@ use tokio_util::sync::CancellationToken;
 use super::{Attach, RunSetup, mcp::SessionRuns};
 
 mod expiry;
+mod jsonrpc;
 
 /// The path the MCP endpoint is served at.
 pub(super) const MCP_PATH: &str = "/mcp";
@@ -256,12 +258,8 @@ impl Gate {
             }
         }
         if let Some(token) = &self.token {
-            let sent = req
-                .headers()
-                .get(header::AUTHORIZATION)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.strip_prefix("Bearer "));
-            if !sent.is_some_and(|sent| same_token(sent.trim().as_bytes(), token.as_bytes())) {
+            let sent = bearer_token(req.headers());
+            if !sent.is_some_and(|sent| same_token(sent.as_bytes(), token.as_bytes())) {
                 let mut response = refusal(
                     StatusCode::UNAUTHORIZED,
                     "missing or wrong bearer token: send `Authorization: Bearer <token>` with the \
@@ -303,10 +301,22 @@ impl Gate {
                 );
             }
         };
-        if let Some(refusal) = discover_refusal(&bytes) {
-            return refusal;
-        }
         let asked = parts.headers.get(SESSION_HEADER).cloned();
+        if parts.method == hyper::Method::POST {
+            match jsonrpc::classify(&bytes) {
+                jsonrpc::Post::Single => {}
+                jsonrpc::Post::Refused(response) => return response,
+                jsonrpc::Post::Batch(items) => {
+                    let response =
+                        jsonrpc::serve_batch(&parts, items, &service, asked.is_some()).await;
+                    return match asked.as_ref().and_then(|v| v.to_str().ok()) {
+                        Some(id) => response.map(|body| self.sessions.track(id, body, false)),
+                        None => response,
+                    };
+                }
+            }
+        }
+        let deleting = parts.method == hyper::Method::DELETE;
         let standing = parts.method == hyper::Method::GET;
         let principal = (asked.is_none() && !is_initialize(&bytes)).then(|| principal_of(&parts));
         let req = Request::from_parts(parts, Full::new(bytes));
@@ -317,6 +327,13 @@ impl Gate {
         };
         if !response.status().is_success() {
             return response;
+        }
+        if deleting {
+            // rmcp says 202; the session is gone at once, and clients (both Python SDKs) take
+            // only 200 or 204 as a termination that worked.
+            let mut done = Response::new(Full::new(Bytes::new()).boxed());
+            *done.status_mut() = StatusCode::NO_CONTENT;
+            return done;
         }
         // An `initialize` answer names the new session; later requests name theirs.
         let session = asked.or_else(|| response.headers().get(SESSION_HEADER).cloned());
@@ -342,13 +359,25 @@ fn is_initialize(body: &[u8]) -> bool {
         .is_ok_and(|message| message.get("method").and_then(|m| m.as_str()) == Some("initialize"))
 }
 
-/// Whose run a request without a session goes to: a digest of its `Authorization` header (so
-/// the credential itself is never kept), or `local` without one.
+/// The token of an `Authorization: Bearer <token>` header; the scheme in any case (RFC 9110:
+/// schemes are case-insensitive), spaces around the token ignored.
+fn bearer_token(headers: &hyper::HeaderMap) -> Option<&str> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?.trim();
+    let (scheme, token) = value.split_once(char::is_whitespace)?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim()).filter(|t| !t.is_empty())
+}
+
+/// Whose run a request without a session goes to: a digest of its bearer token (or of its
+/// whole `Authorization` header; so the credential itself is never kept), or `local` without
+/// one.
 fn principal_of(parts: &hyper::http::request::Parts) -> String {
     use sha2::Digest;
-    match parts.headers.get(header::AUTHORIZATION) {
-        Some(value) => {
-            let digest = sha2::Sha256::digest(value.as_bytes());
+    let credential = bearer_token(&parts.headers)
+        .map(str::as_bytes)
+        .or_else(|| parts.headers.get(header::AUTHORIZATION).map(|v| v.as_bytes()));
+    match credential {
+        Some(credential) => {
+            let digest = sha2::Sha256::digest(credential);
             digest.iter().take(16).map(|b| format!("{b:02x}")).collect()
         }
         None => "local".to_string(),
@@ -363,30 +392,6 @@ async fn expire_principals(runs: SessionRuns, idle: Duration) {
         tokio::time::sleep(every).await;
         runs.end_idle_principals(idle);
     }
-}
-
-/// `server/discover` answered with "method not found", so that a client in `auto` mode falls
-/// back to `initialize` and gets a session: rmcp serves a 2026-07-28 client without one (a
-/// fresh run per request), which would lose its kernels' state between calls.
-fn discover_refusal(body: &[u8]) -> Option<Response<Body>> {
-    let message: serde_json::Value = serde_json::from_slice(body).ok()?;
-    if message.get("method")?.as_str()? != "server/discover" {
-        return None;
-    }
-    let answer = serde_json::json!({
-        "jsonrpc": "2.0",
-        "id": message.get("id").cloned().unwrap_or_default(),
-        "error": {
-            "code": -32601,
-            "message": "server/discover is not served over HTTP: agent-tools keeps one run per \
-                        session, so use the initialize handshake (protocol 2025-11-25 or earlier)",
-        },
-    });
-    let mut response = Response::new(Full::new(Bytes::from(answer.to_string())).boxed());
-    response
-        .headers_mut()
-        .insert(header::CONTENT_TYPE, header::HeaderValue::from_static("application/json"));
-    Some(response)
 }
 
 fn refusal(status: StatusCode, text: String) -> Response<Body> {
@@ -456,6 +461,21 @@ mod tests {
         }
         for origin in ["http://evil.example", "http://localhost.evil.example", "null", "file://"] {
             assert!(!is_loopback_origin(origin), "{origin}");
+        }
+    }
+
+    #[test]
+    fn the_bearer_scheme_is_read_in_any_case() {
+        let token = |value: &str| {
+            let mut headers = hyper::HeaderMap::new();
+            headers.insert(hyper::header::AUTHORIZATION, value.parse().unwrap());
+            super::bearer_token(&headers).map(str::to_string)
+        };
+        for value in ["Bearer s3cret", "bearer s3cret", "BEARER  s3cret ", "beArer\ts3cret"] {
+            assert_eq!(token(value).as_deref(), Some("s3cret"), "{value}");
+        }
+        for value in ["Basic s3cret", "Bearers3cret", "Bearer "] {
+            assert_eq!(token(value), None, "{value}");
         }
     }
 

@@ -23,7 +23,7 @@ use rmcp::{
 use super::{
     Attach, HostRun, RunSetup,
     progress::ProgressForwarder,
-    tool_list::{to_mcp_result, to_mcp_tool},
+    tool_list::{ClientView, to_mcp_result, to_mcp_tool},
     transport::LineTransport,
 };
 
@@ -319,10 +319,19 @@ impl ServerHandler for McpHost {
             let result = until_done(call, &context, &ctx.cancel).await;
             drop(forwarder);
             let spec = surface.get(&request.name).map(|t| t.spec());
-            to_mcp_result(result, spec)
+            to_mcp_result(result, spec, client_view(&context))
         };
         Ok(self.state.calls.track(work).await.into())
     }
+}
+
+/// What the calling client makes of a result: from its `initialize`, or on a 2026-07-28
+/// connection from the request's `_meta`.
+fn client_view(context: &RequestContext<RoleServer>) -> ClientView {
+    if let Some(info) = context.peer.peer_info() {
+        return ClientView::of(&info.client_info.name);
+    }
+    context.meta.client_info().map(|info| ClientView::of(&info.name)).unwrap_or_default()
 }
 
 /// A call's context in `run`, with progress forwarded to the client when it asked for it
@@ -400,7 +409,9 @@ impl McpHost {
             }
         };
         match round {
-            Round::Complete(result) => to_mcp_result(result, spec.as_ref()).into(),
+            Round::Complete(result) => {
+                to_mcp_result(result, spec.as_ref(), client_view(&context)).into()
+            }
             Round::InputRequired(input) => input.into(),
         }
     }

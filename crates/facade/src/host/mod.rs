@@ -72,7 +72,8 @@ enum Command {
         #[arg(long, value_name = "FILE", requires = "http")]
         token_file: Option<PathBuf>,
     },
-    /// Run one tool in a fresh run and print its result (exit 0 ok, 1 tool error, 2 usage error).
+    /// Run one tool in a fresh run and print its result (exit 0 ok, 1 tool error, 2 usage error,
+    /// 3 the result could not be written).
     Call {
         /// Tool name, for example `read`.
         tool: String,
@@ -246,12 +247,26 @@ fn init_tracing() {
 }
 
 /// Writes to stdout; the host's commands print their results there by design. A closed
-/// stdout (`agent-tools call ... | head -1`) is not an error worth a panic: the reader has
-/// what it wanted.
-fn print_out(text: &str) {
+/// stdout (`agent-tools call ... | head -1`) is not an error: the reader has what it wanted.
+/// Any other failure (a full disk, `> /dev/full`) is, since the result is lost.
+fn print_out(text: &str) -> std::io::Result<()> {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{text}").and_then(|()| out.flush());
+    match writeln!(out, "{text}").and_then(|()| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => other,
+    }
+}
+
+/// Exit code of a command whose output could not be written.
+const EXIT_UNWRITTEN: u8 = 3;
+
+/// Prints `text` for `command`; on failure says why and gives the exit code for it.
+fn print_result(command: &str, text: &str) -> Result<(), ExitCode> {
+    print_out(text).map_err(|e| {
+        print_err(&format!("agent-tools {command}: cannot write the result to stdout: {e}"));
+        ExitCode::from(EXIT_UNWRITTEN)
+    })
 }
 
 #[allow(clippy::print_stderr)]
@@ -321,12 +336,15 @@ pub fn main() -> ExitCode {
                 };
                 match status_report(&root) {
                     Ok(report) => {
-                        if json {
-                            print_out(&serde_json::to_string_pretty(&report).unwrap_or_default());
+                        let text = if json {
+                            serde_json::to_string_pretty(&report).unwrap_or_default()
                         } else {
-                            print_out(&report.render());
+                            report.render()
+                        };
+                        match print_result("status", &text) {
+                            Ok(()) => ExitCode::SUCCESS,
+                            Err(code) => code,
                         }
-                        ExitCode::SUCCESS
                     }
                     Err(e) => {
                         print_err(&format!("agent-tools status: {e}"));
@@ -387,12 +405,16 @@ async fn call(tool: String, args: String, run: RunArgs, json: bool) -> ExitCode 
     let result = surface.call(&ctx, &tool, args).await;
     run.info.cancel.cancel();
     run.registry.shutdown().await;
-    if json {
-        print_out(&serde_json::to_string_pretty(&result).unwrap_or_default());
+    let printed = if json {
+        print_result("call", &serde_json::to_string_pretty(&result).unwrap_or_default())
     } else if result.is_error {
         print_err(&result.text);
+        Ok(())
     } else {
-        print_out(result.text.trim_end());
+        print_result("call", result.text.trim_end())
+    };
+    if let Err(code) = printed {
+        return code;
     }
     if result.is_error { ExitCode::from(1) } else { ExitCode::SUCCESS }
 }

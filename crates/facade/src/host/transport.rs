@@ -2,8 +2,10 @@
 //!
 //! rmcp's own stdio transport drops unparsable lines and over-long messages without a word, so
 //! a client waits forever. This one replies: -32700 for a line that is not JSON, -32600 naming
-//! the cap for a message over [`MAX_MESSAGE_BYTES`], -32602 naming what is wrong for a
-//! `tools/call` without a tool name or with non-object arguments. A write to a closed output
+//! the cap for a message over [`MAX_MESSAGE_BYTES`] and for a message that is not JSON-RPC 2.0,
+//! -32602 naming what is wrong for a `tools/call` without a tool name or with non-object
+//! arguments. A batch (an array, MCP 2025-03-26) is handed to the server message by message and
+//! its replies go back together as one array. A write to a closed output
 //! is an error for the caller, never a panic. End of input cancels `on_close`, so the calls of
 //! a client that went away are cancelled at once.
 
@@ -29,6 +31,90 @@ pub(super) struct LineTransport<R, W> {
     seen: usize,
     max_bytes: usize,
     on_close: CancellationToken,
+    /// Messages of a batch not yet handed to the server.
+    queue: std::collections::VecDeque<RxJsonRpcMessage<RoleServer>>,
+    /// Batches whose replies are being gathered.
+    batches: Arc<std::sync::Mutex<Vec<Batch>>>,
+}
+
+/// A batch being answered: the requests still without a reply (their ids as JSON text) and the
+/// replies so far.
+#[derive(Default)]
+struct Batch {
+    waiting: std::collections::HashSet<String>,
+    replies: Vec<Value>,
+}
+
+/// What becomes of a message the server sends.
+enum Held {
+    /// Not part of a batch: sent as it is.
+    Send(Value),
+    /// The last reply of a batch: the whole batch's replies go out.
+    Complete(Vec<Value>),
+    /// A reply of a batch that waits for others.
+    Kept,
+}
+
+fn held_for_batch(batches: &std::sync::Mutex<Vec<Batch>>, value: Value) -> Held {
+    let is_reply = value.get("method").is_none()
+        && (value.get("result").is_some() || value.get("error").is_some());
+    let Some(id) = value.get("id").filter(|_| is_reply).map(Value::to_string) else {
+        return Held::Send(value);
+    };
+    let Ok(mut batches) = batches.lock() else { return Held::Send(value) };
+    let Some(at) = batches.iter().position(|b| b.waiting.contains(&id)) else {
+        return Held::Send(value);
+    };
+    let batch = &mut batches[at];
+    batch.waiting.remove(&id);
+    batch.replies.push(value);
+    if batch.waiting.is_empty() { Held::Complete(batches.remove(at).replies) } else { Held::Kept }
+}
+
+/// What becomes of one message from the client.
+enum Admit {
+    Deliver(Box<RxJsonRpcMessage<RoleServer>>),
+    /// Refused with this error reply.
+    Refuse(Value),
+    /// A notification that is not MCP, or an invalid one: no reply (JSON-RPC 2.0).
+    Ignore,
+}
+
+/// Checks one message: the JSON-RPC 2.0 envelope, the params of requests rmcp would misreport,
+/// and whether it is an MCP message at all.
+fn admit(value: Value) -> Admit {
+    let id = value.get("id").cloned().unwrap_or(Value::Null);
+    let error = |code: i64, message: String| {
+        Admit::Refuse(
+            json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}),
+        )
+    };
+    if let Some(message) = invalid_envelope(&value) {
+        // A notification gets no reply, not even an error.
+        return if value.get("id").is_some() || !value.is_object() {
+            error(-32600, message)
+        } else {
+            Admit::Ignore
+        };
+    }
+    if value.get("id").is_some()
+        && let Some(message) = bad_params(&value)
+    {
+        return error(-32602, message);
+    }
+    match serde_json::from_value::<RxJsonRpcMessage<RoleServer>>(value.clone()) {
+        Ok(message) => Admit::Deliver(Box::new(message)),
+        Err(_) if ignorable(&value) => {
+            tracing::debug!("ignoring a notification that is not MCP: {value}");
+            Admit::Ignore
+        }
+        Err(e) => match value.get("method").and_then(Value::as_str) {
+            Some(method) => error(-32602, format!("invalid params for `{method}`: {e}")),
+            None => {
+                error(-32600, format!("invalid request: a JSON-RPC 2.0 message was expected ({e})"))
+            }
+        },
+    }
 }
 
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> LineTransport<R, W> {
@@ -40,6 +126,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> LineTransport<R, W> {
             seen: 0,
             max_bytes: MAX_MESSAGE_BYTES,
             on_close,
+            queue: Default::default(),
+            batches: Default::default(),
         }
     }
 
@@ -121,6 +209,24 @@ fn bad_params(message: &Value) -> Option<String> {
             "tools/call: `arguments` must be a JSON object of the tool's arguments, got {}",
             describe(other)
         )),
+    }
+}
+
+/// Why `message` is not a JSON-RPC 2.0 message at all (-32600, invalid request), checked
+/// before its method: a wrong or missing `jsonrpc` version, or something other than an object.
+pub(super) fn invalid_envelope(message: &Value) -> Option<String> {
+    let Value::Object(fields) = message else {
+        return Some(format!(
+            "invalid request: a JSON-RPC 2.0 message is an object, got {}",
+            describe(message)
+        ));
+    };
+    match fields.get("jsonrpc") {
+        Some(Value::String(version)) if version == "2.0" => None,
+        Some(other) => Some(format!(
+            "invalid request: `jsonrpc` must be \"2.0\", got {other}; this server speaks JSON-RPC 2.0"
+        )),
+        None => Some("invalid request: missing `jsonrpc: \"2.0\"`".to_string()),
     }
 }
 
@@ -211,13 +317,22 @@ where
         item: TxJsonRpcMessage<RoleServer>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         let writer = self.writer.clone();
+        let batches = self.batches.clone();
         async move {
-            let text = serde_json::to_string(&item).map_err(std::io::Error::other)?;
+            let value = serde_json::to_value(&item).map_err(std::io::Error::other)?;
+            let text = match held_for_batch(&batches, value) {
+                Held::Send(value) => value.to_string(),
+                Held::Complete(replies) => Value::Array(replies).to_string(),
+                Held::Kept => return Ok(()),
+            };
             write_line(&writer, text).await
         }
     }
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
+        if let Some(message) = self.queue.pop_front() {
+            return Some(message);
+        }
         loop {
             let read = match self.read_line().await {
                 Ok(read) => read,
@@ -262,28 +377,44 @@ where
                     continue;
                 }
             };
-            let id = value.get("id").cloned().unwrap_or(Value::Null);
-            if value.get("id").is_some()
-                && let Some(message) = bad_params(&value)
-            {
-                self.reply(error_reply(id, -32602, message)).await;
+            let Value::Array(items) = value else {
+                match admit(value) {
+                    Admit::Deliver(message) => return Some(*message),
+                    Admit::Refuse(reply) => {
+                        self.reply(reply.to_string()).await;
+                    }
+                    Admit::Ignore => {}
+                }
+                continue;
+            };
+            if items.is_empty() {
+                let message = "invalid request: an empty batch; send at least one message";
+                self.reply(error_reply(Value::Null, -32600, message.into())).await;
                 continue;
             }
-            match serde_json::from_value::<RxJsonRpcMessage<RoleServer>>(value.clone()) {
-                Ok(message) => return Some(message),
-                Err(_) if ignorable(&value) => {
-                    tracing::debug!("ignoring a notification that is not MCP: {value}");
+            // A batch (JSON-RPC 2.0, MCP 2025-03-26): each message goes to the server on its
+            // own, and the replies to its requests go back together as one array (`send`).
+            let mut batch = Batch::default();
+            for item in items {
+                let request_id = item.get("method").and(item.get("id")).map(Value::to_string);
+                match admit(item) {
+                    Admit::Deliver(message) => {
+                        batch.waiting.extend(request_id);
+                        self.queue.push_back(*message);
+                    }
+                    Admit::Refuse(reply) => batch.replies.push(reply),
+                    Admit::Ignore => {}
                 }
-                Err(e) => {
-                    let (code, message) = match value.get("method").and_then(Value::as_str) {
-                        Some(method) => (-32602, format!("invalid params for `{method}`: {e}")),
-                        None => (
-                            -32600,
-                            format!("invalid request: a JSON-RPC 2.0 message was expected ({e})"),
-                        ),
-                    };
-                    self.reply(error_reply(id, code, message)).await;
+            }
+            if batch.waiting.is_empty() {
+                if !batch.replies.is_empty() {
+                    self.reply(Value::Array(batch.replies).to_string()).await;
                 }
+            } else if let Ok(mut batches) = self.batches.lock() {
+                batches.push(batch);
+            }
+            if let Some(message) = self.queue.pop_front() {
+                return Some(message);
             }
         }
     }
@@ -339,6 +470,59 @@ mod tests {
                 .await;
         assert_eq!(delivered, 1);
         assert_eq!(codes(&replies), [-32700]);
+    }
+
+    #[tokio::test]
+    async fn a_message_that_is_not_json_rpc_2_is_an_invalid_request() {
+        let input = concat!(
+            "{\"jsonrpc\":\"1.0\",\"id\":1,\"method\":\"tools/list\"}\n",
+            "{\"id\":2,\"method\":\"ping\"}\n",
+            "42\n",
+            "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\"}\n",
+        );
+        let (delivered, replies) = check(input.as_bytes(), 1024).await;
+        assert_eq!(delivered, 1, "the valid ping still goes through");
+        assert_eq!(codes(&replies), [-32600, -32600, -32600]);
+        assert_eq!(replies[0]["id"], 1);
+        let message = replies[0]["error"]["message"].as_str().unwrap();
+        assert!(message.contains("\"2.0\"") && message.contains("1.0"), "{message}");
+    }
+
+    #[tokio::test]
+    async fn a_batch_is_delivered_message_by_message_and_answered_as_one_array() {
+        use rmcp::service::TxJsonRpcMessage;
+        let (mut client_in, server_in) = tokio::io::duplex(1 << 16);
+        let (server_out, mut client_out) = tokio::io::duplex(1 << 16);
+        let mut transport = LineTransport::new(server_in, server_out, CancellationToken::new());
+        let batch = concat!(
+            "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"},",
+            "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"},",
+            "{\"jsonrpc\":\"1.0\",\"id\":3,\"method\":\"ping\"},",
+            "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}]\n"
+        );
+        client_in.write_all(batch.as_bytes()).await.unwrap();
+        let mut delivered = Vec::new();
+        for _ in 0..3 {
+            let message = Transport::<rmcp::RoleServer>::receive(&mut transport).await.unwrap();
+            delivered.push(serde_json::to_value(&message).unwrap());
+        }
+        assert_eq!(delivered[0]["id"], 1);
+        assert_eq!(delivered[1]["method"], "notifications/initialized");
+        assert_eq!(delivered[2]["id"], 2);
+        for id in [2, 1] {
+            let reply: TxJsonRpcMessage<rmcp::RoleServer> = serde_json::from_value(
+                serde_json::json!({"jsonrpc": "2.0", "id": id, "result": {}}),
+            )
+            .unwrap();
+            Transport::<rmcp::RoleServer>::send(&mut transport, reply).await.unwrap();
+        }
+        drop(transport);
+        let mut out = String::new();
+        client_out.read_to_string(&mut out).await.unwrap();
+        let lines: Vec<Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert_eq!(lines.len(), 1, "one line for the whole batch: {out}");
+        let ids: Vec<&Value> = lines[0].as_array().unwrap().iter().map(|r| &r["id"]).collect();
+        assert_eq!(ids, [&Value::from(3), &Value::from(2), &Value::from(1)], "{out}");
     }
 
     #[tokio::test]

@@ -63,6 +63,7 @@ fn tidy(value: &mut Value, side: Side) {
                 drop_null(map);
             }
             tidy_formats(map);
+            spell_out_any(map);
             for (key, child) in map.iter_mut() {
                 // Literal values, not schemas: leave them alone.
                 if !matches!(key.as_str(), "enum" | "const" | "default" | "examples") {
@@ -71,6 +72,31 @@ fn tidy(value: &mut Value, side: Side) {
             }
         }
         _ => {}
+    }
+}
+
+/// `true` as a subschema (what schemars writes for a `serde_json::Value` field) becomes `{}`:
+/// the same "anything", but strict validators (the Inspector's) refuse a bare boolean there.
+fn spell_out_any(map: &mut Map<String, Value>) {
+    let any = |v: &mut Value| {
+        if *v == Value::Bool(true) {
+            *v = Value::Object(Map::new());
+        }
+    };
+    for key in ["properties", "patternProperties", "$defs", "definitions"] {
+        if let Some(Value::Object(children)) = map.get_mut(key) {
+            children.values_mut().for_each(any);
+        }
+    }
+    for key in ["anyOf", "oneOf", "allOf", "prefixItems"] {
+        if let Some(Value::Array(children)) = map.get_mut(key) {
+            children.iter_mut().for_each(any);
+        }
+    }
+    for key in ["items", "contains", "not", "if", "then", "else"] {
+        if let Some(child) = map.get_mut(key) {
+            any(child);
+        }
     }
 }
 
@@ -260,6 +286,24 @@ mod tests {
                 "kind": {"type": "string", "enum": ["x", "y"], "description": "Which."},
                 "mode": {"enum": ["a", "b"], "type": "string"}
             }}),
+        );
+    }
+
+    #[test]
+    fn a_bare_true_subschema_is_spelled_as_an_empty_one() {
+        let mut schema = json!({"type": "object", "additionalProperties": true, "properties": {
+            "data": true,
+            "list": {"type": "array", "items": true},
+            "either": {"anyOf": [true, {"type": "string"}]}
+        }});
+        lean(&mut schema, Side::Output);
+        assert_eq!(
+            schema,
+            json!({"type": "object", "additionalProperties": true, "properties": {
+                "data": {},
+                "list": {"type": "array", "items": {}},
+                "either": {"anyOf": [{}, {"type": "string"}]}
+            }})
         );
     }
 

@@ -93,6 +93,8 @@ fn write_is_atomic_and_keeps_permissions() {
         check(&project, "write", json!({"path": "run.sh", "content": "#!/bin/sh\necho hi\n"}));
     assert!(!err, "{text}");
     assert_eq!(text, "replaced run.sh (2 lines, 18 bytes)");
+    let (_, one) = check(&project, "write", json!({"path": "one.txt", "content": "x"}));
+    assert_eq!(one, "created one.txt (1 line, 1 byte)", "one is singular");
     assert_eq!(std::fs::metadata(&script).unwrap().permissions().mode() & 0o777, 0o755);
     let leftovers: Vec<_> = std::fs::read_dir(project.dir.path())
         .unwrap()
@@ -447,7 +449,8 @@ fn read_of_a_huge_text_file_reads_only_the_lines_it_shows() {
     assert_eq!(
         result.structured,
         Some(
-            json!({"path": "huge.log", "start_line": 1, "end_line": 3, "content": "one\ntwo\nthree\n"})
+            json!({"path": "huge.log", "start_line": 1, "end_line": 3, "content": "one\ntwo\nthree\n",
+                "note": "[huge.log: showed lines 1-3 of a file of 4294967296 bytes with more lines; call read with start_line=4 to continue]"})
         )
     );
 }
@@ -476,16 +479,18 @@ fn read_cuts_a_line_longer_than_one_read_shows_and_says_where_to_go_on() {
     let project = Project::new(&[("min.js", &format!("{long}\nnext\n"))]);
     let result = project.call(SurfaceKind::Plan, "read", json!({"path": "min.js"}));
     assert!(!result.is_error);
-    let content = result.structured.as_ref().unwrap()["content"].as_str().unwrap().len();
-    assert_eq!(content, (1 << 20) + 1, "one MiB of the line and its newline");
-    assert_eq!(result.structured.as_ref().unwrap()["end_line"], 1);
-    assert_eq!(result.structured.as_ref().unwrap()["total_lines"], 2);
-    // The text is longer than one result's cap, whose own note says so.
-    assert!(
-        result.text.contains("[output truncated: showed 40000 of"),
-        "{}",
-        &result.text[40000..]
-    );
+    // One line over the output cap: cut to what fits, in the text and the payload alike.
+    let structured = result.structured.as_ref().expect("the payload, cut like the text");
+    let content = structured["content"].as_str().unwrap();
+    assert!(content.len() > 30_000 && content.len() < 40_000, "{} bytes", content.len());
+    assert_eq!(structured["end_line"], 1);
+    assert_eq!(structured["total_lines"], 2);
+    let note = structured["note"].as_str().unwrap();
+    assert!(note.contains("line 1 is longer than the 40000-character output cap"), "{note}");
+    assert!(note.contains("start_line=2"), "{note}");
+    assert!(result.text.chars().count() <= 40_000);
+    assert!(result.text.contains(&content[content.len() - 100..]), "the same part of the line");
+    assert!(result.text.trim_end().ends_with(note), "{}", &result.text[result.text.len() - 300..]);
     assert_eq!(
         check(&project, "read", json!({"path": "min.js", "start_line": 2})),
         (false, "2\tnext\n".into())

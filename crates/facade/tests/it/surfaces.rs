@@ -104,11 +104,47 @@ fn large_text_is_cut_with_a_note() {
     let runtime = tokio::runtime::Builder::new_current_thread().build().expect("runtime");
     let result = runtime.block_on(surface.call(&ctx, "read", json!({"path": "big.txt"})));
     assert!(!result.is_error);
-    assert!(
-        result.text.contains("[output truncated: showed 1000 of"),
-        "{}",
-        &result.text[result.text.len() - 200..]
+    // `read` cuts its payload at a whole line, and says so in the text and the payload.
+    assert!(result.text.chars().count() <= 1_000, "{}", result.text.chars().count());
+    let structured = result.structured.as_ref().expect("the cut payload");
+    let end = structured["end_line"].as_u64().unwrap();
+    let next = format!(
+        "showed lines 1-{end} of 20000 (the rest is over the 1000-character output cap); call \
+         read with start_line={}",
+        end + 1
     );
+    assert!(result.text.contains(&next), "{}", &result.text[result.text.len() - 200..]);
+    assert!(structured["note"].as_str().unwrap().contains(&next));
+    assert!(serde_json::to_string(structured).unwrap().chars().count() <= 1_000);
+}
+
+#[test]
+fn a_result_without_a_payload_to_cut_is_cut_as_text_and_loses_its_structured_content() {
+    use agent_tools::{CallContext, Tier, Tool, ToolResult, ToolSpec};
+    struct Loud(ToolSpec);
+    #[async_trait::async_trait]
+    impl Tool for Loud {
+        fn spec(&self) -> &ToolSpec {
+            &self.0
+        }
+        async fn call(&self, _ctx: &CallContext, _args: serde_json::Value) -> ToolResult {
+            let text = "word ".repeat(1_000);
+            ToolResult::text(text.clone()).with_structured(json!({"text": text}))
+        }
+    }
+    let spec = ToolSpec::new::<serde_json::Value>("loud", "d", Tier::Read)
+        .with_output_schema::<serde_json::Value>();
+    let registry =
+        RegistryBuilder::new().with_tool("test", std::sync::Arc::new(Loud(spec))).build();
+    let surface = registry.surface(SurfaceKind::Build).with_max_output_chars(1_000);
+    let run = agent_tools::RunInfo::new(std::env::temp_dir());
+    let ctx = surface.context(&run, None);
+    let runtime = tokio::runtime::Builder::new_current_thread().build().expect("runtime");
+    let result = runtime.block_on(surface.call(&ctx, "loud", json!({})));
+    let note = "[output truncated: showed 1000 of 5000 characters";
+    assert!(result.text.contains(note), "{}", result.text);
+    // Structured content is the whole payload or absent (D8): a client reads the cut text.
+    assert_eq!(result.structured, None);
 }
 
 /// A harness tool that calls another tool through the nested path, as an `eval` cell would.
@@ -231,7 +267,7 @@ fn wrappers_layer_over_file_tools_and_keep_their_schema() {
     let runtime = tokio::runtime::Builder::new_current_thread().build().expect("runtime");
     let result =
         runtime.block_on(surface.call(&ctx, "write", json!({"path": "a.txt", "content": "y\n"})));
-    assert_eq!(result.text, "replaced a.txt (1 lines, 2 bytes)\nchanged: 1");
+    assert_eq!(result.text, "replaced a.txt (1 line, 2 bytes)\nchanged: 1");
 }
 
 /// A tool with a bug: it panics.

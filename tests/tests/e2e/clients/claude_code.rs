@@ -243,3 +243,67 @@ fn claude_code_connects_over_http_with_the_token_and_its_abandoned_session_ends(
     host.stop();
     assert_no_process_names(&project.root);
 }
+
+/// What the model got of one tool result: the text of its text blocks, and the kinds of its
+/// blocks.
+fn model_got(result: &str) -> (String, Vec<String>) {
+    let block: Value = serde_json::from_str(result).expect("a tool_result block is JSON");
+    let blocks = match &block["content"] {
+        Value::Array(blocks) => blocks.clone(),
+        Value::String(text) => vec![json!({"type": "text", "text": text})],
+        _ => Vec::new(),
+    };
+    let text = blocks.iter().filter_map(|b| b["text"].as_str()).collect::<Vec<_>>().join("\n");
+    let kinds = blocks.iter().filter_map(|b| b["type"].as_str().map(str::to_string)).collect();
+    (text, kinds)
+}
+
+#[test]
+fn claude_codes_model_gets_a_long_read_and_a_large_search_cut_once_and_a_figure() {
+    use crate::output_cap_over_mcp::{CAP, LINES, MATCHES, big_file, many_calls};
+    let Some(claude_bin) = claude_code() else { return };
+    let Some(python) = Sdk::V1.python() else { return };
+    let project = TempProject::new(&[("big.rs", &big_file()), ("many.py", &many_calls())]);
+    // The user's own config points the kernel at the test venv (with matplotlib).
+    let user_config = format!("[eval]\npython = {:?}\n", python.display().to_string());
+    let home = TempProject::new(&[(".config/agent-tools/agent-tools.toml", &user_config)]);
+    let marker = format!("e2e-claude-cap-{}-{}", std::process::id(), unique());
+    let (_, line) = snippet("Claude Code", &project.root);
+    stdout_of(&shell_line(&line, &home.root, &project.root, &marker, &[]), "claude mcp add");
+
+    let figure = "import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\n\
+                  plt.plot([1, 2, 3])\nplt.show()";
+    let calls = [
+        ("read", json!({"path": "big.rs"})),
+        ("ast_grep", json!({"pattern": "print($X)", "path": "many.py", "max_results": 500})),
+        ("eval", json!({"code": figure, "description": "a figure", "language": "python"})),
+    ];
+    let (_, results) =
+        claude_print(&claude_bin, &python, &home.root, &project.root, &marker, &calls);
+
+    // The read reaches the model inline, as the cut payload: where it stops and how to go on.
+    let (read, _) = model_got(&results[0]);
+    let payload: Value = serde_json::from_str(&read)
+        .unwrap_or_else(|_| panic!("the model got no payload (saved to a file?): {read:.300}"));
+    let end = payload["end_line"].as_u64().expect("end_line") as usize;
+    assert!(end > 100 && end < 2000, "cut at line {end}");
+    assert_eq!(payload["total_lines"], LINES);
+    let note = payload["note"].as_str().unwrap_or_default();
+    assert!(note.contains(&format!("start_line={}", end + 1)), "{note}");
+    assert!(read.chars().count() <= CAP + 1_000, "{} characters", read.chars().count());
+
+    // The search too: whole matches, fewer than found, and the note saying so.
+    let (search, _) = model_got(&results[1]);
+    let payload: Value = serde_json::from_str(&search)
+        .unwrap_or_else(|_| panic!("the model got no payload: {search:.300}"));
+    let shown = payload["matches"].as_array().map_or(0, Vec::len);
+    assert!(shown > 10 && shown < MATCHES, "{shown} matches");
+    assert!(search.contains(&format!("showing {shown} of {MATCHES} matches")), "{search:.300}");
+
+    // The figure reaches the model as an image beside the payload.
+    let (cell, kinds) = model_got(&results[2]);
+    assert!(kinds.iter().any(|k| k == "image"), "no image for the model: {kinds:?} {cell:.300}");
+
+    assert_no_survivors(&marker, Duration::from_secs(15));
+    assert_no_process_names(&project.root);
+}

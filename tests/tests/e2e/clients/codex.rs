@@ -228,3 +228,45 @@ fn codex_connects_over_http_with_the_token_and_deletes_its_session() {
     host.stop();
     assert_no_process_names(&project.root);
 }
+
+#[test]
+fn codex_gets_a_figure_as_an_image_block_and_the_payload_where_there_is_no_image() {
+    let Some(python) = Sdk::V1.python() else { return };
+    let project = TempProject::new(&[(FILE, CONTENTS)]);
+    let home = TempProject::new(&[]);
+    let marker = format!("e2e-codex-figure-{}-{}", std::process::id(), unique());
+    let (host, token) = http_host_with_token(&project.root, &home.root);
+    let Some(codex) = Codex::new(&home.root.join("codex"), "", &marker) else { return };
+    let block = readme_block("Over Streamable HTTP").body.replace(HTTP_URL, &host.url);
+    let line = block.lines().find(|l| l.starts_with("codex ")).expect("a `codex` line");
+    stdout_of(&codex.shell_line(line, &[]), "codex mcp add --url");
+
+    // Codex passes its model only the structured content of a result that has some, and so
+    // drops the image blocks beside it: a result with a figure comes without it.
+    let figure = "import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\n\
+                  plt.plot([1, 2, 3])\nplt.show()";
+    let calls = [
+        ("eval", json!({"code": figure, "description": "a figure", "language": "python"})),
+        ("read", json!({"path": FILE})),
+    ];
+    let env = [("AGENT_TOOLS_TOKEN", token.as_str())];
+    let out = codex.app_server(&python, &project.root, &calls, &env, &[]);
+    assert_listed(&out);
+    let figure = &out["calls"][0]["result"];
+    assert_eq!(figure["isError"], false, "{figure}");
+    let kinds: Vec<&str> = figure["content"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|block| block["type"].as_str())
+        .collect();
+    assert_eq!(kinds, ["text", "image"], "{figure}");
+    assert!(figure["structuredContent"].is_null(), "the image would be lost: {figure}");
+    assert!(call_text(&out, 0).contains("[image 1"), "the text names the figure: {figure}");
+    // Without an image, the payload is there as always.
+    let read = &out["calls"][1]["result"];
+    assert_eq!(read["structuredContent"]["content"], CONTENTS, "{read}");
+
+    host.stop();
+    assert_no_process_names(&project.root);
+}
