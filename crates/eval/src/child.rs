@@ -284,6 +284,15 @@ impl ChildKernel {
         }
     }
 
+    /// How the kernel ended, if it ended on its own between cells (a timer that called
+    /// `process.exit`, a thread that called `os._exit`); None while it lives.
+    pub(crate) fn ended_on_its_own(&mut self) -> Option<String> {
+        let status = self.child.try_wait().ok().flatten()?;
+        self.kill_group();
+        self.pgid = 0;
+        Some(describe_status(status))
+    }
+
     /// Sends a cell to the kernel.
     pub(crate) async fn exec(&mut self, cell: u64, code: &str) -> Result<(), String> {
         self.cell = cell;

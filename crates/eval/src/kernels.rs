@@ -169,6 +169,13 @@ impl Kernels {
         if slot.in_flight {
             self.wind_down_abandoned(&mut slot, &handle, budget).await;
         }
+        if let Some(Kernel::Child(kernel)) = slot.kernel.as_mut()
+            && let Some(how) = kernel.ended_on_its_own()
+        {
+            let why = format!("the previous kernel ended between cells ({how})");
+            end_kernel(&mut slot, &handle, why).await;
+            slot.carry = None;
+        }
         let mut started = false;
         let mut previous_lost = None;
         if slot.kernel.is_none() {

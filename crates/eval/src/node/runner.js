@@ -43,34 +43,41 @@ function send(frame) {
 const running = new Int32Array(new SharedArrayBuffer(4));
 
 const READER = `
-const fs = require('node:fs');
+const net = require('node:net');
 const inspector = require('node:inspector');
 const { parentPort, workerData } = require('node:worker_threads');
 const running = workerData.running;
-const session = new inspector.Session();
-session.connectToMainThread();
-function readExact(n) {
-  const buf = Buffer.alloc(n);
-  let off = 0;
-  while (off < n) {
-    let got = 0;
-    try { got = fs.readSync(workerData.fd, buf, off, n - off, null); }
-    catch (e) { if (e.code === 'EAGAIN' || e.code === 'EINTR') continue; return null; }
-    if (got === 0) return null;
-    off += got;
-  }
-  return buf;
+// Connected only for the moment of an interrupt: a session still connected when the program
+// exits makes node print "Waiting for the debugger to disconnect..." (and wait for it).
+function terminate() {
+  const session = new inspector.Session();
+  session.connectToMainThread();
+  session.post('Runtime.terminateExecution', () => {});
+  session.disconnect();
 }
-for (;;) {
-  const head = readExact(4);
-  const body = head && readExact(head.readUInt32BE(0));
-  if (!body) { parentPort.postMessage({ t: 'gone' }); break; }
-  const frame = JSON.parse(body.toString('utf8'));
-  if (frame.t === 'interrupt') {
-    if (Atomics.load(running, 0) === frame.cell) session.post('Runtime.terminateExecution');
-  }
-  parentPort.postMessage(frame);
+// An event-loop read, never a blocking one: a thread blocked in read(2) cannot be stopped, and
+// node joins this thread when the program exits (process.exit would wait for the next frame).
+const input = new net.Socket({ fd: workerData.fd, readable: true, writable: false });
+let pending = Buffer.alloc(0);
+let ended = false;
+function gone() {
+  if (ended) return;
+  ended = true;
+  parentPort.postMessage({ t: 'gone' });
 }
+input.on('data', (chunk) => {
+  pending = pending.length ? Buffer.concat([pending, chunk]) : chunk;
+  while (pending.length >= 4) {
+    const n = pending.readUInt32BE(0);
+    if (pending.length < 4 + n) break;
+    const frame = JSON.parse(pending.subarray(4, 4 + n).toString('utf8'));
+    pending = pending.subarray(4 + n);
+    if (frame.t === 'interrupt' && Atomics.load(running, 0) === frame.cell) terminate();
+    parentPort.postMessage(frame);
+  }
+});
+input.on('end', gone);
+input.on('error', gone);
 `;
 
 const session = new inspector.Session();
@@ -323,6 +330,14 @@ reader.on('message', (frame) => {
       reader.terminate().finally(() => process.exit(0));
   }
 });
+// The program's own exit: the session is closed at the last moment (after every exit handler,
+// one of which may throw and so cancel the exit, as in node's REPL), so node neither waits for
+// a debugger nor says it does.
+const reallyExit = process.reallyExit;
+process.reallyExit = function exitNow(code) {
+  try { session.disconnect(); } catch {}
+  return reallyExit.call(process, code);
+};
 reader.on('error', (e) => {
   process.stderr.write(`[agent-tools runner: the command reader failed: ${e.stack}]\n`);
   process.exit(70);
