@@ -108,3 +108,69 @@ async fn a_kernel_that_exits_between_cells_is_replaced_at_the_next_call() {
     assert!(text.ends_with("'undefined'"), "{text}");
     s.kernels.shutdown().await;
 }
+
+/// What a cancelled cell started, each in its own way of going on: none of it prints again.
+#[tokio::test]
+async fn a_cancelled_cell_stops_everything_it_started_and_no_later_result_has_its_output() {
+    let Some(s) = check(EvalConfig::default()) else { return };
+    let starters = [
+        ("an interval", "setInterval(() => console.log('late tick'), 20);"),
+        (
+            "a loop awaiting timers",
+            "(async () => { for (;;) { console.log('late tick'); await new Promise(r => setTimeout(r, 20)); } })();",
+        ),
+        (
+            "a timers/promises interval",
+            "(async () => { for await (const _ of require('timers/promises').setInterval(20)) console.error('late tick'); })();",
+        ),
+        (
+            "a chain of immediates",
+            "const again = () => setTimeout(() => { display('late tick'); setImmediate(again); }, 20); again();",
+        ),
+        (
+            "a worker thread",
+            "new (require('worker_threads').Worker)(\"setInterval(() => console.log('late tick'), 20)\", {eval: true});",
+        ),
+        (
+            "a child process",
+            "require('child_process').spawn('sh', ['-c', 'while true; do echo late tick; sleep 0.02; done'], {stdio: 'inherit'});",
+        ),
+    ];
+    for (what, starter) in starters {
+        let (r, text) = s
+            .run_cancelled(&format!(
+                "{starter}\nconsole.log('started');\nawait new Promise(() => {{}})"
+            ))
+            .await;
+        assert_eq!(r.status, CellStatus::Interrupted, "{what}: {text}");
+        assert!(text.contains("started"), "{what}: {text}");
+        // A window in which anything left running would print many times.
+        let (r, text) = s.run("await new Promise(r => setTimeout(r, 400)); 'after'").await;
+        assert_eq!(r.status, CellStatus::Ok, "{what}: {text}");
+        assert!(!text.contains("late tick"), "{what} of the cancelled cell printed later: {text}");
+        assert!(text.contains("was cancelled by the client and interrupted"), "{what}: {text}");
+        let (_, text) = s.run("await new Promise(r => setTimeout(r, 100)); 'again'").await;
+        assert!(!text.contains("late tick"), "{what}: {text}");
+        assert!(text.ends_with("'again'"), "{what}: {text}");
+    }
+    s.kernels.shutdown().await;
+}
+
+/// The same for a cell the inactivity budget interrupts (a busy loop that started an interval).
+#[tokio::test]
+async fn an_interrupted_busy_cell_stops_its_interval_and_its_state_is_kept() {
+    let Some(s) = check(common::short_budget(0.5, 3.0)) else { return };
+    s.run("var kept = 3").await;
+    let (r, text) = s.run("setInterval(() => console.log('late tick'), 20); while (true) {}").await;
+    assert_eq!(r.status, CellStatus::Interrupted, "{text}");
+    let (r, text) = s.run("await new Promise(r => setTimeout(r, 300)); kept").await;
+    assert_eq!(r.status, CellStatus::Ok, "{text}");
+    assert!(!text.contains("late tick"), "{text}");
+    assert!(text.ends_with(": 3"), "{text}");
+    // A later cell's own interval still runs, as in node's REPL.
+    let (_, text) = s
+        .run("let n = 0; const t = setInterval(() => n++, 5); await new Promise(r => setTimeout(r, 100)); clearInterval(t); n > 0")
+        .await;
+    assert!(text.ends_with("true"), "{text}");
+    s.kernels.shutdown().await;
+}

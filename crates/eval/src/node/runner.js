@@ -18,6 +18,7 @@ const inspector = require('node:inspector');
 const { Module } = require('node:module');
 const { Worker } = require('node:worker_threads');
 const { pathToFileURL } = require('node:url');
+const { AsyncLocalStorage, createHook } = require('node:async_hooks');
 
 const EVT_FD = Number(process.env.AGENT_TOOLS_KERNEL_EVT_FD || 4);
 const CMD_FD = Number(process.env.AGENT_TOOLS_KERNEL_CMD_FD || 3);
@@ -39,8 +40,9 @@ function send(frame) {
   }
 }
 
-// The cell whose code runs now (0: none), shared with the reader thread.
-const running = new Int32Array(new SharedArrayBuffer(4));
+// [0]: the cell whose code runs now (0: none); [1]: the last cell whose interrupt the main
+// thread took itself. Shared with the reader thread.
+const running = new Int32Array(new SharedArrayBuffer(8));
 
 const READER = `
 const net = require('node:net');
@@ -72,8 +74,15 @@ input.on('data', (chunk) => {
     if (pending.length < 4 + n) break;
     const frame = JSON.parse(pending.subarray(4, 4 + n).toString('utf8'));
     pending = pending.subarray(4 + n);
-    if (frame.t === 'interrupt' && Atomics.load(running, 0) === frame.cell) terminate();
     parentPort.postMessage(frame);
+    // A main thread that is free takes the interrupt itself (the cell is waiting): terminating
+    // then would hit whatever callback runs next, perhaps inside node. Only a main thread too
+    // busy to answer is stopped from here.
+    if (frame.t === 'interrupt' && Atomics.load(running, 0) === frame.cell) {
+      setTimeout(() => {
+        if (Atomics.load(running, 0) === frame.cell && Atomics.load(running, 1) !== frame.cell) terminate();
+      }, 250);
+    }
   }
 });
 input.on('end', gone);
@@ -142,6 +151,91 @@ function post(method, params) {
   return new Promise((resolve) => session.post(method, params, (err, result) => resolve({ err, result })));
 }
 
+// Every callback a cell's code schedules runs in that cell's async context, so what a cell
+// started (timers, intervals, immediates, workers, child processes) is known by cell. A cell
+// that is interrupted or cancelled is stopped: all of that is cleared or ended, and whatever of
+// its code still runs later (a promise that settles, a socket callback) can no longer print,
+// display or call tools, so none of its output reaches a later result.
+const cellContext = new AsyncLocalStorage();
+const owned = new Map(); // asyncId -> { cell, type, resource }
+const stoppedCells = new Set();
+const STOPPABLE = new Set(['Timeout', 'Immediate', 'WORKER', 'PROCESSWRAP']);
+let sweepPending = false;
+
+function end({ type, resource }) {
+  try {
+    if (type === 'Timeout') clearTimeout(resource);
+    else if (type === 'Immediate') clearImmediate(resource);
+    else if (type === 'WORKER') resource.stopThread();
+    else if (type === 'PROCESSWRAP') resource.kill(9);
+  } catch {}
+}
+
+function sweep() {
+  sweepPending = false;
+  for (const [id, o] of owned) {
+    if (stoppedCells.has(o.cell)) {
+      owned.delete(id);
+      end(o);
+    }
+  }
+}
+
+createHook({
+  init(asyncId, type, _trigger, resource) {
+    if (!STOPPABLE.has(type)) return;
+    const cell = cellContext.getStore();
+    if (cell === undefined) return;
+    owned.set(asyncId, { cell, type, resource });
+    // Started by code of a stopped cell that was still on its way: ended once it is set up.
+    if (stoppedCells.has(cell) && !sweepPending) {
+      sweepPending = true;
+      process.nextTick(sweep);
+    }
+  },
+  destroy(asyncId) {
+    owned.delete(asyncId);
+  },
+}).enable();
+
+/** True when the code running now belongs to a stopped cell. */
+function fromStoppedCell() {
+  const cell = cellContext.getStore();
+  return cell !== undefined && stoppedCells.has(cell);
+}
+
+function stopCell(cell) {
+  stoppedCells.add(cell);
+  sweep();
+  for (const [id, call] of calls) {
+    if (call.cell === cell) {
+      calls.delete(id);
+      call.reject(new ToolError('the cell was interrupted'));
+    }
+  }
+}
+
+for (const stream of [process.stdout, process.stderr]) {
+  const write = stream.write;
+  stream.write = function write_(chunk, encoding, callback) {
+    if (fromStoppedCell()) {
+      const done = typeof encoding === 'function' ? encoding : callback;
+      if (typeof done === 'function') process.nextTick(done);
+      return true;
+    }
+    return write.apply(this, arguments);
+  };
+}
+
+/** `Runtime.evaluate` of a cell's code, in the cell's async context. */
+function evaluate(cell, params) {
+  return new Promise((resolve) => {
+    cellContext.run(cell, () => {
+      session.post('Runtime.evaluate', params, (err, result) => resolve({ err, result }));
+    });
+  });
+}
+
 const LAST = Symbol.for('agent-tools.last');
 async function valueOf(remote) {
   if (!remote) return undefined;
@@ -188,6 +282,7 @@ let currentCell = 0;
 
 /** `display(value)`; `display(bundle, {raw: true})` sends a mime bundle as it is. */
 globalThis.display = function display(value, options) {
+  if (fromStoppedCell()) return;
   let bundle;
   if (options && options.raw && value && typeof value === 'object') {
     bundle = {};
@@ -210,18 +305,22 @@ globalThis.tool = function tool(name, args = {}) {
   if (args === null || typeof args !== 'object' || Array.isArray(args)) {
     return Promise.reject(new TypeError('tool(name, args): args must be an object of the tool\'s arguments'));
   }
+  if (fromStoppedCell()) return Promise.reject(new ToolError('the cell was interrupted'));
   const id = ++nextCall;
+  const cell = cellContext.getStore() ?? currentCell;
   return new Promise((resolve, reject) => {
-    calls.set(id, { resolve, reject });
+    calls.set(id, { resolve, reject, cell });
     send({ t: 'tool_call', cell: currentCell, id, name: String(name), args });
   });
 };
 
 process.on('unhandledRejection', (reason) => {
+  if (fromStoppedCell()) return;
   const text = reason instanceof Error ? (reason.stack || String(reason)) : inspect(reason);
   process.stderr.write(`Unhandled promise rejection: ${text}\n`);
 });
 process.on('uncaughtException', (err) => {
+  if (fromStoppedCell()) return;
   process.stderr.write(`Uncaught exception: ${err && err.stack ? err.stack : inspect(err)}\n`);
 });
 
@@ -249,7 +348,7 @@ async function runCell(frame) {
   const interrupted = new Promise((resolve) => { interruptCell = resolve; });
   Atomics.store(running, 0, frame.cell);
   try {
-    const evaluated = post('Runtime.evaluate', {
+    const evaluated = evaluate(frame.cell, {
       expression: rewriteImports(TYPESCRIPT ? stripTypes(frame.code, { mode: 'strip' }) : frame.code),
       replMode: true,
       awaitPromise: true,
@@ -276,10 +375,7 @@ async function runCell(frame) {
     error = errorInfo(e);
   }
   interruptCell = null;
-  if (status === 'interrupted') {
-    for (const [, call] of calls) call.reject(new ToolError('the cell was interrupted'));
-    calls.clear();
-  }
+  if (status === 'interrupted') stopCell(frame.cell);
   await post('Runtime.releaseObjectGroup', { objectGroup: 'cell' });
   if (frame.token) {
     try { fs.writeSync(1, frame.token); } catch {}
@@ -315,6 +411,7 @@ reader.on('message', (frame) => {
       break;
     }
     case 'interrupt':
+      Atomics.store(running, 1, frame.cell);
       if (frame.cell === currentCell && interruptCell) interruptCell();
       break;
     case 'gone':
