@@ -118,7 +118,7 @@ pub fn render(report: &CellReport) -> String {
                 report.language.title()
             ));
         }
-        CellStatus::Ok | CellStatus::Error | CellStatus::Unavailable => {}
+        CellStatus::Ok | CellStatus::Error | CellStatus::Unavailable | CellStatus::Cancelled => {}
     }
     for note in &report.notes {
         if note.starts_with("budget:") {
