@@ -81,6 +81,8 @@ pub(crate) struct ChildKernel {
     cell: u64,
     token: String,
     pending_done: Option<(Done, Instant)>,
+    /// A `clear_output()` waiting for its markers on stdout and stderr (`wait`, deadline).
+    pending_clear: Option<(bool, Instant)>,
     token_seen: [bool; 2],
     streams_open: [bool; 2],
     decoders: [Utf8Stream; 2],
@@ -220,6 +222,7 @@ impl ChildKernel {
             cell: 0,
             token: String::new(),
             pending_done: None,
+            pending_clear: None,
             token_seen: [false; 2],
             streams_open: [true; 2],
             decoders: Default::default(),
@@ -298,6 +301,7 @@ impl ChildKernel {
         self.cell = cell;
         self.token = new_token();
         self.pending_done = None;
+        self.pending_clear = None;
         self.token_seen = [false; 2];
         self.ready.clear();
         let frame = json!({"t": "exec", "cell": cell, "code": code, "token": self.token});
@@ -372,7 +376,7 @@ impl ChildKernel {
 
     fn absorb_frame(&mut self, frame: Value) {
         let kind = frame["t"].as_str().unwrap_or_default();
-        if matches!(kind, "display" | "tool_call" | "done")
+        if matches!(kind, "display" | "tool_call" | "done" | "clear")
             && frame["cell"].as_u64() != Some(self.cell)
         {
             // A frame of an earlier cell (one whose call was abandoned): never this cell's.
@@ -396,6 +400,10 @@ impl ChildKernel {
                     args: frame["args"].clone(),
                 });
             }
+            "clear" => {
+                let wait = frame["wait"].as_bool().unwrap_or(false);
+                self.pending_clear = Some((wait, Instant::now() + SYNC_TIMEOUT));
+            }
             "done" => {
                 let done = Done {
                     cell: self.cell,
@@ -413,12 +421,25 @@ impl ChildKernel {
         }
     }
 
-    /// Releases `done` once the end markers arrived on both streams (all output is in).
+    /// Releases a clear, then `done`, once the markers arrived on both streams (all output
+    /// before them is in).
     fn release_done(&mut self) {
         let synced = (0..2).all(|i| self.token_seen[i] || !self.streams_open[i]);
+        if synced && let Some((wait, _)) = self.pending_clear.take() {
+            self.apply_clear(wait);
+            return;
+        }
         if synced && let Some((done, _)) = self.pending_done.take() {
             self.ready.push_back(Event::Done(done));
         }
+    }
+
+    /// Applies a clear where it falls in the streams and lets the cell go on; the markers seen
+    /// so far were the clear's, the end's are still to come.
+    fn apply_clear(&mut self, wait: bool) {
+        self.ready.push_back(Event::Clear { wait });
+        self.token_seen = [false; 2];
+        self.send_now(&json!({"t": "cleared", "cell": self.cell}));
     }
 
     async fn wait_dead(&mut self) -> String {
@@ -479,11 +500,19 @@ impl KernelIo for ChildKernel {
                 }
                 return Event::Died(self.death.clone().unwrap_or_default());
             }
-            let sync_deadline = self.pending_done.as_ref().map(|(_, at)| *at);
+            let sync_deadline = self
+                .pending_clear
+                .as_ref()
+                .map(|(_, at)| *at)
+                .or(self.pending_done.as_ref().map(|(_, at)| *at));
             let raw = tokio::select! {
                 raw = self.rx.recv() => raw,
                 () = tokio::time::sleep_until(sync_deadline.unwrap_or_else(Instant::now)), if sync_deadline.is_some() => {
                     // The markers did not come (fd 1 or 2 redirected by the cell): go on without.
+                    if let Some((wait, _)) = self.pending_clear.take() {
+                        self.apply_clear(wait);
+                        continue;
+                    }
                     if let Some((done, _)) = self.pending_done.take() {
                         return Event::Done(done);
                     }
