@@ -1,6 +1,7 @@
 //! The Node.js kernel's lifecycle as dependable as `node`'s: the program's own exit ends the
 //! cell at once with the exit reported and the next cell on a fresh kernel; a cancelled or
-//! interrupted cell stops everything it started, so none of its output reaches a later result.
+//! interrupted cell stops everything it started, so none of its output reaches a later result;
+//! errors show the user's frames only, and a SyntaxError its line and caret.
 
 mod common;
 
@@ -172,5 +173,54 @@ async fn an_interrupted_busy_cell_stops_its_interval_and_its_state_is_kept() {
         .run("let n = 0; const t = setInterval(() => n++, 5); await new Promise(r => setTimeout(r, 100)); clearInterval(t); n > 0")
         .await;
     assert!(text.ends_with("true"), "{text}");
+    s.kernels.shutdown().await;
+}
+
+/// Errors as node shows them for a script: the user's frames only (named after the cell), and
+/// a SyntaxError with its line and a caret under the place.
+#[tokio::test]
+async fn error_stacks_show_the_users_frames_and_a_syntax_error_its_line_and_caret() {
+    let Some(s) = check(EvalConfig::default()) else { return };
+    let runner_frames = [
+        "agent-tools-runner",
+        "node:inspector",
+        "Worker.emit",
+        "node:internal/worker",
+        "Session.post",
+        "runCell",
+    ];
+    let cases = [
+        (
+            "function inner() { throw new Error('boom') }\nfunction outer() { inner() }\nouter()",
+            &["Error: boom", "at inner (cell-1:1:26)", "at outer (cell-1:2:20)", "at cell-1:3:1"][..],
+        ),
+        ("await null;\nnull.x", &["TypeError: Cannot read properties of null", "cell-2:2"][..]),
+        ("JSON.parse('{bad')", &["SyntaxError", "at JSON.parse", "cell-3:1"][..]),
+        ("await tool('write', {path: 'x', content: 'y'})", &["ToolError"][..]),
+        ("require('fs').readFileSync('/no/such/file')", &["ENOENT", "cell-5:1"][..]),
+    ];
+    for (code, shows) in cases {
+        let (r, text) = s.run(code).await;
+        assert_eq!(r.status, CellStatus::Error, "{code}: {text}");
+        for want in shows {
+            assert!(text.contains(want), "{code}: shows {want:?}: {text}");
+        }
+        for frame in runner_frames {
+            assert!(!text.contains(frame), "{code}: no runner frame {frame:?}: {text}");
+        }
+    }
+    let (r, text) = s.run("let ok = 1;\nlet x = );\nok").await;
+    assert_eq!(r.status, CellStatus::Error, "{text}");
+    assert!(
+        text.contains("cell-6:2\nlet x = );\n        ^\n\nSyntaxError: Unexpected token ')'"),
+        "the line and a caret under the place: {text}"
+    );
+    let (_, text) = s
+        .run("setTimeout(() => { throw new Error('late') }, 0); await new Promise(r => setTimeout(r, 50)); 1")
+        .await;
+    assert!(text.contains("Uncaught exception: Error: late"), "{text}");
+    for frame in runner_frames {
+        assert!(!text.contains(frame), "no runner frame {frame:?}: {text}");
+    }
     s.kernels.shutdown().await;
 }

@@ -316,20 +316,40 @@ globalThis.tool = function tool(name, args = {}) {
 
 process.on('unhandledRejection', (reason) => {
   if (fromStoppedCell()) return;
-  const text = reason instanceof Error ? (reason.stack || String(reason)) : inspect(reason);
+  const text = reason instanceof Error ? userStack(reason.stack || String(reason)) : inspect(reason);
   process.stderr.write(`Unhandled promise rejection: ${text}\n`);
 });
 process.on('uncaughtException', (err) => {
   if (fromStoppedCell()) return;
-  process.stderr.write(`Uncaught exception: ${err && err.stack ? err.stack : inspect(err)}\n`);
+  process.stderr.write(`Uncaught exception: ${err && err.stack ? userStack(err.stack) : inspect(err)}\n`);
 });
 
-function errorInfo(err) {
+// A frame of the runner or of what lies beneath the cell (the inspector, the reader's events):
+// a stack is cut at the first one, so it shows the user's frames (and node's above them) only.
+const BENEATH_THE_CELL = /node:inspector|agent-tools-runner|\[eval\]|Session\.post|node:internal\/worker|at Worker\.emit|at MessagePort\./;
+
+/** `stack` without the frames beneath the cell. */
+function userStack(stack) {
+  const lines = String(stack).split('\n');
+  const cut = lines.findIndex((l) => /^\s+at /.test(l) && BENEATH_THE_CELL.test(l));
+  return (cut < 0 ? lines : lines.slice(0, cut)).join('\n');
+}
+
+/** A SyntaxError of the cell's own source, as node prints one: where, the line, a caret. */
+function syntaxErrorText(err, details, source, name) {
+  const line = details.lineNumber ?? 0;
+  const column = details.columnNumber ?? 0;
+  const text = String(source).split('\n')[line] ?? '';
+  return `${name}:${line + 1}\n${text}\n${' '.repeat(column)}^\n\n${err.name}: ${err.message}`;
+}
+
+function errorInfo(err, details, source, name) {
   if (err instanceof Error || (err && typeof err === 'object' && 'stack' in err)) {
-    const stack = String(err.stack || `${err.name}: ${err.message}`)
-      .split('\n')
-      .filter((l) => !/node:inspector|agent-tools-runner|\[eval\]|at new Promise \(<anonymous>\)|at post \(|Session\.post/.test(l))
-      .join('\n');
+    let stack = userStack(err.stack || `${err.name}: ${err.message}`);
+    // Thrown by the parser: no frame is the cell's; the place is in the details.
+    if (err.name === 'SyntaxError' && details && !stack.includes(`${name}:`)) {
+      stack = syntaxErrorText(err, details, source, name);
+    }
     return { ename: err.name || 'Error', evalue: String(err.message ?? ''), traceback: stack };
   }
   const text = inspect(err);
@@ -347,9 +367,12 @@ async function runCell(frame) {
   let result = null;
   const interrupted = new Promise((resolve) => { interruptCell = resolve; });
   Atomics.store(running, 0, frame.cell);
+  // Frames of the cell's code are `cell-N:line:column`, as Python's are `<cell-N>`.
+  const name = `cell-${count}`;
   try {
+    const source = rewriteImports(TYPESCRIPT ? stripTypes(frame.code, { mode: 'strip' }) : frame.code);
     const evaluated = evaluate(frame.cell, {
-      expression: rewriteImports(TYPESCRIPT ? stripTypes(frame.code, { mode: 'strip' }) : frame.code),
+      expression: `${source}\n//# sourceURL=${name}`,
       replMode: true,
       awaitPromise: true,
       objectGroup: 'cell',
@@ -363,8 +386,8 @@ async function runCell(frame) {
       if (status === 'error') error = { ename: 'Error', evalue: String(outcome.err.message), traceback: String(outcome.err.message) };
     } else if (outcome.result.exceptionDetails) {
       status = 'error';
-      const ex = await valueOf(outcome.result.exceptionDetails.exception);
-      error = errorInfo(ex);
+      const details = outcome.result.exceptionDetails;
+      error = errorInfo(await valueOf(details.exception), details, frame.code, name);
     } else {
       const value = await valueOf(outcome.result.result);
       if (value !== undefined) result = bundleOf(value);
@@ -372,7 +395,7 @@ async function runCell(frame) {
   } catch (e) {
     Atomics.store(running, 0, 0);
     status = 'error';
-    error = errorInfo(e);
+    error = errorInfo(e, null, frame.code, name);
   }
   interruptCell = null;
   if (status === 'interrupted') stopCell(frame.cell);
