@@ -76,6 +76,8 @@ pub(crate) struct ChildKernel {
     pgid: i32,
     cmd: pipe::Sender,
     rx: mpsc::UnboundedReceiver<Raw>,
+    /// Events taken off `rx` between cells (to see whether the kernel is gone), read first.
+    backlog: VecDeque<Raw>,
     pub(crate) info: KernelInfo,
     ready: VecDeque<Event>,
     cell: u64,
@@ -212,6 +214,7 @@ impl ChildKernel {
             pgid,
             cmd,
             rx,
+            backlog: VecDeque::new(),
             info: KernelInfo {
                 executable: String::new(),
                 version: String::new(),
@@ -289,11 +292,22 @@ impl ChildKernel {
 
     /// How the kernel ended, if it ended on its own between cells (a timer that called
     /// `process.exit`, a thread that called `os._exit`); None while it lives.
-    pub(crate) fn ended_on_its_own(&mut self) -> Option<String> {
-        let status = self.child.try_wait().ok().flatten()?;
+    pub(crate) async fn ended_on_its_own(&mut self) -> Option<String> {
+        while let Ok(raw) = self.rx.try_recv() {
+            self.backlog.push_back(raw);
+        }
+        // Its event pipe closed, or its exit status is in: either says it is gone.
+        let closed = self.backlog.iter().any(|raw| matches!(raw, Raw::EventsClosed(_)));
+        if !closed && !matches!(self.child.try_wait(), Ok(Some(_))) {
+            return None;
+        }
+        let status = tokio::time::timeout(Duration::from_secs(2), self.child.wait()).await;
         self.kill_group();
         self.pgid = 0;
-        Some(describe_status(status))
+        Some(match status {
+            Ok(Ok(status)) => describe_status(status),
+            _ => "it stopped answering".to_string(),
+        })
     }
 
     /// Sends a cell to the kernel.
@@ -499,6 +513,10 @@ impl KernelIo for ChildKernel {
                     continue;
                 }
                 return Event::Died(self.death.clone().unwrap_or_default());
+            }
+            if let Some(raw) = self.backlog.pop_front() {
+                self.absorb(raw);
+                continue;
             }
             let sync_deadline = self
                 .pending_clear

@@ -179,7 +179,7 @@ impl Kernels {
             self.wind_down_abandoned(&mut slot, &handle, budget).await;
         }
         if let Some(Kernel::Child(kernel)) = slot.kernel.as_mut()
-            && let Some(how) = kernel.ended_on_its_own()
+            && let Some(how) = kernel.ended_on_its_own().await
         {
             let why = format!("the previous kernel ended between cells ({how})");
             end_kernel(&mut slot, &handle, why).await;
