@@ -399,6 +399,10 @@ impl ChildKernel {
                 self.send_now(&json!({"t": "tool_result", "id": id, "ok": false,
                     "error": "the cell that made this call was abandoned"}));
             }
+            if kind == "clear" {
+                // Nothing of that cell is shown any more: let it go on at once.
+                self.send_now(&json!({"t": "cleared", "cell": frame["cell"]}));
+            }
             return;
         }
         match kind {
