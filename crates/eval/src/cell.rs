@@ -36,6 +36,10 @@ pub(crate) enum Event {
         args: Value,
     },
     Done(Done),
+    /// `clear_output()`: the cell's output so far goes (with `wait`, at its next output).
+    Clear {
+        wait: bool,
+    },
     /// The kernel is gone; the text says how (exit status or signal, last stderr lines).
     Died(String),
 }
@@ -133,6 +137,7 @@ pub(crate) async fn drive<K: KernelIo>(
                     }
                     last = Instant::now();
                 }
+                Event::Clear { wait } => out.clear(wait),
                 Event::Done(done) => {
                     calls.abort_all();
                     return Fate::Finished { done, interrupt: interrupted.map(|(r, _)| r) };
@@ -200,6 +205,8 @@ pub(crate) struct Collector {
     images_dropped: usize,
     lines: usize,
     displays: usize,
+    /// A `clear_output(wait=True)` waits for the next output.
+    clear_pending: bool,
 }
 
 impl Collector {
@@ -218,7 +225,29 @@ impl Collector {
             images_dropped: 0,
             lines: 0,
             displays: 0,
+            clear_pending: false,
         }
+    }
+
+    /// `clear_output()`: only what comes after stays, as in a notebook; `wait` defers the clear
+    /// to the next output, so a progress loop's last state is never blank.
+    pub(crate) fn clear(&mut self, wait: bool) {
+        if wait {
+            self.clear_pending = true;
+        } else {
+            self.clear_now();
+        }
+    }
+
+    fn clear_now(&mut self) {
+        self.items.clear();
+        self.tail.clear();
+        self.head_chars = 0;
+        self.tail_chars = 0;
+        self.cut = 0;
+        self.images = 0;
+        self.images_dropped = 0;
+        self.clear_pending = false;
     }
 
     /// "12 s, 3 lines of output", for progress reports.
@@ -241,6 +270,9 @@ impl Collector {
     pub(crate) fn stream(&mut self, name: StreamName, text: String) {
         if text.is_empty() {
             return;
+        }
+        if self.clear_pending {
+            self.clear_now();
         }
         self.lines += text.matches('\n').count();
         let len = text.chars().count();
@@ -296,6 +328,9 @@ impl Collector {
     }
 
     pub(crate) fn display(&mut self, mut bundle: Bundle) {
+        if self.clear_pending {
+            self.clear_now();
+        }
         self.displays += 1;
         let has_image = bundle.keys().any(|k| k.starts_with("image/") && k != "image/svg+xml");
         if has_image {

@@ -76,11 +76,15 @@ pub(crate) struct ChildKernel {
     pgid: i32,
     cmd: pipe::Sender,
     rx: mpsc::UnboundedReceiver<Raw>,
+    /// Events taken off `rx` between cells (to see whether the kernel is gone), read first.
+    backlog: VecDeque<Raw>,
     pub(crate) info: KernelInfo,
     ready: VecDeque<Event>,
     cell: u64,
     token: String,
     pending_done: Option<(Done, Instant)>,
+    /// A `clear_output()` waiting for its markers on stdout and stderr (`wait`, deadline).
+    pending_clear: Option<(bool, Instant)>,
     token_seen: [bool; 2],
     streams_open: [bool; 2],
     decoders: [Utf8Stream; 2],
@@ -210,6 +214,7 @@ impl ChildKernel {
             pgid,
             cmd,
             rx,
+            backlog: VecDeque::new(),
             info: KernelInfo {
                 executable: String::new(),
                 version: String::new(),
@@ -220,6 +225,7 @@ impl ChildKernel {
             cell: 0,
             token: String::new(),
             pending_done: None,
+            pending_clear: None,
             token_seen: [false; 2],
             streams_open: [true; 2],
             decoders: Default::default(),
@@ -284,11 +290,32 @@ impl ChildKernel {
         }
     }
 
+    /// How the kernel ended, if it ended on its own between cells (a timer that called
+    /// `process.exit`, a thread that called `os._exit`); None while it lives.
+    pub(crate) async fn ended_on_its_own(&mut self) -> Option<String> {
+        while let Ok(raw) = self.rx.try_recv() {
+            self.backlog.push_back(raw);
+        }
+        // Its event pipe closed, or its exit status is in: either says it is gone.
+        let closed = self.backlog.iter().any(|raw| matches!(raw, Raw::EventsClosed(_)));
+        if !closed && !matches!(self.child.try_wait(), Ok(Some(_))) {
+            return None;
+        }
+        let status = tokio::time::timeout(Duration::from_secs(2), self.child.wait()).await;
+        self.kill_group();
+        self.pgid = 0;
+        Some(match status {
+            Ok(Ok(status)) => describe_status(status),
+            _ => "it stopped answering".to_string(),
+        })
+    }
+
     /// Sends a cell to the kernel.
     pub(crate) async fn exec(&mut self, cell: u64, code: &str) -> Result<(), String> {
         self.cell = cell;
         self.token = new_token();
         self.pending_done = None;
+        self.pending_clear = None;
         self.token_seen = [false; 2];
         self.ready.clear();
         let frame = json!({"t": "exec", "cell": cell, "code": code, "token": self.token});
@@ -363,7 +390,7 @@ impl ChildKernel {
 
     fn absorb_frame(&mut self, frame: Value) {
         let kind = frame["t"].as_str().unwrap_or_default();
-        if matches!(kind, "display" | "tool_call" | "done")
+        if matches!(kind, "display" | "tool_call" | "done" | "clear")
             && frame["cell"].as_u64() != Some(self.cell)
         {
             // A frame of an earlier cell (one whose call was abandoned): never this cell's.
@@ -371,6 +398,10 @@ impl ChildKernel {
                 let id = frame["id"].as_u64().unwrap_or_default();
                 self.send_now(&json!({"t": "tool_result", "id": id, "ok": false,
                     "error": "the cell that made this call was abandoned"}));
+            }
+            if kind == "clear" {
+                // Nothing of that cell is shown any more: let it go on at once.
+                self.send_now(&json!({"t": "cleared", "cell": frame["cell"]}));
             }
             return;
         }
@@ -386,6 +417,10 @@ impl ChildKernel {
                     name: frame["name"].as_str().unwrap_or_default().to_string(),
                     args: frame["args"].clone(),
                 });
+            }
+            "clear" => {
+                let wait = frame["wait"].as_bool().unwrap_or(false);
+                self.pending_clear = Some((wait, Instant::now() + SYNC_TIMEOUT));
             }
             "done" => {
                 let done = Done {
@@ -404,12 +439,25 @@ impl ChildKernel {
         }
     }
 
-    /// Releases `done` once the end markers arrived on both streams (all output is in).
+    /// Releases a clear, then `done`, once the markers arrived on both streams (all output
+    /// before them is in).
     fn release_done(&mut self) {
         let synced = (0..2).all(|i| self.token_seen[i] || !self.streams_open[i]);
+        if synced && let Some((wait, _)) = self.pending_clear.take() {
+            self.apply_clear(wait);
+            return;
+        }
         if synced && let Some((done, _)) = self.pending_done.take() {
             self.ready.push_back(Event::Done(done));
         }
+    }
+
+    /// Applies a clear where it falls in the streams and lets the cell go on; the markers seen
+    /// so far were the clear's, the end's are still to come.
+    fn apply_clear(&mut self, wait: bool) {
+        self.ready.push_back(Event::Clear { wait });
+        self.token_seen = [false; 2];
+        self.send_now(&json!({"t": "cleared", "cell": self.cell}));
     }
 
     async fn wait_dead(&mut self) -> String {
@@ -470,11 +518,23 @@ impl KernelIo for ChildKernel {
                 }
                 return Event::Died(self.death.clone().unwrap_or_default());
             }
-            let sync_deadline = self.pending_done.as_ref().map(|(_, at)| *at);
+            if let Some(raw) = self.backlog.pop_front() {
+                self.absorb(raw);
+                continue;
+            }
+            let sync_deadline = self
+                .pending_clear
+                .as_ref()
+                .map(|(_, at)| *at)
+                .or(self.pending_done.as_ref().map(|(_, at)| *at));
             let raw = tokio::select! {
                 raw = self.rx.recv() => raw,
                 () = tokio::time::sleep_until(sync_deadline.unwrap_or_else(Instant::now)), if sync_deadline.is_some() => {
                     // The markers did not come (fd 1 or 2 redirected by the cell): go on without.
+                    if let Some((wait, _)) = self.pending_clear.take() {
+                        self.apply_clear(wait);
+                        continue;
+                    }
                     if let Some((done, _)) = self.pending_done.take() {
                         return Event::Done(done);
                     }

@@ -152,9 +152,18 @@ impl Kernels {
             let mut slots = self.slots.lock();
             slots.entry((conversation.to_string(), language)).or_default().clone()
         };
-        let mut slot = handle.slot.lock().await;
+        // Calls wait for the kernel in arrival order (the lock is fair); one cancelled while it
+        // waits leaves the queue and never runs.
+        let mut slot = tokio::select! {
+            biased;
+            () = cancel.cancelled() => return Ok(CellReport::cancelled_before_start(language)),
+            slot = handle.slot.lock() => slot,
+        };
         if self.closed.load(Ordering::SeqCst) {
             return Err(EvalError::Closed);
+        }
+        if cancel.is_cancelled() {
+            return Ok(CellReport::cancelled_before_start(language));
         }
         if request.reset.unwrap_or(false)
             && let Some(kernel) = slot.kernel.take()
@@ -168,6 +177,13 @@ impl Kernels {
         let budget = Budget { inactivity: self.config.inactivity(), grace: self.config.grace() };
         if slot.in_flight {
             self.wind_down_abandoned(&mut slot, &handle, budget).await;
+        }
+        if let Some(Kernel::Child(kernel)) = slot.kernel.as_mut()
+            && let Some(how) = kernel.ended_on_its_own().await
+        {
+            let why = format!("the previous kernel ended between cells ({how})");
+            end_kernel(&mut slot, &handle, why).await;
+            slot.carry = None;
         }
         let mut started = false;
         let mut previous_lost = None;

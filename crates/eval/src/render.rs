@@ -118,7 +118,7 @@ pub fn render(report: &CellReport) -> String {
                 report.language.title()
             ));
         }
-        CellStatus::Ok | CellStatus::Error | CellStatus::Unavailable => {}
+        CellStatus::Ok | CellStatus::Error | CellStatus::Unavailable | CellStatus::Cancelled => {}
     }
     for note in &report.notes {
         if note.starts_with("budget:") {
@@ -173,6 +173,14 @@ pub(crate) fn render_bundle(bundle: &Bundle, image_no: &mut usize) -> String {
         html_to_text(html)
     } else if let Some(latex) = latex.filter(|_| default_repr) {
         latex.to_string()
+    } else if let Some(json) = bundle.get("application/json").filter(|_| default_repr) {
+        // `JSON(...)`: the data, as ipykernel sends it, not `<IPython.core.display.JSON object>`.
+        serde_json::to_string_pretty(json).unwrap_or_default()
+    } else if let Some(svg) =
+        bundle.get("image/svg+xml").and_then(Value::as_str).filter(|_| default_repr)
+    {
+        // `SVG(...)`, `%%svg`: the model reads the drawing's source (no rasterizer here).
+        format!("[SVG image, {} characters]\n{}", svg.len(), svg.trim())
     } else if !plain.is_empty() {
         plain.to_string()
     } else if let Some(json) = bundle.get("application/json") {

@@ -186,6 +186,9 @@ pub enum CellStatus {
     Crashed,
     /// The kernel could not be started.
     Unavailable,
+    /// The call was cancelled while it waited behind another cell: it never ran, and the
+    /// kernel's state is as it was.
+    Cancelled,
 }
 
 /// Why the cell was interrupted.
@@ -262,6 +265,19 @@ impl CellReport {
             },
             cwd_changed: None,
         }
+    }
+
+    /// A cell that never ran: its call was cancelled while it waited for the kernel.
+    pub(crate) fn cancelled_before_start(language: Language) -> Self {
+        let mut report = CellReport::unavailable(
+            language,
+            "cancelled before it started: the call was cancelled while it waited for the cell \
+             before it; the cell never ran and the kernel's state is unchanged"
+                .into(),
+        );
+        report.status = CellStatus::Cancelled;
+        report.kernel.state_preserved = true;
+        report
     }
 
     /// True for the statuses the model should treat as a failed call.

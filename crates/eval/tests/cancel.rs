@@ -156,3 +156,96 @@ async fn a_cancelled_node_busy_loop_stops_and_the_kernel_keeps_its_state() {
     three_cells_answer(&s, "kept", "20").await;
     s.kernels.shutdown().await;
 }
+
+/// Six calls sent back to back while the first one runs; the second and fourth are cancelled
+/// while they wait. Those two never run and say so; the others run in arrival order. The cells
+/// after the first append their number to `order` and add it to `x`; `check` prints both.
+async fn queued_cancellation(
+    s: &Session,
+    first: &str,
+    append: impl Fn(usize) -> String,
+    check: &str,
+    expected: &str,
+) {
+    let cancels: Vec<tokio_util::sync::CancellationToken> =
+        (0..6).map(|_| tokio_util::sync::CancellationToken::new()).collect();
+    let codes: Vec<String> =
+        (0..6).map(|i| if i == 0 { first.to_string() } else { append(i) }).collect();
+    let cancel_two = async {
+        // Every call has asked for the kernel by now: they were all polled once, in order.
+        tokio::task::yield_now().await;
+        cancels[1].cancel();
+        cancels[3].cancel();
+    };
+    let (results, ()) = tokio::join!(
+        poll_together(codes.iter().zip(&cancels).map(|(code, cancel)| s.run_under(code, cancel))),
+        cancel_two
+    );
+    for (i, (r, text)) in results.iter().enumerate() {
+        if i == 1 || i == 3 {
+            assert_eq!(r.status, CellStatus::Cancelled, "call {i}: {text}");
+            assert!(text.contains("cancelled before it started"), "call {i}: {text}");
+            assert!(text.contains("never ran"), "call {i}: {text}");
+        } else {
+            assert_eq!(r.status, CellStatus::Ok, "call {i}: {text}");
+        }
+    }
+    let (r, text) = s.run(check).await;
+    assert_eq!(r.status, CellStatus::Ok, "{text}");
+    assert!(!text.contains("interrupted"), "no cell was interrupted: {text}");
+    assert!(text.ends_with(expected), "arrival order; the cancelled cells never ran: {text}");
+}
+
+/// Polls every future together (the first polls in order) and collects their outputs in order.
+async fn poll_together<F: std::future::Future>(futures: impl Iterator<Item = F>) -> Vec<F::Output> {
+    let mut pinned: Vec<std::pin::Pin<Box<F>>> = futures.map(Box::pin).collect();
+    let mut outputs: Vec<Option<F::Output>> = pinned.iter().map(|_| None).collect();
+    std::future::poll_fn(|cx| {
+        let mut all = true;
+        for (fut, out) in pinned.iter_mut().zip(outputs.iter_mut()) {
+            if out.is_none() {
+                match fut.as_mut().poll(cx) {
+                    std::task::Poll::Ready(v) => *out = Some(v),
+                    std::task::Poll::Pending => all = false,
+                }
+            }
+        }
+        if all { std::task::Poll::Ready(()) } else { std::task::Poll::Pending }
+    })
+    .await;
+    outputs.into_iter().map(|o| o.expect("ready")).collect()
+}
+
+#[tokio::test]
+async fn python_calls_cancelled_while_queued_never_run_and_the_rest_run_in_arrival_order() {
+    let s = python(EvalConfig::default());
+    queued_cancellation(
+        &s,
+        "import time\norder = [0]\nx = 0\ntime.sleep(1)",
+        |i| format!("order.append({i})\nx += {i}"),
+        "print(order, x)",
+        "[0, 2, 4, 5] 11",
+    )
+    .await;
+    s.kernels.shutdown().await;
+}
+
+#[tokio::test]
+async fn node_calls_cancelled_while_queued_never_run_and_the_rest_run_in_arrival_order() {
+    let node = std::process::Command::new("node").arg("--version").output();
+    if !common::require("node", node.is_ok_and(|o| o.status.success()), "install Node.js") {
+        return;
+    }
+    let config =
+        EvalConfig { javascript: Some(agent_tools_eval::JsEngine::Node), ..EvalConfig::default() };
+    let s = Session::new(Language::Javascript, config);
+    queued_cancellation(
+        &s,
+        "var order = [0]; var x = 0; await new Promise(r => setTimeout(r, 1000))",
+        |i| format!("order.push({i}); x += {i}"),
+        "console.log(JSON.stringify(order), x)",
+        "[0,2,4,5] 11",
+    )
+    .await;
+    s.kernels.shutdown().await;
+}

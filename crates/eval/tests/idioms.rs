@@ -280,3 +280,91 @@ async fn without_ipython_the_stdlib_fallback_gets_the_common_idioms_right() {
     }
     s.kernels.shutdown().await;
 }
+
+const SVG_SOURCE: &str = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"10\" height=\"10\"><rect width=\"10\" height=\"10\"/></svg>";
+
+/// The last gaps to ipykernel (issue 29), each as ipykernel 7 shows it; every cell must pass.
+/// The first cells run before IPython is engaged, the rest with it.
+const GAPS: &[Idiom] = &[
+    // exit() and quit() end the cell (status ok), not the kernel.
+    ok("gap_kept = 1\nexit()", &[]),
+    ok("quit()\ngap_kept + 1", &[": 2"]),
+    // The injected names are builtins, as IPython's display is, not the user's names.
+    ok_hiding(
+        "sorted(n for n in dir() if not n.startswith('_'))",
+        &["'gap_kept'"],
+        &["'tool'", "'display'", "'ToolError'"],
+    ),
+    ok("callable(tool) and callable(display) and issubclass(ToolError, Exception)", &["True"]),
+    // A failing display method shows its traceback, and the object's other forms still show.
+    ok(
+        "class BadHtml:\n    def _repr_html_(self):\n        raise ValueError('bad html')\n    def __repr__(self):\n        return 'BadHtml()'\nBadHtml()",
+        &["ValueError: bad html", "_repr_html_", "Out[", "BadHtml()"],
+    ),
+    // With IPython engaged from here on.
+    ok("%pwd", &["'/"]),
+    ok("exit()", &[]),
+    ok("quit\ngap_kept", &[": 1"]),
+    ok_hiding("%who", &["gap_kept"], &["ToolError", "\tdisplay", "\ttool"]),
+    ok_hiding("%whos", &["gap_kept"], &["ToolError", "builtin_function", "_Tool"]),
+    ok_hiding("%who_ls", &["'gap_kept'"], &["'tool'", "'display'", "'ToolError'"]),
+    ok_hiding(
+        "sorted(n for n in dir() if not n.startswith('_'))",
+        &["'gap_kept'"],
+        &["'tool'", "'display'", "'ToolError'"],
+    ),
+    ok("BadHtml()", &["ValueError: bad html", "_repr_html_", "BadHtml()"]),
+    ok("display(BadHtml())", &["ValueError: bad html", "BadHtml()"]),
+    // clear_output: only the final state comes back.
+    ok_hiding(
+        "from IPython.display import clear_output\nfor i in range(5):\n    clear_output(wait=True)\n    print(f'step {i}')",
+        &["step 4"],
+        &["step 3", "step 0"],
+    ),
+    ok_hiding("print('before')\nclear_output()\nprint('after')", &["after"], &["before"]),
+    ok_hiding(
+        "display('shown first')\nclear_output()\ndisplay('shown last')",
+        &["shown last"],
+        &["shown first"],
+    ),
+    ok_hiding("print('kept')\nclear_output(wait=True)", &["kept"], &[]),
+    // SVG as an image (its source, for the model), JSON as data.
+    ok_hiding(
+        "from IPython.display import SVG, JSON\nSVG('<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"10\" height=\"10\"><rect width=\"10\" height=\"10\"/></svg>')",
+        &["[SVG image", "<rect"],
+        &["IPython.core.display.SVG object"],
+    ),
+    ok_hiding("JSON({'a': [1, 2]})", &["\"a\": [", "1,"], &["JSON object"]),
+    ok_hiding("display(JSON({'b': 'text'}))", &["\"b\": \"text\""], &["JSON object"]),
+];
+
+#[tokio::test]
+async fn the_last_gaps_to_ipykernel_are_closed() {
+    let Some(python) = test_python() else {
+        require("the test venv (IPython)", false, "run `cargo xtask setup`");
+        return;
+    };
+    let s = Session::new(
+        Language::Python,
+        EvalConfig { python: Some(python), ..EvalConfig::default() },
+    );
+    for idiom in GAPS {
+        let (r, text) = s.run(idiom.code).await;
+        assert_eq!(r.status == CellStatus::Ok, idiom.ok, "{:?}: {text}", idiom.code);
+        for want in idiom.shows {
+            assert!(text.contains(want), "{:?} shows {want:?}: {text}", idiom.code);
+        }
+        for hidden in idiom.hides {
+            assert!(!text.contains(hidden), "{:?} hides {hidden:?}: {text}", idiom.code);
+        }
+    }
+    let (r, text) = s.run(&format!("%%svg\n{SVG_SOURCE}")).await;
+    assert_eq!(r.status, CellStatus::Ok, "{text}");
+    assert!(text.contains("[SVG image") && text.contains("<rect"), "{text}");
+    // An unknown magic: its UsageError once.
+    let (r, text) = s.run("%nosuchmagic").await;
+    assert_eq!(r.status, CellStatus::Error, "{text}");
+    assert_eq!(text.matches("UsageError").count(), 1, "{text}");
+    assert!(text.contains("nosuchmagic"), "{text}");
+    s.kernels.shutdown().await;
+}

@@ -18,6 +18,7 @@ const inspector = require('node:inspector');
 const { Module } = require('node:module');
 const { Worker } = require('node:worker_threads');
 const { pathToFileURL } = require('node:url');
+const { AsyncLocalStorage, createHook } = require('node:async_hooks');
 
 const EVT_FD = Number(process.env.AGENT_TOOLS_KERNEL_EVT_FD || 4);
 const CMD_FD = Number(process.env.AGENT_TOOLS_KERNEL_CMD_FD || 3);
@@ -39,38 +40,53 @@ function send(frame) {
   }
 }
 
-// The cell whose code runs now (0: none), shared with the reader thread.
-const running = new Int32Array(new SharedArrayBuffer(4));
+// [0]: the cell whose code runs now (0: none); [1]: the last cell whose interrupt the main
+// thread took itself. Shared with the reader thread.
+const running = new Int32Array(new SharedArrayBuffer(8));
 
 const READER = `
-const fs = require('node:fs');
+const net = require('node:net');
 const inspector = require('node:inspector');
 const { parentPort, workerData } = require('node:worker_threads');
 const running = workerData.running;
-const session = new inspector.Session();
-session.connectToMainThread();
-function readExact(n) {
-  const buf = Buffer.alloc(n);
-  let off = 0;
-  while (off < n) {
-    let got = 0;
-    try { got = fs.readSync(workerData.fd, buf, off, n - off, null); }
-    catch (e) { if (e.code === 'EAGAIN' || e.code === 'EINTR') continue; return null; }
-    if (got === 0) return null;
-    off += got;
-  }
-  return buf;
+// Connected only for the moment of an interrupt: a session still connected when the program
+// exits makes node print "Waiting for the debugger to disconnect..." (and wait for it).
+function terminate() {
+  const session = new inspector.Session();
+  session.connectToMainThread();
+  session.post('Runtime.terminateExecution', () => {});
+  session.disconnect();
 }
-for (;;) {
-  const head = readExact(4);
-  const body = head && readExact(head.readUInt32BE(0));
-  if (!body) { parentPort.postMessage({ t: 'gone' }); break; }
-  const frame = JSON.parse(body.toString('utf8'));
-  if (frame.t === 'interrupt') {
-    if (Atomics.load(running, 0) === frame.cell) session.post('Runtime.terminateExecution');
-  }
-  parentPort.postMessage(frame);
+// An event-loop read, never a blocking one: a thread blocked in read(2) cannot be stopped, and
+// node joins this thread when the program exits (process.exit would wait for the next frame).
+const input = new net.Socket({ fd: workerData.fd, readable: true, writable: false });
+let pending = Buffer.alloc(0);
+let ended = false;
+function gone() {
+  if (ended) return;
+  ended = true;
+  parentPort.postMessage({ t: 'gone' });
 }
+input.on('data', (chunk) => {
+  pending = pending.length ? Buffer.concat([pending, chunk]) : chunk;
+  while (pending.length >= 4) {
+    const n = pending.readUInt32BE(0);
+    if (pending.length < 4 + n) break;
+    const frame = JSON.parse(pending.subarray(4, 4 + n).toString('utf8'));
+    pending = pending.subarray(4 + n);
+    parentPort.postMessage(frame);
+    // A main thread that is free takes the interrupt itself (the cell is waiting): terminating
+    // then would hit whatever callback runs next, perhaps inside node. Only a main thread too
+    // busy to answer is stopped from here.
+    if (frame.t === 'interrupt' && Atomics.load(running, 0) === frame.cell) {
+      setTimeout(() => {
+        if (Atomics.load(running, 0) === frame.cell && Atomics.load(running, 1) !== frame.cell) terminate();
+      }, 250);
+    }
+  }
+});
+input.on('end', gone);
+input.on('error', gone);
 `;
 
 const session = new inspector.Session();
@@ -135,6 +151,91 @@ function post(method, params) {
   return new Promise((resolve) => session.post(method, params, (err, result) => resolve({ err, result })));
 }
 
+// Every callback a cell's code schedules runs in that cell's async context, so what a cell
+// started (timers, intervals, immediates, workers, child processes) is known by cell. A cell
+// that is interrupted or cancelled is stopped: all of that is cleared or ended, and whatever of
+// its code still runs later (a promise that settles, a socket callback) can no longer print,
+// display or call tools, so none of its output reaches a later result.
+const cellContext = new AsyncLocalStorage();
+const owned = new Map(); // asyncId -> { cell, type, resource }
+const stoppedCells = new Set();
+const STOPPABLE = new Set(['Timeout', 'Immediate', 'WORKER', 'PROCESSWRAP']);
+let sweepPending = false;
+
+function end({ type, resource }) {
+  try {
+    if (type === 'Timeout') clearTimeout(resource);
+    else if (type === 'Immediate') clearImmediate(resource);
+    else if (type === 'WORKER') resource.stopThread();
+    else if (type === 'PROCESSWRAP') resource.kill(9);
+  } catch {}
+}
+
+function sweep() {
+  sweepPending = false;
+  for (const [id, o] of owned) {
+    if (stoppedCells.has(o.cell)) {
+      owned.delete(id);
+      end(o);
+    }
+  }
+}
+
+createHook({
+  init(asyncId, type, _trigger, resource) {
+    if (!STOPPABLE.has(type)) return;
+    const cell = cellContext.getStore();
+    if (cell === undefined) return;
+    owned.set(asyncId, { cell, type, resource });
+    // Started by code of a stopped cell that was still on its way: ended once it is set up.
+    if (stoppedCells.has(cell) && !sweepPending) {
+      sweepPending = true;
+      process.nextTick(sweep);
+    }
+  },
+  destroy(asyncId) {
+    owned.delete(asyncId);
+  },
+}).enable();
+
+/** True when the code running now belongs to a stopped cell. */
+function fromStoppedCell() {
+  const cell = cellContext.getStore();
+  return cell !== undefined && stoppedCells.has(cell);
+}
+
+function stopCell(cell) {
+  stoppedCells.add(cell);
+  sweep();
+  for (const [id, call] of calls) {
+    if (call.cell === cell) {
+      calls.delete(id);
+      call.reject(new ToolError('the cell was interrupted'));
+    }
+  }
+}
+
+for (const stream of [process.stdout, process.stderr]) {
+  const write = stream.write;
+  stream.write = function write_(chunk, encoding, callback) {
+    if (fromStoppedCell()) {
+      const done = typeof encoding === 'function' ? encoding : callback;
+      if (typeof done === 'function') process.nextTick(done);
+      return true;
+    }
+    return write.apply(this, arguments);
+  };
+}
+
+/** `Runtime.evaluate` of a cell's code, in the cell's async context. */
+function evaluate(cell, params) {
+  return new Promise((resolve) => {
+    cellContext.run(cell, () => {
+      session.post('Runtime.evaluate', params, (err, result) => resolve({ err, result }));
+    });
+  });
+}
+
 const LAST = Symbol.for('agent-tools.last');
 async function valueOf(remote) {
   if (!remote) return undefined;
@@ -181,6 +282,7 @@ let currentCell = 0;
 
 /** `display(value)`; `display(bundle, {raw: true})` sends a mime bundle as it is. */
 globalThis.display = function display(value, options) {
+  if (fromStoppedCell()) return;
   let bundle;
   if (options && options.raw && value && typeof value === 'object') {
     bundle = {};
@@ -203,27 +305,51 @@ globalThis.tool = function tool(name, args = {}) {
   if (args === null || typeof args !== 'object' || Array.isArray(args)) {
     return Promise.reject(new TypeError('tool(name, args): args must be an object of the tool\'s arguments'));
   }
+  if (fromStoppedCell()) return Promise.reject(new ToolError('the cell was interrupted'));
   const id = ++nextCall;
+  const cell = cellContext.getStore() ?? currentCell;
   return new Promise((resolve, reject) => {
-    calls.set(id, { resolve, reject });
+    calls.set(id, { resolve, reject, cell });
     send({ t: 'tool_call', cell: currentCell, id, name: String(name), args });
   });
 };
 
 process.on('unhandledRejection', (reason) => {
-  const text = reason instanceof Error ? (reason.stack || String(reason)) : inspect(reason);
+  if (fromStoppedCell()) return;
+  const text = reason instanceof Error ? userStack(reason.stack || String(reason)) : inspect(reason);
   process.stderr.write(`Unhandled promise rejection: ${text}\n`);
 });
 process.on('uncaughtException', (err) => {
-  process.stderr.write(`Uncaught exception: ${err && err.stack ? err.stack : inspect(err)}\n`);
+  if (fromStoppedCell()) return;
+  process.stderr.write(`Uncaught exception: ${err && err.stack ? userStack(err.stack) : inspect(err)}\n`);
 });
 
-function errorInfo(err) {
+// A frame of the runner or of what lies beneath the cell (the inspector, the reader's events):
+// a stack is cut at the first one, so it shows the user's frames (and node's above them) only.
+const BENEATH_THE_CELL = /node:inspector|agent-tools-runner|\[eval\]|Session\.post|node:internal\/worker|at Worker\.emit|at MessagePort\./;
+
+/** `stack` without the frames beneath the cell. */
+function userStack(stack) {
+  const lines = String(stack).split('\n');
+  const cut = lines.findIndex((l) => /^\s+at /.test(l) && BENEATH_THE_CELL.test(l));
+  return (cut < 0 ? lines : lines.slice(0, cut)).join('\n');
+}
+
+/** A SyntaxError of the cell's own source, as node prints one: where, the line, a caret. */
+function syntaxErrorText(err, details, source, name) {
+  const line = details.lineNumber ?? 0;
+  const column = details.columnNumber ?? 0;
+  const text = String(source).split('\n')[line] ?? '';
+  return `${name}:${line + 1}\n${text}\n${' '.repeat(column)}^\n\n${err.name}: ${err.message}`;
+}
+
+function errorInfo(err, details, source, name) {
   if (err instanceof Error || (err && typeof err === 'object' && 'stack' in err)) {
-    const stack = String(err.stack || `${err.name}: ${err.message}`)
-      .split('\n')
-      .filter((l) => !/node:inspector|agent-tools-runner|\[eval\]|at new Promise \(<anonymous>\)|at post \(|Session\.post/.test(l))
-      .join('\n');
+    let stack = userStack(err.stack || `${err.name}: ${err.message}`);
+    // Thrown by the parser: no frame is the cell's; the place is in the details.
+    if (err.name === 'SyntaxError' && details && !stack.includes(`${name}:`)) {
+      stack = syntaxErrorText(err, details, source, name);
+    }
     return { ename: err.name || 'Error', evalue: String(err.message ?? ''), traceback: stack };
   }
   const text = inspect(err);
@@ -241,9 +367,12 @@ async function runCell(frame) {
   let result = null;
   const interrupted = new Promise((resolve) => { interruptCell = resolve; });
   Atomics.store(running, 0, frame.cell);
+  // Frames of the cell's code are `cell-N:line:column`, as Python's are `<cell-N>`.
+  const name = `cell-${count}`;
   try {
-    const evaluated = post('Runtime.evaluate', {
-      expression: rewriteImports(TYPESCRIPT ? stripTypes(frame.code, { mode: 'strip' }) : frame.code),
+    const source = rewriteImports(TYPESCRIPT ? stripTypes(frame.code, { mode: 'strip' }) : frame.code);
+    const evaluated = evaluate(frame.cell, {
+      expression: `${source}\n//# sourceURL=${name}`,
       replMode: true,
       awaitPromise: true,
       objectGroup: 'cell',
@@ -257,8 +386,8 @@ async function runCell(frame) {
       if (status === 'error') error = { ename: 'Error', evalue: String(outcome.err.message), traceback: String(outcome.err.message) };
     } else if (outcome.result.exceptionDetails) {
       status = 'error';
-      const ex = await valueOf(outcome.result.exceptionDetails.exception);
-      error = errorInfo(ex);
+      const details = outcome.result.exceptionDetails;
+      error = errorInfo(await valueOf(details.exception), details, frame.code, name);
     } else {
       const value = await valueOf(outcome.result.result);
       if (value !== undefined) result = bundleOf(value);
@@ -266,13 +395,10 @@ async function runCell(frame) {
   } catch (e) {
     Atomics.store(running, 0, 0);
     status = 'error';
-    error = errorInfo(e);
+    error = errorInfo(e, null, frame.code, name);
   }
   interruptCell = null;
-  if (status === 'interrupted') {
-    for (const [, call] of calls) call.reject(new ToolError('the cell was interrupted'));
-    calls.clear();
-  }
+  if (status === 'interrupted') stopCell(frame.cell);
   await post('Runtime.releaseObjectGroup', { objectGroup: 'cell' });
   if (frame.token) {
     try { fs.writeSync(1, frame.token); } catch {}
@@ -308,6 +434,7 @@ reader.on('message', (frame) => {
       break;
     }
     case 'interrupt':
+      Atomics.store(running, 1, frame.cell);
       if (frame.cell === currentCell && interruptCell) interruptCell();
       break;
     case 'gone':
@@ -323,6 +450,14 @@ reader.on('message', (frame) => {
       reader.terminate().finally(() => process.exit(0));
   }
 });
+// The program's own exit: the session is closed at the last moment (after every exit handler,
+// one of which may throw and so cancel the exit, as in node's REPL), so node neither waits for
+// a debugger nor says it does.
+const reallyExit = process.reallyExit;
+process.reallyExit = function exitNow(code) {
+  try { session.disconnect(); } catch {}
+  return reallyExit.call(process, code);
+};
 reader.on('error', (e) => {
   process.stderr.write(`[agent-tools runner: the command reader failed: ${e.stack}]\n`);
   process.exit(70);

@@ -78,6 +78,8 @@ class _State:
         self.calls = {}  # bridged call id -> [event, result]
         self.next_call = 0
         self.cell = None  # id of the cell being executed (for tool calls and displays)
+        self.token = ""  # the cell's end marker, also written at a clear_output
+        self.cleared = threading.Event()  # the host has applied a clear_output
 
 
 STATE = _State()
@@ -113,6 +115,8 @@ def _reader():
             if slot is not None:
                 slot[1] = frame
                 slot[0].set()
+        elif kind == "cleared":
+            STATE.cleared.set()
         elif kind == "interrupt":
             with STATE.lock:
                 if STATE.running is not None and STATE.running == frame.get("cell"):
@@ -263,6 +267,16 @@ def _is_instance(obj, module, name):
     return False
 
 
+def _report_display_failure(exc):
+    """A `_repr_*_` method or `__repr__` raised: its traceback on stderr, as IPython shows it;
+    the other forms of the object are still shown."""
+    tb = _strip_runner_frames(exc.__traceback__)
+    lines = [l for l in traceback.format_exception(type(exc), exc, tb) if RUNNER_FILE not in l]
+    _flush_std()
+    sys.stderr.write("".join(lines))
+    _flush_std()
+
+
 def bundle_of(obj):
     """The mime bundle of `obj`: text/plain always, richer forms from `_repr_*_` methods."""
     bundle = {}
@@ -296,8 +310,8 @@ def bundle_of(obj):
                     elif isinstance(v, bytes):
                         v = v.decode("utf-8", "replace")
                     bundle.setdefault(k, v)
-        except Exception:
-            pass
+        except Exception as exc:
+            _report_display_failure(exc)
     for mime, name in (
         ("text/html", "_repr_html_"),
         ("text/markdown", "_repr_markdown_"),
@@ -314,7 +328,8 @@ def bundle_of(obj):
             continue
         try:
             data = method()
-        except Exception:
+        except Exception as exc:
+            _report_display_failure(exc)
             continue
         if isinstance(data, tuple):
             data = data[0]
@@ -328,6 +343,7 @@ def bundle_of(obj):
     try:
         bundle["text/plain"] = repr(obj)
     except Exception as exc:
+        _report_display_failure(exc)
         bundle["text/plain"] = f"<repr failed: {type(exc).__name__}: {exc}>"
     # Very large payloads are the host's to cap, but nobody needs megabytes of HTML.
     for mime in ("text/html", "text/plain", "text/markdown", "text/latex"):
@@ -338,6 +354,26 @@ def bundle_of(obj):
         if not isinstance(value, (str, dict, list, int, float, bool)) and value is not None:
             bundle[mime] = str(value)
     return bundle
+
+
+def _clear_output(wait=False):
+    """`clear_output()`: the cell's output so far is dropped (with `wait`, at its next output).
+
+    The marker on stdout and stderr tells the host where the clear falls in the streams; the
+    cell waits until the host has applied it, so nothing printed after it lands before it.
+    """
+    _flush_std()
+    token = STATE.token
+    STATE.cleared.clear()
+    for fd in (1, 2):
+        if token:
+            try:
+                os.write(fd, token.encode("ascii"))
+            except OSError:
+                pass
+    send({"t": "clear", "cell": STATE.cell, "wait": bool(wait)})
+    if token:
+        STATE.cleared.wait(2)
 
 
 def display(*objs, raw=False, **_ignored):
@@ -919,6 +955,16 @@ def _no_input(*_args, **_kwargs):
     )
 
 
+class _Exit:
+    """`exit()` / `quit()`: in ipykernel they end nothing (the frontend decides); so here."""
+
+    def __repr__(self):
+        return "Use exit() or quit() to leave; the kernel keeps running (reset: true starts a fresh one)."
+
+    def __call__(self, *_args, **_kwargs):
+        return None
+
+
 class StdinNotImplementedError(RuntimeError):
     pass
 
@@ -1024,6 +1070,8 @@ class _CellResult:
 
 
 _CURRENT = [_CellResult()]
+# Inside a display formatter: IPython's report of a formatter failure is ours to make.
+_FORMATTING = [False]
 
 
 def _make_shell():
@@ -1038,11 +1086,12 @@ def _make_shell():
             send({"t": "display", "cell": STATE.cell, "bundle": _json_bundle(data)})
 
         def clear_output(self, wait=False):
-            pass
+            _clear_output(wait)
 
     class Hook(DisplayHook):
         def compute_format_data(self, result):
             bundle = bundle_of(result)
+            _FORMATTING[0] = True
             try:
                 # IPython's pretty printer, as ipykernel shows it (%precision, long dicts).
                 plain = self.shell.display_formatter.formatters["text/plain"](result)
@@ -1050,6 +1099,8 @@ def _make_shell():
                     bundle["text/plain"] = plain
             except Exception:
                 pass
+            finally:
+                _FORMATTING[0] = False
             return bundle, {}
 
         def write_output_prompt(self):
@@ -1062,8 +1113,19 @@ def _make_shell():
             pass
 
     class Shell(InteractiveShell):
+        def ask_exit(self):
+            # `exit()` / `quit()` through IPython's ExitAutocall: status ok, as in ipykernel.
+            pass
+
+        def show_usage_error(self, exc):
+            # The cell's error (shown once), not also a line on stderr.
+            _CURRENT[0].error = {"ename": "UsageError", "evalue": str(exc), "traceback": f"UsageError: {exc}"}
+
         def _showtraceback(self, etype, evalue, stb):
             text = self.InteractiveTB.stb2text(stb)
+            if _FORMATTING[0]:
+                # A display formatter failed (our bundle_of has reported it already).
+                return
             _CURRENT[0].error = {
                 "ename": getattr(etype, "__name__", str(etype)),
                 "evalue": str(evalue),
@@ -1119,8 +1181,12 @@ def _make_shell():
 
     def format_for_display(obj, include=None, exclude=None):
         # Our model views (tables as markdown, figures as PNG) first, IPython's forms besides.
-        data, metadata = ipython_format(obj, include=include, exclude=exclude)
         bundle = bundle_of(obj)
+        _FORMATTING[0] = True
+        try:
+            data, metadata = ipython_format(obj, include=include, exclude=exclude)
+        finally:
+            _FORMATTING[0] = False
         for mime, value in data.items():
             if mime != "text/plain" or mime not in bundle:
                 bundle.setdefault(mime, value)
@@ -1131,7 +1197,6 @@ def _make_shell():
     # back as images, so %matplotlib only says so.
     shell.register_magic_function(lambda line: _pip(line), "line", "pip")
     shell.register_magic_function(lambda line: None, "line", "matplotlib")
-    USER_NS["display"] = display
     _SHELL[0] = shell
     return shell
 
@@ -1191,6 +1256,7 @@ def run_cell(frame):
     status = "ok"
     error = None
     STATE.cell = cell
+    STATE.token = frame.get("token", "")
     if _needs_ipython(code):
         bundle = None
         try:
@@ -1285,14 +1351,13 @@ def main():
         getpass.getpass = _no_input
     except Exception:
         pass
-    tool = _Tool()
-    USER_NS.update(
-        {
-            "display": display,
-            "tool": tool,
-            "ToolError": ToolError,
-        }
-    )
+    # Builtins, as IPython's own `display` is: usable everywhere in a cell, and not names of
+    # the user's namespace (`%who`, `%whos`, `%who_ls`, `dir()` and `%reset` leave them be).
+    builtins.display = display
+    builtins.tool = _Tool()
+    builtins.ToolError = ToolError
+    # `exit()` and `quit()` end the cell, as in ipykernel, and not the kernel.
+    builtins.exit = builtins.quit = _Exit()
     builtins.__agent_tools_magic__ = _magic
     builtins.__agent_tools_cell_magic__ = _cell_magic
     sys.meta_path.insert(0, _PyplotHook())

@@ -179,6 +179,24 @@ impl Session {
         }
     }
 
+    /// Runs a cell under the given cancellation token (cancelled by the test when it likes).
+    pub async fn run_under(&self, code: &str, cancel: &CancellationToken) -> (CellReport, String) {
+        let report = self
+            .kernels
+            .eval(
+                "conversation",
+                &self.root(),
+                self.request(code),
+                self.bridge.clone(),
+                cancel,
+                &NoProgress,
+            )
+            .await
+            .expect("eval");
+        let text = render(&report);
+        (report, text)
+    }
+
     /// Runs a cell and cancels its call (as a client's `notifications/cancelled` does) at the
     /// cell's first progress report, that is while it runs.
     pub async fn run_cancelled(&self, code: &str) -> (CellReport, String) {

@@ -275,6 +275,30 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn tool_read_gives_a_cell_the_files_exact_bytes_crlf_included() {
+        let (registry, run, dir) = check(EvalConfig::default());
+        std::fs::write(dir.path().join("dos.txt"), "one\r\ntwo\r\nno newline").expect("write");
+        let build = Surface::build(&registry);
+        let py = eval(
+            &build,
+            &run,
+            "python",
+            "r = tool('read', {'path': 'dos.txt'})\nr['content'] == open('dos.txt', newline='').read()",
+        )
+        .await;
+        assert!(py.text.ends_with("Out[1]: True"), "{}", py.text);
+        let js = eval(
+            &build,
+            &run,
+            "javascript",
+            "(await tool('read', {path: 'dos.txt'})).content === 'one\\r\\ntwo\\r\\nno newline'",
+        )
+        .await;
+        assert!(js.text.ends_with("Out[1]: true"), "{}", js.text);
+        registry.shutdown().await;
+    }
+
+    #[tokio::test]
     async fn a_kernel_from_a_read_only_surface_cannot_reach_a_write_tool() {
         let (registry, run, dir) = check(EvalConfig::default());
         // A harness that lets a plan surface run cells (calling the tool directly) still

@@ -51,7 +51,8 @@ pub struct ReadOutput {
     /// lines it shows.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub total_lines: Option<usize>,
-    /// Lines `start_line..=end_line`, each ending in a newline.
+    /// Lines `start_line..=end_line` exactly as in the file: line endings (`\n` or `\r\n`)
+    /// kept, none after a last line that has none.
     pub content: String,
     /// Where the read stopped short of the file's end (or of the output cap) and how to go
     /// on; the text ends with the same note.
@@ -179,14 +180,19 @@ fn render(
     let width = end.to_string().len();
     let mut out = String::new();
     let mut content = String::new();
-    for (i, line) in lines.iter().enumerate() {
-        let line = match keep_chars {
-            Some(keep) if i == 0 => &line[..char_boundary(line, keep)],
-            _ => line.as_str(),
+    for (i, (line, ending)) in lines.iter().zip(&window.endings).enumerate() {
+        let (line, ending) = match keep_chars {
+            // A line cut at the cap has no ending shown.
+            Some(keep) if i == 0 => (&line[..char_boundary(line, keep)], &""),
+            _ => (line.as_str(), ending),
         };
         out.push_str(&format!("{:>width$}\t{}\n", start + i, line));
         content.push_str(line);
-        content.push('\n');
+        content.push_str(ending);
+    }
+    if window.endings.contains(&"\r\n") {
+        // The numbered text shows lines; an edit that writes lines back should know.
+        out.push_str(&format!("[{shown}: lines end in CRLF (\\r\\n)]\n"));
     }
     let capped = n < window.lines.len();
     let mut notes = Vec::new();
@@ -236,7 +242,11 @@ fn render(
 /// shown are read (and lines are counted at most [`COUNT_AHEAD_BYTES`] further), and at most
 /// [`MAX_SHOWN_BYTES`] of lines are kept, whatever the file's size.
 struct Window {
+    /// The lines, without their endings.
     lines: Vec<String>,
+    /// Each line's ending as in the file: `\n`, `\r\n`, or none (a last line without one, or
+    /// a line cut short).
+    endings: Vec<&'static str>,
     /// The file's line count, when the read reached its end.
     total: Option<usize>,
     /// The last line was longer than what one read shows, and was cut.
@@ -261,7 +271,8 @@ impl Window {
             return Err(access::binary(rel, "path", size));
         }
         let mut reader = std::io::Cursor::new(head).chain(reader);
-        let mut window = Window { lines: Vec::new(), total: None, cut: false, size };
+        let mut window =
+            Window { lines: Vec::new(), endings: Vec::new(), total: None, cut: false, size };
         let mut line = 1usize; // the line the next byte belongs to
         let mut current: Vec<u8> = Vec::new();
         let mut line_offset = 0u64; // where `line` starts in the file
@@ -316,7 +327,7 @@ impl Window {
                 partial = !ends;
                 if ends {
                     if line >= start {
-                        kept += window.push(&mut current, line_offset, rel)?;
+                        kept += window.push(&mut current, line_offset, rel, true)?;
                     }
                     line += 1;
                     line_offset = offset;
@@ -324,19 +335,33 @@ impl Window {
             }
         }
         if partial && (start..=last).contains(&line) {
-            window.push(&mut current, line_offset, rel)?;
+            window.push(&mut current, line_offset, rel, false)?;
         }
         window.total = Some(if partial { line } else { line - 1 });
         Ok(window)
     }
 
-    /// Keeps one line (without its line ending); a line cut short may end inside a character,
-    /// which is dropped. Returns the bytes kept.
-    fn push(&mut self, bytes: &mut Vec<u8>, at: u64, rel: &RelPath) -> Result<usize, String> {
+    /// Keeps one line (its ending apart; `ended`: a `\n` ended it); a line cut short may end
+    /// inside a character, which is dropped. Returns the bytes kept.
+    fn push(
+        &mut self,
+        bytes: &mut Vec<u8>,
+        at: u64,
+        rel: &RelPath,
+        ended: bool,
+    ) -> Result<usize, String> {
         let mut bytes = std::mem::take(bytes);
-        if bytes.last() == Some(&b'\r') {
+        let crlf = bytes.last() == Some(&b'\r');
+        if crlf {
             bytes.pop();
         }
+        self.endings.push(match (ended, crlf) {
+            (true, true) => "\r\n",
+            (true, false) => "\n",
+            // A last line without a `\n` keeps the lone `\r` it ends in.
+            (false, true) => "\r",
+            (false, false) => "",
+        });
         let text = match String::from_utf8(bytes) {
             Ok(text) => text,
             Err(e) if self.cut && e.utf8_error().error_len().is_none() => {

@@ -270,6 +270,29 @@ fn read_returns_the_lines_as_structured_content_too() {
 }
 
 #[test]
+fn read_content_is_the_files_exact_text_and_the_numbered_text_says_crlf() {
+    let project = Project::new(&[
+        ("dos.txt", "one\r\ntwo\r\nlast"),
+        ("mixed.txt", "a\nb\r\n"),
+        ("unix.txt", "x\ny"),
+    ]);
+    let result = project.call(SurfaceKind::Plan, "read", json!({"path": "dos.txt"}));
+    assert_eq!(result.structured.as_ref().unwrap()["content"], "one\r\ntwo\r\nlast");
+    assert_eq!(result.text, "1\tone\n2\ttwo\n3\tlast\n[dos.txt: lines end in CRLF (\\r\\n)]\n");
+    let result = project.call(
+        SurfaceKind::Plan,
+        "read",
+        json!({"path": "dos.txt", "start_line": 2, "end_line": 2}),
+    );
+    assert_eq!(result.structured.as_ref().unwrap()["content"], "two\r\n");
+    let result = project.call(SurfaceKind::Plan, "read", json!({"path": "mixed.txt"}));
+    assert_eq!(result.structured.as_ref().unwrap()["content"], "a\nb\r\n");
+    let result = project.call(SurfaceKind::Plan, "read", json!({"path": "unix.txt"}));
+    assert_eq!(result.structured.as_ref().unwrap()["content"], "x\ny", "no newline added");
+    assert_eq!(result.text, "1\tx\n2\ty\n");
+}
+
+#[test]
 fn writes_report_what_each_file_held_before() {
     use agent_tools::Before;
     let project = Project::new(&[("old.txt", "before\n")]);
