@@ -5,19 +5,12 @@
 
 mod common;
 
-use agent_tools_eval::{CellStatus, EvalConfig, JsEngine, Language};
-use common::{Session, require};
+use agent_tools_eval::{CellStatus, EvalConfig};
+use common::Session;
 
-fn have_node() -> bool {
-    std::process::Command::new("node").arg("--version").output().is_ok_and(|o| o.status.success())
-}
-
+/// A Node session, or None (skipped loudly outside CI) when `node` is missing.
 fn check(config: EvalConfig) -> Option<Session> {
-    if !require("node", have_node(), "install Node.js (the setup step expects it on PATH)") {
-        return None;
-    }
-    let config = EvalConfig { javascript: Some(JsEngine::Node), ..config };
-    Some(Session::new(Language::Javascript, config))
+    common::node_session(config)
 }
 
 #[tokio::test]

@@ -283,27 +283,14 @@ pub(crate) async fn impact_of(
             names.push(stem);
         }
         impact.scanned_because.get_or_insert_with(|| "the file was deleted".into());
-        let root = server.root.clone();
-        let def = server.def.clone();
-        let skip = path.to_path_buf();
-        let scanned = tokio::task::spawn_blocking(move || mentions(&root, &def, &names, &skip))
-            .await
-            .unwrap_or_default();
-        for (file, count) in scanned {
+        for (file, count) in scan(server, names, path).await {
             *referenced.entry(file).or_default() += count;
         }
     }
     let mut files: Vec<(PathBuf, usize)> = referenced.into_iter().collect();
     files.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
     if impact.scanned_because.is_some() && !impact.names.is_empty() && !deleted {
-        let root = server.root.clone();
-        let def = server.def.clone();
-        let names = impact.names.clone();
-        let skip = path.to_path_buf();
-        let scanned = tokio::task::spawn_blocking(move || mentions(&root, &def, &names, &skip))
-            .await
-            .unwrap_or_default();
-        for (file, count) in scanned {
+        for (file, count) in scan(server, impact.names.clone(), path).await {
             if !files.iter().any(|(f, _)| *f == file) {
                 files.push((file, count));
             }
@@ -311,6 +298,15 @@ pub(crate) async fn impact_of(
     }
     impact.files = files;
     impact
+}
+
+/// [`mentions`] of `names` under the server's root, off the async threads; `skip` is the
+/// written file itself.
+async fn scan(server: &Server, names: Vec<String>, skip: &Path) -> Vec<(PathBuf, usize)> {
+    let (root, def, skip) = (server.root.clone(), server.def.clone(), skip.to_path_buf());
+    tokio::task::spawn_blocking(move || mentions(&root, &def, &names, &skip))
+        .await
+        .unwrap_or_default()
 }
 
 /// Keywords after which a declared name follows, across the built-in languages.

@@ -669,9 +669,22 @@ async fn a_listed_code_action_shows_its_edit_and_applies_all_or_nothing() {
 /// Writes `text` to `file` as a file tool would (what it held before is known) and returns
 /// the write's diagnostics; nothing was opened before.
 async fn write_file(p: &Project, file: &str, text: &str) -> agent_tools_lsp::WriteDiagnostics {
+    change_file(p, file, Some(text)).await
+}
+
+/// Writes `text` to `file` (deletes it for `None`) as a file tool would, what it held before
+/// known, and returns the diagnostics of the change.
+async fn change_file(
+    p: &Project,
+    file: &str,
+    text: Option<&str>,
+) -> agent_tools_lsp::WriteDiagnostics {
     let path = p.root.join(file);
     let before = std::fs::read(&path).expect("read before");
-    std::fs::write(&path, text).expect("write");
+    match text {
+        Some(text) => std::fs::write(&path, text).expect("write"),
+        None => std::fs::remove_file(&path).expect("delete"),
+    }
     let report = p
         .sup
         .diagnostics_after_write(
@@ -680,7 +693,7 @@ async fn write_file(p: &Project, file: &str, text: &str) -> agent_tools_lsp::Wri
         )
         .await
         .expect("covered");
-    eprintln!("--- write {file}\n{}\n{report:?}", report.render());
+    eprintln!("--- change of {file}\n{}\n{report:?}", report.render());
     report
 }
 
@@ -927,29 +940,12 @@ async fn a_revert_made_outside_the_tools_leaves_no_stale_diagnostics() {
     p.finish().await;
 }
 
-/// Deletes `file` from disk and reports it as a write.
-async fn delete_file(p: &Project, file: &str) -> agent_tools_lsp::WriteDiagnostics {
-    let path = p.root.join(file);
-    let before = std::fs::read(&path).expect("read before");
-    std::fs::remove_file(&path).expect("delete");
-    let report = p
-        .sup
-        .diagnostics_after_write(
-            &[WrittenFile { path, before: FileBefore::Contents(before.into()) }],
-            &CancellationToken::new(),
-        )
-        .await
-        .expect("covered");
-    eprintln!("--- delete {file}\n{}", report.render());
-    report
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deleting_a_module_names_the_files_that_import_it() {
     let Some(p) = python_callers() else { return };
     // The server runs (a search earlier in the session); no importer was opened.
     p.ok(json!({"action": "symbols", "query": "term_len"})).await;
-    let report = delete_file(&p, "src/pkg/termui.py").await;
+    let report = change_file(&p, "src/pkg/termui.py", None).await;
     let text = report.render();
     assert!(!text.contains("no new errors"), "{text}");
     // `examples/termui.py` imports `pkg.termui` by name; the package re-exports from it.
@@ -962,7 +958,7 @@ async fn deleting_a_module_names_the_files_that_import_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_delete_that_starts_the_server_does_not_claim_what_it_cannot_know() {
     let Some(p) = python_callers() else { return };
-    let report = delete_file(&p, "src/pkg/termui.py").await;
+    let report = change_file(&p, "src/pkg/termui.py", None).await;
     let text = report.render();
     assert!(!report.complete() && !text.contains("no new errors or warnings\n"), "{text}");
     assert!(text.contains("started after it was deleted"), "{text}");

@@ -119,7 +119,11 @@ def test_a_config_file_given_by_path_replaces_the_root_one(project: Path, tmp_pa
     with agent_tools.Run(project, config=config) as run:
         assert run.surface == "plan"
         long = run.call("read", {"path": "big.txt"})
-    assert "[output truncated: showed 1000 of" in long.text, long.text
+    # Cut at a whole line, said the same way in the text and in the data.
+    assert "the rest is over the 1000-character output cap" in long.text, long.text
+    end = long.structured["end_line"]
+    assert f"showed lines 1-{end} of 2000" in long.text and end < 2000, long.text
+    assert long.structured["content"] == "y\n" * end
     bad = tmp_path / "bad.toml"
     bad.write_text("[output]\nmax_charz = 1\n")
     with pytest.raises(AgentToolsError, match="max_charz"):

@@ -34,6 +34,20 @@ pub fn require(what: &str, found: bool, how: &str) -> bool {
     false
 }
 
+/// A Node.js session with `config`, or None (skipped loudly outside CI) when `node` is missing.
+#[allow(dead_code, reason = "used by the Node test files, not by every test crate")]
+pub fn node_session(config: EvalConfig) -> Option<Session> {
+    let found = std::process::Command::new("node")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !require("node", found, "install Node.js (the setup step expects it on PATH)") {
+        return None;
+    }
+    let config = EvalConfig { javascript: Some(agent_tools_eval::JsEngine::Node), ..config };
+    Some(Session::new(Language::Javascript, config))
+}
+
 /// The test venv's Python (pandas, matplotlib) if set up, else None.
 pub fn test_python() -> Option<PathBuf> {
     let candidate =
