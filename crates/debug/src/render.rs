@@ -25,6 +25,11 @@ pub fn render(outcome: &DebugOutcome) -> String {
         DebugOutcome::Input(i) => render_input(&mut out, i),
         DebugOutcome::Output(o) => render_output_view(&mut out, o),
         DebugOutcome::Terminated(t) => render_teardown(&mut out, t),
+        DebugOutcome::StoppedMeanwhile { stop, then } => {
+            render_snapshot(&mut out, stop);
+            let _ = writeln!(out, "\nThen, at this stop:");
+            out.push_str(&render(then));
+        }
     }
     out
 }
@@ -49,6 +54,11 @@ fn render_status(out: &mut String, s: &StatusView) {
                 human_seconds(v.ttl_seconds_left)
             );
             match (&s.stop, s.state.as_str()) {
+                (Some(_), _) if s.snapshot.is_some() => {
+                    if let Some(snapshot) = &s.snapshot {
+                        render_snapshot(out, snapshot);
+                    }
+                }
                 (Some(stop), _) => {
                     let _ = writeln!(
                         out,
@@ -96,11 +106,27 @@ fn render_breakpoints(out: &mut String, bps: &[BreakpointView]) {
         };
         let _ = writeln!(
             out,
-            "  {place}: {}{}",
+            "  {place}{}: {}{}",
+            breakpoint_settings(b),
             if b.verified { "verified" } else { "not verified" },
             b.message.as_ref().map(|m| format!(" ({m})")).unwrap_or_default()
         );
     }
+}
+
+/// ` [if x > 3, hits 3, logs "…"]`, or nothing for a plain breakpoint.
+fn breakpoint_settings(b: &BreakpointView) -> String {
+    let mut parts = Vec::new();
+    if let Some(c) = &b.condition {
+        parts.push(format!("if {c}"));
+    }
+    if let Some(h) = &b.hit_condition {
+        parts.push(format!("hits {h}"));
+    }
+    if let Some(m) = &b.log_message {
+        parts.push(format!("logs \"{m}\""));
+    }
+    if parts.is_empty() { String::new() } else { format!(" [{}]", parts.join(", ")) }
 }
 
 fn render_frame(out: &mut String, i: usize, f: &FrameView) {
@@ -343,16 +369,25 @@ fn render_adapters(out: &mut String, adapters: &[AdapterReport]) {
 }
 
 fn render_breakpoints_set(out: &mut String, b: &BreakpointsView) {
-    if b.breakpoints.is_empty() {
-        let _ = writeln!(out, "Cleared the breakpoints of {}.", b.file);
+    if b.file.is_empty() {
+        if b.breakpoints.is_empty() {
+            let _ = writeln!(out, "No breakpoints are set.");
+        } else {
+            let _ = writeln!(
+                out,
+                "Breakpoints{}:",
+                if b.pending { " (pending: sent to the adapter at `launch`)" } else { "" }
+            );
+            render_breakpoints(out, &b.breakpoints);
+        }
+    } else if b.breakpoints.is_empty() {
+        let _ = writeln!(out, "{} has no breakpoints now.", b.file);
     } else if b.pending {
-        let lines: Vec<String> = b.breakpoints.iter().map(|x| x.requested.to_string()).collect();
-        let _ = writeln!(
-            out,
-            "Breakpoints of {} set at line {} (pending: sent to the adapter at `launch`).",
-            b.file,
-            lines.join(", ")
-        );
+        let _ =
+            writeln!(out, "Breakpoints of {} (pending: sent to the adapter at `launch`):", b.file);
+        for x in &b.breakpoints {
+            let _ = writeln!(out, "  line {}{}", x.requested, breakpoint_settings(x));
+        }
     } else {
         let _ = writeln!(out, "Breakpoints of {}:", b.file);
         render_breakpoints(out, &b.breakpoints);

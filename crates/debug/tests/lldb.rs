@@ -276,3 +276,31 @@ async fn a_failing_cargo_test_stops_at_its_assertion() {
     h.ok(json!({"operation": "terminate"})).await;
     assert_gone(&procs);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_breakpoints_in_one_c_file_keep_their_own_conditions_and_hit_counts() {
+    let Some((_project, h, _)) = check("c", config()) else { return };
+    // In `average`'s loop over {2, 4, 6}: line 8 from its third hit on, line 10 only if the
+    // total is 12.
+    h.ok(
+        json!({"operation": "breakpoints", "file": "buggy.c", "lines": [8], "hit_condition": "3"}),
+    )
+    .await;
+    h.ok(json!({"operation": "breakpoints", "file": "buggy.c", "lines": [10], "condition": "total == 12"}))
+        .await;
+    let launched = h.ok(json!({"operation": "launch", "program": "buggy"})).await;
+    let procs = session_processes(&launched);
+    let text = agent_tools_debug::render(&launched);
+    let DebugOutcome::Started(started) = &launched else { panic!() };
+    assert_eq!(started.breakpoints.len(), 2, "{text}");
+    assert!(started.breakpoints.iter().all(|b| b.verified), "{text}");
+    let stop = stopped(&launched);
+    assert_eq!(stop.frame.as_ref().and_then(|f| f.line), Some(8), "{text}");
+    assert_eq!(local(stop, "i").as_deref(), Some("2"), "{text}");
+    let next = h.ok(json!({"operation": "continue"})).await;
+    let stop = stopped(&next);
+    assert_eq!(stop.frame.as_ref().and_then(|f| f.line), Some(10));
+    assert_eq!(local(stop, "total").as_deref(), Some("12"));
+    h.ok(json!({"operation": "terminate"})).await;
+    assert_gone(&procs);
+}

@@ -130,6 +130,8 @@ impl Session {
             exceptions: opts.exceptions,
             default_frame: None,
             last_place: None,
+            reported_stop: 0,
+            placed: BTreeMap::new(),
             early_threads: None,
             torn_down: false,
         })

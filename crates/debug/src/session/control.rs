@@ -196,6 +196,55 @@ impl Session {
         state::wait_for_pipes(&self.shared, Duration::from_secs(2)).await;
     }
 
+    /// The snapshot of a stop no call has shown yet (a breakpoint hit while no call was
+    /// waiting, say in an HTTP handler between calls), or `None`.
+    pub(crate) async fn unseen_stop(&mut self) -> Option<StopSnapshot> {
+        let unseen = self
+            .shared
+            .read(|s| !s.ended() && s.gone.is_none() && !s.running && s.epoch > self.reported_stop);
+        // debugpy's SystemExit stop is the exit, which the next wait reports as such.
+        if !unseen || self.skippable_stop().is_some() {
+            return None;
+        }
+        self.remember_descendants();
+        let mut snapshot = self.snapshot().await;
+        snapshot.notes.insert(
+            0,
+            format!("the program stopped (stop {}) while no call was waiting", snapshot.stop),
+        );
+        Some(snapshot)
+    }
+
+    /// The snapshot of the current stop, whether a call showed it already or not.
+    pub(crate) async fn current_stop(&mut self) -> Option<StopSnapshot> {
+        if let Some(unseen) = self.unseen_stop().await {
+            return Some(unseen);
+        }
+        if self.shared.read(|s| s.ended() || s.gone.is_some() || s.running || s.epoch == 0) {
+            return None;
+        }
+        Some(self.snapshot().await)
+    }
+
+    /// Counts stop `stop` as not shown yet (the call that took its snapshot failed).
+    pub(crate) fn unreport(&mut self, stop: u64) {
+        self.reported_stop = self.reported_stop.min(stop.saturating_sub(1));
+    }
+
+    /// A stop no call has shown yet, in place of letting the program run on from it: nobody
+    /// has seen where it is.
+    async fn unseen_instead_of(&mut self, what: &str) -> Option<RunState> {
+        let mut snapshot = self.unseen_stop().await?;
+        snapshot.notes.insert(
+            1,
+            format!(
+                "not resumed: `{what}` was held back so that this stop is seen first; call it \
+                 again to go on"
+            ),
+        );
+        Some(RunState::Stopped(Box::new(snapshot)))
+    }
+
     pub(super) async fn stopped(&mut self, notes: Vec<String>) -> RunState {
         self.remember_descendants();
         let mut snapshot = self.snapshot().await;
@@ -246,6 +295,9 @@ impl Session {
             "stepIn" => "step in",
             _ => "step out",
         };
+        if let Some(unseen) = self.unseen_instead_of(what).await {
+            return Ok(unseen);
+        }
         let (running, epoch) = self.shared.read(|s| (s.running || s.epoch == 0, s.epoch));
         if command == "continue" && running && !self.finished() {
             // Already running (an earlier wait ended first): wait for the next stop again.
@@ -285,6 +337,9 @@ impl Session {
         wait: Duration,
         cancel: &CallScope<'_>,
     ) -> Result<RunState, DebugError> {
+        if let Some(unseen) = self.unseen_stop().await {
+            return Ok(RunState::Stopped(Box::new(unseen)));
+        }
         let (running, epoch) = self.shared.read(|s| (s.running || s.epoch == 0, s.epoch));
         if self.finished() {
             self.require_stopped("pause")?;
@@ -350,7 +405,11 @@ impl Session {
             Ok((false, s.pending_stdin.as_ref().map_or(0, |p| p.chars().count())))
         })?;
         let (running, epoch) = self.shared.read(|s| (s.running || s.epoch == 0, s.epoch));
-        let state = if running { Some(self.wait_state(epoch, wait, cancel).await) } else { None };
+        let state = if running {
+            Some(self.wait_state(epoch, wait, cancel).await)
+        } else {
+            self.unseen_stop().await.map(|s| RunState::Stopped(Box::new(s)))
+        };
         Ok(InputView { chars: text.chars().count(), closed, pending, state })
     }
 

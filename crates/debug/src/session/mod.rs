@@ -35,15 +35,27 @@ use crate::{
 };
 
 use self::connect::AdapterProcess;
-pub(crate) use self::connect::attach_recipe;
+pub(crate) use self::{
+    connect::attach_recipe,
+    handshake::{check_hit_condition, pending_view},
+    snapshot::is_library_path,
+};
+
+/// One breakpoint the user asked for, with its own condition, hit condition and log message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct LineBreakpoint {
+    pub line: u32,
+    pub condition: Option<String>,
+    pub hit_condition: Option<String>,
+    pub log_message: Option<String>,
+}
 
 /// What the user asked breakpoints to be in one file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct BreakpointRequest {
-    pub lines: Vec<u32>,
-    pub condition: Option<String>,
-    pub log_message: Option<String>,
-    /// The file is library code outside the root (stdlib, site-packages, …).
+    /// One per line, sorted by line.
+    pub lines: Vec<LineBreakpoint>,
+    /// The file is library code (stdlib, site-packages, the project's own `.venv`, …).
     pub library: bool,
 }
 
@@ -107,6 +119,10 @@ pub(crate) struct Session {
     default_frame: Option<u64>,
     /// Where the latest stop was, for `status`.
     last_place: Option<String>,
+    /// Where the adapter placed each file's breakpoints (its later `breakpoint` events apply).
+    placed: BTreeMap<PathBuf, Vec<BreakpointView>>,
+    /// The stop number the latest snapshot showed: a later stop was not seen by any call.
+    reported_stop: u64,
     /// The thread list asked for as the program starts (debugpy, which answers every request
     /// only after a round trip to the program): the first stop names its thread from it.
     early_threads: Option<PendingResponse>,

@@ -13,6 +13,7 @@ impl Session {
     pub(super) async fn snapshot(&mut self) -> StopSnapshot {
         let (epoch, stop) = self.shared.read(|s| (s.epoch, s.stop.clone().unwrap_or_default()));
         self.handles.begin_stop(epoch);
+        self.reported_stop = epoch;
         let timeout = self.config.request_timeout();
         let mut notes = Vec::new();
         let client = self.client.clone();
@@ -70,7 +71,13 @@ impl Session {
             Some((_, Err(e))) => notes.push(format!("no stack for the stopped thread: {e}")),
             None => notes.push("the adapter reported no thread".into()),
         }
-        let user_index = frames.iter().position(|(f, _)| !f.library);
+        // A stop the user asked for (a breakpoint, a step) is shown where it is, library code
+        // or not; one they did not (an exception, a crash, a pause) at the first user frame.
+        let asked_for = stop_was_asked_for(&stop.reason)
+            && !(self.kind == AdapterKind::Lldb
+                && frames.first().is_some_and(|(f, _)| f.name.ends_with("rust_panic")));
+        let user_index =
+            if asked_for { Some(0) } else { frames.iter().position(|(f, _)| !f.library) };
         let frames_skipped = user_index.unwrap_or(0);
         if user_index.is_none() && !frames.is_empty() {
             notes.push("no frame is in the project's code; showing the top frame".into());
@@ -291,6 +298,20 @@ pub(super) fn panic_message(output: &str) -> Option<String> {
     None
 }
 
+/// Whether a stop of this reason is one the user asked for: a breakpoint of theirs or a step
+/// (shown at the top frame), not an exception, a signal, a pause or the entry.
+pub(super) fn stop_was_asked_for(reason: &str) -> bool {
+    matches!(
+        reason,
+        "breakpoint"
+            | "step"
+            | "function breakpoint"
+            | "data breakpoint"
+            | "instruction breakpoint"
+            | "goto"
+    )
+}
+
 /// `buggy::average::hbbee2e627357c3f3` → `buggy::average` (the Rust symbol hash is noise).
 pub(super) fn tidy_frame_name(name: &str) -> String {
     // debugpy marks the frame of a user-unhandled exception in its name.
@@ -313,7 +334,7 @@ pub(super) fn place_of(frame: &FrameView) -> String {
 }
 
 /// Library or runtime code, whatever the adapter's hints say.
-pub(super) fn is_library_path(path: &str) -> bool {
+pub(crate) fn is_library_path(path: &str) -> bool {
     [
         "/site-packages/",
         "/dist-packages/",

@@ -67,6 +67,8 @@ pub(crate) struct State {
     pub stdin: Option<std::fs::File>,
     /// Text for stdin not written yet (no writer yet, or the pipe was full).
     pub pending_stdin: Option<String>,
+    /// The latest `breakpoint` event of each breakpoint id (verified later, moved).
+    pub breakpoint_changes: std::collections::HashMap<i64, Value>,
 }
 
 impl State {
@@ -200,6 +202,18 @@ pub(crate) fn apply_event(shared: &Shared, kind: AdapterKind, event: &str, body:
                 all_threads_stopped: body["allThreadsStopped"].as_bool().unwrap_or(false),
             });
         }),
+        "breakpoint" => {
+            let breakpoint = &body["breakpoint"];
+            if let Some(id) = breakpoint["id"].as_i64() {
+                shared.update(|s| {
+                    if body["reason"] == "removed" {
+                        s.breakpoint_changes.remove(&id);
+                    } else {
+                        s.breakpoint_changes.insert(id, breakpoint.clone());
+                    }
+                });
+            }
+        }
         "continued" => shared.update(|s| {
             s.running = true;
             s.pausing = false;
