@@ -722,3 +722,25 @@ async fn a_breakpoint_in_the_project_venv_stops_there_also_through_a_symlinked_v
         assert_gone(&procs);
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_setsid_daemon_with_a_cleared_environment_is_gone_after_terminate() {
+    let Some((_project, h)) = check("python", config()) else { return };
+    if !cgroup_available() {
+        return;
+    }
+    let (_launched, daemon) = h.launch_forker("daemon.py").await;
+    h.ok(json!({"operation": "terminate"})).await;
+    assert_gone(&[daemon]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_setsid_daemon_with_a_cleared_environment_is_gone_at_the_end_of_the_run() {
+    let Some((_project, h)) = check("python", config()) else { return };
+    if !cgroup_available() {
+        return;
+    }
+    let (_launched, daemon) = h.launch_forker("daemon.py").await;
+    h.debug.shutdown().await;
+    assert_gone(&[daemon]);
+}

@@ -237,3 +237,14 @@ async fn a_standard_library_breakpoint_is_set_through_goroot_as_go_names_it() {
     h.ok(json!({"operation": "terminate"})).await;
     assert_gone(&procs);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_setsid_daemon_with_a_cleared_environment_is_gone_after_terminate() {
+    let Some((_project, h)) = check(config()) else { return };
+    if !cgroup_available() {
+        return;
+    }
+    let (_launched, daemon) = h.launch_forker("daemon").await;
+    h.ok(json!({"operation": "terminate"})).await;
+    assert_gone(&[daemon]);
+}

@@ -26,6 +26,7 @@ fn check(fixture: &str, config: DebugConfig) -> Option<(Project, Harness, PathBu
                 ("buggy", "buggy.c"),
                 ("crash", "crash.c"),
                 ("forker", "forker.c"),
+                ("daemon", "daemon.c"),
                 ("waiter", "waiter.c"),
                 ("greet", "greet.c"),
                 ("die", "die.c"),
@@ -303,4 +304,15 @@ async fn two_breakpoints_in_one_c_file_keep_their_own_conditions_and_hit_counts(
     assert_eq!(local(stop, "total").as_deref(), Some("12"));
     h.ok(json!({"operation": "terminate"})).await;
     assert_gone(&procs);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_setsid_daemon_with_a_cleared_environment_is_gone_after_terminate() {
+    let Some((_project, h, _)) = check("c", config()) else { return };
+    if !cgroup_available() {
+        return;
+    }
+    let (_launched, daemon) = h.launch_forker("daemon").await;
+    h.ok(json!({"operation": "terminate"})).await;
+    assert_gone(&[daemon]);
 }
