@@ -217,8 +217,14 @@ fn render_run(out: &mut String, state: &RunState) {
             }
             render_output(out, output, "Output since the last call");
         }
-        RunState::Running { waited_seconds, cancelled, output } => {
-            if *cancelled {
+        RunState::Running { waited_seconds, cancelled, waiting_for_input, output } => {
+            if *waiting_for_input {
+                let _ = writeln!(
+                    out,
+                    "The program is waiting for input on stdin: `input` (stdin) sends it a line; \
+                     \"\" closes stdin; `pause` stops it where it is."
+                );
+            } else if *cancelled {
                 let _ = writeln!(
                     out,
                     "The wait was cancelled after {waited_seconds} s; the program is still \
@@ -501,8 +507,14 @@ fn render_output_view(out: &mut String, o: &OutputView) {
         let _ = writeln!(out, "No new output.");
     }
     let _ = writeln!(out, "(cursor: since={})", o.output.next);
-    if let Some(code) = o.exit_code {
-        let _ = writeln!(out, "The program exited with code {code}.");
+    match (&o.ended_by, o.exit_code) {
+        (Some(how), _) => {
+            let _ = writeln!(out, "The program ended: {how}.");
+        }
+        (None, Some(code)) => {
+            let _ = writeln!(out, "The program exited with code {code}.");
+        }
+        (None, None) => {}
     }
 }
 
@@ -520,8 +532,14 @@ fn render_teardown(out: &mut String, t: &TeardownReport) {
     for k in &t.killed {
         let _ = writeln!(out, "  - killed {k}");
     }
-    if let Some(code) = t.exit_code {
-        let _ = writeln!(out, "The program had exited with code {code}.");
+    match (&t.ended_by, t.exit_code) {
+        (Some(how), _) => {
+            let _ = writeln!(out, "The program had ended: {how}.");
+        }
+        (None, Some(code)) => {
+            let _ = writeln!(out, "The program had exited with code {code}.");
+        }
+        (None, None) => {}
     }
     render_output(out, &t.output, "Output not read before");
 }

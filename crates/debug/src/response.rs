@@ -83,6 +83,9 @@ pub enum RunState {
         waited_seconds: u64,
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         cancelled: bool,
+        /// It is blocked reading stdin: `input` sends it text.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        waiting_for_input: bool,
         output: OutputChunk,
     },
     /// The adapter went away (crashed or closed the connection).
@@ -234,6 +237,9 @@ pub struct OutputView {
     /// Whether the program has exited, and how.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<i64>,
+    /// How it ended when not by exiting itself (a signal, gone unreported).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_by: Option<String>,
 }
 
 /// What `input` wrote to the program's stdin.
@@ -365,4 +371,7 @@ pub struct TeardownReport {
     pub output: OutputChunk,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<i64>,
+    /// How it ended when not by exiting itself (a signal, gone unreported).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_by: Option<String>,
 }

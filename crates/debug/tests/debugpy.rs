@@ -322,8 +322,13 @@ async fn a_failing_pytest_test_stops_at_its_assertion_with_the_locals() {
         .ok(json!({"operation": "launch", "test": "tests/test_calc.py::test_mean_of_three"}))
         .await;
     let procs = session_processes(&launched);
+    let text = agent_tools_debug::render(&launched);
+    assert!(
+        text.contains("Launched test tests/test_calc.py::test_mean_of_three with debugpy"),
+        "{text}"
+    );
     let stop = stopped(&launched);
-    assert_eq!(stop.reason, "exception", "{}", agent_tools_debug::render(&launched));
+    assert_eq!(stop.reason, "exception", "{text}");
     let frame = stop.frame.clone().expect("the test's frame");
     assert_eq!(
         (frame.name.as_str(), frame.path.as_deref(), frame.line),
@@ -393,11 +398,16 @@ async fn stdin_is_fed_at_launch_and_more_is_sent_later() {
     let Some((_project, h)) = check("python", config()) else { return };
     h.ok(json!({"operation": "breakpoints", "file": "greet.py", "lines": [7]})).await;
     let launched = h
-        .ok(json!({"operation": "launch", "program": "greet.py", "stdin": "ada\n", "wait_seconds": 3}))
+        .ok(json!({"operation": "launch", "program": "greet.py", "stdin": "ada\n", "wait_seconds": 120}))
         .await;
     let procs = session_processes(&launched);
-    // It waits for its second line.
-    assert!(matches!(run_state(&launched), RunState::Running { .. }), "{launched:?}");
+    // It waits for its second line, and says so at once (not when the wait ends).
+    let text = agent_tools_debug::render(&launched);
+    assert!(
+        matches!(run_state(&launched), RunState::Running { waiting_for_input: true, .. }),
+        "{text}"
+    );
+    assert!(text.contains("waiting for input on stdin"), "{text}");
     let sent = h.ok(json!({"operation": "input", "stdin": "bob\n"})).await;
     let DebugOutcome::Input(sent) = &sent else { panic!("{sent:?}") };
     let Some(RunState::Stopped(stop)) = &sent.state else { panic!("{sent:?}") };
@@ -469,7 +479,15 @@ async fn a_death_by_signal_reads_as_the_signal_not_an_exit_code() {
     };
     assert_eq!(*exit_code, None, "{text}");
     assert!(ended_by.as_deref().is_some_and(|e| e.starts_with("killed by SIGSEGV")), "{text}");
-    h.ok(json!({"operation": "terminate"})).await;
+    // One account of the end, whichever operation tells it.
+    let again = h.err(json!({"operation": "continue"})).await;
+    assert!(again.contains("killed by SIGSEGV") && !again.contains("with code"), "{again}");
+    let output = agent_tools_debug::render(&h.ok(json!({"operation": "output"})).await);
+    assert!(output.contains("The program ended: killed by SIGSEGV"), "{output}");
+    let ended = h.ok(json!({"operation": "terminate"})).await;
+    let DebugOutcome::Terminated(report) = &ended else { panic!() };
+    assert_eq!(report.exit_code, None, "{report:?}");
+    assert!(report.ended_by.as_deref().is_some_and(|e| e.starts_with("killed by SIGSEGV")));
     assert_gone(&procs);
 }
 

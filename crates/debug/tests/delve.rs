@@ -5,7 +5,7 @@
 mod support;
 
 use agent_tools_debug::{
-    DebugConfig, DebugOutcome,
+    DebugConfig, DebugOutcome, RunState,
     adapters::{SearchEnv, delve_candidates},
 };
 use serde_json::json;
@@ -247,4 +247,67 @@ async fn a_setsid_daemon_with_a_cleared_environment_is_gone_after_terminate() {
     let (_launched, daemon) = h.launch_forker("daemon").await;
     h.ok(json!({"operation": "terminate"})).await;
     assert_gone(&[daemon]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_go_test_stops_at_the_line_that_failed_it() {
+    let Some((_project, h)) = check(config()) else { return };
+    // t.Errorf: the test goes on after it, so the stop is where it was marked failed.
+    let launched =
+        h.ok(json!({"operation": "launch", "test": "TestMean", "program": "calc"})).await;
+    let procs = session_processes(&launched);
+    let text = agent_tools_debug::render(&launched);
+    assert!(text.contains("Launched test TestMean with delve"), "{text}");
+    let stop = stopped(&launched);
+    assert_eq!(stop.reason, "exception", "{text}");
+    let exception = stop.exception.clone().expect("the failure");
+    assert_eq!(exception.id.as_deref(), Some("test failed"), "{text}");
+    assert!(
+        exception.description.as_deref().is_some_and(|d| d.contains("Mean = 2, want 3")),
+        "{text}"
+    );
+    assert_eq!(
+        stop.frame.as_ref().map(|f| (f.name.as_str(), f.path.as_deref(), f.line)),
+        Some(("example.com/buggy/calc.TestMean", Some("calc/calc_test.go"), Some(18))),
+        "{text}"
+    );
+    assert_eq!(local(stop, "got").as_deref(), Some("2"), "{text}");
+    assert_eq!(h.continue_to_exit().await, Some(1));
+    h.ok(json!({"operation": "terminate"})).await;
+    assert_gone(&procs);
+
+    // t.Fatalf likewise.
+    let launched =
+        h.ok(json!({"operation": "launch", "test": "TestMeanOfNone", "program": "calc"})).await;
+    let procs = session_processes(&launched);
+    let text = agent_tools_debug::render(&launched);
+    let stop = stopped(&launched);
+    assert_eq!(
+        stop.frame.as_ref().map(|f| (f.name.as_str(), f.line)),
+        Some(("example.com/buggy/calc.TestMeanOfNone", Some(25))),
+        "{text}"
+    );
+    assert!(text.contains("no values to average"), "{text}");
+    h.ok(json!({"operation": "terminate"})).await;
+    assert_gone(&procs);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_go_program_blocked_on_stdin_is_reported_as_waiting_for_input() {
+    let Some((_project, h)) = check(config()) else { return };
+    let launched = h
+        .ok(json!({"operation": "launch", "program": "reader", "stdin": "", "wait_seconds": 120}))
+        .await;
+    let procs = session_processes(&launched);
+    assert!(
+        matches!(run_state(&launched), RunState::Running { waiting_for_input: true, .. }),
+        "{}",
+        agent_tools_debug::render(&launched)
+    );
+    let sent = h.ok(json!({"operation": "input", "stdin": "ada\n", "wait_seconds": 120})).await;
+    let DebugOutcome::Input(sent) = &sent else { panic!("{sent:?}") };
+    assert!(matches!(sent.state, Some(RunState::Exited { exit_code: Some(0), .. })), "{sent:?}");
+    assert!(h.all_output().await.contains("hello ada"));
+    h.ok(json!({"operation": "terminate"})).await;
+    assert_gone(&procs);
 }

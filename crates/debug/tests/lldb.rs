@@ -316,3 +316,24 @@ async fn a_setsid_daemon_with_a_cleared_environment_is_gone_after_terminate() {
     h.ok(json!({"operation": "terminate"})).await;
     assert_gone(&[daemon]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_program_blocked_on_stdin_is_reported_as_waiting_for_input() {
+    let Some((_project, h, _)) = check("c", config()) else { return };
+    // stdin open with nothing in it: the program blocks in its read.
+    let launched = h
+        .ok(json!({"operation": "launch", "program": "greet", "stdin": "", "wait_seconds": 120}))
+        .await;
+    let procs = session_processes(&launched);
+    assert!(
+        matches!(run_state(&launched), RunState::Running { waiting_for_input: true, .. }),
+        "{}",
+        agent_tools_debug::render(&launched)
+    );
+    let sent = h.ok(json!({"operation": "input", "stdin": "ada\n", "wait_seconds": 120})).await;
+    let DebugOutcome::Input(sent) = &sent else { panic!("{sent:?}") };
+    assert!(matches!(sent.state, Some(RunState::Exited { exit_code: Some(0), .. })), "{sent:?}");
+    assert!(h.all_output().await.contains("hello ada"));
+    h.ok(json!({"operation": "terminate"})).await;
+    assert_gone(&procs);
+}

@@ -16,7 +16,12 @@ pub(super) enum Wait {
     Gone(String),
     StillRunning,
     Cancelled,
+    /// Blocked reading the stdin that `input` feeds, with nothing pending.
+    WaitingForInput,
 }
+
+/// How often a running program is looked at for a read on its stdin.
+const INPUT_CHECK: Duration = Duration::from_millis(100);
 
 impl Session {
     /// Remembers the adapter's descendants (debuggees, helpers) so teardown can kill them even
@@ -37,6 +42,9 @@ impl Session {
     ) -> Wait {
         let mut rx = self.shared.subscribe();
         let mut progress_tick = tokio::time::interval(Duration::from_secs(1));
+        let mut input_tick = tokio::time::interval(INPUT_CHECK);
+        // Seen blocked in a read at two looks in a row: a read that returns at once is none.
+        let mut reads_seen = 0;
         loop {
             let outcome = self.shared.read(|s| {
                 if s.ended() {
@@ -52,7 +60,21 @@ impl Session {
             if let Some(outcome) = outcome {
                 return outcome;
             }
+            let stdin = self
+                .shared
+                .read(|s| s.stdin_inode.filter(|_| s.stdin.is_some() && s.pending_stdin.is_none()));
             tokio::select! {
+                _ = input_tick.tick(), if stdin.is_some() => {
+                    let procs = self.shared.read(|s| s.debuggees.clone());
+                    if stdin.is_some_and(|inode| super::stdin_wait::reading_stdin(&procs, inode)) {
+                        reads_seen += 1;
+                        if reads_seen >= 2 {
+                            return Wait::WaitingForInput;
+                        }
+                    } else {
+                        reads_seen = 0;
+                    }
+                },
                 changed = rx.changed() => if changed.is_err() {
                     return Wait::Gone("the session state was dropped".into());
                 },
@@ -82,10 +104,15 @@ impl Session {
         loop {
             match self.wait_for(after, started, deadline, cancel).await {
                 Wait::Stopped => {
-                    if let Some(skipped) = self.skippable_stop() {
+                    let skipped = match self.skippable_stop() {
+                        Some(note) => Some(Some(note)),
+                        None => self.nested_go_test_failure().await.then_some(None),
+                    };
+                    if let Some(note) = skipped {
                         // debugpy reports `sys.exit(n)` as an uncaught SystemExit; it is an exit.
+                        // A failed Go test marks its parents failed too: one stop is enough.
                         after = self.shared.read(|s| s.epoch);
-                        notes.push(skipped);
+                        notes.extend(note);
                         self.shared.update(|s| s.running = true);
                         let thread =
                             self.shared.read(|s| s.stop.as_ref().and_then(|x| x.thread_id));
@@ -124,12 +151,13 @@ impl Session {
                         output,
                     };
                 }
-                wait @ (Wait::StillRunning | Wait::Cancelled) => {
+                wait @ (Wait::StillRunning | Wait::Cancelled | Wait::WaitingForInput) => {
                     self.remember_descendants();
                     let output = self.shared.update(|s| s.output.read(None, OUTPUT_CHARS));
                     return RunState::Running {
                         waited_seconds: started.elapsed().as_secs(),
                         cancelled: matches!(wait, Wait::Cancelled),
+                        waiting_for_input: matches!(wait, Wait::WaitingForInput),
                         output,
                     };
                 }
@@ -158,6 +186,30 @@ impl Session {
                 stop.description.unwrap_or_default()
             )
         })
+    }
+
+    /// Whether delve stopped in `testing.(*common).Fail` called by itself: a failed test marks
+    /// its parent failed, which is no new failure.
+    async fn nested_go_test_failure(&self) -> bool {
+        if self.kind != AdapterKind::Delve {
+            return false;
+        }
+        let stop = self.shared.read(|s| s.stop.clone()).unwrap_or_default();
+        let (Some(thread), "function breakpoint") = (stop.thread_id, stop.reason.as_str()) else {
+            return false;
+        };
+        let args = json!({"threadId": thread, "startFrame": 0, "levels": 2});
+        let Ok(body) = self.client.request("stackTrace", args, self.config.request_timeout()).await
+        else {
+            return false;
+        };
+        let names: Vec<&str> = body["stackFrames"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|f| f["name"].as_str())
+            .collect();
+        names.len() == 2 && names.iter().all(|n| *n == super::snapshot::GO_TEST_FAIL)
     }
 
     /// Lets the last output and the exit code arrive after the program ended.
@@ -252,12 +304,22 @@ impl Session {
         RunState::Stopped(Box::new(snapshot))
     }
 
+    /// How the program ended, in the one wording every operation uses: "exited with code 3",
+    /// "ended: killed by SIGSEGV (…)".
+    pub(crate) fn ending(&self) -> String {
+        match self.how_it_ended(self.shared.read(|s| s.exit_code)) {
+            (_, Some(how)) => format!("ended: {how}"),
+            (Some(code), None) => format!("exited with code {code}"),
+            (None, None) => "exited".into(),
+        }
+    }
+
     pub(super) fn require_stopped(&self, what: &str) -> Result<(), DebugError> {
+        let ending = if self.shared.read(|s| s.ended()) { self.ending() } else { String::new() };
         self.shared.read(|s| {
             if s.ended() {
                 Err(DebugError::usage(format!(
-                    "cannot {what}: the program has exited{}; `launch` it again (breakpoints are kept)",
-                    s.exit_code.map(|c| format!(" with code {c}")).unwrap_or_default()
+                    "cannot {what}: the program has {ending}; `launch` it again (breakpoints are kept)"
                 )))
             } else if let Some(gone) = &s.gone {
                 Err(DebugError::usage(format!(

@@ -144,16 +144,30 @@ impl Session {
         }
         let delve_entry = matches!(&opts.target, Target::Launch(spec) if spec.stop_on_entry)
             && self.kind == AdapterKind::Delve;
+        // A failing Go test is no panic: stop where `t.Errorf`/`t.Fatalf` mark it failed, so the
+        // snapshot shows the test's line that failed, as pytest's failing assertion.
+        let go_test_failures = matches!(&opts.target, Target::Launch(spec) if spec.go_test)
+            && self.kind == AdapterKind::Delve
+            && opts.exceptions != ExceptionMode::None;
+        let mut function_breakpoints = Vec::new();
         if delve_entry {
             // delve's own entry stop is on a thread without frames: stop at main.main instead.
-            let args = json!({"breakpoints": [{"name": "main.main"}]});
+            function_breakpoints.push(json!({"name": "main.main"}));
+        }
+        if go_test_failures {
+            function_breakpoints.push(json!({"name": super::snapshot::GO_TEST_FAIL}));
+        }
+        if !function_breakpoints.is_empty() {
+            let args = json!({"breakpoints": function_breakpoints});
             if let Ok(p) = self.client.send("setFunctionBreakpoints", args).await {
                 let _ = p.wait(timeout).await;
-                self.notes.push(
-                    "stop_on_entry with delve stops at main.main (a function breakpoint): \
-                     delve's own entry stop has no frames"
-                        .into(),
-                );
+                if delve_entry {
+                    self.notes.push(
+                        "stop_on_entry with delve stops at main.main (a function breakpoint): \
+                         delve's own entry stop has no frames"
+                            .into(),
+                    );
+                }
             }
         }
         let panic_breakpoint = if self.kind == AdapterKind::Lldb

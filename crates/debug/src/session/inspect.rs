@@ -227,7 +227,8 @@ impl Session {
     pub(crate) fn output(&self, since: Option<u64>) -> OutputView {
         let (output, exit_code) =
             self.shared.update(|s| (s.output.read(since, OUTPUT_CHARS), s.exit_code));
-        OutputView { output, exit_code }
+        let (exit_code, ended_by) = self.how_it_ended(exit_code);
+        OutputView { output, exit_code, ended_by }
     }
 }
 

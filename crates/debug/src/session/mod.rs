@@ -8,6 +8,7 @@ mod handshake;
 mod inspect;
 mod snapshot;
 pub(crate) mod state;
+mod stdin_wait;
 mod teardown;
 mod tracker;
 
@@ -82,6 +83,9 @@ pub(crate) struct StartOptions<'a> {
     pub config: &'a DebugConfig,
     pub command: AdapterCommand,
     pub target: Target,
+    /// What was launched, when the program's path does not say it (a module, a test, the
+    /// package in the root).
+    pub name: Option<String>,
     pub breakpoints: &'a BTreeMap<PathBuf, BreakpointRequest>,
     pub exceptions: ExceptionMode,
     pub rust: bool,

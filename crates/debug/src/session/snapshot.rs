@@ -73,9 +73,11 @@ impl Session {
         }
         // A stop the user asked for (a breakpoint, a step) is shown where it is, library code
         // or not; one they did not (an exception, a crash, a pause) at the first user frame.
-        let asked_for = stop_was_asked_for(&stop.reason)
-            && !(self.kind == AdapterKind::Lldb
-                && frames.first().is_some_and(|(f, _)| f.name.ends_with("rust_panic")));
+        let rust_panic = self.kind == AdapterKind::Lldb
+            && frames.first().is_some_and(|(f, _)| f.name.ends_with("rust_panic"));
+        let go_test_failed = self.kind == AdapterKind::Delve
+            && frames.first().is_some_and(|(f, _)| f.name == GO_TEST_FAIL);
+        let asked_for = stop_was_asked_for(&stop.reason) && !rust_panic && !go_test_failed;
         let user_index =
             if asked_for { Some(0) } else { frames.iter().position(|(f, _)| !f.library) };
         let frames_skipped = user_index.unwrap_or(0);
@@ -163,6 +165,21 @@ impl Session {
                 details: None,
             });
         }
+        // A Go test marked failed stops delve at our `testing.(*common).Fail` breakpoint:
+        // report it as the failure it is, with the message the test logged.
+        if go_test_failed && exception.is_none() {
+            reason = "exception".into();
+            let top = frames.first().and_then(|(_, raw)| raw["id"].as_i64());
+            exception = Some(ExceptionView {
+                id: Some("test failed".into()),
+                description: match top {
+                    Some(id) => self.go_test_message(id).await,
+                    None => None,
+                },
+                break_mode: Some("unhandled".into()),
+                details: None,
+            });
+        }
         let mut paused_by_us = false;
         // lldb reports the stop our `pause` caused as "exception: signal SIGSTOP".
         if self.shared.read(|s| s.pausing)
@@ -193,6 +210,19 @@ impl Session {
             output,
             notes,
         }
+    }
+
+    /// What a failing Go test logged so far (`t.Errorf`'s message), read in delve's frame
+    /// `frame_id` of `testing.(*common).Fail`.
+    async fn go_test_message(&self, frame_id: i64) -> Option<String> {
+        let args =
+            json!({"expression": "string(c.output)", "frameId": frame_id, "context": "repl"});
+        let body =
+            self.client.request("evaluate", args, self.config.request_timeout()).await.ok()?;
+        let quoted = body["result"].as_str()?;
+        let text: String = serde_json::from_str(quoted).unwrap_or_else(|_| quoted.to_string());
+        let lines: Vec<&str> = text.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+        (!lines.is_empty()).then(|| lines.join("\n"))
     }
 
     /// The locals of adapter frame `frame_id`: (shown, how many more, the scope's reference).
@@ -297,6 +327,9 @@ pub(super) fn panic_message(output: &str) -> Option<String> {
     }
     None
 }
+
+/// Where a Go test is marked failed (`t.Errorf`, `t.Fatalf` and the like all call it).
+pub(super) const GO_TEST_FAIL: &str = "testing.(*common).Fail";
 
 /// Whether a stop of this reason is one the user asked for: a breakpoint of theirs or a step
 /// (shown at the top frame), not an exception, a signal, a pause or the entry.

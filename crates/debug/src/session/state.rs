@@ -67,6 +67,8 @@ pub(crate) struct State {
     pub stdin: Option<std::fs::File>,
     /// Text for stdin not written yet (no writer yet, or the pipe was full).
     pub pending_stdin: Option<String>,
+    /// The inode of the pipe or FIFO the program's stdin is, while it is open.
+    pub stdin_inode: Option<u64>,
     /// The latest `breakpoint` event of each breakpoint id (verified later, moved).
     pub breakpoint_changes: std::collections::HashMap<i64, Value>,
 }
@@ -102,6 +104,7 @@ impl State {
             let flags = libc::fcntl(fd, libc::F_GETFL);
             libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK);
         }
+        self.stdin_inode = super::stdin_wait::inode_of(&file);
         self.stdin = Some(file);
         self.flush_stdin();
     }

@@ -442,6 +442,7 @@ impl DebugSupervisor {
             };
             (Target::Attach { how, program, cwd }, command, false)
         };
+        let name = launch_name(args, root, &target);
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (mut session, mut view) = Session::start(StartOptions {
             id,
@@ -449,6 +450,7 @@ impl DebugSupervisor {
             config: &self.config,
             command,
             target,
+            name,
             breakpoints: &inner.breakpoints,
             exceptions,
             rust,
@@ -549,6 +551,21 @@ fn adapter_reports_with(
         .into_iter()
         .map(|kind| adapters::report(kind, root, config, env, probes))
         .collect()
+}
+
+/// What a launch is named by when the program's path does not say it: "python -m http.server",
+/// "test tests/test_calc.py::test_mean", "the package in the root (calc)".
+fn launch_name(args: &DebugArgs, root: &Path, target: &Target) -> Option<String> {
+    let Target::Launch(spec) = target else { return None };
+    match (&args.test, &args.module) {
+        (Some(test), _) => Some(format!("test {test}")),
+        (None, Some(module)) => Some(format!("python -m {module}")),
+        (None, None) if spec.program == root => Some(format!(
+            "the package in the root ({})",
+            root.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+        )),
+        _ => None,
+    }
 }
 
 fn unreachable_adapters() -> Result<DebugOutcome, DebugError> {
