@@ -337,3 +337,56 @@ async fn a_program_blocked_on_stdin_is_reported_as_waiting_for_input() {
     h.ok(json!({"operation": "terminate"})).await;
     assert_gone(&procs);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cpp_standard_types_display_through_the_formatters() {
+    let Some((project, h, _)) = check("c", config()) else { return };
+    let built = Command::new("c++")
+        .args(["-g", "-O0", "-o", "values", "values.cpp"])
+        .current_dir(&project.root)
+        .status()
+        .is_ok_and(|s| s.success());
+    if !require("a C++ compiler (c++)", built, "`apt-get install g++`") {
+        return;
+    }
+    h.ok(json!({"operation": "breakpoints", "file": "values.cpp", "lines": [14]})).await;
+    let launched = h.ok(json!({"operation": "launch", "program": "values"})).await;
+    let procs = session_processes(&launched);
+    let text = agent_tools_debug::render(&launched);
+    let stop = stopped(&launched);
+    // As VS Code shows them, and the content a summary leaves out previewed.
+    assert_eq!(local(stop, "maybe").as_deref(), Some("Has Value=true {Value = 42}"), "{text}");
+    assert_eq!(local(stop, "none").as_deref(), Some("Has Value=false"), "{text}");
+    assert_eq!(
+        local(stop, "ages").as_deref(),
+        Some("size=2 {[0] = {first = \"ada\", second = 36}, [1] = {first = \"bob\", second = 41}}"),
+        "{text}"
+    );
+    assert_eq!(local(stop, "values").as_deref(), Some("size=3 {[0] = 1, [1] = 2, [2] = 3}"));
+    assert_eq!(local(stop, "name").as_deref(), Some("\"line one\\nline two\""), "{text}");
+    assert_eq!(h.evaluate("*owned").await, "7");
+    // lldb's complaints about the debug info are not the program's output.
+    assert!(!text.contains("DW_TAG"), "{text}");
+    h.ok(json!({"operation": "terminate"})).await;
+    assert_gone(&procs);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rust_standard_types_display_through_the_formatters() {
+    let Some((_project, h, _)) = check("rust", config()) else { return };
+    h.ok(json!({"operation": "breakpoints", "file": "src/main.rs", "lines": [41]})).await;
+    let launched = h.ok(json!({"operation": "launch", "program": "target/debug/buggy"})).await;
+    let procs = session_processes(&launched);
+    let text = agent_tools_debug::render(&launched);
+    let stop = stopped(&launched);
+    let ages = local(stop, "ages").unwrap_or_default();
+    assert!(ages.starts_with("size=1 {") && ages.contains("ada") && ages.contains("36"), "{text}");
+    assert_eq!(
+        local(stop, "kept").as_deref(),
+        Some("size=3 {[0] = 1, [1] = 2, [2] = 3}"),
+        "{text}"
+    );
+    assert_eq!(local(stop, "text").as_deref(), Some("\"line one\\nline two\""), "{text}");
+    h.ok(json!({"operation": "terminate"})).await;
+    assert_gone(&procs);
+}

@@ -6,6 +6,7 @@ mod control;
 mod handles;
 mod handshake;
 mod inspect;
+mod preview;
 mod snapshot;
 pub(crate) mod state;
 mod stdin_wait;

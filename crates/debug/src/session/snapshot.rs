@@ -265,8 +265,11 @@ impl Session {
             .collect();
         let handle =
             self.handles.add(HandleKind::Reference, reference, count.or(Some(all.len() as u64)));
-        let shown: Vec<VariableView> =
-            all.iter().take(SNAPSHOT_LOCALS).map(|v| self.variable_view(v, None)).collect();
+        let mut shown = Vec::new();
+        for var in all.iter().take(SNAPSHOT_LOCALS) {
+            let var = self.with_preview(var.clone()).await;
+            shown.push(self.variable_view(&var, None));
+        }
         Ok((shown, all.len().saturating_sub(SNAPSHOT_LOCALS), Some(handle)))
     }
 
@@ -289,7 +292,17 @@ impl Session {
     }
 
     pub(super) fn variable_view(&mut self, var: &Value, name: Option<&str>) -> VariableView {
-        let raw = var["value"].as_str().or_else(|| var["result"].as_str()).unwrap_or_default();
+        // lldb pads its summaries with spaces, and shows a string's newlines as they are (Rust's
+        // `&str`): a value is one line, with the escapes the language would write.
+        let raw =
+            var["value"].as_str().or_else(|| var["result"].as_str()).unwrap_or_default().trim();
+        let escaped;
+        let raw = if self.kind == AdapterKind::Lldb && raw.contains(['\n', '\r', '\t']) {
+            escaped = raw.replace('\n', "\\n").replace('\r', "\\r").replace('\t', "\\t");
+            escaped.as_str()
+        } else {
+            raw
+        };
         let (value, cut_chars) = cut(raw, MAX_VALUE_CHARS);
         let children = match (var["namedVariables"].as_u64(), var["indexedVariables"].as_u64()) {
             (None, None) => None,

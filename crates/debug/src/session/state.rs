@@ -253,7 +253,7 @@ pub(crate) fn apply_event(shared: &Shared, kind: AdapterKind, event: &str, body:
                 // After `disconnect`, what an adapter prints is its own shutdown noise
                 // (lldb-dap sends its stderr, crash trace included, as output events).
                 "stdout" | "stderr" => shared.update(|s| {
-                    if s.disconnecting {
+                    if s.disconnecting || is_lldb_noise(kind, text) {
                         s.log_line(text);
                     } else {
                         s.output.push(category, text);
@@ -275,6 +275,15 @@ pub(crate) fn apply_event(shared: &Shared, kind: AdapterKind, event: &str, body:
         }
         _ => {}
     }
+}
+
+/// lldb's own complaints about the program's debug info (`error: prog 0x00001e44:
+/// DW_TAG_member '_M_local_buf' refers to type …`), which it sends as the program's stderr.
+fn is_lldb_noise(kind: AdapterKind, text: &str) -> bool {
+    kind == AdapterKind::Lldb
+        && text
+            .lines()
+            .all(|l| l.starts_with("error: ") && l.contains(" DW_") || l.trim().is_empty())
 }
 
 /// `Process 20276 has exited with status 3` → 3.

@@ -37,8 +37,11 @@ while [ "$round" -lt 50 ]; do
   [ -z "$found" ] && break
   sleep 0.05 2>/dev/null || :
 done
-[ -n "$cgroup" ] && for _ in 1 2 3 4 5 6 7 8 9 10; do
+round=0
+while [ -n "$cgroup" ] && [ -d "$cgroup" ] && [ "$round" -lt 100 ]; do
+  round=$((round + 1))
   rmdir "$cgroup" 2>/dev/null && break
+  echo 1 > "$cgroup/cgroup.kill" 2>/dev/null
   sleep 0.05 2>/dev/null || :
 done
 "#;
