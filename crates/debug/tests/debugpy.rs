@@ -762,3 +762,27 @@ async fn a_setsid_daemon_with_a_cleared_environment_is_gone_at_the_end_of_the_ru
     h.debug.shutdown().await;
     assert_gone(&[daemon]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_library_breakpoint_set_during_a_just_my_code_session_says_how_to_reach_it() {
+    let Some((_project, h)) = check("python", config()) else { return };
+    let python = python_with_debugpy().unwrap();
+    let out = Command::new(&python)
+        .args(["-c", "import json.decoder; print(json.decoder.__file__)"])
+        .output()
+        .expect("python runs");
+    let decoder = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    h.ok(json!({"operation": "breakpoints", "file": "loop.py", "lines": [6]})).await;
+    let launched = h.ok(json!({"operation": "launch", "program": "loop.py"})).await;
+    let procs = session_processes(&launched);
+    stopped(&launched);
+    let set = h.ok(json!({"operation": "breakpoints", "file": decoder, "lines": [337]})).await;
+    let DebugOutcome::Breakpoints(set) = &set else { panic!("{set:?}") };
+    let text = agent_tools_debug::render(&DebugOutcome::Breakpoints(set.clone()));
+    // debugpy refuses it under justMyCode; the reply says why and what reaches it.
+    let placed = &set.breakpoints[0];
+    assert!(!placed.verified, "{text}");
+    assert!(placed.message.as_deref().is_some_and(|m| m.contains("`launch` again")), "{text}");
+    h.ok(json!({"operation": "terminate"})).await;
+    assert_gone(&procs);
+}

@@ -133,6 +133,7 @@ impl Session {
             default_frame: None,
             last_place: None,
             reported_stop: 0,
+            just_my_code: false,
             placed: BTreeMap::new(),
             early_threads: None,
             torn_down: false,

@@ -66,6 +66,9 @@ impl Session {
                 if let adapters::StdinSource::Fifo(path) = &mut spec.stdin {
                     *path = self.stdin_fifo()?;
                 }
+                if self.kind == AdapterKind::Debugpy {
+                    self.just_my_code = spec.just_my_code;
+                }
                 if !spec.just_my_code && self.kind == AdapterKind::Debugpy {
                     self.notes
                         .push("justMyCode is off: breakpoints and steps reach library code".into());
@@ -318,7 +321,17 @@ impl Session {
                 self.config.request_timeout(),
             )
             .await;
-        let views = self.breakpoint_views(file, request, result);
+        let mut views = self.breakpoint_views(file, request, result);
+        if request.library && self.just_my_code {
+            // debugpy takes justMyCode at launch only.
+            for view in views.iter_mut().filter(|v| !v.verified) {
+                view.message = Some(format!(
+                    "{}justMyCode is on in this session, so debugpy skips library code: `launch` \
+                     again (it turns justMyCode off by itself for a library breakpoint)",
+                    view.message.as_ref().map(|m| format!("{m}; ")).unwrap_or_default()
+                ));
+            }
+        }
         if views.is_empty() {
             self.placed.remove(file);
         } else {

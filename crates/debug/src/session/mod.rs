@@ -126,6 +126,8 @@ pub(crate) struct Session {
     last_place: Option<String>,
     /// Where the adapter placed each file's breakpoints (its later `breakpoint` events apply).
     placed: BTreeMap<PathBuf, Vec<BreakpointView>>,
+    /// debugpy's justMyCode of this launch (fixed for the session).
+    just_my_code: bool,
     /// The stop number the latest snapshot showed: a later stop was not seen by any call.
     reported_stop: u64,
     /// The thread list asked for as the program starts (debugpy, which answers every request
