@@ -120,6 +120,8 @@ impl Session {
                 view.break_mode = info["breakMode"].as_str().map(str::to_string);
                 view.details = info["details"]["stackTrace"].as_str().map(|t| cut(t, 1500).0);
             }
+            view.id = view.id.as_deref().map(without_debugpy_note);
+            view.description = view.description.as_deref().map(without_debugpy_note);
             view
         });
         let (mut locals, mut locals_more, mut locals_reference) = (Vec::new(), 0, None);
@@ -257,10 +259,10 @@ impl Session {
             .unwrap_or_default()
             .into_iter()
             .filter(|v| {
-                !matches!(
-                    v["name"].as_str(),
-                    Some("special variables" | "function variables" | "class variables")
-                )
+                let name = v["name"].as_str().unwrap_or_default();
+                // pytest's assertion rewriting leaves `@py_assert1` and the like in the frame.
+                !matches!(name, "special variables" | "function variables" | "class variables")
+                    && !name.starts_with("@py_")
             })
             .collect();
         let handle =
@@ -341,6 +343,18 @@ pub(super) fn panic_message(output: &str) -> Option<String> {
     None
 }
 
+/// debugpy's `AssertionError       (note: full exception trace is shown but execution is paused
+/// at: test_x)` → `AssertionError`: the note is about its own display.
+fn without_debugpy_note(text: &str) -> String {
+    match text.find("(note: full exception trace is shown") {
+        Some(at) => {
+            let rest = text[at..].find(')').map_or("", |end| &text[at + end + 1..]);
+            format!("{}{}", text[..at].trim_end(), rest)
+        }
+        None => text.to_string(),
+    }
+}
+
 /// Where a Go test is marked failed (`t.Errorf`, `t.Fatalf` and the like all call it).
 pub(super) const GO_TEST_FAIL: &str = "testing.(*common).Fail";
 
@@ -417,4 +431,19 @@ fn thread_name(threads: &Value, id: i64) -> Option<String> {
     threads["threads"].as_array()?.iter().find(|t| t["id"].as_i64() == Some(id))?["name"]
         .as_str()
         .map(str::to_string)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn debugpy_notes_about_its_own_display_are_dropped() {
+        assert_eq!(
+            super::without_debugpy_note(
+                "AssertionError       (note: full exception trace is shown but execution is \
+                 paused at: test_mean_of_three)"
+            ),
+            "AssertionError"
+        );
+        assert_eq!(super::without_debugpy_note("KeyError"), "KeyError");
+    }
 }

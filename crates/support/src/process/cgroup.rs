@@ -73,12 +73,13 @@ impl Cgroup {
     }
 }
 
-impl Drop for Cgroup {
-    /// Removes the cgroup; a cgroup with processes cannot be removed, so they are killed first.
-    fn drop(&mut self) {
+impl Cgroup {
+    /// Removes the cgroup folder (its processes killed first: a cgroup with processes cannot
+    /// be removed), bounded; true once it is gone.
+    pub(super) fn remove(&self) -> bool {
         for _ in 0..200 {
             if std::fs::remove_dir(&self.dir).is_ok() || !self.dir.exists() {
-                return;
+                return true;
             }
             if !self.kill() {
                 for pid in self.members() {
@@ -91,6 +92,13 @@ impl Drop for Cgroup {
             std::thread::sleep(Duration::from_millis(5));
         }
         tracing::debug!("could not remove the cgroup {}", self.dir.display());
+        false
+    }
+}
+
+impl Drop for Cgroup {
+    fn drop(&mut self) {
+        self.remove();
     }
 }
 

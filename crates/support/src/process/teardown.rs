@@ -118,6 +118,13 @@ pub(super) fn teardown(id: &TreeId, grace: Duration) -> Teardown {
     }
     reap_orphans(seen.values(), id.leader);
     reap(&id.find().orphan_zombies);
+    // Gone now, not when the last handle drops: a host that exits with the handle alive (its
+    // watchdog already stopped) would leave the folder behind.
+    if let Some(cgroup) = &id.cgroup
+        && report.survivors.is_empty()
+    {
+        cgroup.remove();
+    }
     killed.sort_unstable();
     killed.retain(|pid| !report.survivors.contains(pid));
     report.killed = killed;
