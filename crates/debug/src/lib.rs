@@ -60,7 +60,7 @@ pub const TOOL_NAME: &str = "debug";
 pub const TOOL_DESCRIPTION: &str = "Debug a program (debugpy: Python, lldb-dap: C/C++/Rust, \
 delve: Go, dart) to see why it fails: the state at the failing line. One session per \
 conversation; ids hold for the stop that gave them. Operations: adapters; status; breakpoints \
-(file, lines); launch (program|module|test) returns the first stop: source, locals, stack, \
+(file, lines: each its own condition, hit_condition, log_message; remove; no file: list); launch (program|module|test) returns the first stop: source, locals, stack, \
 output (uncaught exceptions stop); attach (port|pid); continue, step_over, step_in, step_out, \
 pause return the next stop; threads; stack; scopes; variables (reference); evaluate \
 (expression); set_variable (reference, name, expression); output (newest; since pages back); \

@@ -27,6 +27,11 @@ pub fn render(outcome: &DebugOutcome) -> String {
         DebugOutcome::Input(i) => render_input(&mut out, i),
         DebugOutcome::Output(o) => render_output_view(&mut out, o),
         DebugOutcome::Terminated(t) => render_teardown(&mut out, t),
+        DebugOutcome::StoppedMeanwhile { stop, then } => {
+            render_snapshot(&mut out, stop);
+            let _ = writeln!(out, "\nThen, at this stop:");
+            out.push_str(&render(then));
+        }
     }
     out
 }
@@ -51,6 +56,11 @@ fn render_status(out: &mut String, s: &StatusView) {
                 human_seconds(v.ttl_seconds_left)
             );
             match (&s.stop, s.state.as_str()) {
+                (Some(_), _) if s.snapshot.is_some() => {
+                    if let Some(snapshot) = &s.snapshot {
+                        render_snapshot(out, snapshot);
+                    }
+                }
                 (Some(stop), _) => {
                     let _ = writeln!(
                         out,
@@ -98,11 +108,27 @@ fn render_breakpoints(out: &mut String, bps: &[BreakpointView]) {
         };
         let _ = writeln!(
             out,
-            "  {place}: {}{}",
+            "  {place}{}: {}{}",
+            breakpoint_settings(b),
             if b.verified { "verified" } else { "not verified" },
             b.message.as_ref().map(|m| format!(" ({m})")).unwrap_or_default()
         );
     }
+}
+
+/// ` [if x > 3, hits 3, logs "…"]`, or nothing for a plain breakpoint.
+fn breakpoint_settings(b: &BreakpointView) -> String {
+    let mut parts = Vec::new();
+    if let Some(c) = &b.condition {
+        parts.push(format!("if {c}"));
+    }
+    if let Some(h) = &b.hit_condition {
+        parts.push(format!("hits {h}"));
+    }
+    if let Some(m) = &b.log_message {
+        parts.push(format!("logs \"{m}\""));
+    }
+    if parts.is_empty() { String::new() } else { format!(" [{}]", parts.join(", ")) }
 }
 
 fn render_frame(out: &mut String, i: usize, f: &FrameView) {
@@ -193,8 +219,14 @@ fn render_run(out: &mut String, state: &RunState) {
             }
             render_output(out, output, "Output since the last call");
         }
-        RunState::Running { waited_seconds, cancelled, output } => {
-            if *cancelled {
+        RunState::Running { waited_seconds, cancelled, waiting_for_input, output } => {
+            if *waiting_for_input {
+                let _ = writeln!(
+                    out,
+                    "The program is waiting for input on stdin: `input` (stdin) sends it a line; \
+                     \"\" closes stdin; `pause` stops it where it is."
+                );
+            } else if *cancelled {
                 let _ = writeln!(
                     out,
                     "The wait was cancelled after {waited_seconds} s; the program is still \
@@ -345,16 +377,25 @@ fn render_adapters(out: &mut String, adapters: &[AdapterReport]) {
 }
 
 fn render_breakpoints_set(out: &mut String, b: &BreakpointsView) {
-    if b.breakpoints.is_empty() {
-        let _ = writeln!(out, "Cleared the breakpoints of {}.", b.file);
+    if b.file.is_empty() {
+        if b.breakpoints.is_empty() {
+            let _ = writeln!(out, "No breakpoints are set.");
+        } else {
+            let _ = writeln!(
+                out,
+                "Breakpoints{}:",
+                if b.pending { " (pending: sent to the adapter at `launch`)" } else { "" }
+            );
+            render_breakpoints(out, &b.breakpoints);
+        }
+    } else if b.breakpoints.is_empty() {
+        let _ = writeln!(out, "{} has no breakpoints now.", b.file);
     } else if b.pending {
-        let lines: Vec<String> = b.breakpoints.iter().map(|x| x.requested.to_string()).collect();
-        let _ = writeln!(
-            out,
-            "Breakpoints of {} set at line {} (pending: sent to the adapter at `launch`).",
-            b.file,
-            lines.join(", ")
-        );
+        let _ =
+            writeln!(out, "Breakpoints of {} (pending: sent to the adapter at `launch`):", b.file);
+        for x in &b.breakpoints {
+            let _ = writeln!(out, "  line {}{}", x.requested, breakpoint_settings(x));
+        }
     } else {
         let _ = writeln!(out, "Breakpoints of {}:", b.file);
         render_breakpoints(out, &b.breakpoints);
@@ -470,8 +511,14 @@ fn render_output_view(out: &mut String, o: &OutputView) {
         let _ = writeln!(out, "No new output.");
     }
     let _ = writeln!(out, "(cursor: since={})", o.output.next);
-    if let Some(code) = o.exit_code {
-        let _ = writeln!(out, "The program exited with code {code}.");
+    match (&o.ended_by, o.exit_code) {
+        (Some(how), _) => {
+            let _ = writeln!(out, "The program ended: {how}.");
+        }
+        (None, Some(code)) => {
+            let _ = writeln!(out, "The program exited with code {code}.");
+        }
+        (None, None) => {}
     }
 }
 
@@ -489,8 +536,14 @@ fn render_teardown(out: &mut String, t: &TeardownReport) {
     for k in &t.killed {
         let _ = writeln!(out, "  - killed {k}");
     }
-    if let Some(code) = t.exit_code {
-        let _ = writeln!(out, "The program had exited with code {code}.");
+    match (&t.ended_by, t.exit_code) {
+        (Some(how), _) => {
+            let _ = writeln!(out, "The program had ended: {how}.");
+        }
+        (None, Some(code)) => {
+            let _ = writeln!(out, "The program had exited with code {code}.");
+        }
+        (None, None) => {}
     }
     render_output(out, &t.output, "Output not read before");
 }

@@ -81,15 +81,21 @@ pub enum ExceptionMode {
 #[schemars(transform = lean_object)]
 pub struct DebugArgs {
     pub operation: Operation,
-    /// Project file, or the absolute path of a library file the program runs.
+    /// Project file, or a library file the program runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file: Option<String>,
-    /// 1-based; [] clears.
+    /// 1-based; others kept; [] clears.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lines: Option<Vec<u32>>,
+    /// Drop these lines.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remove: Option<bool>,
     /// Stop only if true.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub condition: Option<String>,
+    /// From hit N: "3"; not lldb: "% 2".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hit_condition: Option<String>,
     /// Log instead of stopping; {expr} interpolated.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log_message: Option<String>,

@@ -50,6 +50,14 @@ pub enum DebugOutcome {
     Output(OutputView),
     Input(InputView),
     Terminated(TeardownReport),
+    /// The program stopped while no call was waiting (a breakpoint hit between calls): that
+    /// stop first, then what this call returned (at that stop).
+    StoppedMeanwhile {
+        stop: Box<StopSnapshot>,
+        /// This call's own outcome, of its own `kind`.
+        #[schemars(with = "serde_json::Map<String, serde_json::Value>")]
+        then: Box<DebugOutcome>,
+    },
 }
 
 /// MCP wants an output schema whose root is an object; every variant is one.
@@ -75,6 +83,9 @@ pub enum RunState {
         waited_seconds: u64,
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         cancelled: bool,
+        /// It is blocked reading stdin: `input` sends it text.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        waiting_for_input: bool,
         output: OutputChunk,
     },
     /// The adapter went away (crashed or closed the connection).
@@ -226,6 +237,9 @@ pub struct OutputView {
     /// Whether the program has exited, and how.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<i64>,
+    /// How it ended when not by exiting itself (a signal, gone unreported).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_by: Option<String>,
 }
 
 /// What `input` wrote to the program's stdin.
@@ -256,10 +270,24 @@ pub struct BreakpointView {
     /// Why not, if the adapter said.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// Stops only when this is true.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub condition: Option<String>,
+    /// Stops only at these hits (`3`: from the third on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hit_condition: Option<String>,
+    /// Logs this instead of stopping.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_message: Option<String>,
+    /// The adapter's id of it, for its later `breakpoint` events.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub(crate) adapter_id: Option<i64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct BreakpointsView {
+    /// The file, or empty when every file's breakpoints are listed.
     pub file: String,
     pub breakpoints: Vec<BreakpointView>,
     /// No session yet: they are sent when it starts.
@@ -302,6 +330,9 @@ pub struct StatusView {
     /// The current stop: number, reason and place.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop: Option<StopSummary>,
+    /// The current stop in full (frame, source, locals, stack, new output).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snapshot: Option<Box<StopSnapshot>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<i64>,
     /// How the program ended when not by exiting itself (a signal, gone unreported).
@@ -340,4 +371,7 @@ pub struct TeardownReport {
     pub output: OutputChunk,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<i64>,
+    /// How it ended when not by exiting itself (a signal, gone unreported).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_by: Option<String>,
 }

@@ -5,7 +5,7 @@
 mod support;
 
 use agent_tools_debug::{
-    DebugConfig, DebugOutcome,
+    DebugConfig, DebugOutcome, RunState,
     adapters::{SearchEnv, delve_candidates},
 };
 use serde_json::json;
@@ -181,4 +181,133 @@ async fn attach_by_pid_to_a_go_program() {
     h.ok(json!({"operation": "terminate"})).await;
     let _ = target.kill();
     let _ = target.wait();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_breakpoints_in_one_go_file_keep_their_own_conditions_and_hit_counts() {
+    let Some((_project, h)) = check(config()) else { return };
+    // In `average`'s loop over [2, 4, 6]: line 12 from its second hit on, line 14 only if the
+    // total is 12.
+    h.ok(
+        json!({"operation": "breakpoints", "file": "main.go", "lines": [12], "hit_condition": "2"}),
+    )
+    .await;
+    h.ok(json!({"operation": "breakpoints", "file": "main.go", "lines": [14], "condition": "total == 12"}))
+        .await;
+    let launched = h.ok(json!({"operation": "launch", "program": "."})).await;
+    let procs = session_processes(&launched);
+    let text = agent_tools_debug::render(&launched);
+    let DebugOutcome::Started(started) = &launched else { panic!() };
+    assert_eq!(started.breakpoints.len(), 2, "{text}");
+    assert!(started.breakpoints.iter().all(|b| b.verified), "{text}");
+    let stop = stopped(&launched);
+    assert_eq!(stop.frame.as_ref().and_then(|f| f.line), Some(12), "{text}");
+    assert_eq!(local(stop, "v").as_deref(), Some("4"), "{text}");
+    h.ok(json!({"operation": "breakpoints", "file": "main.go", "lines": [12], "remove": true}))
+        .await;
+    let next = h.ok(json!({"operation": "continue"})).await;
+    let stop = stopped(&next);
+    assert_eq!(stop.frame.as_ref().and_then(|f| f.line), Some(14));
+    assert_eq!(local(stop, "total").as_deref(), Some("12"));
+    h.ok(json!({"operation": "terminate"})).await;
+    assert_gone(&procs);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_standard_library_breakpoint_is_set_through_goroot_as_go_names_it() {
+    let Some((_project, h)) = check(config()) else { return };
+    let goroot = std::process::Command::new("go").args(["env", "GOROOT"]).output().unwrap();
+    let goroot = String::from_utf8_lossy(&goroot.stdout).trim().to_string();
+    // On Debian GOROOT's `src` is a symlink into /usr/share: the file is named as Go names it.
+    let print = format!("{goroot}/src/fmt/print.go");
+    let text = std::fs::read_to_string(&print).unwrap();
+    let line = text.lines().position(|l| l.starts_with("func Println(")).unwrap() as u32 + 2;
+    let set = h.ok(json!({"operation": "breakpoints", "file": print, "lines": [line]})).await;
+    assert!(matches!(&set, DebugOutcome::Breakpoints(b) if b.pending), "{set:?}");
+    let launched = h.ok(json!({"operation": "launch", "program": "."})).await;
+    let procs = session_processes(&launched);
+    let text = agent_tools_debug::render(&launched);
+    let DebugOutcome::Started(started) = &launched else { panic!() };
+    assert!(started.breakpoints[0].verified, "{text}");
+    let stop = stopped(&launched);
+    let frame = stop.frame.clone().expect("the stdlib frame");
+    assert_eq!(frame.name, "fmt.Println", "{text}");
+    assert_eq!(frame.line, Some(line), "{text}");
+    assert!(frame.path.as_deref().is_some_and(|p| p.ends_with("src/fmt/print.go")), "{text}");
+    h.ok(json!({"operation": "terminate"})).await;
+    assert_gone(&procs);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_setsid_daemon_with_a_cleared_environment_is_gone_after_terminate() {
+    let Some((_project, h)) = check(config()) else { return };
+    if !cgroup_available() {
+        return;
+    }
+    let (_launched, daemon) = h.launch_forker("daemon").await;
+    h.ok(json!({"operation": "terminate"})).await;
+    assert_gone(&[daemon]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_go_test_stops_at_the_line_that_failed_it() {
+    let Some((_project, h)) = check(config()) else { return };
+    // t.Errorf: the test goes on after it, so the stop is where it was marked failed.
+    let launched =
+        h.ok(json!({"operation": "launch", "test": "TestMean", "program": "calc"})).await;
+    let procs = session_processes(&launched);
+    let text = agent_tools_debug::render(&launched);
+    assert!(text.contains("Launched test TestMean with delve"), "{text}");
+    let stop = stopped(&launched);
+    assert_eq!(stop.reason, "exception", "{text}");
+    let exception = stop.exception.clone().expect("the failure");
+    assert_eq!(exception.id.as_deref(), Some("test failed"), "{text}");
+    assert!(
+        exception.description.as_deref().is_some_and(|d| d.contains("Mean = 2, want 3")),
+        "{text}"
+    );
+    assert_eq!(
+        stop.frame.as_ref().map(|f| (f.name.as_str(), f.path.as_deref(), f.line)),
+        Some(("example.com/buggy/calc.TestMean", Some("calc/calc_test.go"), Some(18))),
+        "{text}"
+    );
+    assert_eq!(local(stop, "got").as_deref(), Some("2"), "{text}");
+    assert_eq!(h.continue_to_exit().await, Some(1));
+    h.ok(json!({"operation": "terminate"})).await;
+    assert_gone(&procs);
+
+    // t.Fatalf likewise.
+    let launched =
+        h.ok(json!({"operation": "launch", "test": "TestMeanOfNone", "program": "calc"})).await;
+    let procs = session_processes(&launched);
+    let text = agent_tools_debug::render(&launched);
+    let stop = stopped(&launched);
+    assert_eq!(
+        stop.frame.as_ref().map(|f| (f.name.as_str(), f.line)),
+        Some(("example.com/buggy/calc.TestMeanOfNone", Some(25))),
+        "{text}"
+    );
+    assert!(text.contains("no values to average"), "{text}");
+    h.ok(json!({"operation": "terminate"})).await;
+    assert_gone(&procs);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_go_program_blocked_on_stdin_is_reported_as_waiting_for_input() {
+    let Some((_project, h)) = check(config()) else { return };
+    let launched = h
+        .ok(json!({"operation": "launch", "program": "reader", "stdin": "", "wait_seconds": 120}))
+        .await;
+    let procs = session_processes(&launched);
+    assert!(
+        matches!(run_state(&launched), RunState::Running { waiting_for_input: true, .. }),
+        "{}",
+        agent_tools_debug::render(&launched)
+    );
+    let sent = h.ok(json!({"operation": "input", "stdin": "ada\n", "wait_seconds": 120})).await;
+    let DebugOutcome::Input(sent) = &sent else { panic!("{sent:?}") };
+    assert!(matches!(sent.state, Some(RunState::Exited { exit_code: Some(0), .. })), "{sent:?}");
+    assert!(h.all_output().await.contains("hello ada"));
+    h.ok(json!({"operation": "terminate"})).await;
+    assert_gone(&procs);
 }

@@ -26,6 +26,7 @@ fn check(fixture: &str, config: DebugConfig) -> Option<(Project, Harness, PathBu
                 ("buggy", "buggy.c"),
                 ("crash", "crash.c"),
                 ("forker", "forker.c"),
+                ("daemon", "daemon.c"),
                 ("waiter", "waiter.c"),
                 ("greet", "greet.c"),
                 ("die", "die.c"),
@@ -273,6 +274,119 @@ async fn a_failing_cargo_test_stops_at_its_assertion() {
     assert_eq!(stop.reason, "exception", "{text}");
     assert_eq!(stop.frame.as_ref().and_then(|f| f.line), Some(32), "{text}");
     assert_eq!(local(stop, "got").as_deref(), Some("6"), "{text}");
+    h.ok(json!({"operation": "terminate"})).await;
+    assert_gone(&procs);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_breakpoints_in_one_c_file_keep_their_own_conditions_and_hit_counts() {
+    let Some((_project, h, _)) = check("c", config()) else { return };
+    // In `average`'s loop over {2, 4, 6}: line 8 from its third hit on, line 10 only if the
+    // total is 12.
+    h.ok(
+        json!({"operation": "breakpoints", "file": "buggy.c", "lines": [8], "hit_condition": "3"}),
+    )
+    .await;
+    h.ok(json!({"operation": "breakpoints", "file": "buggy.c", "lines": [10], "condition": "total == 12"}))
+        .await;
+    let launched = h.ok(json!({"operation": "launch", "program": "buggy"})).await;
+    let procs = session_processes(&launched);
+    let text = agent_tools_debug::render(&launched);
+    let DebugOutcome::Started(started) = &launched else { panic!() };
+    assert_eq!(started.breakpoints.len(), 2, "{text}");
+    assert!(started.breakpoints.iter().all(|b| b.verified), "{text}");
+    let stop = stopped(&launched);
+    assert_eq!(stop.frame.as_ref().and_then(|f| f.line), Some(8), "{text}");
+    assert_eq!(local(stop, "i").as_deref(), Some("2"), "{text}");
+    let next = h.ok(json!({"operation": "continue"})).await;
+    let stop = stopped(&next);
+    assert_eq!(stop.frame.as_ref().and_then(|f| f.line), Some(10));
+    assert_eq!(local(stop, "total").as_deref(), Some("12"));
+    h.ok(json!({"operation": "terminate"})).await;
+    assert_gone(&procs);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_setsid_daemon_with_a_cleared_environment_is_gone_after_terminate() {
+    let Some((_project, h, _)) = check("c", config()) else { return };
+    if !cgroup_available() {
+        return;
+    }
+    let (_launched, daemon) = h.launch_forker("daemon").await;
+    h.ok(json!({"operation": "terminate"})).await;
+    assert_gone(&[daemon]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_program_blocked_on_stdin_is_reported_as_waiting_for_input() {
+    let Some((_project, h, _)) = check("c", config()) else { return };
+    // stdin open with nothing in it: the program blocks in its read.
+    let launched = h
+        .ok(json!({"operation": "launch", "program": "greet", "stdin": "", "wait_seconds": 120}))
+        .await;
+    let procs = session_processes(&launched);
+    assert!(
+        matches!(run_state(&launched), RunState::Running { waiting_for_input: true, .. }),
+        "{}",
+        agent_tools_debug::render(&launched)
+    );
+    let sent = h.ok(json!({"operation": "input", "stdin": "ada\n", "wait_seconds": 120})).await;
+    let DebugOutcome::Input(sent) = &sent else { panic!("{sent:?}") };
+    assert!(matches!(sent.state, Some(RunState::Exited { exit_code: Some(0), .. })), "{sent:?}");
+    assert!(h.all_output().await.contains("hello ada"));
+    h.ok(json!({"operation": "terminate"})).await;
+    assert_gone(&procs);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cpp_standard_types_display_through_the_formatters() {
+    let Some((project, h, _)) = check("c", config()) else { return };
+    let built = Command::new("c++")
+        .args(["-g", "-O0", "-o", "values", "values.cpp"])
+        .current_dir(&project.root)
+        .status()
+        .is_ok_and(|s| s.success());
+    if !require("a C++ compiler (c++)", built, "`apt-get install g++`") {
+        return;
+    }
+    h.ok(json!({"operation": "breakpoints", "file": "values.cpp", "lines": [14]})).await;
+    let launched = h.ok(json!({"operation": "launch", "program": "values"})).await;
+    let procs = session_processes(&launched);
+    let text = agent_tools_debug::render(&launched);
+    let stop = stopped(&launched);
+    // As VS Code shows them, and the content a summary leaves out previewed.
+    assert_eq!(local(stop, "maybe").as_deref(), Some("Has Value=true {Value = 42}"), "{text}");
+    assert_eq!(local(stop, "none").as_deref(), Some("Has Value=false"), "{text}");
+    assert_eq!(
+        local(stop, "ages").as_deref(),
+        Some("size=2 {[0] = {first = \"ada\", second = 36}, [1] = {first = \"bob\", second = 41}}"),
+        "{text}"
+    );
+    assert_eq!(local(stop, "values").as_deref(), Some("size=3 {[0] = 1, [1] = 2, [2] = 3}"));
+    assert_eq!(local(stop, "name").as_deref(), Some("\"line one\\nline two\""), "{text}");
+    assert_eq!(h.evaluate("*owned").await, "7");
+    // lldb's complaints about the debug info are not the program's output.
+    assert!(!text.contains("DW_TAG"), "{text}");
+    h.ok(json!({"operation": "terminate"})).await;
+    assert_gone(&procs);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rust_standard_types_display_through_the_formatters() {
+    let Some((_project, h, _)) = check("rust", config()) else { return };
+    h.ok(json!({"operation": "breakpoints", "file": "src/main.rs", "lines": [41]})).await;
+    let launched = h.ok(json!({"operation": "launch", "program": "target/debug/buggy"})).await;
+    let procs = session_processes(&launched);
+    let text = agent_tools_debug::render(&launched);
+    let stop = stopped(&launched);
+    let ages = local(stop, "ages").unwrap_or_default();
+    assert!(ages.starts_with("size=1 {") && ages.contains("ada") && ages.contains("36"), "{text}");
+    assert_eq!(
+        local(stop, "kept").as_deref(),
+        Some("size=3 {[0] = 1, [1] = 2, [2] = 3}"),
+        "{text}"
+    );
+    assert_eq!(local(stop, "text").as_deref(), Some("\"line one\\nline two\""), "{text}");
     h.ok(json!({"operation": "terminate"})).await;
     assert_gone(&procs);
 }

@@ -364,3 +364,40 @@ impl Drop for KillOnDrop {
         let _ = self.0.wait();
     }
 }
+
+#[tokio::test]
+#[allow(clippy::print_stderr)] // the loud skip outside CI
+async fn a_daemon_that_left_the_group_cleared_its_environment_and_lost_its_parent_is_ended() {
+    // The classic daemon: `setsid`, a cleared environment, and its parent gone (it is the
+    // host's now, as the subreaper): no mark, no group, no parentage. Only the cgroup holds it.
+    let script = "setsid env -i sh -c 'sleep 300 & echo $!'; exec sleep 300";
+    let Spawned { mut child, group } = process::spawn(sh(script)).await.unwrap();
+    let daemon = pids(&mut child, 1).await[0];
+    let Some(cgroup) = group.cgroup().map(std::path::Path::to_path_buf) else {
+        let ci = std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "false");
+        assert!(!ci, "CI has no writable cgroup v2 hierarchy for the tree");
+        eprintln!(
+            "\n!!! SKIPPED: no writable cgroup v2 hierarchy here (root or a delegated subtree) !!!\n"
+        );
+        return;
+    };
+    eventually("the daemon is the host's child, out of the group, without the mark", || {
+        let stat = std::fs::read_to_string(format!("/proc/{daemon}/stat")).unwrap_or_default();
+        let fields: Vec<&str> =
+            stat.get(stat.rfind(')').unwrap_or(0) + 2..).unwrap_or("").split(' ').collect();
+        fields.get(1) == Some(&std::process::id().to_string().as_str())
+            && fields.get(2) != Some(&group.pid().to_string().as_str())
+            && command_name(daemon).as_deref() == Some("sleep")
+            && !marked(group.lineage_var()).contains(&daemon)
+    });
+    assert!(group.members().contains(&(daemon as u32)), "found through the cgroup");
+
+    let report = group.terminate(Duration::from_secs(30)).await;
+
+    assert!(report.survivors.is_empty(), "{report}");
+    assert!(!running(daemon), "the daemon survived: {report}");
+    assert_eq!(state(daemon), None, "the daemon was not reaped");
+    child.wait().await.unwrap();
+    drop(group);
+    assert!(!cgroup.exists(), "the cgroup {} is left", cgroup.display());
+}

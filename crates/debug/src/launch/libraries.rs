@@ -64,25 +64,44 @@ pub(crate) fn library_roots(
         AdapterKind::Dart => Vec::new(),
     };
     roots.retain(|r| r.is_dir() && r != Path::new("/"));
-    roots.iter_mut().for_each(|r| *r = std::fs::canonicalize(&*r).unwrap_or_else(|_| r.clone()));
+    // Each folder as the tools name it and as it resolves: Debian's GOROOT `src` is a symlink
+    // into /usr/share, a project's `.venv` may be one, and a file may be named either way.
+    let resolved: Vec<PathBuf> =
+        roots.iter().filter_map(|r| std::fs::canonicalize(r).ok()).collect();
+    roots.extend(resolved);
     roots.sort();
     roots.dedup();
     roots
 }
 
-/// A breakpoint file: inside the root, or an absolute path under one of `libraries`.
+/// A breakpoint file: inside the root, or under one of `libraries` (named as given or as it
+/// resolves), and whether it is library code. A library file is sent to the adapter by the
+/// path as given when that path is a library's (the name the program's debug info or modules
+/// use, as delve's for a GOROOT behind a symlink); project files by their resolved path.
 pub(crate) fn resolve_source(
     root: &Path,
     file: &str,
     libraries: &[PathBuf],
 ) -> Result<(PathBuf, bool), DebugError> {
+    let given =
+        lexical(&if Path::new(file).is_absolute() { PathBuf::from(file) } else { root.join(file) });
+    let in_library = |p: &Path| libraries.iter().any(|l| p.starts_with(l));
+    let named_as_library =
+        |p: &Path| in_library(p) || crate::session::is_library_path(&p.display().to_string());
     match resolve_in_root(root, file, "file") {
-        Ok(path) => Ok((path, false)),
+        // The project's own environment (`.venv/lib/…/site-packages`) is library code.
+        Ok(path) => {
+            let library = named_as_library(&path) || named_as_library(&given);
+            Ok((path, library))
+        }
         Err(inside) => {
-            if Path::new(file).is_absolute()
-                && let Ok(path) = std::fs::canonicalize(file)
-                && libraries.iter().any(|l| path.starts_with(l))
-            {
+            let resolved = std::fs::canonicalize(&given).ok();
+            let given_is_library = resolved.is_some()
+                && (in_library(&given) || given.starts_with(root) && named_as_library(&given));
+            if given_is_library {
+                return Ok((given, true));
+            }
+            if let Some(path) = resolved.filter(|p| in_library(p)) {
                 return Ok((path, true));
             }
             Err(DebugError::usage(format!(
@@ -102,4 +121,19 @@ pub(crate) fn resolve_source(
             )))
         }
     }
+}
+
+/// `path` with `.` and `..` taken out by their names, no symlink followed.
+fn lexical(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
 }

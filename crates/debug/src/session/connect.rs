@@ -44,9 +44,11 @@ impl Session {
             .tempdir()
             .map_err(|e| DebugError::adapter(format!("cannot create a temp folder: {e}")))?;
         let (request, program, cwd) = match &opts.target {
-            Target::Launch(spec) => {
-                ("launch", spec.program.display().to_string(), spec.cwd.clone())
-            }
+            Target::Launch(spec) => (
+                "launch",
+                opts.name.clone().unwrap_or_else(|| spec.program.display().to_string()),
+                spec.cwd.clone(),
+            ),
             Target::Attach { how, program, cwd } => (
                 "attach",
                 program.as_ref().map_or_else(
@@ -130,6 +132,9 @@ impl Session {
             exceptions: opts.exceptions,
             default_frame: None,
             last_place: None,
+            reported_stop: 0,
+            just_my_code: false,
+            placed: BTreeMap::new(),
             early_threads: None,
             torn_down: false,
         })

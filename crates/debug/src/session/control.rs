@@ -16,7 +16,12 @@ pub(super) enum Wait {
     Gone(String),
     StillRunning,
     Cancelled,
+    /// Blocked reading the stdin that `input` feeds, with nothing pending.
+    WaitingForInput,
 }
+
+/// How often a running program is looked at for a read on its stdin.
+const INPUT_CHECK: Duration = Duration::from_millis(100);
 
 impl Session {
     /// Remembers the adapter's descendants (debuggees, helpers) so teardown can kill them even
@@ -37,6 +42,9 @@ impl Session {
     ) -> Wait {
         let mut rx = self.shared.subscribe();
         let mut progress_tick = tokio::time::interval(Duration::from_secs(1));
+        let mut input_tick = tokio::time::interval(INPUT_CHECK);
+        // Seen blocked in a read at two looks in a row: a read that returns at once is none.
+        let mut reads_seen = 0;
         loop {
             let outcome = self.shared.read(|s| {
                 if s.ended() {
@@ -52,7 +60,21 @@ impl Session {
             if let Some(outcome) = outcome {
                 return outcome;
             }
+            let stdin = self
+                .shared
+                .read(|s| s.stdin_inode.filter(|_| s.stdin.is_some() && s.pending_stdin.is_none()));
             tokio::select! {
+                _ = input_tick.tick(), if stdin.is_some() => {
+                    let procs = self.shared.read(|s| s.debuggees.clone());
+                    if stdin.is_some_and(|inode| super::stdin_wait::reading_stdin(&procs, inode)) {
+                        reads_seen += 1;
+                        if reads_seen >= 2 {
+                            return Wait::WaitingForInput;
+                        }
+                    } else {
+                        reads_seen = 0;
+                    }
+                },
                 changed = rx.changed() => if changed.is_err() {
                     return Wait::Gone("the session state was dropped".into());
                 },
@@ -82,10 +104,15 @@ impl Session {
         loop {
             match self.wait_for(after, started, deadline, cancel).await {
                 Wait::Stopped => {
-                    if let Some(skipped) = self.skippable_stop() {
+                    let skipped = match self.skippable_stop() {
+                        Some(note) => Some(Some(note)),
+                        None => self.nested_go_test_failure().await.then_some(None),
+                    };
+                    if let Some(note) = skipped {
                         // debugpy reports `sys.exit(n)` as an uncaught SystemExit; it is an exit.
+                        // A failed Go test marks its parents failed too: one stop is enough.
                         after = self.shared.read(|s| s.epoch);
-                        notes.push(skipped);
+                        notes.extend(note);
                         self.shared.update(|s| s.running = true);
                         let thread =
                             self.shared.read(|s| s.stop.as_ref().and_then(|x| x.thread_id));
@@ -124,12 +151,13 @@ impl Session {
                         output,
                     };
                 }
-                wait @ (Wait::StillRunning | Wait::Cancelled) => {
+                wait @ (Wait::StillRunning | Wait::Cancelled | Wait::WaitingForInput) => {
                     self.remember_descendants();
                     let output = self.shared.update(|s| s.output.read(None, OUTPUT_CHARS));
                     return RunState::Running {
                         waited_seconds: started.elapsed().as_secs(),
                         cancelled: matches!(wait, Wait::Cancelled),
+                        waiting_for_input: matches!(wait, Wait::WaitingForInput),
                         output,
                     };
                 }
@@ -158,6 +186,30 @@ impl Session {
                 stop.description.unwrap_or_default()
             )
         })
+    }
+
+    /// Whether delve stopped in `testing.(*common).Fail` called by itself: a failed test marks
+    /// its parent failed, which is no new failure.
+    async fn nested_go_test_failure(&self) -> bool {
+        if self.kind != AdapterKind::Delve {
+            return false;
+        }
+        let stop = self.shared.read(|s| s.stop.clone()).unwrap_or_default();
+        let (Some(thread), "function breakpoint") = (stop.thread_id, stop.reason.as_str()) else {
+            return false;
+        };
+        let args = json!({"threadId": thread, "startFrame": 0, "levels": 2});
+        let Ok(body) = self.client.request("stackTrace", args, self.config.request_timeout()).await
+        else {
+            return false;
+        };
+        let names: Vec<&str> = body["stackFrames"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|f| f["name"].as_str())
+            .collect();
+        names.len() == 2 && names.iter().all(|n| *n == super::snapshot::GO_TEST_FAIL)
     }
 
     /// Lets the last output and the exit code arrive after the program ended.
@@ -196,6 +248,55 @@ impl Session {
         state::wait_for_pipes(&self.shared, Duration::from_secs(2)).await;
     }
 
+    /// The snapshot of a stop no call has shown yet (a breakpoint hit while no call was
+    /// waiting, say in an HTTP handler between calls), or `None`.
+    pub(crate) async fn unseen_stop(&mut self) -> Option<StopSnapshot> {
+        let unseen = self
+            .shared
+            .read(|s| !s.ended() && s.gone.is_none() && !s.running && s.epoch > self.reported_stop);
+        // debugpy's SystemExit stop is the exit, which the next wait reports as such.
+        if !unseen || self.skippable_stop().is_some() {
+            return None;
+        }
+        self.remember_descendants();
+        let mut snapshot = self.snapshot().await;
+        snapshot.notes.insert(
+            0,
+            format!("the program stopped (stop {}) while no call was waiting", snapshot.stop),
+        );
+        Some(snapshot)
+    }
+
+    /// The snapshot of the current stop, whether a call showed it already or not.
+    pub(crate) async fn current_stop(&mut self) -> Option<StopSnapshot> {
+        if let Some(unseen) = self.unseen_stop().await {
+            return Some(unseen);
+        }
+        if self.shared.read(|s| s.ended() || s.gone.is_some() || s.running || s.epoch == 0) {
+            return None;
+        }
+        Some(self.snapshot().await)
+    }
+
+    /// Counts stop `stop` as not shown yet (the call that took its snapshot failed).
+    pub(crate) fn unreport(&mut self, stop: u64) {
+        self.reported_stop = self.reported_stop.min(stop.saturating_sub(1));
+    }
+
+    /// A stop no call has shown yet, in place of letting the program run on from it: nobody
+    /// has seen where it is.
+    async fn unseen_instead_of(&mut self, what: &str) -> Option<RunState> {
+        let mut snapshot = self.unseen_stop().await?;
+        snapshot.notes.insert(
+            1,
+            format!(
+                "not resumed: `{what}` was held back so that this stop is seen first; call it \
+                 again to go on"
+            ),
+        );
+        Some(RunState::Stopped(Box::new(snapshot)))
+    }
+
     pub(super) async fn stopped(&mut self, notes: Vec<String>) -> RunState {
         self.remember_descendants();
         let mut snapshot = self.snapshot().await;
@@ -203,12 +304,22 @@ impl Session {
         RunState::Stopped(Box::new(snapshot))
     }
 
+    /// How the program ended, in the one wording every operation uses: "exited with code 3",
+    /// "ended: killed by SIGSEGV (…)".
+    pub(crate) fn ending(&self) -> String {
+        match self.how_it_ended(self.shared.read(|s| s.exit_code)) {
+            (_, Some(how)) => format!("ended: {how}"),
+            (Some(code), None) => format!("exited with code {code}"),
+            (None, None) => "exited".into(),
+        }
+    }
+
     pub(super) fn require_stopped(&self, what: &str) -> Result<(), DebugError> {
+        let ending = if self.shared.read(|s| s.ended()) { self.ending() } else { String::new() };
         self.shared.read(|s| {
             if s.ended() {
                 Err(DebugError::usage(format!(
-                    "cannot {what}: the program has exited{}; `launch` it again (breakpoints are kept)",
-                    s.exit_code.map(|c| format!(" with code {c}")).unwrap_or_default()
+                    "cannot {what}: the program has {ending}; `launch` it again (breakpoints are kept)"
                 )))
             } else if let Some(gone) = &s.gone {
                 Err(DebugError::usage(format!(
@@ -246,6 +357,9 @@ impl Session {
             "stepIn" => "step in",
             _ => "step out",
         };
+        if let Some(unseen) = self.unseen_instead_of(what).await {
+            return Ok(unseen);
+        }
         let (running, epoch) = self.shared.read(|s| (s.running || s.epoch == 0, s.epoch));
         if command == "continue" && running && !self.finished() {
             // Already running (an earlier wait ended first): wait for the next stop again.
@@ -285,6 +399,9 @@ impl Session {
         wait: Duration,
         cancel: &CallScope<'_>,
     ) -> Result<RunState, DebugError> {
+        if let Some(unseen) = self.unseen_stop().await {
+            return Ok(RunState::Stopped(Box::new(unseen)));
+        }
         let (running, epoch) = self.shared.read(|s| (s.running || s.epoch == 0, s.epoch));
         if self.finished() {
             self.require_stopped("pause")?;
@@ -350,7 +467,11 @@ impl Session {
             Ok((false, s.pending_stdin.as_ref().map_or(0, |p| p.chars().count())))
         })?;
         let (running, epoch) = self.shared.read(|s| (s.running || s.epoch == 0, s.epoch));
-        let state = if running { Some(self.wait_state(epoch, wait, cancel).await) } else { None };
+        let state = if running {
+            Some(self.wait_state(epoch, wait, cancel).await)
+        } else {
+            self.unseen_stop().await.map(|s| RunState::Stopped(Box::new(s)))
+        };
         Ok(InputView { chars: text.chars().count(), closed, pending, state })
     }
 

@@ -66,6 +66,9 @@ impl Session {
                 if let adapters::StdinSource::Fifo(path) = &mut spec.stdin {
                     *path = self.stdin_fifo()?;
                 }
+                if self.kind == AdapterKind::Debugpy {
+                    self.just_my_code = spec.just_my_code;
+                }
                 if !spec.just_my_code && self.kind == AdapterKind::Debugpy {
                     self.notes
                         .push("justMyCode is off: breakpoints and steps reach library code".into());
@@ -138,21 +141,36 @@ impl Session {
         let timeout = self.config.request_timeout();
         let mut sent = Vec::new();
         for (file, request) in opts.breakpoints {
-            let pending = self.client.send("setBreakpoints", breakpoint_args(file, request)).await;
+            let pending =
+                self.client.send("setBreakpoints", breakpoint_args(self.kind, file, request)).await;
             sent.push((file, request, pending));
         }
         let delve_entry = matches!(&opts.target, Target::Launch(spec) if spec.stop_on_entry)
             && self.kind == AdapterKind::Delve;
+        // A failing Go test is no panic: stop where `t.Errorf`/`t.Fatalf` mark it failed, so the
+        // snapshot shows the test's line that failed, as pytest's failing assertion.
+        let go_test_failures = matches!(&opts.target, Target::Launch(spec) if spec.go_test)
+            && self.kind == AdapterKind::Delve
+            && opts.exceptions != ExceptionMode::None;
+        let mut function_breakpoints = Vec::new();
         if delve_entry {
             // delve's own entry stop is on a thread without frames: stop at main.main instead.
-            let args = json!({"breakpoints": [{"name": "main.main"}]});
+            function_breakpoints.push(json!({"name": "main.main"}));
+        }
+        if go_test_failures {
+            function_breakpoints.push(json!({"name": super::snapshot::GO_TEST_FAIL}));
+        }
+        if !function_breakpoints.is_empty() {
+            let args = json!({"breakpoints": function_breakpoints});
             if let Ok(p) = self.client.send("setFunctionBreakpoints", args).await {
                 let _ = p.wait(timeout).await;
-                self.notes.push(
-                    "stop_on_entry with delve stops at main.main (a function breakpoint): \
-                     delve's own entry stop has no frames"
-                        .into(),
-                );
+                if delve_entry {
+                    self.notes.push(
+                        "stop_on_entry with delve stops at main.main (a function breakpoint): \
+                         delve's own entry stop has no frames"
+                            .into(),
+                    );
+                }
             }
         }
         let panic_breakpoint = if self.kind == AdapterKind::Lldb
@@ -190,7 +208,9 @@ impl Session {
                 Ok(p) => p.wait(timeout).await,
                 Err(e) => Err(e),
             };
-            breakpoints.extend(self.breakpoint_views(file, request, result));
+            let views = self.breakpoint_views(file, request, result);
+            self.placed.insert(file.clone(), views.clone());
+            breakpoints.extend(views);
         }
         if let Some(Ok(p)) = panic_breakpoint {
             let _ = p.wait(timeout).await;
@@ -289,7 +309,7 @@ impl Session {
 
     /// Sends the breakpoints of one file and reports where each landed.
     pub(crate) async fn set_breakpoints(
-        &self,
+        &mut self,
         file: &Path,
         request: &BreakpointRequest,
     ) -> Vec<BreakpointView> {
@@ -297,11 +317,50 @@ impl Session {
             .client
             .request(
                 "setBreakpoints",
-                breakpoint_args(file, request),
+                breakpoint_args(self.kind, file, request),
                 self.config.request_timeout(),
             )
             .await;
-        self.breakpoint_views(file, request, result)
+        let mut views = self.breakpoint_views(file, request, result);
+        if request.library && self.just_my_code {
+            // debugpy takes justMyCode at launch only.
+            for view in views.iter_mut().filter(|v| !v.verified) {
+                view.message = Some(format!(
+                    "{}justMyCode is on in this session, so debugpy skips library code: `launch` \
+                     again (it turns justMyCode off by itself for a library breakpoint)",
+                    view.message.as_ref().map(|m| format!("{m}; ")).unwrap_or_default()
+                ));
+            }
+        }
+        if views.is_empty() {
+            self.placed.remove(file);
+        } else {
+            self.placed.insert(file.to_path_buf(), views.clone());
+        }
+        views
+    }
+
+    /// The breakpoints of `file` as the adapter has them now (its `breakpoint` events applied).
+    pub(crate) fn placed(&self, file: &Path) -> Option<Vec<BreakpointView>> {
+        let mut views = self.placed.get(file)?.clone();
+        self.shared.read(|s| {
+            for view in &mut views {
+                let Some(change) = view.adapter_id.and_then(|id| s.breakpoint_changes.get(&id))
+                else {
+                    continue;
+                };
+                if let Some(verified) = change["verified"].as_bool() {
+                    view.verified = verified;
+                }
+                if let Some(line) = change["line"].as_u64().and_then(|l| u32::try_from(l).ok()) {
+                    view.line = Some(line);
+                }
+                if let Some(message) = change["message"].as_str() {
+                    view.message = Some(message.to_string());
+                }
+            }
+        });
+        Some(views)
     }
 
     pub(super) fn breakpoint_views(
@@ -319,46 +378,113 @@ impl Session {
             .lines
             .iter()
             .enumerate()
-            .map(|(i, line)| {
+            .map(|(i, asked)| {
                 let bp = placed.get(i).cloned().unwrap_or(Value::Null);
-                BreakpointView {
-                    file: shown.clone(),
-                    requested: *line,
-                    line: bp["line"].as_u64().and_then(|l| u32::try_from(l).ok()),
-                    verified: bp["verified"].as_bool().unwrap_or(false),
-                    message: match &result {
-                        Ok(_) => bp["message"].as_str().map(str::to_string),
-                        Err(e) => Some(e.to_string()),
-                    },
+                let mut view = pending_view(&shown, asked);
+                view.line = bp["line"].as_u64().and_then(|l| u32::try_from(l).ok());
+                view.verified = bp["verified"].as_bool().unwrap_or(false);
+                view.adapter_id = bp["id"].as_i64();
+                view.message = match &result {
+                    Ok(_) => bp["message"].as_str().map(str::to_string),
+                    Err(e) => Some(e.to_string()),
+                };
+                if self.kind == AdapterKind::Lldb
+                    && asked.hit_condition.as_deref().is_some_and(|h| {
+                        !h.trim()
+                            .trim_start_matches(">=")
+                            .trim()
+                            .chars()
+                            .all(|c| c.is_ascii_digit())
+                    })
+                {
+                    view.message = Some(
+                        "lldb-dap takes only a hit count (\"3\": from the third hit on); this \
+                         hit_condition is ignored"
+                            .into(),
+                    );
                 }
+                view
             })
             .collect()
     }
 }
 
+/// A breakpoint as asked for, before an adapter placed it.
+pub(crate) fn pending_view(shown: &str, asked: &LineBreakpoint) -> BreakpointView {
+    BreakpointView {
+        file: shown.to_string(),
+        requested: asked.line,
+        line: None,
+        verified: false,
+        message: None,
+        condition: asked.condition.clone(),
+        hit_condition: asked.hit_condition.clone(),
+        log_message: asked.log_message.clone(),
+        adapter_id: None,
+    }
+}
+
 /// The `setBreakpoints` arguments for `request` in `file`.
-pub(super) fn breakpoint_args(file: &Path, request: &BreakpointRequest) -> Value {
+pub(super) fn breakpoint_args(
+    kind: AdapterKind,
+    file: &Path,
+    request: &BreakpointRequest,
+) -> Value {
     let breakpoints: Vec<Value> = request
         .lines
         .iter()
-        .map(|line| {
-            let mut bp = json!({"line": line});
-            if let Some(c) = &request.condition {
+        .map(|asked| {
+            let mut bp = json!({"line": asked.line});
+            if let Some(c) = &asked.condition {
                 bp["condition"] = json!(c);
             }
-            if let Some(m) = &request.log_message {
+            if let Some(h) = &asked.hit_condition {
+                bp["hitCondition"] = json!(adapter_hit_condition(kind, h));
+            }
+            if let Some(m) = &asked.log_message {
                 bp["logMessage"] = json!(m);
             }
             bp
         })
         .collect();
+    let lines: Vec<u32> = request.lines.iter().map(|b| b.line).collect();
     let name = file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     json!({
         "source": {"path": file.display().to_string(), "name": name},
         "breakpoints": breakpoints,
-        "lines": request.lines,
+        "lines": lines,
         "sourceModified": false,
     })
+}
+
+/// A hit condition as `kind` reads it. A bare number means "from the Nth hit on" everywhere:
+/// lldb-dap takes only a number (its ignore count is N − 1); debugpy and delve take an
+/// operator, and a bare number there would mean "exactly the Nth".
+fn adapter_hit_condition(kind: AdapterKind, hit: &str) -> String {
+    let hit = hit.trim();
+    let bare = hit.chars().all(|c| c.is_ascii_digit());
+    match kind {
+        AdapterKind::Lldb => hit.trim_start_matches(">=").trim().to_string(),
+        _ if bare => format!(">= {hit}"),
+        _ => hit.to_string(),
+    }
+}
+
+/// Checks a hit condition the user gave: a number, or (not with lldb) an operator and a number.
+pub(crate) fn check_hit_condition(hit: &str) -> Result<(), DebugError> {
+    let hit = hit.trim();
+    let number = ["==", ">=", "<=", ">", "<", "%"]
+        .iter()
+        .find_map(|op| hit.strip_prefix(op))
+        .unwrap_or(hit)
+        .trim();
+    if number.is_empty() || !number.chars().all(|c| c.is_ascii_digit()) {
+        return Err(DebugError::usage(format!(
+            "hit_condition `{hit}` is not a hit count: use a number (\"3\": stop from the third \
+             hit on) or, with debugpy and delve, an operator and a number (\"== 3\", \"% 2\")"
+        )));
+    }
+    Ok(())
 }
 
 impl Session {

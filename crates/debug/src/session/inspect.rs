@@ -163,8 +163,11 @@ impl Session {
         }
         let has_more = vars.len() > MAX_CHILDREN
             || handle.children.is_some_and(|c| c > start + MAX_CHILDREN as u64);
-        let variables: Vec<VariableView> =
-            vars.iter().take(MAX_CHILDREN).map(|v| self.variable_view(v, None)).collect();
+        let mut variables = Vec::new();
+        for var in vars.into_iter().take(MAX_CHILDREN) {
+            let var = self.with_preview(var).await;
+            variables.push(self.variable_view(&var, None));
+        }
         Ok(VariablesView { reference, start, variables, has_more, total: handle.children })
     }
 
@@ -227,7 +230,8 @@ impl Session {
     pub(crate) fn output(&self, since: Option<u64>) -> OutputView {
         let (output, exit_code) =
             self.shared.update(|s| (s.output.read(since, OUTPUT_CHARS), s.exit_code));
-        OutputView { output, exit_code }
+        let (exit_code, ended_by) = self.how_it_ended(exit_code);
+        OutputView { output, exit_code, ended_by }
     }
 }
 

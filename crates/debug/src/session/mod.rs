@@ -6,8 +6,10 @@ mod control;
 mod handles;
 mod handshake;
 mod inspect;
+mod preview;
 mod snapshot;
 pub(crate) mod state;
+mod stdin_wait;
 mod teardown;
 mod tracker;
 
@@ -35,15 +37,27 @@ use crate::{
 };
 
 use self::connect::AdapterProcess;
-pub(crate) use self::connect::attach_recipe;
+pub(crate) use self::{
+    connect::attach_recipe,
+    handshake::{check_hit_condition, pending_view},
+    snapshot::is_library_path,
+};
+
+/// One breakpoint the user asked for, with its own condition, hit condition and log message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct LineBreakpoint {
+    pub line: u32,
+    pub condition: Option<String>,
+    pub hit_condition: Option<String>,
+    pub log_message: Option<String>,
+}
 
 /// What the user asked breakpoints to be in one file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct BreakpointRequest {
-    pub lines: Vec<u32>,
-    pub condition: Option<String>,
-    pub log_message: Option<String>,
-    /// The file is library code outside the root (stdlib, site-packages, …).
+    /// One per line, sorted by line.
+    pub lines: Vec<LineBreakpoint>,
+    /// The file is library code (stdlib, site-packages, the project's own `.venv`, …).
     pub library: bool,
 }
 
@@ -70,6 +84,9 @@ pub(crate) struct StartOptions<'a> {
     pub config: &'a DebugConfig,
     pub command: AdapterCommand,
     pub target: Target,
+    /// What was launched, when the program's path does not say it (a module, a test, the
+    /// package in the root).
+    pub name: Option<String>,
     pub breakpoints: &'a BTreeMap<PathBuf, BreakpointRequest>,
     pub exceptions: ExceptionMode,
     pub rust: bool,
@@ -107,6 +124,12 @@ pub(crate) struct Session {
     default_frame: Option<u64>,
     /// Where the latest stop was, for `status`.
     last_place: Option<String>,
+    /// Where the adapter placed each file's breakpoints (its later `breakpoint` events apply).
+    placed: BTreeMap<PathBuf, Vec<BreakpointView>>,
+    /// debugpy's justMyCode of this launch (fixed for the session).
+    just_my_code: bool,
+    /// The stop number the latest snapshot showed: a later stop was not seen by any call.
+    reported_stop: u64,
     /// The thread list asked for as the program starts (debugpy, which answers every request
     /// only after a round trip to the program): the first stop names its thread from it.
     early_threads: Option<PendingResponse>,

@@ -13,6 +13,7 @@ impl Session {
     pub(super) async fn snapshot(&mut self) -> StopSnapshot {
         let (epoch, stop) = self.shared.read(|s| (s.epoch, s.stop.clone().unwrap_or_default()));
         self.handles.begin_stop(epoch);
+        self.reported_stop = epoch;
         let timeout = self.config.request_timeout();
         let mut notes = Vec::new();
         let client = self.client.clone();
@@ -70,7 +71,15 @@ impl Session {
             Some((_, Err(e))) => notes.push(format!("no stack for the stopped thread: {e}")),
             None => notes.push("the adapter reported no thread".into()),
         }
-        let user_index = frames.iter().position(|(f, _)| !f.library);
+        // A stop the user asked for (a breakpoint, a step) is shown where it is, library code
+        // or not; one they did not (an exception, a crash, a pause) at the first user frame.
+        let rust_panic = self.kind == AdapterKind::Lldb
+            && frames.first().is_some_and(|(f, _)| f.name.ends_with("rust_panic"));
+        let go_test_failed = self.kind == AdapterKind::Delve
+            && frames.first().is_some_and(|(f, _)| f.name == GO_TEST_FAIL);
+        let asked_for = stop_was_asked_for(&stop.reason) && !rust_panic && !go_test_failed;
+        let user_index =
+            if asked_for { Some(0) } else { frames.iter().position(|(f, _)| !f.library) };
         let frames_skipped = user_index.unwrap_or(0);
         if user_index.is_none() && !frames.is_empty() {
             notes.push("no frame is in the project's code; showing the top frame".into());
@@ -111,6 +120,8 @@ impl Session {
                 view.break_mode = info["breakMode"].as_str().map(str::to_string);
                 view.details = info["details"]["stackTrace"].as_str().map(|t| cut(t, 1500).0);
             }
+            view.id = view.id.as_deref().map(without_debugpy_note);
+            view.description = view.description.as_deref().map(without_debugpy_note);
             view
         });
         let (mut locals, mut locals_more, mut locals_reference) = (Vec::new(), 0, None);
@@ -156,6 +167,21 @@ impl Session {
                 details: None,
             });
         }
+        // A Go test marked failed stops delve at our `testing.(*common).Fail` breakpoint:
+        // report it as the failure it is, with the message the test logged.
+        if go_test_failed && exception.is_none() {
+            reason = "exception".into();
+            let top = frames.first().and_then(|(_, raw)| raw["id"].as_i64());
+            exception = Some(ExceptionView {
+                id: Some("test failed".into()),
+                description: match top {
+                    Some(id) => self.go_test_message(id).await,
+                    None => None,
+                },
+                break_mode: Some("unhandled".into()),
+                details: None,
+            });
+        }
         let mut paused_by_us = false;
         // lldb reports the stop our `pause` caused as "exception: signal SIGSTOP".
         if self.shared.read(|s| s.pausing)
@@ -186,6 +212,19 @@ impl Session {
             output,
             notes,
         }
+    }
+
+    /// What a failing Go test logged so far (`t.Errorf`'s message), read in delve's frame
+    /// `frame_id` of `testing.(*common).Fail`.
+    async fn go_test_message(&self, frame_id: i64) -> Option<String> {
+        let args =
+            json!({"expression": "string(c.output)", "frameId": frame_id, "context": "repl"});
+        let body =
+            self.client.request("evaluate", args, self.config.request_timeout()).await.ok()?;
+        let quoted = body["result"].as_str()?;
+        let text: String = serde_json::from_str(quoted).unwrap_or_else(|_| quoted.to_string());
+        let lines: Vec<&str> = text.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+        (!lines.is_empty()).then(|| lines.join("\n"))
     }
 
     /// The locals of adapter frame `frame_id`: (shown, how many more, the scope's reference).
@@ -220,16 +259,19 @@ impl Session {
             .unwrap_or_default()
             .into_iter()
             .filter(|v| {
-                !matches!(
-                    v["name"].as_str(),
-                    Some("special variables" | "function variables" | "class variables")
-                )
+                let name = v["name"].as_str().unwrap_or_default();
+                // pytest's assertion rewriting leaves `@py_assert1` and the like in the frame.
+                !matches!(name, "special variables" | "function variables" | "class variables")
+                    && !name.starts_with("@py_")
             })
             .collect();
         let handle =
             self.handles.add(HandleKind::Reference, reference, count.or(Some(all.len() as u64)));
-        let shown: Vec<VariableView> =
-            all.iter().take(SNAPSHOT_LOCALS).map(|v| self.variable_view(v, None)).collect();
+        let mut shown = Vec::new();
+        for var in all.iter().take(SNAPSHOT_LOCALS) {
+            let var = self.with_preview(var.clone()).await;
+            shown.push(self.variable_view(&var, None));
+        }
         Ok((shown, all.len().saturating_sub(SNAPSHOT_LOCALS), Some(handle)))
     }
 
@@ -252,7 +294,17 @@ impl Session {
     }
 
     pub(super) fn variable_view(&mut self, var: &Value, name: Option<&str>) -> VariableView {
-        let raw = var["value"].as_str().or_else(|| var["result"].as_str()).unwrap_or_default();
+        // lldb pads its summaries with spaces, and shows a string's newlines as they are (Rust's
+        // `&str`): a value is one line, with the escapes the language would write.
+        let raw =
+            var["value"].as_str().or_else(|| var["result"].as_str()).unwrap_or_default().trim();
+        let escaped;
+        let raw = if self.kind == AdapterKind::Lldb && raw.contains(['\n', '\r', '\t']) {
+            escaped = raw.replace('\n', "\\n").replace('\r', "\\r").replace('\t', "\\t");
+            escaped.as_str()
+        } else {
+            raw
+        };
         let (value, cut_chars) = cut(raw, MAX_VALUE_CHARS);
         let children = match (var["namedVariables"].as_u64(), var["indexedVariables"].as_u64()) {
             (None, None) => None,
@@ -291,6 +343,35 @@ pub(super) fn panic_message(output: &str) -> Option<String> {
     None
 }
 
+/// debugpy's `AssertionError       (note: full exception trace is shown but execution is paused
+/// at: test_x)` → `AssertionError`: the note is about its own display.
+fn without_debugpy_note(text: &str) -> String {
+    match text.find("(note: full exception trace is shown") {
+        Some(at) => {
+            let rest = text[at..].find(')').map_or("", |end| &text[at + end + 1..]);
+            format!("{}{}", text[..at].trim_end(), rest)
+        }
+        None => text.to_string(),
+    }
+}
+
+/// Where a Go test is marked failed (`t.Errorf`, `t.Fatalf` and the like all call it).
+pub(super) const GO_TEST_FAIL: &str = "testing.(*common).Fail";
+
+/// Whether a stop of this reason is one the user asked for: a breakpoint of theirs or a step
+/// (shown at the top frame), not an exception, a signal, a pause or the entry.
+pub(super) fn stop_was_asked_for(reason: &str) -> bool {
+    matches!(
+        reason,
+        "breakpoint"
+            | "step"
+            | "function breakpoint"
+            | "data breakpoint"
+            | "instruction breakpoint"
+            | "goto"
+    )
+}
+
 /// `buggy::average::hbbee2e627357c3f3` → `buggy::average` (the Rust symbol hash is noise).
 pub(super) fn tidy_frame_name(name: &str) -> String {
     // debugpy marks the frame of a user-unhandled exception in its name.
@@ -313,7 +394,7 @@ pub(super) fn place_of(frame: &FrameView) -> String {
 }
 
 /// Library or runtime code, whatever the adapter's hints say.
-pub(super) fn is_library_path(path: &str) -> bool {
+pub(crate) fn is_library_path(path: &str) -> bool {
     [
         "/site-packages/",
         "/dist-packages/",
@@ -350,4 +431,19 @@ fn thread_name(threads: &Value, id: i64) -> Option<String> {
     threads["threads"].as_array()?.iter().find(|t| t["id"].as_i64() == Some(id))?["name"]
         .as_str()
         .map(str::to_string)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn debugpy_notes_about_its_own_display_are_dropped() {
+        assert_eq!(
+            super::without_debugpy_note(
+                "AssertionError       (note: full exception trace is shown but execution is \
+                 paused at: test_mean_of_three)"
+            ),
+            "AssertionError"
+        );
+        assert_eq!(super::without_debugpy_note("KeyError"), "KeyError");
+    }
 }

@@ -67,6 +67,10 @@ pub(crate) struct State {
     pub stdin: Option<std::fs::File>,
     /// Text for stdin not written yet (no writer yet, or the pipe was full).
     pub pending_stdin: Option<String>,
+    /// The inode of the pipe or FIFO the program's stdin is, while it is open.
+    pub stdin_inode: Option<u64>,
+    /// The latest `breakpoint` event of each breakpoint id (verified later, moved).
+    pub breakpoint_changes: std::collections::HashMap<i64, Value>,
 }
 
 impl State {
@@ -100,6 +104,7 @@ impl State {
             let flags = libc::fcntl(fd, libc::F_GETFL);
             libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK);
         }
+        self.stdin_inode = super::stdin_wait::inode_of(&file);
         self.stdin = Some(file);
         self.flush_stdin();
     }
@@ -200,6 +205,18 @@ pub(crate) fn apply_event(shared: &Shared, kind: AdapterKind, event: &str, body:
                 all_threads_stopped: body["allThreadsStopped"].as_bool().unwrap_or(false),
             });
         }),
+        "breakpoint" => {
+            let breakpoint = &body["breakpoint"];
+            if let Some(id) = breakpoint["id"].as_i64() {
+                shared.update(|s| {
+                    if body["reason"] == "removed" {
+                        s.breakpoint_changes.remove(&id);
+                    } else {
+                        s.breakpoint_changes.insert(id, breakpoint.clone());
+                    }
+                });
+            }
+        }
         "continued" => shared.update(|s| {
             s.running = true;
             s.pausing = false;
@@ -236,7 +253,7 @@ pub(crate) fn apply_event(shared: &Shared, kind: AdapterKind, event: &str, body:
                 // After `disconnect`, what an adapter prints is its own shutdown noise
                 // (lldb-dap sends its stderr, crash trace included, as output events).
                 "stdout" | "stderr" => shared.update(|s| {
-                    if s.disconnecting {
+                    if s.disconnecting || is_lldb_noise(kind, text) {
                         s.log_line(text);
                     } else {
                         s.output.push(category, text);
@@ -258,6 +275,15 @@ pub(crate) fn apply_event(shared: &Shared, kind: AdapterKind, event: &str, body:
         }
         _ => {}
     }
+}
+
+/// lldb's own complaints about the program's debug info (`error: prog 0x00001e44:
+/// DW_TAG_member '_M_local_buf' refers to type …`), which it sends as the program's stderr.
+fn is_lldb_noise(kind: AdapterKind, text: &str) -> bool {
+    kind == AdapterKind::Lldb
+        && text
+            .lines()
+            .all(|l| l.starts_with("error: ") && l.contains(" DW_") || l.trim().is_empty())
 }
 
 /// `Process 20276 has exited with status 3` → 3.

@@ -144,11 +144,12 @@ impl Session {
         let (output, exit_code) =
             self.shared.update(|s| (s.output.read(None, OUTPUT_CHARS), s.exit_code));
         report.output = output;
-        report.exit_code = exit_code;
+        (report.exit_code, report.ended_by) = self.how_it_ended(exit_code);
         if self.owns_debuggee && !ended {
             // The code the adapter reports then (debugpy: 247) is that of our kill, not the
             // program's own exit.
             report.exit_code = None;
+            report.ended_by = None;
             report.steps.push("the program was still running: terminate ended it".into());
         }
         report

@@ -285,6 +285,16 @@ pub fn make_venv_python(project: &Project, python: &Path) {
     std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
+/// Whether process trees get a cgroup of their own here: only then is a daemon that left the
+/// group, cleared its environment and lost its parent within reach. Fails in CI without it.
+pub fn cgroup_available() -> bool {
+    require(
+        "a writable cgroup v2 hierarchy",
+        agent_tools_support::process::cgroup_available(),
+        "run as root, or in a delegated cgroup v2 subtree",
+    )
+}
+
 /// A free loopback port (bound, then released).
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()

@@ -49,6 +49,12 @@ impl ProcessGroup {
         &self.inner.id.lineage.name
     }
 
+    /// The tree's own cgroup folder, where the host could make one (a writable cgroup v2
+    /// hierarchy): every descendant stays in it, whatever it does.
+    pub fn cgroup(&self) -> Option<&std::path::Path> {
+        self.inner.id.cgroup.as_deref().map(|c| c.dir())
+    }
+
     /// Sends `signal` (for example `libc::SIGINT`) to the process group, while it still is ours.
     pub fn signal(&self, signal: i32) -> std::io::Result<()> {
         let id = &self.inner.id;

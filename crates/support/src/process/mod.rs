@@ -11,7 +11,10 @@
 //! - a watchdog (on by default) kills the whole tree when the host dies or drops the handle,
 //!   because the death signal reaches only the direct child;
 //! - the host is a child subreaper, so orphans of the tree are re-parented to it (not init),
-//!   and teardown reaps their zombies.
+//!   and teardown reaps their zombies;
+//! - where the host may make cgroups (a writable cgroup v2 hierarchy), it runs in a cgroup of
+//!   its own, which the kernel keeps every descendant in, whatever it does (`setsid`, a double
+//!   fork, a cleared environment): teardown kills what is in it too, and removes it.
 //!
 //! The returned [`ProcessGroup`] ends the tree: [`ProcessGroup::terminate`] is SIGTERM, a grace
 //! period, SIGKILL to the group and to every marked process, bounded and idempotent; dropping
@@ -40,6 +43,7 @@
 //! A short-lived helper where a `sh` per spawn is too much can go without the watchdog:
 //! `SpawnOptions::new().watchdog(false).spawn(command)`; it still dies with the host itself.
 
+mod cgroup;
 mod group;
 mod janitor;
 mod spawner;
@@ -49,11 +53,12 @@ mod watchdog;
 
 use std::io;
 
-pub use self::{group::ProcessGroup, teardown::Teardown};
 use self::{
+    cgroup::Cgroup,
     tree::{Lineage, TreeId},
     watchdog::Watchdog,
 };
+pub use self::{group::ProcessGroup, teardown::Teardown};
 
 /// A started Tokio child and the handle of its tree.
 #[derive(Debug)]
@@ -101,28 +106,30 @@ impl SpawnOptions {
     /// a tree of its own, registered with the current Tokio runtime.
     pub async fn spawn(&self, mut command: tokio::process::Command) -> io::Result<Spawned> {
         let lineage = Lineage::new();
-        prepare(command.as_std_mut(), &lineage);
+        let cgroup = prepare(command.as_std_mut(), &lineage, self.watchdog);
         let child = spawner::spawn_tokio(command).await?;
         let pid = child.id().ok_or_else(|| io::Error::other("the spawned process has no pid"))?;
-        let group = self.track(pid, lineage);
+        let group = self.track(pid, lineage, cgroup);
         Ok(Spawned { child, group })
     }
 
     /// [`spawn`](Self::spawn) for blocking code.
     pub fn spawn_std(&self, mut command: std::process::Command) -> io::Result<SpawnedStd> {
         let lineage = Lineage::new();
-        prepare(&mut command, &lineage);
+        let cgroup = prepare(&mut command, &lineage, self.watchdog);
         let child = spawner::spawn_std(command)?;
-        let group = self.track(child.id(), lineage);
+        let group = self.track(child.id(), lineage, cgroup);
         Ok(SpawnedStd { child, group })
     }
 
-    fn track(&self, pid: u32, lineage: Lineage) -> ProcessGroup {
+    fn track(&self, pid: u32, lineage: Lineage, cgroup: Option<Cgroup>) -> ProcessGroup {
         let leader = pid as i32;
         // Read before anyone can reap the leader: a zombie still has its stat.
         let leader_start = tree::stat(leader).map(|info| info.start);
+        // The leader joined before its exec, or could not (then the cgroup is of no use).
+        let cgroup = cgroup.filter(|c| c.contains(leader)).map(std::sync::Arc::new);
         let watchdog = if self.watchdog {
-            match Watchdog::start(leader, &lineage) {
+            match Watchdog::start(leader, &lineage, cgroup.as_deref()) {
                 Ok(watchdog) => Some(watchdog),
                 Err(e) => {
                     tracing::warn!(
@@ -135,7 +142,7 @@ impl SpawnOptions {
         } else {
             None
         };
-        ProcessGroup::new(TreeId { leader, leader_start, lineage }, watchdog)
+        ProcessGroup::new(TreeId { leader, leader_start, lineage, cgroup }, watchdog)
     }
 }
 
@@ -149,8 +156,27 @@ pub fn spawn_std(command: std::process::Command) -> io::Result<SpawnedStd> {
     SpawnOptions::new().spawn_std(command)
 }
 
-fn prepare(command: &mut std::process::Command, lineage: &Lineage) {
+/// Whether spawned trees get a cgroup of their own here (a writable cgroup v2 hierarchy: root,
+/// or a delegated subtree). Without one, a descendant that leaves the group, clears its
+/// environment and loses its parent is out of reach.
+pub fn cgroup_available() -> bool {
+    Cgroup::create().is_some()
+}
+
+/// Readies `command` for a tree of its own; its cgroup, where one can be made. Only a tree with
+/// a watchdog gets one: the watchdog removes it if the host dies first (a short-lived helper
+/// without one would leave an empty cgroup folder behind).
+fn prepare(
+    command: &mut std::process::Command,
+    lineage: &Lineage,
+    watchdog: bool,
+) -> Option<Cgroup> {
     use std::os::unix::process::CommandExt;
     command.env(&lineage.name, "1").process_group(0);
     spawner::die_with_host(command);
+    let cgroup = if watchdog { Cgroup::create() } else { None };
+    if let Some(cgroup) = &cgroup {
+        cgroup.join_on_exec(command);
+    }
+    cgroup
 }

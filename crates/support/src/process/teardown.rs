@@ -83,6 +83,11 @@ pub(super) fn teardown(id: &TreeId, grace: Duration) -> Teardown {
     let mut pause = Pause::default();
     loop {
         let tree = id.find();
+        // What an earlier scan saw and still runs, even if the scan no longer finds it: a
+        // descendant whose subreaper ancestor just died is the host's now, without the mark.
+        for process in seen.values().filter(|p| p.running()) {
+            signal_exact(process, Signal::KILL);
+        }
         for process in &tree.running {
             seen.entry(process.pid).or_insert(*process);
             signal_exact(process, Signal::KILL);
@@ -90,9 +95,15 @@ pub(super) fn teardown(id: &TreeId, grace: Duration) -> Teardown {
                 killed.push(process.pid as u32);
             }
         }
-        // The group too, for a member that appeared after the scan.
+        // The group too, for a member that appeared after the scan; and the cgroup, which
+        // holds even a member that left the group and cleared its environment.
         if tree.group_is_ours && !tree.running.is_empty() {
             signal_group(id.leader, libc::SIGKILL);
+        }
+        if let Some(cgroup) = &id.cgroup
+            && !tree.running.is_empty()
+        {
+            cgroup.kill();
         }
         reap_orphans(seen.values(), id.leader);
         reap(&tree.orphan_zombies);
@@ -107,6 +118,13 @@ pub(super) fn teardown(id: &TreeId, grace: Duration) -> Teardown {
     }
     reap_orphans(seen.values(), id.leader);
     reap(&id.find().orphan_zombies);
+    // Gone now, not when the last handle drops: a host that exits with the handle alive (its
+    // watchdog already stopped) would leave the folder behind.
+    if let Some(cgroup) = &id.cgroup
+        && report.survivors.is_empty()
+    {
+        cgroup.remove();
+    }
     killed.sort_unstable();
     killed.retain(|pid| !report.survivors.contains(pid));
     report.killed = killed;

@@ -1,10 +1,12 @@
-//! Finding a spawned tree in `/proc`: by its lineage mark, its process group and parentage.
+//! Finding a spawned tree in `/proc`: by its cgroup, its lineage mark, its process group and
+//! parentage.
 //!
-//! Why `/proc` and not a cgroup: a cgroup would hold every descendant whatever it does, but it
-//! needs a writable, delegated cgroup v2 hierarchy, which containers and CI runners mostly do
-//! not give. The lineage mark (an environment variable unique to one spawn, inherited by every
-//! descendant) survives leaving the group (`setsid`) and losing the parent (double fork); the
-//! group and parentage catch the rare descendant that cleared its environment.
+//! Why `/proc` as well as a cgroup: a cgroup holds every descendant whatever it does, but it
+//! needs a writable cgroup v2 hierarchy (root, or a delegated subtree), which many containers
+//! and CI runners do not give. The lineage mark (an environment variable unique to one spawn,
+//! inherited by every descendant) survives leaving the group (`setsid`) and losing the parent
+//! (double fork); the group and parentage catch the descendant that cleared its environment;
+//! only one that does all three is out of reach without the cgroup.
 
 use std::collections::HashSet;
 
@@ -136,6 +138,8 @@ pub(super) struct TreeId {
     /// The leader's start time, if it could be read right after the spawn.
     pub(super) leader_start: Option<u64>,
     pub(super) lineage: Lineage,
+    /// The tree's own cgroup, where the host could make one.
+    pub(super) cgroup: Option<std::sync::Arc<super::cgroup::Cgroup>>,
 }
 
 impl TreeId {
@@ -156,12 +160,16 @@ impl TreeId {
         let all = all_processes();
         let mut ours: HashSet<i32> = HashSet::new();
         let mut group_is_ours = false;
+        // What the kernel holds in the tree's cgroup belongs to it, whatever it did.
+        let contained: HashSet<i32> =
+            self.cgroup.as_ref().map(|c| c.members().into_iter().collect()).unwrap_or_default();
         for info in &all {
             if info.pid == host {
                 continue;
             }
             let leader = self.is_leader(info);
-            let marked = !info.zombie && carries(info, &self.lineage.entry);
+            let marked = !info.zombie
+                && (contained.contains(&info.pid) || carries(info, &self.lineage.entry));
             if (leader || marked) && info.pgid == self.leader {
                 group_is_ours = true;
             }

@@ -13,13 +13,15 @@ use std::{
     process::{Child, Command, Stdio},
 };
 
-use super::tree::Lineage;
+use super::{cgroup::Cgroup, tree::Lineage};
 
-/// `$1` is the group id, `$2` the `NAME=1` lineage entry. Sweeps until no marked process is
-/// left (a process may fork while it is being killed), at most 50 rounds.
+/// `$1` is the group id, `$2` the `NAME=1` lineage entry, `$3` the tree's cgroup folder (or
+/// empty). Sweeps until no marked process is left (a process may fork while it is being
+/// killed), at most 50 rounds; the cgroup is killed whole and removed.
 const SCRIPT: &str = r#"trap '' HUP INT QUIT TERM PIPE
 read -r _ || :
-pgid=$1 entry=$2 round=0
+pgid=$1 entry=$2 cgroup=$3 round=0
+[ -n "$cgroup" ] && echo 1 > "$cgroup/cgroup.kill" 2>/dev/null
 while [ "$round" -lt 50 ]; do
   round=$((round + 1)) found=
   for f in $(grep -lzxF -e "$entry" /proc/[0-9]*/environ 2>/dev/null); do
@@ -35,6 +37,13 @@ while [ "$round" -lt 50 ]; do
   [ -z "$found" ] && break
   sleep 0.05 2>/dev/null || :
 done
+round=0
+while [ -n "$cgroup" ] && [ -d "$cgroup" ] && [ "$round" -lt 100 ]; do
+  round=$((round + 1))
+  rmdir "$cgroup" 2>/dev/null && break
+  echo 1 > "$cgroup/cgroup.kill" 2>/dev/null
+  sleep 0.05 2>/dev/null || :
+done
 "#;
 
 /// A running watchdog; dropping it closes its pipe, which makes it sweep the tree.
@@ -44,13 +53,18 @@ pub(super) struct Watchdog {
 }
 
 impl Watchdog {
-    pub(super) fn start(pgid: i32, lineage: &Lineage) -> io::Result<Watchdog> {
+    pub(super) fn start(
+        pgid: i32,
+        lineage: &Lineage,
+        cgroup: Option<&Cgroup>,
+    ) -> io::Result<Watchdog> {
         use std::os::unix::process::CommandExt;
         let entry = String::from_utf8_lossy(&lineage.entry).into_owned();
         let child = Command::new("sh")
             .args(["-c", SCRIPT, "agent-tools-watchdog"])
             .arg(pgid.to_string())
             .arg(entry)
+            .arg(cgroup.map(|c| c.dir().as_os_str().to_owned()).unwrap_or_default())
             // The watchdog must not carry the mark itself, nor be in the tree's group.
             .env_remove(&lineage.name)
             .process_group(0)

@@ -11,6 +11,9 @@ use std::{
     time::Duration,
 };
 
+mod breakpoints;
+mod operations;
+
 use parking_lot::Mutex;
 use tokio::{task::JoinHandle, time::Instant};
 use tokio_util::sync::CancellationToken;
@@ -29,6 +32,8 @@ use crate::{
     response::*,
     session::{AttachTo, BreakpointRequest, Session, StartOptions, Target},
 };
+
+use self::operations::{session_op_after_unseen, status_view};
 
 /// Most a call may wait for a stop.
 const MAX_WAIT: Duration = Duration::from_secs(600);
@@ -179,7 +184,7 @@ impl DebugSupervisor {
         let op = args.operation;
         let outcome = match op {
             Operation::Adapters => unreachable_adapters(),
-            Operation::Status => Ok(DebugOutcome::Status(status_view(&inner))),
+            Operation::Status => Ok(DebugOutcome::Status(status_view(&mut inner).await)),
             Operation::Breakpoints => self.breakpoints(&mut inner, &root, &args).await,
             Operation::Launch | Operation::Attach => {
                 self.start(&slot, &mut inner, &root, &args, wait, cancel).await
@@ -206,7 +211,7 @@ impl DebugSupervisor {
                 let Some(session) = inner.session.as_mut() else {
                     return Err(no_session(last_end.as_deref()));
                 };
-                session_op(session, &args, wait, cancel).await
+                session_op_after_unseen(session, &args, wait, cancel).await
             }
         };
         if inner.session.as_ref().is_some_and(|s| s.deadline <= Instant::now()) {
@@ -253,74 +258,6 @@ impl DebugSupervisor {
             }
         }
         reports
-    }
-
-    async fn breakpoints(
-        &self,
-        inner: &mut SlotInner,
-        root: &Path,
-        args: &DebugArgs,
-    ) -> Result<DebugOutcome, DebugError> {
-        let file = need(
-            args.file.as_deref(),
-            "breakpoints",
-            "file",
-            "a source file, relative to the root",
-        )?;
-        let lines =
-            need(args.lines.clone(), "breakpoints", "lines", "line numbers; [] clears the file")?;
-        if lines.contains(&0) {
-            return Err(DebugError::usage("line numbers start at 1"));
-        }
-        let libraries = if Path::new(file).is_absolute() && !Path::new(file).starts_with(root) {
-            self.library_roots(root).await
-        } else {
-            Vec::new()
-        };
-        let (path, library) = launch::resolve_source(root, file, &libraries)?;
-        if !path.is_file() {
-            return Err(DebugError::usage(format!("`{file}` is not a file")));
-        }
-        let mut sorted = lines.clone();
-        sorted.sort_unstable();
-        sorted.dedup();
-        let request = BreakpointRequest {
-            lines: sorted,
-            condition: args.condition.clone(),
-            log_message: args.log_message.clone(),
-            library,
-        };
-        if request.lines.is_empty() {
-            inner.breakpoints.remove(&path);
-        } else {
-            inner.breakpoints.insert(path.clone(), request.clone());
-        }
-        let shown = crate::session::display_path(&path.display().to_string(), root);
-        match inner.session.as_mut().filter(|s| !s.finished()) {
-            Some(session) => {
-                let breakpoints = session.set_breakpoints(&path, &request).await;
-                Ok(DebugOutcome::Breakpoints(BreakpointsView {
-                    file: shown,
-                    breakpoints,
-                    pending: false,
-                }))
-            }
-            None => Ok(DebugOutcome::Breakpoints(BreakpointsView {
-                breakpoints: request
-                    .lines
-                    .iter()
-                    .map(|line| BreakpointView {
-                        file: shown.clone(),
-                        requested: *line,
-                        line: None,
-                        verified: false,
-                        message: None,
-                    })
-                    .collect(),
-                file: shown,
-                pending: true,
-            })),
-        }
     }
 
     async fn start(
@@ -505,6 +442,7 @@ impl DebugSupervisor {
             };
             (Target::Attach { how, program, cwd }, command, false)
         };
+        let name = launch_name(args, root, &target);
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (mut session, mut view) = Session::start(StartOptions {
             id,
@@ -512,6 +450,7 @@ impl DebugSupervisor {
             config: &self.config,
             command,
             target,
+            name,
             breakpoints: &inner.breakpoints,
             exceptions,
             rust,
@@ -614,117 +553,23 @@ fn adapter_reports_with(
         .collect()
 }
 
+/// What a launch is named by when the program's path does not say it: "python -m http.server",
+/// "test tests/test_calc.py::test_mean", "the package in the root (calc)".
+fn launch_name(args: &DebugArgs, root: &Path, target: &Target) -> Option<String> {
+    let Target::Launch(spec) = target else { return None };
+    match (&args.test, &args.module) {
+        (Some(test), _) => Some(format!("test {test}")),
+        (None, Some(module)) => Some(format!("python -m {module}")),
+        (None, None) if spec.program == root => Some(format!(
+            "the package in the root ({})",
+            root.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+        )),
+        _ => None,
+    }
+}
+
 fn unreachable_adapters() -> Result<DebugOutcome, DebugError> {
     Err(DebugError::usage("adapters is answered before a session is looked up"))
-}
-
-async fn session_op(
-    session: &mut Session,
-    args: &DebugArgs,
-    wait: Duration,
-    cancel: &CallScope<'_>,
-) -> Result<DebugOutcome, DebugError> {
-    let op = args.operation;
-    Ok(match op {
-        Operation::Continue => {
-            DebugOutcome::Run(session.resume("continue", args.thread_id, wait, cancel).await?)
-        }
-        Operation::StepOver => {
-            DebugOutcome::Run(session.resume("next", args.thread_id, wait, cancel).await?)
-        }
-        Operation::StepIn => {
-            DebugOutcome::Run(session.resume("stepIn", args.thread_id, wait, cancel).await?)
-        }
-        Operation::StepOut => {
-            DebugOutcome::Run(session.resume("stepOut", args.thread_id, wait, cancel).await?)
-        }
-        Operation::Pause => DebugOutcome::Run(session.pause(args.thread_id, wait, cancel).await?),
-        Operation::Threads => {
-            let (threads, more) = session.threads().await?;
-            DebugOutcome::Threads { threads, more }
-        }
-        Operation::Stack => DebugOutcome::Stack(session.stack(args.thread_id).await?),
-        Operation::Scopes => {
-            let (frame_id, scopes) = session.scopes(args.frame_id).await?;
-            DebugOutcome::Scopes { frame_id, scopes }
-        }
-        Operation::Variables => {
-            let reference = need(
-                args.reference,
-                "variables",
-                "reference",
-                "from `scopes`, a variable or a snapshot",
-            )?;
-            DebugOutcome::Variables(session.variables(reference, args.start.unwrap_or(0)).await?)
-        }
-        Operation::Evaluate => {
-            let expression = need(
-                args.expression.as_deref(),
-                "evaluate",
-                "expression",
-                "in the program's language",
-            )?;
-            DebugOutcome::Evaluate(session.evaluate(expression, args.frame_id).await?)
-        }
-        Operation::Output => DebugOutcome::Output(session.output(args.since)),
-        Operation::SetVariable => {
-            let reference =
-                need(args.reference, "set_variable", "reference", "from `scopes` or a snapshot")?;
-            let name = need(args.name.as_deref(), "set_variable", "name", "the variable's name")?;
-            let value = need(
-                args.expression.as_deref(),
-                "set_variable",
-                "expression",
-                "the new value, in the program's language",
-            )?;
-            DebugOutcome::SetVariable(session.set_variable(reference, name, value).await?)
-        }
-        Operation::Input => {
-            let text = need(
-                args.stdin.as_deref(),
-                "input",
-                "stdin",
-                "the text to send; \"\" closes stdin",
-            )?;
-            DebugOutcome::Input(session.send_input(text, wait, cancel).await?)
-        }
-        other => {
-            return Err(DebugError::usage(format!(
-                "{} is not a session operation",
-                other.as_str()
-            )));
-        }
-    })
-}
-
-fn status_view(inner: &SlotInner) -> StatusView {
-    match &inner.session {
-        Some(session) => {
-            let (state, stop, exit_code, unread) = session.status();
-            let (exit_code, ended_by) =
-                if state == "exited" { session.how_it_ended(exit_code) } else { (exit_code, None) };
-            StatusView {
-                session: Some(session.view()),
-                state,
-                stop,
-                exit_code,
-                ended_by,
-                breakpoints: inner.breakpoints.values().map(|b| b.lines.len()).sum(),
-                last_end: None,
-                unread_output: unread,
-            }
-        }
-        None => StatusView {
-            session: None,
-            state: "none".into(),
-            stop: None,
-            exit_code: None,
-            ended_by: None,
-            breakpoints: inner.breakpoints.values().map(|b| b.lines.len()).sum(),
-            last_end: inner.last_end.clone(),
-            unread_output: 0,
-        },
-    }
 }
 
 fn no_session(last_end: Option<&str>) -> DebugError {
