@@ -234,7 +234,13 @@ fn dart_over_mcp_through_the_fake_adapter_and_the_run_end_cleans_up() {
         launched.contains("exception IntegerDivisionByZeroException: Division by zero (unhandled)"),
         "{launched}"
     );
-    assert!(ok(&results[1]).contains("Stopped at stop 1 (exception)"), "{}", text_of(&results[1]));
+    // `status` shows the stop in full.
+    let status = ok(&results[1]);
+    assert!(
+        status.contains("Stopped (stop 1): exception IntegerDivisionByZeroException")
+            && status.contains("total: int = 12"),
+        "{status}"
+    );
 }
 
 /// Runs raw driver `steps` (with `cancel_after` and `progress`, which `McpScript::call` does not
