@@ -18,14 +18,32 @@ pub(crate) struct HttpHost {
     child: Child,
     pub(crate) url: String,
     pub(crate) marker: String,
+    /// Every line the host wrote to stderr after its first.
+    pub(crate) log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl HttpHost {
     /// Starts `agent-tools mcp --http 127.0.0.1:0 --root ROOT --trust-project EXTRA...` and
     /// reads the address it serves at from its first line on stderr.
     pub(crate) fn start(root: &Path, extra: &[&str]) -> HttpHost {
+        HttpHost::start_via(&[], root, extra)
+    }
+
+    /// [`HttpHost::start`] through `wrapper` (a program that execs the rest, such as
+    /// `prlimit --nofile=256`).
+    pub(crate) fn start_via(wrapper: &[&str], root: &Path, extra: &[&str]) -> HttpHost {
         let marker = format!("e2e-http-{}-{}", std::process::id(), crate::support::unique());
-        let mut child = Command::new(host_binary())
+        let host = host_binary();
+        let (program, before): (&std::ffi::OsStr, &[&str]) = match wrapper.split_first() {
+            Some((program, rest)) => (program.as_ref(), rest),
+            None => (host.as_os_str(), &[]),
+        };
+        let mut command = Command::new(program);
+        command.args(before);
+        if !wrapper.is_empty() {
+            command.arg(&host);
+        }
+        let mut child = command
             .args(["mcp", "--http", "127.0.0.1:0", "--trust-project", "--root"])
             .arg(root)
             .args(extra)
@@ -42,14 +60,19 @@ impl HttpHost {
         let url = first.split_whitespace().find(|word| word.starts_with("http://"));
         let url = url.map(String::from);
         // Keep draining stderr so the host never blocks on a full pipe.
+        let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let kept = log.clone();
         std::thread::spawn(move || {
             let mut line = String::new();
             while stderr.read_line(&mut line).is_ok_and(|n| n > 0) {
                 eprint!("host: {line}");
+                if let Ok(mut kept) = kept.lock() {
+                    kept.push(std::mem::take(&mut line));
+                }
                 line.clear();
             }
         });
-        let host = HttpHost { child, url: url.unwrap_or_default(), marker };
+        let host = HttpHost { child, url: url.unwrap_or_default(), marker, log };
         assert!(!host.url.is_empty(), "the host did not say where it serves: {first:?}");
         host
     }

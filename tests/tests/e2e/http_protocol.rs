@@ -42,6 +42,8 @@ fn exchange(url: &str, method: &str, headers: &[(&str, &str)], body: &str) -> An
     let rest = url.strip_prefix("http://").expect("an http URL");
     let (authority, path) = rest.split_once('/').expect("a path");
     let mut stream = TcpStream::connect(authority).expect("connect to the host");
+    // A bound for a host that never answers: the test fails instead of hanging.
+    stream.set_read_timeout(Some(std::time::Duration::from_secs(60))).expect("read timeout");
     let mut request = format!(
         "{method} /{path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\
          Accept: application/json, text/event-stream\r\nContent-Type: application/json\r\n\
@@ -190,5 +192,42 @@ fn deleting_a_session_answers_no_content_and_ends_it() {
     assert_eq!(after.status, 404, "the session is gone: {}", after.body);
     assert!(after.messages().iter().all(|m| m.get("result").is_none()));
     host.assert_only_the_host_is_left();
+    host.stop();
+}
+
+#[test]
+fn three_hundred_silent_connections_do_not_stop_an_authenticated_client() {
+    // A host allowed 256 descriptors, and 300 connections that open and never finish their
+    // headers (what a slow-loris client or a port scanner leaves).
+    let project = TempProject::new(&[("a.txt", "hi\n")]);
+    let token_file = project.root.join("token.txt");
+    std::fs::write(&token_file, TOKEN).expect("write the token");
+    let token_arg = token_file.display().to_string();
+    let host = HttpHost::start_via(
+        &["prlimit", "--nofile=256:256", "--"],
+        &project.root,
+        &["--token-file", &token_arg],
+    );
+    let authority =
+        host.url.strip_prefix("http://").and_then(|r| r.split_once('/')).expect("url").0;
+    let silent: Vec<TcpStream> = (0..300)
+        .map(|_| {
+            let mut stream = TcpStream::connect(authority).expect("connect");
+            stream.write_all(b"POST /mcp HTTP/1.1\r\nHost: x\r\n").expect("half a request");
+            stream
+        })
+        .collect();
+    // Give the host time to take them all (and run out of descriptors).
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-03-26", "capabilities": {},
+        "clientInfo": {"name": "raw-http-e2e", "version": "0"}}});
+    let bearer = format!("Bearer {TOKEN}");
+    let answer = exchange(&host.url, "POST", &[("Authorization", &bearer)], &init.to_string());
+    assert_eq!(answer.status, 200, "the authenticated client is served: {}", answer.body);
+    drop(silent);
+    let log = host.log.lock().map(|l| l.clone()).unwrap_or_default();
+    let failed = log.iter().filter(|l| l.contains("accept failed")).count();
+    assert!(failed < 20, "the accept loop spun: {failed} lines of `accept failed`");
     host.stop();
 }

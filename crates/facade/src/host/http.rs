@@ -25,6 +25,7 @@ use super::{Attach, RunSetup, mcp::SessionRuns};
 
 mod expiry;
 mod jsonrpc;
+mod limits;
 
 /// The path the MCP endpoint is served at.
 pub(super) const MCP_PATH: &str = "/mcp";
@@ -150,25 +151,53 @@ pub async fn serve_http(
     ));
     let signal = shutdown_signal();
     tokio::pin!(signal);
+    let unproven = Arc::new(limits::Unproven::default());
+    let mut exhausted: u32 = 0;
     loop {
         tokio::select! {
             () = &mut signal => break,
             accepted = listener.accept() => {
                 let (stream, _) = match accepted {
-                    Ok(pair) => pair,
+                    Ok(pair) => {
+                        exhausted = 0;
+                        pair
+                    }
+                    // Out of descriptors: free one (the oldest connection that has not sent a
+                    // request) and pause, instead of failing again at once.
+                    Err(e) if limits::is_exhaustion(&e) => {
+                        if exhausted == 0 {
+                            tracing::warn!(
+                                "accept failed: {e}; closing the oldest connection that has sent \
+                                 no request yet, and pausing"
+                            );
+                        }
+                        unproven.shed_oldest();
+                        tokio::time::sleep(limits::back_off(exhausted)).await;
+                        exhausted = exhausted.saturating_add(1);
+                        continue;
+                    }
                     Err(e) => {
-                        tracing::warn!("accept failed: {e}");
+                        tracing::debug!("accept failed: {e}");
                         continue;
                     }
                 };
                 let (service, gate, stop) = (service.clone(), gate.clone(), stop.clone());
+                let shed = CancellationToken::new();
+                let id = unproven.admit(shed.clone());
+                let unproven = unproven.clone();
                 tokio::spawn(async move {
+                    let seen = unproven.clone();
                     let handler = hyper::service::service_fn(move |req| {
+                        // Its headers came whole: a client that talks is never shed.
+                        seen.proven(id);
                         let (service, gate) = (service.clone(), gate.clone());
                         async move { Ok::<_, Infallible>(gate.handle(req, service).await) }
                     });
                     let io = hyper_util::rt::TokioIo::new(stream);
-                    let conn = hyper::server::conn::http1::Builder::new().serve_connection(io, handler);
+                    let conn = hyper::server::conn::http1::Builder::new()
+                        .timer(hyper_util::rt::TokioTimer::new())
+                        .header_read_timeout(limits::HEADER_READ_TIMEOUT)
+                        .serve_connection(io, handler);
                     tokio::pin!(conn);
                     tokio::select! {
                         result = conn.as_mut() => {
@@ -177,7 +206,9 @@ pub async fn serve_http(
                             }
                         }
                         () = stop.cancelled() => conn.as_mut().graceful_shutdown(),
+                        () = shed.cancelled() => tracing::debug!("closed a connection that sent no request"),
                     }
+                    unproven.proven(id);
                 });
             }
         }
@@ -291,7 +322,17 @@ impl Gate {
             return too_large();
         }
         let (parts, body) = req.into_parts();
-        let bytes = match Limited::new(body, self.max_body_bytes).collect().await {
+        let read = Limited::new(body, self.max_body_bytes).collect();
+        let Ok(read) = tokio::time::timeout(limits::BODY_READ_TIMEOUT, read).await else {
+            return refusal(
+                StatusCode::REQUEST_TIMEOUT,
+                format!(
+                    "the request body did not arrive within {} s; send it whole",
+                    limits::BODY_READ_TIMEOUT.as_secs()
+                ),
+            );
+        };
+        let bytes = match read {
             Ok(collected) => collected.to_bytes(),
             Err(e) if e.is::<http_body_util::LengthLimitError>() => return too_large(),
             Err(e) => {
