@@ -502,6 +502,9 @@ impl<'a> Template<'a> {
 }
 
 /// A file's rewrite, or the number of matches when the rewrite changes nothing.
+/// How long the diff of one file's rewrite may take before it is approximated.
+const DIFF_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(300);
+
 fn edit_file(ctx: FileCtx<'_>, template: &Template<'_>) -> Result<FileEdit, usize> {
     let src = ctx.src;
     let (new, kept, skipped) = apply_rewrites(src, ctx.matches, template);
@@ -519,7 +522,11 @@ fn edit_file(ctx: FileCtx<'_>, template: &Template<'_>) -> Result<FileEdit, usiz
             None
         }
     });
-    let diff = similar::TextDiff::from_lines(src, &new)
+    // Bounded in time: a line diff is quadratic in the lines changed (a 100k-line rewrite took
+    // 100 s); past the bound the hunks are coarser, never wrong.
+    let diff = similar::TextDiff::configure()
+        .timeout(DIFF_TIMEOUT)
+        .diff_lines(src, &new)
         .unified_diff()
         .context_radius(3)
         .header(&format!("a/{}", ctx.rel), &format!("b/{}", ctx.rel))

@@ -62,9 +62,7 @@ impl HttpOptions {
         token_file: Option<&Path>,
         config: &crate::McpConfig,
     ) -> Result<HttpOptions, String> {
-        let addr: SocketAddr = addr.parse().map_err(|e| {
-            format!("--http {addr}: {e}; give an address and port such as 127.0.0.1:8765")
-        })?;
+        let addr = listen_address(addr)?;
         let token_file = token_file.or(config.http_token_file.as_deref());
         let token = match token_file {
             Some(file) => Some(read_token(file)?),
@@ -259,6 +257,24 @@ fn mcp_service(
         manager.clone(),
         config,
     )
+}
+
+/// `addr` as an address to listen on: an IP address and port, or a host name and port
+/// (`localhost:8765`), whose first address is taken (IPv4 first, as `localhost` means there).
+fn listen_address(addr: &str) -> Result<SocketAddr, String> {
+    if let Ok(parsed) = addr.parse::<SocketAddr>() {
+        return Ok(parsed);
+    }
+    let usage = "give an address and port such as 127.0.0.1:8765 or localhost:8765";
+    let found: Vec<SocketAddr> = std::net::ToSocketAddrs::to_socket_addrs(addr)
+        .map_err(|e| format!("--http {addr}: {e}; {usage}"))?
+        .collect();
+    found
+        .iter()
+        .find(|a| a.is_ipv4())
+        .or(found.first())
+        .copied()
+        .ok_or_else(|| format!("--http {addr}: the name has no address; {usage}"))
 }
 
 /// The checks made before rmcp sees a request, and the sessions' activity after.
@@ -493,7 +509,16 @@ async fn shutdown_signal() {
 
 #[cfg(test)]
 mod tests {
-    use super::{is_loopback_origin, same_token};
+    use super::{is_loopback_origin, listen_address, same_token};
+
+    #[test]
+    fn a_host_name_and_port_is_an_address_to_listen_on() {
+        let local = listen_address("localhost:8765").expect("localhost resolves");
+        assert!(local.ip().is_loopback() && local.port() == 8765, "{local}");
+        assert_eq!(listen_address("127.0.0.1:0").unwrap().port(), 0);
+        let err = listen_address("localhost").expect_err("no port");
+        assert!(err.starts_with("--http localhost: ") && err.contains("localhost:8765"), "{err}");
+    }
 
     #[test]
     fn only_loopback_origins_pass() {

@@ -89,13 +89,19 @@ fn admit(value: Value) -> Admit {
             json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}),
         )
     };
+    let has_method = value.get("method").is_some_and(Value::is_string);
     if let Some(message) = invalid_envelope(&value) {
-        // A notification gets no reply, not even an error.
-        return if value.get("id").is_some() || !value.is_object() {
+        // A notification gets no reply, not even an error; what is not one gets an error.
+        return if value.get("id").is_some() || !has_method {
             error(-32600, message)
         } else {
             Admit::Ignore
         };
+    }
+    if let Some((id, message)) = invalid_id_or_method(&value) {
+        return Admit::Refuse(
+            json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32600, "message": message}}),
+        );
     }
     if value.get("id").is_some()
         && let Some(message) = bad_params(&value)
@@ -228,6 +234,37 @@ pub(super) fn invalid_envelope(message: &Value) -> Option<String> {
         )),
         None => Some("invalid request: missing `jsonrpc: \"2.0\"`".to_string()),
     }
+}
+
+/// Why a message with a valid envelope is still no request, notification or reply (-32600),
+/// with the id to answer with: an id that is no string or integer (MCP allows no null; it
+/// cannot be echoed back), or neither a method nor a result.
+pub(super) fn invalid_id_or_method(message: &Value) -> Option<(Value, String)> {
+    if let Some(bad) = message.get("id").filter(|id| !valid_id(id)) {
+        let got = if bad.is_number() {
+            "a number that is not an integer in range"
+        } else {
+            describe(bad)
+        };
+        return Some((
+            Value::Null,
+            format!("invalid request: `id` must be a string or an integer, got {got}"),
+        ));
+    }
+    let has_method = message.get("method").is_some_and(Value::is_string);
+    let is_reply = message.get("result").is_some() || message.get("error").is_some();
+    (!has_method && !is_reply).then(|| {
+        (
+            message.get("id").cloned().unwrap_or(Value::Null),
+            "invalid request: missing `method` (a request or notification names its method)"
+                .to_string(),
+        )
+    })
+}
+
+/// A JSON-RPC id MCP accepts: a string, or an integer that fits 64 bits.
+fn valid_id(id: &Value) -> bool {
+    id.is_string() || id.is_i64() || id.is_u64()
 }
 
 /// Notifications outside MCP (an editor's LSP traffic on the same pipe) are ignored quietly.
@@ -486,6 +523,31 @@ mod tests {
         assert_eq!(replies[0]["id"], 1);
         let message = replies[0]["error"]["message"].as_str().unwrap();
         assert!(message.contains("\"2.0\"") && message.contains("1.0"), "{message}");
+    }
+
+    #[tokio::test]
+    async fn every_json_value_that_is_no_request_is_answered_and_a_notification_is_not() {
+        let input = concat!(
+            "[]\n",
+            "null\n",
+            "123\n",
+            "\"str\"\n",
+            "{}\n",
+            "{\"jsonrpc\":\"2.0\"}\n",
+            "{\"jsonrpc\":\"2.0\",\"id\":null,\"method\":\"ping\"}\n",
+            "{\"jsonrpc\":\"2.0\",\"id\":184467440737095516160,\"method\":\"ping\"}\n",
+            "{\"jsonrpc\":\"2.0\",\"id\":1.5,\"method\":\"ping\"}\n",
+            "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/unknown\"}\n",
+            "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"ping\"}\n",
+        );
+        let (delivered, replies) = check(input.as_bytes(), 1024).await;
+        // The ping and the notification reach rmcp (which ignores an unknown notification);
+        // the notification gets no reply.
+        assert_eq!(delivered, 2, "{replies:?}");
+        assert_eq!(codes(&replies), [-32600; 9], "{replies:?}");
+        assert!(replies.iter().all(|r| r["id"].is_null()), "{replies:?}");
+        let message = replies[6]["error"]["message"].as_str().unwrap();
+        assert!(message.contains("`id` must be a string or an integer"), "{message}");
     }
 
     #[tokio::test]

@@ -9,7 +9,7 @@ use hyper::{Request, Response, StatusCode, header};
 use serde_json::{Value, json};
 
 use super::{Body, McpService};
-use crate::host::transport::invalid_envelope;
+use crate::host::transport::{invalid_envelope, invalid_id_or_method};
 
 /// What to do with a POST body.
 pub(super) enum Post {
@@ -42,14 +42,15 @@ pub(super) fn classify(body: &[u8]) -> Post {
             "invalid request: an empty batch; send at least one JSON-RPC message".to_string(),
         )),
         Value::Array(items) => Post::Batch(items),
-        single => match invalid_envelope(&single) {
-            Some(message) => Post::Refused(error_response(
-                single.get("id").cloned().unwrap_or_default(),
-                -32600,
-                message,
-            )),
-            None => Post::Single,
-        },
+        single => {
+            let invalid = invalid_envelope(&single)
+                .map(|message| (single.get("id").cloned().unwrap_or_default(), message))
+                .or_else(|| invalid_id_or_method(&single));
+            match invalid {
+                Some((id, message)) => Post::Refused(error_response(id, -32600, message)),
+                None => Post::Single,
+            }
+        }
     }
 }
 
@@ -169,6 +170,12 @@ mod tests {
             (&b"hello"[..], -32700),
             (br#"{"jsonrpc":"1.0","id":1,"method":"ping"}"#, -32600),
             (b"[]", -32600),
+            (b"null", -32600),
+            (b"123", -32600),
+            (b"{}", -32600),
+            (br#"{"jsonrpc":"2.0"}"#, -32600),
+            (br#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#, -32600),
+            (br#"{"jsonrpc":"2.0","id":184467440737095516160,"method":"ping"}"#, -32600),
         ] {
             let Post::Refused(response) = classify(body) else {
                 panic!("{} was passed on", String::from_utf8_lossy(body));
