@@ -323,18 +323,17 @@ where
         }
     }
 
-    /// Sends a protocol error reply; false when the output is gone.
-    fn reply(&self, text: String) -> impl Future<Output = bool> + Send + 'static {
+    /// Sends a reply the transport makes itself (a protocol error, a batch's replies) on a task
+    /// of its own: `receive` may be dropped by rmcp's `select!` while the writer is busy with
+    /// another answer, and the line it consumed must still be answered (a reply awaited inside
+    /// `receive` was lost under load).
+    fn reply(&self, text: String) {
         let writer = self.writer.clone();
-        async move {
-            match write_line(&writer, text).await {
-                Ok(()) => true,
-                Err(e) => {
-                    tracing::warn!("cannot write a protocol error reply: {e}");
-                    false
-                }
+        tokio::spawn(async move {
+            if let Err(e) = write_line(&writer, text).await {
+                tracing::warn!("cannot write a protocol error reply: {e}");
             }
-        }
+        });
     }
 }
 
@@ -390,10 +389,7 @@ where
                          of its contents)",
                         self.max_bytes / (1024 * 1024)
                     );
-                    if !self.reply(error_reply(Value::Null, -32600, message)).await {
-                        self.on_close.cancel();
-                        return None;
-                    }
+                    self.reply(error_reply(Value::Null, -32600, message));
                     continue;
                 }
                 Line::Complete => {}
@@ -407,10 +403,7 @@ where
                 Ok(value) => value,
                 Err(e) => {
                     let message = format!("parse error: the message is not JSON ({e})");
-                    if !self.reply(error_reply(Value::Null, -32700, message)).await {
-                        self.on_close.cancel();
-                        return None;
-                    }
+                    self.reply(error_reply(Value::Null, -32700, message));
                     continue;
                 }
             };
@@ -418,7 +411,7 @@ where
                 match admit(value) {
                     Admit::Deliver(message) => return Some(*message),
                     Admit::Refuse(reply) => {
-                        self.reply(reply.to_string()).await;
+                        self.reply(reply.to_string());
                     }
                     Admit::Ignore => {}
                 }
@@ -426,7 +419,7 @@ where
             };
             if items.is_empty() {
                 let message = "invalid request: an empty batch; send at least one message";
-                self.reply(error_reply(Value::Null, -32600, message.into())).await;
+                self.reply(error_reply(Value::Null, -32600, message.into()));
                 continue;
             }
             // A batch (JSON-RPC 2.0, MCP 2025-03-26): each message goes to the server on its
@@ -445,7 +438,7 @@ where
             }
             if batch.waiting.is_empty() {
                 if !batch.replies.is_empty() {
-                    self.reply(Value::Array(batch.replies).to_string()).await;
+                    self.reply(Value::Array(batch.replies).to_string());
                 }
             } else if let Ok(mut batches) = self.batches.lock() {
                 batches.push(batch);
@@ -548,6 +541,35 @@ mod tests {
         assert!(replies.iter().all(|r| r["id"].is_null()), "{replies:?}");
         let message = replies[6]["error"]["message"].as_str().unwrap();
         assert!(message.contains("`id` must be a string or an integer"), "{message}");
+    }
+
+    #[tokio::test]
+    async fn an_error_reply_survives_a_receive_dropped_while_the_output_is_busy() {
+        // The client reads slowly (a one-byte pipe) and rmcp drops `receive` in its select!
+        // while the error reply of the line it consumed is still being written.
+        let (mut client_in, server_in) = tokio::io::duplex(1 << 16);
+        let (server_out, mut client_out) = tokio::io::duplex(1);
+        client_in
+            .write_all(b"not json\n{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n")
+            .await
+            .unwrap();
+        let mut transport = LineTransport::new(server_in, server_out, CancellationToken::new());
+        let first = tokio::time::timeout(
+            std::time::Duration::from_millis(50),
+            Transport::<rmcp::RoleServer>::receive(&mut transport),
+        )
+        .await;
+        let ping = match first {
+            Ok(message) => message,
+            Err(_) => Transport::<rmcp::RoleServer>::receive(&mut transport).await,
+        };
+        assert!(ping.is_some(), "the ping after the bad line is delivered");
+        drop(client_in);
+        drop(transport);
+        let mut out = String::new();
+        client_out.read_to_string(&mut out).await.unwrap();
+        let reply: Value = serde_json::from_str(out.trim()).expect("one whole reply");
+        assert_eq!(reply["error"]["code"], -32700, "{out}");
     }
 
     #[tokio::test]
