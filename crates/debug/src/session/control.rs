@@ -141,9 +141,12 @@ impl Session {
                     return RunState::Exited { exit_code, ended_by, output };
                 }
                 Wait::Gone(reason) => {
+                    // Its exit first, then what it wrote before it died (its last stderr line
+                    // may still be in the pipe when the connection closes).
+                    let status = self.adapter_status().await;
+                    self.settle_forwarders().await;
                     let context = self.failure_context();
                     let output = self.shared.update(|s| s.output.read(None, OUTPUT_CHARS));
-                    let status = self.adapter_status().await;
                     return RunState::AdapterGone {
                         reason: format!(
                             "the adapter ended unexpectedly: {reason}{status}{context}"
@@ -166,6 +169,17 @@ impl Session {
     }
 
     /// How the adapter process ended, if it did (waiting briefly: its pipe closes first).
+    /// Waits (at most half a second) for the tasks that read the adapter's pipes to reach
+    /// their end, so that everything it wrote is in the output.
+    async fn settle_forwarders(&self) {
+        for _ in 0..50 {
+            if self.tasks.iter().all(|t| t.is_finished()) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
     pub(super) async fn adapter_status(&mut self) -> String {
         let Some(process) = self.process.as_mut() else { return String::new() };
         match tokio::time::timeout(Duration::from_millis(500), process.child.wait()).await {
