@@ -1,6 +1,8 @@
 //! A bubblewrap capsule as a process inside meets it: the project writable, everything else
 //! read-only or hidden, no network, the host's processes out of reach, nothing left after.
 
+#![allow(clippy::print_stderr)] // a skipped test says so loudly
+
 use std::{
     ffi::{OsStr, OsString},
     io::{BufRead, BufReader, Read},
@@ -23,7 +25,9 @@ fn bwrap_available() -> bool {
         std::env::var_os("CI").is_none(),
         "bubblewrap is missing: `cargo xtask setup` installs it"
     );
-    eprintln!("SKIPPED: bubblewrap (bwrap) is not installed; `cargo xtask setup` installs it");
+    eprintln!(
+        "\n!!! SKIPPED: bubblewrap (bwrap) is not installed; `cargo xtask setup` installs it !!!\n"
+    );
     false
 }
 

@@ -46,6 +46,12 @@ pub trait Capsule: Send + Sync + fmt::Debug {
         true
     }
 
+    /// Whether the host's files are at the same paths inside, so a program found on the host
+    /// (an interpreter, an adapter) runs there as it is (false for a prefix into a container).
+    fn sees_host_files(&self) -> bool {
+        true
+    }
+
     /// Connects to `port` on the loopback that the process `pid` (started through
     /// [`Capsule::command`], or one of its descendants) sees: a capsule without network has a
     /// loopback of its own.
@@ -112,6 +118,10 @@ impl Capsule for Prefix {
     }
 
     fn signals_reach_the_program(&self) -> bool {
+        false
+    }
+
+    fn sees_host_files(&self) -> bool {
         false
     }
 }
