@@ -93,6 +93,9 @@ pub struct Bwrap {
     hidden: Vec<PathBuf>,
     protected: Vec<PathBuf>,
     pass_env: Vec<String>,
+    /// Toolchain homes that default to the home folder, pinned to the host's (read-only
+    /// inside), since the home inside is a private one.
+    toolchain_env: Vec<(&'static str, PathBuf)>,
     run_dir: RunDir,
 }
 
@@ -156,6 +159,8 @@ impl Bwrap {
         }
         let tmp = run_dir.0.join("tmp");
         add(&["--bind".as_ref(), tmp.as_os_str(), "/tmp".as_ref()]);
+        // Also at its host path, so a scratch file the host puts there has one name for both.
+        add(&["--bind".as_ref(), tmp.as_os_str(), tmp.as_os_str()]);
         for folder in std::iter::once(&project).chain(&options.read_write) {
             add(&["--bind".as_ref(), folder.as_os_str(), folder.as_os_str()]);
         }
@@ -177,7 +182,9 @@ impl Bwrap {
         }
         add(&["--die-with-parent".as_ref(), "--new-session".as_ref()]);
         add(&["--cap-drop".as_ref(), "ALL".as_ref()]);
+        let toolchain_env = home.as_deref().map(toolchain_homes).unwrap_or_default();
         let capsule = Bwrap {
+            toolchain_env,
             program,
             project,
             network: options.network,
@@ -238,6 +245,7 @@ impl Capsule for Bwrap {
         command
             .env_clear()
             .envs(environment::passed(&self.pass_env))
+            .envs(self.toolchain_env.iter().map(|(name, path)| (*name, path)))
             .env("HOME", HOME_INSIDE)
             .env("TMPDIR", "/tmp");
         command
@@ -279,6 +287,10 @@ impl Capsule for Bwrap {
         false
     }
 
+    fn temp_dir(&self) -> PathBuf {
+        self.tmp_on_host()
+    }
+
     fn connect_loopback(&self, pid: u32, port: u16, within: Duration) -> io::Result<TcpStream> {
         match self.network {
             Network::Host => {
@@ -286,6 +298,10 @@ impl Capsule for Bwrap {
             }
             Network::None => super::netns::connect_inside(pid, port, within),
         }
+    }
+
+    fn host_pid(&self, inside: u32, under: u32) -> Option<u32> {
+        super::pids::host_pid_of(inside, under)
     }
 
     fn explain(&self, output: &str) -> Option<String> {
@@ -334,6 +350,17 @@ impl Capsule for Bwrap {
         }
         Some(format!("This ran in the run's bubblewrap capsule: {}.", found.join("; ")))
     }
+}
+
+/// rustup's and cargo's homes and Go's module cache where they default to the home folder and
+/// exist there: a proxy like `~/.cargo/bin/cargo` finds its toolchains, Go its modules.
+fn toolchain_homes(home: &Path) -> Vec<(&'static str, PathBuf)> {
+    [("RUSTUP_HOME", ".rustup"), ("CARGO_HOME", ".cargo"), ("GOMODCACHE", "go/pkg/mod")]
+        .into_iter()
+        .filter(|(name, _)| std::env::var_os(name).is_none())
+        .map(|(name, under)| (name, home.join(under)))
+        .filter(|(_, path)| path.is_dir())
+        .collect()
 }
 
 fn capsule_error(message: String) -> Error {

@@ -16,6 +16,7 @@
 mod bwrap;
 mod environment;
 mod netns;
+mod pids;
 
 use std::{
     ffi::{OsStr, OsString},
@@ -52,12 +53,25 @@ pub trait Capsule: Send + Sync + fmt::Debug {
         true
     }
 
+    /// A folder for scratch files that the host and the processes inside see at the same path
+    /// (a debug session's build output, a program's stdin file).
+    fn temp_dir(&self) -> std::path::PathBuf {
+        std::env::temp_dir()
+    }
+
     /// Connects to `port` on the loopback that the process `pid` (started through
     /// [`Capsule::command`], or one of its descendants) sees: a capsule without network has a
     /// loopback of its own.
     fn connect_loopback(&self, pid: u32, port: u16, within: Duration) -> io::Result<TcpStream> {
         let _ = pid;
         TcpStream::connect_timeout(&(std::net::Ipv4Addr::LOCALHOST, port).into(), within)
+    }
+
+    /// The host's pid for the process whose pid is `inside` as a process started under the
+    /// host pid `under` sees it (an adapter's report of its debuggee); None when none is.
+    fn host_pid(&self, inside: u32, under: u32) -> Option<u32> {
+        let _ = under;
+        Some(inside)
     }
 
     /// A sentence for the model when `output` (what a process inside printed) shows it ran into

@@ -202,24 +202,8 @@ fn same_namespace(a: &str, b: &str) -> bool {
 
 /// `pid` or its first descendant (breadth first) whose network namespace is not the host's.
 fn process_in_other_netns(pid: u32) -> Option<u32> {
-    let mut queue = std::collections::VecDeque::from([pid]);
-    let mut seen = 0;
-    while let Some(candidate) = queue.pop_front() {
-        seen += 1;
-        if seen > 4096 {
-            return None;
-        }
-        if !same_namespace(&format!("/proc/{candidate}/ns/net"), "/proc/self/ns/net")
-            && Path::new(&format!("/proc/{candidate}")).exists()
-        {
-            return Some(candidate);
-        }
-        let Ok(tasks) = std::fs::read_dir(format!("/proc/{candidate}/task")) else { continue };
-        for task in tasks.flatten() {
-            let children =
-                std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
-            queue.extend(children.split_whitespace().filter_map(|c| c.parse::<u32>().ok()));
-        }
-    }
-    None
+    super::pids::descendants(pid).into_iter().find(|candidate| {
+        Path::new(&format!("/proc/{candidate}")).exists()
+            && !same_namespace(&format!("/proc/{candidate}/ns/net"), "/proc/self/ns/net")
+    })
 }
