@@ -401,11 +401,9 @@ impl Kernels {
         let mut details = Vec::new();
         match python::resolve(self.capsule.as_ref(), root, self.config.python.as_deref()) {
             Ok(python) => match python::probe_version(self.capsule.as_ref(), &python) {
-                Ok(version) => details.push(format!(
-                    "python: {} (Python {version}) on {}",
-                    python.display(),
-                    self.capsule.describe()
-                )),
+                Ok(version) => {
+                    details.push(format!("python: {} (Python {version})", python.display()))
+                }
                 Err(e) => details
                     .push(format!("python: {} resolves but does not run: {e}", python.display())),
             },
@@ -420,9 +418,8 @@ impl Kernels {
             None => format!("javascript: {quickjs} ([eval] javascript = \"quickjs\")"),
             Some(Ok(path)) => match node::probe_version(self.capsule.as_ref(), &path) {
                 Ok(version) => format!(
-                    "javascript: Node.js {version} ({}) on {}{}",
+                    "javascript: Node.js {version} ({}){}",
                     path.display(),
-                    self.capsule.describe(),
                     if node::strips_types(&version) {
                         "; typescript: yes (type stripping)"
                     } else {

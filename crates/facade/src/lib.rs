@@ -15,6 +15,7 @@
 //! ```
 
 mod approval;
+pub mod capsule;
 mod config;
 mod error;
 mod families;

@@ -97,6 +97,7 @@ pub(crate) struct McpScript {
     elicitation: Value,
     marker: String,
     mode: Option<String>,
+    env: Vec<(String, String)>,
 }
 
 impl McpScript {
@@ -118,7 +119,20 @@ impl McpScript {
         ];
         server_args.extend(extra.iter().map(|s| s.to_string()));
         let marker = format!("e2e-{}-{}", std::process::id(), unique());
-        McpScript { server_args, steps: Vec::new(), elicitation: Value::Null, marker, mode: None }
+        McpScript {
+            server_args,
+            steps: Vec::new(),
+            elicitation: Value::Null,
+            marker,
+            mode: None,
+            env: Vec::new(),
+        }
+    }
+
+    /// Sets `name` in the server's environment.
+    pub(crate) fn env(mut self, name: &str, value: &str) -> Self {
+        self.env.push((name.to_string(), value.to_string()));
+        self
     }
 
     pub(crate) fn list_tools(mut self) -> Self {
@@ -170,9 +184,13 @@ impl McpScript {
 
     /// Runs the script; returns the driver's output (`results`, `elicitations`).
     pub(crate) fn run(&self, python: &Path) -> Value {
+        let mut env = json!({"AGENT_TOOLS_E2E_MARKER": self.marker, "RUST_LOG": "warn"});
+        for (name, value) in &self.env {
+            env[name] = json!(value);
+        }
         let script = json!({
             "server": self.server_args,
-            "env": {"AGENT_TOOLS_E2E_MARKER": self.marker, "RUST_LOG": "warn"},
+            "env": env,
             "steps": self.steps,
             "elicitation": self.elicitation,
             "mode": self.mode,
