@@ -180,6 +180,29 @@ fn a_body_that_is_not_json_or_not_json_rpc_2_gets_a_json_rpc_error() {
 }
 
 #[test]
+fn a_request_state_that_is_not_a_string_gets_invalid_params_naming_it() {
+    let (_project, host, id) = session();
+    let bearer = format!("Bearer {TOKEN}");
+    let headers = [("Authorization", bearer.as_str()), ("Mcp-Session-Id", id.as_str())];
+    let call = json!({"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": {
+        "name": "read", "arguments": {"path": "a.txt"}, "requestState": 12345}});
+    let answer = exchange(&host.url, "POST", &headers, &call.to_string());
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    let error = answer.messages().into_iter().next().expect("a JSON-RPC answer");
+    assert_eq!(error["id"], 8, "{error}");
+    assert_eq!(error["error"]["code"], -32602, "{error}");
+    let message = error["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("`requestState` must be a string"), "{message}");
+    // In a batch too, beside a request that goes through.
+    let batch = json!([call, {"jsonrpc": "2.0", "id": 9, "method": "ping"}]);
+    let answer = exchange(&host.url, "POST", &headers, &batch.to_string());
+    let replies = answer.messages().pop().expect("an event with the replies");
+    assert_eq!(replies[0]["error"]["code"], -32602, "{replies}");
+    assert_eq!(replies[1]["result"], json!({}), "{replies}");
+    host.stop();
+}
+
+#[test]
 fn deleting_a_session_answers_no_content_and_ends_it() {
     let (_project, host, id) = session();
     let bearer = format!("Bearer {TOKEN}");

@@ -183,7 +183,7 @@ fn describe(value: &Value) -> &'static str {
 
 /// Why the params of a request with a known shape are wrong, for requests rmcp would otherwise
 /// misreport (a `tools/call` it cannot decode becomes "method not found").
-fn bad_params(message: &Value) -> Option<String> {
+pub(super) fn bad_params(message: &Value) -> Option<String> {
     let method = message.get("method")?.as_str()?;
     let params = message.get("params");
     if method != "tools/call" {
@@ -209,10 +209,18 @@ fn bad_params(message: &Value) -> Option<String> {
             ));
         }
     }
-    match params.get("arguments") {
-        None | Some(Value::Null) | Some(Value::Object(_)) => None,
-        Some(other) => Some(format!(
+    if let Some(other) = params.get("arguments").filter(|a| !a.is_null() && !a.is_object()) {
+        return Some(format!(
             "tools/call: `arguments` must be a JSON object of the tool's arguments, got {}",
+            describe(other)
+        ));
+    }
+    // rmcp would take a `requestState` it cannot decode for an unknown method (-32601).
+    match params.get("requestState") {
+        None | Some(Value::Null) | Some(Value::String(_)) => None,
+        Some(other) => Some(format!(
+            "tools/call: `requestState` must be a string, the one the server sent with its \
+             input_required result, got {}; send it back unchanged, or call without it",
             describe(other)
         )),
     }
@@ -632,6 +640,23 @@ mod tests {
         assert_eq!(replies[0]["id"], 1);
         assert!(replies[0]["error"]["message"].as_str().unwrap().contains("missing `name`"));
         assert!(replies[1]["error"]["message"].as_str().unwrap().contains("`arguments` must be"));
+    }
+
+    #[tokio::test]
+    async fn a_request_state_that_is_no_string_is_invalid_params_naming_it() {
+        let mut input = String::new();
+        for (id, state) in [(1, "5"), (2, "{\"a\":1}"), (3, "[\"x\"]"), (4, "true")] {
+            input.push_str(&format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"tools/call\",\"params\":{{\"name\":\"ask_user\",\"arguments\":{{}},\"requestState\":{state}}}}}\n"
+            ));
+        }
+        let (delivered, replies) = check(input.as_bytes(), 1024).await;
+        assert_eq!(delivered, 0);
+        assert_eq!(codes(&replies), [-32602; 4], "{replies:?}");
+        for reply in &replies {
+            let message = reply["error"]["message"].as_str().unwrap();
+            assert!(message.contains("`requestState` must be a string"), "{message}");
+        }
     }
 
     #[tokio::test]

@@ -9,7 +9,7 @@ use hyper::{Request, Response, StatusCode, header};
 use serde_json::{Value, json};
 
 use super::{Body, McpService};
-use crate::host::transport::{invalid_envelope, invalid_id_or_method};
+use crate::host::transport::{bad_params, invalid_envelope, invalid_id_or_method};
 
 /// What to do with a POST body.
 pub(super) enum Post {
@@ -46,8 +46,19 @@ pub(super) fn classify(body: &[u8]) -> Post {
             let invalid = invalid_envelope(&single)
                 .map(|message| (single.get("id").cloned().unwrap_or_default(), message))
                 .or_else(|| invalid_id_or_method(&single));
-            match invalid {
-                Some((id, message)) => Post::Refused(error_response(id, -32600, message)),
+            if let Some((id, message)) = invalid {
+                return Post::Refused(error_response(id, -32600, message));
+            }
+            // A request whose params rmcp would misreport: answered like any JSON-RPC error
+            // (HTTP 200, the error in the body), naming what is wrong.
+            match single.get("id").filter(|_| single.get("method").is_some()) {
+                Some(id) => match bad_params(&single) {
+                    Some(message) => Post::Refused(json_response(
+                        StatusCode::OK,
+                        &json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32602, "message": message}}),
+                    )),
+                    None => Post::Single,
+                },
                 None => Post::Single,
             }
         }
@@ -185,6 +196,18 @@ mod tests {
             let error: serde_json::Value = serde_json::from_slice(&body).unwrap();
             assert_eq!(error["error"]["code"], code, "{error}");
         }
+        let Post::Refused(response) = classify(
+            br#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"ask_user","requestState":7}}"#,
+        ) else {
+            panic!("a numeric requestState was passed on");
+        };
+        assert_eq!(response.status(), 200);
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        let error: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(error["error"]["code"], -32602, "{error}");
+        assert_eq!(error["id"], 4, "{error}");
+        let message = error["error"]["message"].as_str().unwrap();
+        assert!(message.contains("`requestState` must be a string"), "{message}");
         assert!(matches!(classify(br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#), Post::Single));
         assert!(matches!(
             classify(br#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#),
