@@ -387,6 +387,20 @@ impl RawHost {
         }
     }
 
+    /// The next message for which `wanted` holds (a JSON object or array).
+    pub(crate) fn next_message(&mut self, wanted: impl Fn(&Value) -> bool) -> Value {
+        loop {
+            let line = self
+                .lines
+                .recv_timeout(std::time::Duration::from_secs(120))
+                .unwrap_or_else(|e| panic!("no such message: {e}"));
+            let message: Value = serde_json::from_str(&line).expect("a JSON-RPC line");
+            if wanted(&message) {
+                return message;
+            }
+        }
+    }
+
     /// The next line that is a JSON array (the replies to a batch).
     pub(crate) fn next_array(&mut self) -> Vec<Value> {
         loop {

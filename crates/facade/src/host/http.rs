@@ -166,6 +166,7 @@ pub async fn serve_http(
         max_body_bytes: options.max_body_bytes,
         body_timeout: options.body_timeout,
         sessions,
+        arrivals: Default::default(),
     });
     super::print_err(&format!(
         "agent-tools mcp: serving MCP (Streamable HTTP) at http://{local}{MCP_PATH}{}",
@@ -323,9 +324,20 @@ struct Gate {
     max_body_bytes: usize,
     body_timeout: Duration,
     sessions: expiry::Sessions,
+    /// `tools/call` messages so far, per session (or credential, without one): each is numbered
+    /// so that the run hands them to their tools in that order (see `order`).
+    arrivals: std::sync::Mutex<std::collections::HashMap<String, u64>>,
 }
 
 impl Gate {
+    /// The next arrival number of `key`'s calls.
+    fn next_arrival(&self, key: &str) -> super::order::Arrival {
+        let mut arrivals = self.arrivals.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let count = arrivals.entry(key.to_string()).or_default();
+        *count += 1;
+        super::order::Arrival(*count)
+    }
+
     async fn handle(&self, req: Request<Incoming>, service: McpService) -> Response<Body> {
         if req.uri().path() != MCP_PATH {
             return refusal(
@@ -409,8 +421,12 @@ impl Gate {
                 jsonrpc::Post::Single => {}
                 jsonrpc::Post::Refused(response) => return response,
                 jsonrpc::Post::Batch(items) => {
+                    let key =
+                        asked.as_ref().map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+                    let number = || self.next_arrival(key.as_deref().unwrap_or_default());
                     let response =
-                        jsonrpc::serve_batch(&parts, items, &service, asked.is_some()).await;
+                        jsonrpc::serve_batch(&parts, items, &service, asked.is_some(), &number)
+                            .await;
                     return match asked.as_ref().and_then(|v| v.to_str().ok()) {
                         Some(id) => response.map(|body| self.sessions.track(id, body, false)),
                         None => response,
@@ -421,6 +437,18 @@ impl Gate {
         let deleting = parts.method == hyper::Method::DELETE;
         let standing = parts.method == hyper::Method::GET;
         let principal = (asked.is_none() && !is_initialize(&bytes)).then(|| principal_of(&parts));
+        let mut parts = parts;
+        if deleting && let Some(id) = &asked {
+            let key = String::from_utf8_lossy(id.as_bytes()).into_owned();
+            self.arrivals.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&key);
+        } else if jsonrpc::is_tool_call(&bytes) {
+            let key = match (&asked, &principal) {
+                (Some(id), _) => String::from_utf8_lossy(id.as_bytes()).into_owned(),
+                (None, Some(principal)) => format!("credential {principal}"),
+                (None, None) => String::new(),
+            };
+            parts.extensions.insert(self.next_arrival(&key));
+        }
         let req = Request::from_parts(parts, Full::new(bytes));
         let response = match principal {
             // rmcp builds the request's handler inside `handle`, before it spawns anything.

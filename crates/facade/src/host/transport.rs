@@ -35,6 +35,19 @@ pub(super) struct LineTransport<R, W> {
     queue: std::collections::VecDeque<RxJsonRpcMessage<RoleServer>>,
     /// Batches whose replies are being gathered.
     batches: Arc<std::sync::Mutex<Vec<Batch>>>,
+    /// `tools/call` messages read so far (each is numbered, see `order`).
+    arrivals: u64,
+}
+
+/// Numbers a `tools/call` by its arrival on its connection (`counter` counts them), so that the
+/// host hands the calls to their tools in that order (see `order`).
+pub(super) fn stamp_arrival(message: &mut RxJsonRpcMessage<RoleServer>, counter: &mut u64) {
+    if let rmcp::model::JsonRpcMessage::Request(request) = message
+        && let rmcp::model::ClientRequest::CallToolRequest(call) = &mut request.request
+    {
+        *counter += 1;
+        call.extensions.insert(super::order::Arrival(*counter));
+    }
 }
 
 /// A batch being answered: the requests still without a reply (their ids as JSON text) and the
@@ -134,6 +147,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> LineTransport<R, W> {
             on_close,
             queue: Default::default(),
             batches: Default::default(),
+            arrivals: 0,
         }
     }
 
@@ -417,7 +431,10 @@ where
             };
             let Value::Array(items) = value else {
                 match admit(value) {
-                    Admit::Deliver(message) => return Some(*message),
+                    Admit::Deliver(mut message) => {
+                        stamp_arrival(&mut message, &mut self.arrivals);
+                        return Some(*message);
+                    }
                     Admit::Refuse(reply) => {
                         self.reply(reply.to_string());
                     }
@@ -436,7 +453,8 @@ where
             for item in items {
                 let request_id = item.get("method").and(item.get("id")).map(Value::to_string);
                 match admit(item) {
-                    Admit::Deliver(message) => {
+                    Admit::Deliver(mut message) => {
+                        stamp_arrival(&mut message, &mut self.arrivals);
                         batch.waiting.extend(request_id);
                         self.queue.push_back(*message);
                     }

@@ -65,6 +65,14 @@ pub(super) fn classify(body: &[u8]) -> Post {
     }
 }
 
+/// Whether the body is one `tools/call` request (numbered by its arrival, see `order`).
+pub(super) fn is_tool_call(body: &[u8]) -> bool {
+    serde_json::from_slice::<Value>(body).is_ok_and(|message| {
+        message.get("id").is_some()
+            && message.get("method").and_then(Value::as_str) == Some("tools/call")
+    })
+}
+
 /// A JSON-RPC error as an HTTP 400 answer.
 fn error_response(id: Value, code: i64, message: String) -> Response<Body> {
     let error = json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}});
@@ -88,6 +96,7 @@ pub(super) async fn serve_batch(
     items: Vec<Value>,
     service: &McpService,
     has_session: bool,
+    next_arrival: &(dyn Fn() -> crate::host::order::Arrival + Sync),
 ) -> Response<Body> {
     if !has_session {
         return error_response(
@@ -117,6 +126,9 @@ pub(super) async fn serve_batch(
         *request.uri_mut() = parts.uri.clone();
         *request.headers_mut() = parts.headers.clone();
         request.headers_mut().remove(header::CONTENT_LENGTH);
+        if is_request && item.get("method").and_then(Value::as_str) == Some("tools/call") {
+            request.extensions_mut().insert(next_arrival());
+        }
         let response = service.handle(request).await;
         let status = response.status();
         let body = match response.into_body().collect().await {
