@@ -223,6 +223,39 @@ fn a_batch_over_stdio_gets_its_replies_as_one_array() {
     assert!(status.success(), "{status}");
 }
 
+#[test]
+fn a_batch_whose_call_raises_an_approval_card_gets_the_card_and_then_its_replies() {
+    let policy = "[approval]\npolicy = \"before_write\"\n";
+    let project = TempProject::new(&[("a.txt", "a\n"), ("agent-tools.toml", policy)]);
+    let mut host = RawHost::start(&project.root, "stdio-batch-card", &[]);
+    let init = host.request(
+        0,
+        "initialize",
+        json!({"protocolVersion": "2025-03-26",
+        "capabilities": {"elicitation": {}}, "clientInfo": {"name": "raw-e2e", "version": "0"}}),
+    );
+    assert!(init.get("result").is_some(), "{init}");
+    host.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    host.send(json!([
+        {"jsonrpc": "2.0", "id": 31, "method": "tools/call", "params": {"name": "write",
+            "arguments": {"path": "new.txt", "content": "written\n"}}},
+        {"jsonrpc": "2.0", "id": 32, "method": "ping"},
+    ]));
+    // The card comes while the batch waits for it; the client answers it.
+    let card = host.next_message(|m| m["method"] == "elicitation/create");
+    let message = card["params"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("Allow `write`"), "{card}");
+    host.send(json!({"jsonrpc": "2.0", "id": card["id"], "result": {"action": "accept",
+        "content": {"choice": "1. Allow"}}}));
+    let mut replies = host.next_array();
+    replies.sort_by_key(|r| r["id"].as_u64());
+    assert_eq!(replies[0]["id"], 31, "{replies:?}");
+    assert_eq!(replies[0]["result"]["isError"], false, "{replies:?}");
+    assert_eq!(replies[1]["result"], json!({}), "{replies:?}");
+    assert_eq!(std::fs::read_to_string(project.root.join("new.txt")).unwrap(), "written\n");
+    assert!(host.finish().success());
+}
+
 /// Sends `cells` as `tools/call` messages back to back (ids from 100), without waiting.
 fn send_cells(host: &mut RawHost, cells: &[&str]) {
     for (i, code) in cells.iter().enumerate() {

@@ -148,8 +148,9 @@ fn a_batch_on_a_2025_03_26_session_gets_its_replies_together() {
     ]);
     let answer = exchange(&host.url, "POST", &headers, &batch.to_string());
     assert_eq!(answer.status, 200, "{}", answer.body);
-    assert!(answer.header("content-type").is_some_and(|t| t.contains("application/json")));
-    let replies: Value = serde_json::from_str(&answer.body).expect("one JSON array");
+    // A client that takes event streams gets one: the replies come as one array, its last event.
+    assert!(answer.header("content-type").is_some_and(|t| t.contains("text/event-stream")));
+    let replies = answer.messages().pop().expect("an event with the replies");
     let replies = replies.as_array().expect("an array of replies");
     let ids: Vec<&Value> = replies.iter().map(|r| &r["id"]).collect();
     assert_eq!(ids, [&json!(1), &json!(2), &json!(3)], "one reply per request: {replies:?}");
@@ -409,5 +410,73 @@ fn a_body_sent_slowly_is_cut_off_at_the_body_timeout_while_others_are_served() {
     );
     let again = exchange(&host.url, "POST", &headers, &ping);
     assert_eq!(again.status, 200, "{}", again.body);
+    host.stop();
+}
+
+#[test]
+fn a_batch_whose_call_raises_an_approval_card_streams_the_card_and_then_its_replies() {
+    let policy = "[approval]\npolicy = \"before_write\"\n";
+    let project = TempProject::new(&[("a.txt", "hi\n"), ("agent-tools.toml", policy)]);
+    let host = HttpHost::start(&project.root, &[]);
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-03-26", "capabilities": {"elicitation": {}},
+        "clientInfo": {"name": "raw-http-e2e", "version": "0"}}});
+    let answer = exchange(&host.url, "POST", &[], &init.to_string());
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    let id = answer.header("mcp-session-id").expect("a session id").to_string();
+    let headers = [("Mcp-Session-Id", id.as_str())];
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert_eq!(exchange(&host.url, "POST", &headers, &initialized.to_string()).status, 202);
+
+    let batch = json!([
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "write",
+            "arguments": {"path": "new.txt", "content": "written\n"}}},
+        {"jsonrpc": "2.0", "id": 2, "method": "ping"},
+    ])
+    .to_string();
+    let mut stream = TcpStream::connect(authority(&host)).expect("connect");
+    stream.set_read_timeout(Some(std::time::Duration::from_secs(60))).expect("read timeout");
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {}\r\nMcp-Session-Id: {id}\r\nConnection: close\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\n\r\n{batch}",
+        authority(&host),
+        batch.len()
+    );
+    stream.write_all(request.as_bytes()).expect("send the batch");
+    // Read until the card arrives (the batch's answer is still open), then answer it.
+    let mut seen = String::new();
+    let mut buffer = [0u8; 4096];
+    let card = loop {
+        let n = stream.read(&mut buffer).expect("the batch's events (a hang fails here)");
+        assert!(n > 0, "the answer ended without a card: {seen}");
+        seen.push_str(&String::from_utf8_lossy(&buffer[..n]));
+        let found = seen
+            .lines()
+            .filter_map(|line| line.strip_prefix("data:"))
+            .filter_map(|data| serde_json::from_str::<Value>(data.trim()).ok())
+            .find(|message| message["method"] == "elicitation/create");
+        if let Some(card) = found {
+            break card;
+        }
+    };
+    assert!(card["params"]["message"].as_str().unwrap_or_default().contains("Allow `write`"));
+    let allow = json!({"jsonrpc": "2.0", "id": card["id"], "result": {"action": "accept",
+        "content": {"choice": "1. Allow"}}});
+    let answered = exchange(&host.url, "POST", &headers, &allow.to_string());
+    assert_eq!(answered.status, 202, "{}", answered.body);
+    let mut rest = Vec::new();
+    let _ = stream.read_to_end(&mut rest);
+    seen.push_str(&String::from_utf8_lossy(&rest));
+    let replies = seen
+        .lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .filter_map(|data| serde_json::from_str::<Value>(data.trim()).ok())
+        .find(Value::is_array)
+        .unwrap_or_else(|| panic!("no replies after the card: {seen}"));
+    assert_eq!(replies[0]["id"], 1, "{replies}");
+    assert_eq!(replies[0]["result"]["isError"], false, "{replies}");
+    assert_eq!(replies[1]["result"], json!({}), "{replies}");
+    assert_eq!(std::fs::read_to_string(project.root.join("new.txt")).unwrap(), "written\n");
     host.stop();
 }
