@@ -56,7 +56,16 @@ fn hostile_repository(canary: &Path) -> TempProject {
         ("envs/hostile/pyvenv.cfg".into(), "home = /usr/bin\n".into()),
         ("envs/hostile/bin/python".into(), trap("pyrightconfig-venv-python")),
         ("envs/hostile/bin/python3".into(), trap("pyrightconfig-venv-python3")),
-        ("package.json".into(), "{\"name\": \"app\", \"version\": \"1.0.0\"}\n".into()),
+        // Volta would run the project's own copy of a direct dependency's binary, and the
+        // Node a `volta` key pins (or `extends` from another file).
+        (
+            "package.json".into(),
+            "{\"name\": \"app\", \"version\": \"1.0.0\", \"volta\": {\"node\": \"99.0.0\", \
+             \"extends\": \"./volta.json\"}, \"devDependencies\": \
+             {\"typescript-language-server\": \"*\", \"typescript\": \"*\"}}\n"
+                .into(),
+        ),
+        ("volta.json".into(), "{\"volta\": {\"node\": \"98.0.0\"}}\n".into()),
         (
             "tsconfig.json".into(),
             "{\"compilerOptions\": {\"strict\": true, \"incremental\": true}}\n".into(),
