@@ -104,8 +104,9 @@ fn a_plan_surface_sees_lsp_but_not_lsp_rename() {
 #[test]
 fn a_long_outline_is_cut_by_the_output_cap_alike_in_text_and_structured_content() {
     // A small cap (its lowest value) and a file of 80 functions: the outline is over it.
-    let functions: String =
-        (1..=80).map(|i| format!("def function_number_{i:02}(a: int) -> int:\n    return a\n\n")).collect();
+    let functions: String = (1..=80)
+        .map(|i| format!("def function_number_{i:02}(a: int) -> int:\n    return a\n\n"))
+        .collect();
     let config = format!(
         "[output]\nmax_chars = 1000\n[lsp]\nextra_paths = [\"{}\"]\n",
         tools_home().join("venv/bin").display()
