@@ -10,14 +10,25 @@ use crate::support::{
 
 /// A Python project whose `agent-tools.toml` points the host at the test venv's basedpyright.
 fn python_project() -> TempProject {
+    python_project_of(
+        "",
+        &[
+            ("shapes.py", "def make_square(side: float) -> float:\n    return side * side\n"),
+            ("main.py", "from shapes import make_square\n\nprint(make_square(2.0))\n"),
+        ],
+    )
+}
+
+/// A Python project of `files`, its `agent-tools.toml` the venv's basedpyright and `config`.
+fn python_project_of(config: &str, files: &[(&str, &str)]) -> TempProject {
     let config =
-        format!("[lsp]\nextra_paths = [\"{}\"]\n", tools_home().join("venv/bin").display());
-    TempProject::new(&[
-        ("agent-tools.toml", &config),
+        format!("{config}[lsp]\nextra_paths = [\"{}\"]\n", tools_home().join("venv/bin").display());
+    let mut all = vec![
+        ("agent-tools.toml", config.as_str()),
         ("pyproject.toml", "[project]\nname = \"demo\"\nversion = \"0.1.0\"\n"),
-        ("shapes.py", "def make_square(side: float) -> float:\n    return side * side\n"),
-        ("main.py", "from shapes import make_square\n\nprint(make_square(2.0))\n"),
-    ])
+    ];
+    all.extend_from_slice(files);
+    TempProject::new(&all)
 }
 
 fn check(script: McpScript) -> Option<Vec<Value>> {
@@ -107,15 +118,7 @@ fn a_long_outline_is_cut_by_the_output_cap_alike_in_text_and_structured_content(
     let functions: String = (1..=80)
         .map(|i| format!("def function_number_{i:02}(a: int) -> int:\n    return a\n\n"))
         .collect();
-    let config = format!(
-        "[output]\nmax_chars = 1000\n[lsp]\nextra_paths = [\"{}\"]\n",
-        tools_home().join("venv/bin").display()
-    );
-    let project = TempProject::new(&[
-        ("agent-tools.toml", &config),
-        ("pyproject.toml", "[project]\nname = \"demo\"\nversion = \"0.1.0\"\n"),
-        ("many.py", &functions),
-    ]);
+    let project = python_project_of("[output]\nmax_chars = 1000\n", &[("many.py", &functions)]);
     let script = McpScript::new(&project.root, &[])
         .call("lsp", json!({"action": "symbols", "file": "many.py"}));
     let Some(results) = check(script) else { return };

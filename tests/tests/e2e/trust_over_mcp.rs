@@ -214,12 +214,7 @@ fn a_host_killed_during_a_20_file_resolve_leaves_all_old_or_all_new_after_the_ne
         let all_old = contents.iter().all(|c| c.contains("old_name"));
         let all_new = contents.iter().all(|c| c.contains("new_name"));
         assert!(all_old || all_new, "trial {trial}: torn tree: {contents:?}");
-        let strays: Vec<_> = std::fs::read_dir(project.root.join("pkg"))
-            .unwrap()
-            .flatten()
-            .filter(|e| e.file_name().to_string_lossy().starts_with(".agent-tools-"))
-            .map(|e| e.file_name())
-            .collect();
+        let strays = temp_files_in(&project.root.join("pkg"));
         assert!(strays.is_empty(), "trial {trial}: temp files left: {strays:?}");
         saw.0 |= all_old;
         saw.1 |= all_new;
@@ -227,6 +222,16 @@ fn a_host_killed_during_a_20_file_resolve_leaves_all_old_or_all_new_after_the_ne
         assert!(left.is_empty(), "trial {trial}: the journal kept {left:?}");
     }
     assert!(saw.1, "at least one trial let the commit finish");
+}
+
+/// The writers' temp files and backups left in `dir` (a finished or recovered commit leaves none).
+fn temp_files_in(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with(".agent-tools-"))
+        .collect()
 }
 
 /// What is left in the journal folders under `state`: intent records, their temp files and
@@ -275,12 +280,7 @@ fn hosts_killed_in_the_middle_of_writes_leave_no_journal_lock_after_the_next_sta
         assert!(next.finish().success());
         let left = journal_leftovers(&state.root);
         assert!(left.is_empty(), "trial {trial}: the journal kept {left:?}");
-        let strays: Vec<_> = std::fs::read_dir(&project.root)
-            .unwrap()
-            .flatten()
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .filter(|name| name.starts_with(".agent-tools-"))
-            .collect();
+        let strays = temp_files_in(&project.root);
         assert!(strays.is_empty(), "trial {trial}: temp files left: {strays:?}");
     }
     // Not a bound on timing: only that the kills did land inside commits at all, so the test
