@@ -127,6 +127,15 @@ pub struct McpConfig {
     pub session_detached_seconds: Option<u64>,
     /// `mcp --http`: the largest request body accepted (default 16 MiB).
     pub max_body_bytes: Option<usize>,
+    /// `mcp --http`: a connection must send a request's headers within this (default 10).
+    pub header_timeout_seconds: Option<u64>,
+    /// `mcp --http`: a request must send its whole body within this (default 30).
+    pub body_timeout_seconds: Option<u64>,
+    /// `mcp --http`: connections held at once, all peers together (default 256).
+    pub max_connections: Option<usize>,
+    /// `mcp --http`: connections that have sent a request held at once for one peer address
+    /// (default 64).
+    pub max_connections_per_peer: Option<usize>,
 }
 
 impl Config {

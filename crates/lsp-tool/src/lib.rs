@@ -45,10 +45,11 @@ pub use lsp_types;
 
 pub use crate::{
     actions::{
-        Action, CodeActionItem, CodeActionList, DiagnosticsAnswer, FileDiagnostics, HoverAnswer,
-        Located, Locations, LspArgs, LspOutput, LspResult, MAX_DIAGNOSTICS, MAX_DOCUMENT_SYMBOLS,
-        MAX_REFERENCES, MAX_WORKSPACE_SYMBOLS, Outline, OutlineRow, ReloadAnswer, Reloaded,
-        ShownLocation, StatusAnswer, SymbolsAnswer, WorkspaceSymbolRow, WorkspaceSymbols, locate,
+        Action, Answer, CodeActionItem, CodeActionList, DiagnosticsAnswer, FileDiagnostics,
+        HoverAnswer, Located, Locations, LspArgs, LspOutput, LspResult, MAX_DIAGNOSTICS,
+        MAX_DOCUMENT_SYMBOLS, MAX_REFERENCES, MAX_WORKSPACE_SYMBOLS, Outline, OutlineRow,
+        ReloadAnswer, Reloaded, ShownLocation, StatusAnswer, SymbolsAnswer, WorkspaceSymbolRow,
+        WorkspaceSymbols, locate,
     },
     code_action::{CODE_ACTION_DESCRIPTION, CodeActionArgs, CodeActionReport},
     config::{LspConfig, OnWriteConfig, ServerDef, ServerOverride, builtin_servers},

@@ -91,10 +91,11 @@ impl ProjectCheckReport {
             out.push('\n');
             out.push_str(&d.render());
         }
-        if self.total > MAX_DIAGNOSTICS {
+        let shown = self.diagnostics.len().min(MAX_DIAGNOSTICS);
+        if self.total > shown {
             out.push_str(&format!(
                 "\n[+{} more not shown; {} in total]",
-                self.total - MAX_DIAGNOSTICS,
+                self.total - shown,
                 self.total
             ));
         }

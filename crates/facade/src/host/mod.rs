@@ -4,6 +4,7 @@ mod http;
 mod mcp;
 #[cfg(feature = "ask")]
 mod mrtr;
+mod order;
 mod progress;
 #[cfg(feature = "ask")]
 mod request_state;

@@ -344,8 +344,9 @@ impl FileDiagnostics {
             out.push('\n');
             out.push_str(&d.render());
         }
-        if self.total > MAX_DIAGNOSTICS {
-            out.push_str(&format!("\n[+{} more not shown]", self.total - MAX_DIAGNOSTICS));
+        let shown = self.diagnostics.len().min(MAX_DIAGNOSTICS);
+        if self.total > shown {
+            out.push_str(&format!("\n[+{} more not shown]", self.total - shown));
         }
         out
     }
