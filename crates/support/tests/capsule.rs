@@ -221,3 +221,18 @@ fn alive(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .is_ok_and(|s| !s.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z'))
 }
+
+#[test]
+fn the_folder_of_a_killed_host_is_swept_by_the_next_capsule() {
+    if !bwrap_available() {
+        return;
+    }
+    // A host that is gone (no such pid) left its capsule folder behind; one that runs keeps its.
+    let gone = std::env::temp_dir().join("agent-tools-capsule-4194304000-1-deadbeef");
+    std::fs::create_dir_all(gone.join("tmp/home")).unwrap();
+    let f = fixture(Network::None);
+    assert!(!gone.exists(), "the abandoned folder was removed");
+    let other = fixture(Network::None);
+    assert!(f.capsule.tmp_on_host().exists(), "a live host's folder is kept");
+    drop(other);
+}

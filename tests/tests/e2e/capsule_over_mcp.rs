@@ -232,3 +232,40 @@ fn status_says_which_capsule_a_run_gets_and_what_it_confines() {
     assert_eq!(bad.status.code(), Some(2), "{said}");
     assert!(said.contains("--capsule") && said.contains("prefix"), "{said}");
 }
+
+#[test]
+fn a_capsule_dies_with_a_host_that_is_killed() {
+    if !require("bubblewrap", Path::new("/usr/bin/bwrap").exists(), "run `cargo xtask setup`") {
+        return;
+    }
+    let project = crate::support::TempProject::new(&[(
+        "agent-tools.toml",
+        "[vibe.fast]\ncommand = [\"sh\", \"-c\", \"sleep 300 & sleep 300\"]\n",
+    )]);
+    let marker = format!("e2e-capsule-kill-{}", unique());
+    let mut host =
+        crate::support::RawHost::start(&project.root, &marker, &["--capsule", "bwrap", "--vibe"]);
+    host.initialize();
+    let spawned = host.call(2, "vibe_spawn", json!({"brief": "Take long.", "label": "long"}));
+    assert_eq!(spawned["isError"], false, "{spawned}");
+    let inside = || {
+        crate::support::processes_with_marker(&marker)
+            .iter()
+            .filter(|(_, cmdline)| cmdline.starts_with("sleep 300"))
+            .count()
+            >= 2
+    };
+    for _ in 0..1200 {
+        if inside() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let running = crate::support::processes_with_marker(&marker);
+    assert!(inside(), "the worker never ran in the capsule: {running:?}");
+    assert!(running.iter().any(|(_, c)| c.contains("bwrap")), "it ran under bwrap: {running:?}");
+    // SIGKILL: the host gets no chance to end its capsule itself.
+    host.child.kill().expect("kill the host");
+    host.child.wait().expect("reap the host");
+    crate::support::assert_no_survivors(&marker, std::time::Duration::from_secs(15));
+}

@@ -110,6 +110,37 @@ impl Drop for RunDir {
     }
 }
 
+const RUN_DIR_PREFIX: &str = "agent-tools-capsule-";
+
+/// `agent-tools-capsule-<pid>-<start>-<uuid>`: the host that owns it, so a later host can tell
+/// the folder of one that was killed from one in use.
+fn run_dir_name() -> String {
+    let pid = std::process::id();
+    let start = crate::process::start_time(pid).unwrap_or(0);
+    format!("{RUN_DIR_PREFIX}{pid}-{start}-{}", uuid::Uuid::new_v4().simple())
+}
+
+/// Removes the capsule folders of hosts that are gone (killed before they could remove them).
+fn sweep_abandoned(temp: &Path) {
+    let Ok(entries) = std::fs::read_dir(temp) else { return };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(RUN_DIR_PREFIX)) else {
+            continue;
+        };
+        let mut parts = rest.splitn(3, '-');
+        let (Some(pid), Some(start)) = (
+            parts.next().and_then(|p| p.parse::<u32>().ok()),
+            parts.next().and_then(|s| s.parse::<u64>().ok()),
+        ) else {
+            continue;
+        };
+        if crate::process::start_time(pid) != Some(start) {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
 /// The home inside a capsule (in its private `/tmp`).
 const HOME_INSIDE: &str = "/tmp/home";
 
@@ -119,8 +150,8 @@ impl Bwrap {
     pub fn start(options: BwrapOptions) -> Result<Bwrap, Error> {
         let project = options.project.clone();
         let program = resolve_program(options.program.as_deref(), &project)?;
-        let dir = std::env::temp_dir()
-            .join(format!("agent-tools-capsule-{}", uuid::Uuid::new_v4().simple()));
+        sweep_abandoned(&std::env::temp_dir());
+        let dir = std::env::temp_dir().join(run_dir_name());
         create_private(&dir.join("tmp").join("home")).map_err(|e| {
             capsule_error(format!("cannot create its private /tmp in {}: {e}", dir.display()))
         })?;
