@@ -39,6 +39,7 @@ mod supervisor;
 pub mod testing;
 mod transport;
 mod trust;
+mod workspace_edit;
 mod write_report;
 
 pub use lsp_types;
@@ -58,12 +59,12 @@ pub use crate::{
     on_write::{FileBefore, WrittenFile},
     pool::ServerPool,
     project_check::{CheckRunReport, ProjectCheckReport},
-    rename::{
-        EditOp, EditPlan, RenameArgs, RenameReport, RenamedFile, apply_text_edits,
-        parse_workspace_edit, plan_edit, write_plan,
-    },
+    rename::{RenameArgs, RenameReport, RenamedFile},
     server::{DiagnosticMode, DiagnosticsWait, Progress, join_all, process_group_alive},
     supervisor::{DocHandle, RootStatus, ServerState, Supervisor, SyncOutcome},
+    workspace_edit::{
+        EditOp, EditPlan, apply_text_edits, parse_workspace_edit, plan_edit, write_plan,
+    },
     write_report::WriteDiagnostics,
 };
 

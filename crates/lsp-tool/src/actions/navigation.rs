@@ -285,9 +285,11 @@ impl Supervisor {
             let changes = match &action.edit {
                 Some(edit) => match serde_json::to_value(edit)
                     .map_err(|e| e.to_string())
-                    .and_then(|v| crate::rename::parse_workspace_edit(&v))
+                    .and_then(|v| crate::workspace_edit::parse_workspace_edit(&v))
                 {
-                    Ok(ops) => crate::rename::describe_ops(self.root(), &ops, server.encoding),
+                    Ok(ops) => {
+                        crate::workspace_edit::describe_ops(self.root(), &ops, server.encoding)
+                    }
                     Err(e) => vec![format!("(an edit this tool cannot apply: {e})")],
                 },
                 None => {
