@@ -12,6 +12,7 @@ mod messages;
 mod readiness;
 mod watched;
 
+pub(crate) use documents::RunId;
 pub(crate) use readiness::Scope;
 
 use std::{
@@ -271,8 +272,8 @@ struct Doc {
     len: u64,
     /// `push_seq` just before the last didOpen/didChange.
     sent_seq: u64,
-    /// The runs that opened it (see [`crate::pool`]); closed when the last lets go.
-    holders: std::collections::BTreeSet<crate::pool::RunId>,
+    /// The runs that opened it (runs of a pool share the server); closed when the last lets go.
+    holders: std::collections::BTreeSet<RunId>,
     /// The server's content-change count right after this document's last didOpen/didChange:
     /// a smaller count than the server's now means another file changed since, and a push
     /// for this version may predate that change.

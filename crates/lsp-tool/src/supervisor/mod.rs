@@ -27,8 +27,8 @@ use crate::{
     config::{LspConfig, ServerDef},
     diagnostics::Ledger,
     error::LspError,
-    pool::{RunId, ServerPool, Slot},
-    server::{Server, Timeouts},
+    pool::{ServerPool, Slot},
+    server::{RunId, Server, Timeouts},
 };
 
 struct Inner {
