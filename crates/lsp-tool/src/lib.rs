@@ -37,6 +37,7 @@ mod server;
 mod supervisor;
 #[doc(hidden)]
 pub mod testing;
+mod toolchain;
 mod transport;
 mod trust;
 mod workspace_edit;

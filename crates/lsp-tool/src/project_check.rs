@@ -272,7 +272,7 @@ impl Supervisor {
                 let env: Vec<(String, String)> = if self.allow_project_code() {
                     Vec::new()
                 } else {
-                    crate::trust::toolchain_pins()
+                    crate::toolchain::toolchain_pins()
                 };
                 match check::run_command(&program, &args, &root.root, &env, timeout, cancel).await {
                     Ok((stdout, stderr, status)) => {
