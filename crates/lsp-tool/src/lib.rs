@@ -47,11 +47,11 @@ pub use lsp_types;
 
 pub use crate::{
     actions::{
-        Action, Answer, CodeActionItem, CodeActionList, DiagnosticsAnswer, FileDiagnostics,
-        HoverAnswer, Located, Locations, LspArgs, LspOutput, LspResult, MAX_DIAGNOSTICS,
-        MAX_DOCUMENT_SYMBOLS, MAX_REFERENCES, MAX_WORKSPACE_SYMBOLS, Outline, OutlineRow,
-        ReloadAnswer, Reloaded, ShownLocation, StatusAnswer, SymbolsAnswer, WorkspaceSymbolRow,
-        WorkspaceSymbols, locate,
+        Action, Answer, CheckRunReport, CodeActionItem, CodeActionList, DiagnosticsAnswer,
+        FileDiagnostics, HoverAnswer, Located, Locations, LspArgs, LspOutput, LspResult,
+        MAX_DIAGNOSTICS, MAX_DOCUMENT_SYMBOLS, MAX_REFERENCES, MAX_WORKSPACE_SYMBOLS, Outline,
+        OutlineRow, ProjectCheckReport, ReloadAnswer, Reloaded, ShownLocation, StatusAnswer,
+        SymbolsAnswer, WorkspaceSymbolRow, WorkspaceSymbols, locate,
     },
     code_action::{CODE_ACTION_DESCRIPTION, CodeActionArgs, CodeActionReport},
     config::{LspConfig, OnWriteConfig, ServerDef, ServerOverride, builtin_servers},
@@ -59,7 +59,6 @@ pub use crate::{
     error::LspError,
     on_write::{FileBefore, WrittenFile},
     pool::ServerPool,
-    project_check::{CheckRunReport, ProjectCheckReport},
     rename::{RenameArgs, RenameReport, RenamedFile},
     server::{DiagnosticMode, DiagnosticsWait, Progress, join_all, process_group_alive},
     supervisor::{DocHandle, RootStatus, ServerState, Supervisor, SyncOutcome},
