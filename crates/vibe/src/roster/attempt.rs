@@ -5,6 +5,7 @@
 
 use std::{sync::Arc, time::Duration};
 
+use agent_tools_support::duration::human as seconds;
 use tokio::{sync::mpsc, time::Instant};
 
 use super::{
@@ -258,7 +259,7 @@ async fn supervise(
                 drain(&inner, idx, attempt, &mut rx).await;
                 let detail = format!(
                     "its wall-clock budget of {} ran out, so it was stopped ({})",
-                    crate::render::seconds(inner.settings.budget),
+                    seconds(inner.settings.budget),
                     stop.detail
                 );
                 Inner::settle_now(&inner, idx, attempt, WorkerState::TimedOut, detail);
