@@ -8,9 +8,9 @@ mod status;
 mod symbols;
 
 pub use result::{
-    CodeActionItem, CodeActionList, DiagnosticsAnswer, FileDiagnostics, HoverAnswer, Locations,
-    LspResult, Outline, OutlineRow, ReloadAnswer, Reloaded, StatusAnswer, SymbolsAnswer,
-    WorkspaceSymbolRow, WorkspaceSymbols,
+    CheckRunReport, CodeActionItem, CodeActionList, DiagnosticsAnswer, FileDiagnostics,
+    HoverAnswer, Locations, LspResult, Outline, OutlineRow, ProjectCheckReport, ReloadAnswer,
+    Reloaded, StatusAnswer, SymbolsAnswer, WorkspaceSymbolRow, WorkspaceSymbols,
 };
 
 use std::{
