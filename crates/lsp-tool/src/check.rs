@@ -38,6 +38,7 @@ pub struct CheckRun {
 /// the host-lifetime spawner thread, so it dies with the host and its whole group is killed
 /// on timeout or cancellation.
 pub async fn run_command(
+    capsule: &dyn agent_tools_support::capsule::Capsule,
     program: &Path,
     args: &[String],
     dir: &Path,
@@ -45,9 +46,9 @@ pub async fn run_command(
     timeout: Duration,
     cancel: &CancellationToken,
 ) -> Result<(String, String, Option<i32>), String> {
-    let mut command = tokio::process::Command::new(program);
+    let args: Vec<std::ffi::OsString> = args.iter().map(Into::into).collect();
+    let mut command = tokio::process::Command::from(capsule.command(program.as_os_str(), &args));
     command
-        .args(args)
         .envs(env.iter().map(|(k, v)| (k, v)))
         .current_dir(dir)
         .stdin(Stdio::null())

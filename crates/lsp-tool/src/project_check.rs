@@ -186,7 +186,17 @@ impl Supervisor {
                 } else {
                     crate::toolchain::toolchain_pins()
                 };
-                match check::run_command(&program, &args, &root.root, &env, timeout, cancel).await {
+                match check::run_command(
+                    self.checker_capsule(),
+                    &program,
+                    &args,
+                    &root.root,
+                    &env,
+                    timeout,
+                    cancel,
+                )
+                .await
+                {
                     Ok((stdout, stderr, status)) => {
                         let diags = check::parse(format, &stdout, &stderr, &root.root, self.root());
                         let failed = status.is_none_or(|s| s != 0) && diags.is_empty();

@@ -26,18 +26,27 @@ impl RegistryBuilder {
     /// supervisor as a run resource, and (unless `[lsp.on_write] enabled = false`) diagnostics
     /// on write around the file tools registered so far.
     pub fn with_lsp(self, root: &Path, config: LspConfig) -> Self {
-        self.with_lsp_from(root, config, None)
+        self.with_lsp_from(
+            root,
+            config,
+            None,
+            std::sync::Arc::new(agent_tools_support::capsule::OnHost),
+        )
     }
 
     /// [`RegistryBuilder::with_lsp`] with servers from `pool` when given, shared with the
     /// other runs on it (the run's ledger, documents and results stay its own; the run's end
     /// gives its leases back), else servers of the run's own.
-    pub fn with_lsp_from(self, root: &Path, config: LspConfig, pool: Option<ServerPool>) -> Self {
+    /// Project checks run in `capsule`, the run's.
+    pub fn with_lsp_from(
+        self,
+        root: &Path,
+        config: LspConfig,
+        pool: Option<ServerPool>,
+        capsule: std::sync::Arc<dyn agent_tools_support::capsule::Capsule>,
+    ) -> Self {
         let on_write = config.on_write.enabled;
-        let supervisor = match pool {
-            Some(pool) => Supervisor::with_pool(root, config, pool),
-            None => Supervisor::new(root, config),
-        };
+        let supervisor = Supervisor::in_capsule(root, config, pool.unwrap_or_default(), capsule);
         let builder = self.with_lsp_supervisor(supervisor.clone());
         if on_write { builder.with_diagnostics_on_write(supervisor) } else { builder }
     }

@@ -186,7 +186,8 @@ pub fn assemble_in(
         capsule.clone(),
     ));
     #[cfg(feature = "lsp")]
-    let builder = builder.with_lsp_from(root, config.lsp.clone(), attach.lsp_pool.clone());
+    let builder =
+        builder.with_lsp_from(root, config.lsp.clone(), attach.lsp_pool.clone(), capsule.clone());
     let builder = builder.with_approval_policy(config.approval.policy);
     builder.build()
 }

@@ -8,6 +8,7 @@ mod lifecycle;
 mod status;
 mod target;
 
+use agent_tools_support::capsule::{Capsule, OnHost};
 use std::{
     collections::HashMap,
     path::{Path, PathBuf},
@@ -55,6 +56,9 @@ struct Inner {
     /// How long each server (by pid) took for its slowest recent file, decaying: a server
     /// that has not answered yet in this run gets the start-up wait for its first analysis.
     measured_servers: Mutex<HashMap<u32, Duration>>,
+    /// Where project checks run (`cargo check` runs build scripts): the run's capsule.
+    /// Servers are shared through the pool across runs, so they stay on the host.
+    checker_capsule: Arc<dyn Capsule>,
 }
 
 /// The language-server supervisor of one run. Cheap to clone.
@@ -88,6 +92,16 @@ impl Supervisor {
     /// measured durations, open documents and results stay its own; [`Supervisor::shutdown`]
     /// gives its leases back (the last one stops the server).
     pub fn with_pool(root: impl Into<PathBuf>, config: LspConfig, pool: ServerPool) -> Supervisor {
+        Supervisor::in_capsule(root, config, pool, Arc::new(OnHost))
+    }
+
+    /// [`Supervisor::with_pool`] whose project checks run in `capsule`, the run's.
+    pub fn in_capsule(
+        root: impl Into<PathBuf>,
+        config: LspConfig,
+        pool: ServerPool,
+        capsule: Arc<dyn Capsule>,
+    ) -> Supervisor {
         let root = root.into();
         let root = std::fs::canonicalize(&root).unwrap_or(root);
         let defs = config.servers().map(|d| d.into_iter().map(Arc::new).collect());
@@ -106,6 +120,7 @@ impl Supervisor {
                 ledger: Mutex::new(Ledger::new()),
                 measured: Mutex::new(HashMap::new()),
                 measured_servers: Mutex::new(HashMap::new()),
+                checker_capsule: capsule,
             }),
         }
     }
@@ -122,6 +137,11 @@ impl Supervisor {
     /// This run as a holder of open documents on its servers.
     pub(crate) fn run_id(&self) -> RunId {
         self.inner.run
+    }
+
+    /// Where this run's project checks start.
+    pub(crate) fn checker_capsule(&self) -> &dyn Capsule {
+        self.inner.checker_capsule.as_ref()
     }
 
     pub(crate) fn extra_paths(&self) -> &[PathBuf] {
