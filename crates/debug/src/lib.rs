@@ -38,6 +38,7 @@ pub mod protocol;
 mod render;
 mod request;
 mod response;
+mod schema;
 mod session;
 mod supervisor;
 

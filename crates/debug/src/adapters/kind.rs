@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
     Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
 )]
 #[serde(rename_all = "lowercase")]
-#[schemars(inline, transform = crate::request::bare_enum)]
+#[schemars(inline, transform = crate::schema::bare_enum)]
 pub enum AdapterKind {
     /// `dart debug_adapter` (Dart and Flutter).
     Dart,
