@@ -8,7 +8,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    adapters::AdapterKind,
+    adapters::{AdapterKind, ExceptionMode},
     schema::{bare_enum, lean_object},
 };
 
@@ -63,18 +63,6 @@ impl Operation {
             Operation::Terminate => "terminate",
         }
     }
-}
-
-/// Which exceptions stop the program: `uncaught` (the default: exceptions, panics and crashes
-/// that nothing catches), `all` (every raise, caught or not) or `none`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-#[schemars(inline, transform = bare_enum)]
-pub enum ExceptionMode {
-    #[default]
-    Uncaught,
-    All,
-    None,
 }
 
 /// Arguments of the `debug` tool: `operation` and the fields it uses.

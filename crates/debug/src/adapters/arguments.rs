@@ -6,10 +6,24 @@ use std::{
     path::{Path, PathBuf},
 };
 
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::{AdapterKind, is_elf};
-use crate::request::ExceptionMode;
+use crate::schema::bare_enum;
+
+/// Which exceptions stop the program: `uncaught` (the default: exceptions, panics and crashes
+/// that nothing catches), `all` (every raise, caught or not) or `none`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+#[schemars(inline, transform = bare_enum)]
+pub enum ExceptionMode {
+    #[default]
+    Uncaught,
+    All,
+    None,
+}
 
 /// What a launch needs, whatever the adapter.
 #[derive(Debug, Clone, Default)]

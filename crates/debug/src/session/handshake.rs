@@ -9,10 +9,10 @@ use tokio::time::Instant;
 
 use super::*;
 use crate::{
+    adapters::ExceptionMode,
     adapters::{self, AdapterKind},
     error::DebugError,
     protocol::PendingResponse,
-    request::ExceptionMode,
     response::*,
 };
 
