@@ -107,7 +107,8 @@ impl DebugSupervisor {
     ) -> Result<(Target, AdapterCommand, bool), DebugError> {
         if args.module.is_some() && kind != AdapterKind::Debugpy {
             return Err(DebugError::usage(format!(
-                "`module` runs a Python module (`python -m`); the {} adapter has none: pass                      `program`",
+                "`module` runs a Python module (`python -m`); the {} adapter has none: pass \
+                 `program`",
                 kind.id()
             )));
         }
@@ -320,5 +321,34 @@ fn launch_name(args: &DebugArgs, root: &Path, target: &Target) -> Option<String>
             root.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
         )),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use tokio_util::sync::CancellationToken;
+
+    use super::*;
+    use crate::config::DebugConfig;
+
+    #[tokio::test]
+    async fn a_module_for_an_adapter_without_modules_is_refused_in_one_sentence() {
+        let root = tempfile::tempdir().unwrap();
+        let debug = DebugSupervisor::new(DebugConfig::default());
+        let mut args = DebugArgs::op(Operation::Launch);
+        args.module = Some("http.server".into());
+        args.adapter = Some(AdapterKind::Lldb);
+        let err = debug
+            .call("conversation", root.path(), args, &CancellationToken::new())
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains(
+                "`module` runs a Python module (`python -m`); the lldb adapter has none: pass \
+                 `program`"
+            ),
+            "{err}"
+        );
     }
 }
