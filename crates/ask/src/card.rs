@@ -4,7 +4,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::port::Answer;
+use crate::reply::Answer;
 
 /// Most options one card may carry: a card is read by a person, not scrolled.
 pub const MAX_OPTIONS: usize = 10;

@@ -19,13 +19,15 @@ mod config;
 mod outcome;
 mod port;
 pub mod ports;
+mod reply;
 mod session;
 
 pub use crate::{
     card::{AskRequest, Card, CardKind, CardOption, Checked, Chosen, MAX_OPTIONS, OptionSpec},
     config::AskConfig,
     outcome::{ApprovalRequest, ApprovalResponse, AskResponse, Outcome, human_duration},
-    port::{Answer, NoOperatorPort, QuestionPort, Rejection, Reply, SkipKind, Target},
+    port::{NoOperatorPort, QuestionPort, Target},
+    reply::{Answer, Rejection, Reply, SkipKind},
     session::{ALLOW, AskError, AskSession, DEFAULT_TIMEOUT, DENY, MAX_REJECTIONS},
 };
 

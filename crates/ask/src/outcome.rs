@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::{card::Chosen, port::SkipKind};
+use crate::{card::Chosen, reply::SkipKind};
 
 /// What became of a card.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]

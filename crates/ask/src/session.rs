@@ -17,7 +17,8 @@ use tokio_util::sync::CancellationToken;
 use crate::{
     card::{AskRequest, Card, CardKind, OptionSpec},
     outcome::{ApprovalRequest, ApprovalResponse, AskResponse, Outcome},
-    port::{QuestionPort, Rejection, Reply, Target},
+    port::{QuestionPort, Target},
+    reply::{Rejection, Reply},
 };
 
 /// How long a card waits for an answer unless the run says otherwise.

@@ -38,17 +38,18 @@ pub mod protocol;
 mod render;
 mod request;
 mod response;
+mod schema;
 mod session;
 mod supervisor;
 
 pub use crate::{
-    adapters::{AdapterKind, AdapterReport, SearchEnv},
+    adapters::{AdapterKind, AdapterReport, ExceptionMode, SearchEnv},
     config::{AdapterCommands, DebugConfig, human_seconds},
     error::DebugError,
     output::{OutputChunk, OutputEntry},
     progress::{CallScope, ProgressPort},
     render::render,
-    request::{DebugArgs, ExceptionMode, Operation},
+    request::{DebugArgs, Operation},
     response::*,
     supervisor::{DebugSupervisor, adapter_reports},
 };

@@ -10,23 +10,9 @@ use agent_tools_debug::{AdapterCommands, DebugConfig, DebugOutcome, RunState, Se
 use serde_json::json;
 use support::*;
 
-/// The harness for `fixture` with the test venv's debugpy as the adapter, or `None` (skipped).
-fn check(fixture: &str, config: DebugConfig) -> Option<(Project, Harness)> {
-    let python = python_with_debugpy();
-    if !require("debugpy (in the test venv)", python.is_some(), "run `cargo xtask setup`") {
-        return None;
-    }
-    let python = python.unwrap();
-    let project = Project::copy(fixture);
-    // The project's own interpreter has debugpy: the adapter and the program both run on it.
-    make_venv_python(&project, &python);
-    let harness = Harness::new(&project.root, config);
-    Some((project, harness))
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn breakpoint_launch_inspect_step_and_run_to_the_exit_code() {
-    let Some((_project, h)) = check("python", config()) else { return };
+    let Some((_project, h)) = debugpy_harness("python", config()) else { return };
     let pending =
         h.ok(json!({"operation": "breakpoints", "file": "buggy.py", "lines": [11]})).await;
     let DebugOutcome::Breakpoints(b) = &pending else { panic!("{pending:?}") };
@@ -112,7 +98,7 @@ async fn breakpoint_launch_inspect_step_and_run_to_the_exit_code() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_uncaught_exception_stops_with_its_message() {
-    let Some((_project, h)) = check("python", config()) else { return };
+    let Some((_project, h)) = debugpy_harness("python", config()) else { return };
     let launched = h.ok(json!({"operation": "launch", "program": "crash.py"})).await;
     let procs = session_processes(&launched);
     let stop = stopped(&launched);
@@ -129,7 +115,7 @@ async fn an_uncaught_exception_stops_with_its_message() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_time_limit_ends_the_session_like_terminate() {
     let config = DebugConfig { ttl_seconds: 5, ..config() };
-    let Some((_project, h)) = check("python", config) else { return };
+    let Some((_project, h)) = debugpy_harness("python", config) else { return };
     h.ok(json!({"operation": "breakpoints", "file": "buggy.py", "lines": [11]})).await;
     let launched = h.ok(json!({"operation": "launch", "program": "buggy.py"})).await;
     let procs = session_processes(&launched);
@@ -143,7 +129,7 @@ async fn the_time_limit_ends_the_session_like_terminate() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn attach_connects_to_a_debugpy_server() {
-    let Some((project, h)) = check("python", config()) else { return };
+    let Some((project, h)) = debugpy_harness("python", config()) else { return };
     let python = python_with_debugpy().unwrap();
     let port = free_port();
     let mut target = Command::new(&python)
@@ -260,7 +246,7 @@ async fn a_configured_adapter_command_is_used_as_is() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_running_program_is_reported_as_running_then_paused_and_breakpoints_apply_at_once() {
-    let Some((_project, h)) = check("python", config()) else { return };
+    let Some((_project, h)) = debugpy_harness("python", config()) else { return };
     // A logpoint prints instead of stopping.
     h.ok(json!({"operation": "breakpoints", "file": "loop.py", "lines": [6], "log_message": "tick n={n}"})).await;
     // The wait is a bound we choose: the program never stops by itself.
@@ -307,7 +293,7 @@ async fn a_running_program_is_reported_as_running_then_paused_and_breakpoints_ap
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failing_pytest_test_stops_at_its_assertion_with_the_locals() {
-    let Some((_project, h)) = check("python", config()) else { return };
+    let Some((_project, h)) = debugpy_harness("python", config()) else { return };
     let pytest =
         Command::new(python_with_debugpy().unwrap()).args(["-c", "import pytest"]).status();
     if !require(
@@ -345,7 +331,7 @@ async fn a_failing_pytest_test_stops_at_its_assertion_with_the_locals() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_breakpoint_in_the_standard_library_stops_there_with_its_locals() {
-    let Some((_project, h)) = check("python", config()) else { return };
+    let Some((_project, h)) = debugpy_harness("python", config()) else { return };
     let python = python_with_debugpy().unwrap();
     let out = Command::new(&python)
         .args(["-c", "import json.decoder; print(json.decoder.__file__)"])
@@ -398,7 +384,7 @@ async fn a_breakpoint_in_the_standard_library_stops_there_with_its_locals() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stdin_is_fed_at_launch_and_more_is_sent_later() {
-    let Some((_project, h)) = check("python", config()) else { return };
+    let Some((_project, h)) = debugpy_harness("python", config()) else { return };
     h.ok(json!({"operation": "breakpoints", "file": "greet.py", "lines": [7]})).await;
     let launched = h
         .ok(json!({"operation": "launch", "program": "greet.py", "stdin": "ada\n", "wait_seconds": 120}))
@@ -423,7 +409,7 @@ async fn stdin_is_fed_at_launch_and_more_is_sent_later() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn honest_states_evaluate_while_running_syntax_errors_thread_names_and_terminate() {
-    let Some((_project, h)) = check("python", config()) else { return };
+    let Some((_project, h)) = debugpy_harness("python", config()) else { return };
     let launched =
         h.ok(json!({"operation": "launch", "program": "loop.py", "wait_seconds": 1})).await;
     let procs = session_processes(&launched);
@@ -459,44 +445,8 @@ async fn honest_states_evaluate_while_running_syntax_errors_thread_names_and_ter
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_forked_child_that_outlives_the_program_is_gone_after_terminate() {
-    let Some((_project, h)) = check("python", config()) else { return };
-    let (launched, child) = h.launch_forker("forker.py").await;
-    let text = agent_tools_debug::render(&launched);
-    // The parent's exit is seen (or noticed) even though the child keeps running.
-    let status = h.ok(json!({"operation": "status"})).await;
-    let DebugOutcome::Status(status) = status else { panic!() };
-    assert_eq!(status.state, "exited", "{text}");
-    h.ok(json!({"operation": "terminate"})).await;
-    assert_gone(&[child]);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_death_by_signal_reads_as_the_signal_not_an_exit_code() {
-    let Some((_project, h)) = check("python", config()) else { return };
-    let launched = h.ok(json!({"operation": "launch", "program": "die.py"})).await;
-    let procs = session_processes(&launched);
-    let text = agent_tools_debug::render(&launched);
-    let RunState::Exited { exit_code, ended_by, .. } = run_state(&launched) else {
-        panic!("{text}")
-    };
-    assert_eq!(*exit_code, None, "{text}");
-    assert!(ended_by.as_deref().is_some_and(|e| e.starts_with("killed by SIGSEGV")), "{text}");
-    // One account of the end, whichever operation tells it.
-    let again = h.err(json!({"operation": "continue"})).await;
-    assert!(again.contains("killed by SIGSEGV") && !again.contains("with code"), "{again}");
-    let output = agent_tools_debug::render(&h.ok(json!({"operation": "output"})).await);
-    assert!(output.contains("The program ended: killed by SIGSEGV"), "{output}");
-    let ended = h.ok(json!({"operation": "terminate"})).await;
-    let DebugOutcome::Terminated(report) = &ended else { panic!() };
-    assert_eq!(report.exit_code, None, "{report:?}");
-    assert!(report.ended_by.as_deref().is_some_and(|e| e.starts_with("killed by SIGSEGV")));
-    assert_gone(&procs);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_console_script_of_the_project_environment_is_launched_by_name() {
-    let Some((project, h)) = check("python", config()) else { return };
+    let Some((project, h)) = debugpy_harness("python", config()) else { return };
     let python = python_with_debugpy().unwrap();
     let script = project.write(
         ".venv/bin/hello",
@@ -522,14 +472,6 @@ async fn a_console_script_of_the_project_environment_is_launched_by_name() {
     assert_gone(&procs);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_forked_child_is_gone_at_the_end_of_the_run() {
-    let Some((_project, h)) = check("python", config()) else { return };
-    let (_launched, child) = h.launch_forker("forker.py").await;
-    h.debug.shutdown().await;
-    assert_gone(&[child]);
-}
-
 /// Sends `GET path` to the local `port` on a thread of its own; its reply when it comes.
 fn http_get(port: u16, path: &str) -> std::thread::JoinHandle<String> {
     let path = path.to_string();
@@ -545,7 +487,7 @@ fn http_get(port: u16, path: &str) -> std::thread::JoinHandle<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_breakpoint_hit_between_calls_is_reported_by_the_next_call_and_by_status() {
-    let Some((_project, h)) = check("python", config()) else { return };
+    let Some((_project, h)) = debugpy_harness("python", config()) else { return };
     h.ok(json!({"operation": "breakpoints", "file": "server.py", "lines": [7]})).await;
     let launched =
         h.ok(json!({"operation": "launch", "program": "server.py", "wait_seconds": 1})).await;
@@ -619,7 +561,7 @@ async fn a_breakpoint_hit_between_calls_is_reported_by_the_next_call_and_by_stat
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn breakpoints_in_one_file_keep_their_own_conditions_hit_counts_and_log_messages() {
-    let Some((_project, h)) = check("python", config()) else { return };
+    let Some((_project, h)) = debugpy_harness("python", config()) else { return };
     let file = "counter.py";
     h.ok(json!({"operation": "breakpoints", "file": file, "lines": [4], "log_message": "seen i={i}"}))
         .await;
@@ -745,30 +687,8 @@ async fn a_breakpoint_in_the_project_venv_stops_there_also_through_a_symlinked_v
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_setsid_daemon_with_a_cleared_environment_is_gone_after_terminate() {
-    let Some((_project, h)) = check("python", config()) else { return };
-    if !cgroup_available() {
-        return;
-    }
-    let (_launched, daemon) = h.launch_forker("daemon.py").await;
-    h.ok(json!({"operation": "terminate"})).await;
-    assert_gone(&[daemon]);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_setsid_daemon_with_a_cleared_environment_is_gone_at_the_end_of_the_run() {
-    let Some((_project, h)) = check("python", config()) else { return };
-    if !cgroup_available() {
-        return;
-    }
-    let (_launched, daemon) = h.launch_forker("daemon.py").await;
-    h.debug.shutdown().await;
-    assert_gone(&[daemon]);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_library_breakpoint_set_during_a_just_my_code_session_says_how_to_reach_it() {
-    let Some((_project, h)) = check("python", config()) else { return };
+    let Some((_project, h)) = debugpy_harness("python", config()) else { return };
     let python = python_with_debugpy().unwrap();
     let out = Command::new(&python)
         .args(["-c", "import json.decoder; print(json.decoder.__file__)"])

@@ -14,7 +14,8 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::{
     card::Card,
-    port::{QuestionPort, Rejection, Reply, Target},
+    port::{QuestionPort, Target},
+    reply::{Rejection, Reply},
 };
 
 /// A card waiting for the harness's reply.

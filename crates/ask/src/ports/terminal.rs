@@ -11,7 +11,8 @@ use tokio::{
 
 use crate::{
     card::{Card, CardKind},
-    port::{Answer, QuestionPort, Rejection, Reply, SkipKind, Target},
+    port::{QuestionPort, Target},
+    reply::{Answer, Rejection, Reply, SkipKind},
 };
 
 struct Io {

@@ -8,7 +8,11 @@ use serde_json::json;
 use tokio::time::Instant;
 
 use super::*;
-use crate::{adapters::AdapterKind, error::DebugError, request::ExceptionMode, response::*};
+use crate::{
+    adapters::{AdapterKind, ExceptionMode},
+    error::DebugError,
+    response::*,
+};
 
 pub(super) enum Wait {
     Stopped,

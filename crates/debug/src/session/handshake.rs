@@ -9,10 +9,10 @@ use tokio::time::Instant;
 
 use super::*;
 use crate::{
+    adapters::ExceptionMode,
     adapters::{self, AdapterKind},
     error::DebugError,
     protocol::PendingResponse,
-    request::ExceptionMode,
     response::*,
 };
 
@@ -27,6 +27,28 @@ impl Session {
         opts: &StartOptions<'_>,
     ) -> Result<StartedView, DebugError> {
         let deadline = Instant::now() + opts.config.launch_timeout();
+        self.initialize(deadline, &opts.cancel).await?;
+        let (command, arguments) = self.start_request(opts)?;
+        // Never await the launch response here: debugpy answers it only after configurationDone.
+        let mut launch = self.client.send(command, arguments).await?;
+        self.await_initialized(opts, command, &mut launch, deadline).await?;
+        let (breakpoints, filters) = self.configure(opts, deadline).await?;
+        self.await_launch_response(command, launch, deadline).await?;
+        let wait = if matches!(opts.target, Target::Attach { .. }) && opts.breakpoints.is_empty() {
+            Duration::ZERO
+        } else {
+            opts.wait
+        };
+        let state = self.wait_state(0, wait, &opts.cancel).await;
+        Ok(StartedView { session: self.view(), breakpoints, exception_filters: filters, state })
+    }
+
+    /// `initialize`: the adapter's capabilities (and lldb-dap's version, which it says there).
+    async fn initialize(
+        &mut self,
+        deadline: Instant,
+        cancel: &CallScope<'_>,
+    ) -> Result<(), DebugError> {
         let init = json!({
             "clientID": "agent-tools",
             "clientName": "agent-tools",
@@ -44,7 +66,7 @@ impl Session {
             "supportsInvalidatedEvent": false,
         });
         let pending = self.client.send("initialize", init).await?;
-        self.capabilities = self.await_response(pending, deadline, &opts.cancel).await?;
+        self.capabilities = self.await_response(pending, deadline, cancel).await?;
         if self.capabilities.is_null() {
             self.capabilities = json!({});
         }
@@ -53,8 +75,15 @@ impl Session {
         {
             self.version = Some(version.to_string());
         }
+        Ok(())
+    }
 
-        let (command, arguments) = match &opts.target {
+    /// The `launch` or `attach` request and its arguments for this adapter.
+    fn start_request(
+        &mut self,
+        opts: &StartOptions<'_>,
+    ) -> Result<(&'static str, Value), DebugError> {
+        Ok(match &opts.target {
             Target::Launch(spec) => {
                 let mut spec = spec.clone();
                 if self.kind == AdapterKind::Delve {
@@ -84,9 +113,18 @@ impl Session {
                     adapters::attach_arguments(self.kind, port, pid, program.as_deref(), cwd);
                 ("attach", args)
             }
-        };
-        // Never await the launch response here: debugpy answers it only after configurationDone.
-        let mut launch = self.client.send(command, arguments).await?;
+        })
+    }
+
+    /// Waits for `initialized` after `command`, nudging an adapter that answered but has not
+    /// flushed it, and fails when the adapter exits, refuses `command` or takes too long.
+    async fn await_initialized(
+        &self,
+        opts: &StartOptions<'_>,
+        command: &str,
+        launch: &mut PendingResponse,
+        deadline: Instant,
+    ) -> Result<(), DebugError> {
         let mut rx = self.shared.subscribe();
         let mut last_poke: Option<Instant> = None;
         let started = Instant::now();
@@ -135,7 +173,16 @@ impl Session {
                 }
             }
         }
+        Ok(())
+    }
 
+    /// The configuration requests (breakpoints, function breakpoints, exception breakpoints)
+    /// and `configurationDone`: the breakpoints as placed and the exception filters sent.
+    async fn configure(
+        &mut self,
+        opts: &StartOptions<'_>,
+        deadline: Instant,
+    ) -> Result<(Vec<BreakpointView>, Vec<String>), DebugError> {
         // The configuration requests go out together and are awaited together: debugpy answers
         // each only after a round trip to the program, so one at a time costs ~40 ms apiece.
         let timeout = self.config.request_timeout();
@@ -145,34 +192,7 @@ impl Session {
                 self.client.send("setBreakpoints", breakpoint_args(self.kind, file, request)).await;
             sent.push((file, request, pending));
         }
-        let delve_entry = matches!(&opts.target, Target::Launch(spec) if spec.stop_on_entry)
-            && self.kind == AdapterKind::Delve;
-        // A failing Go test is no panic: stop where `t.Errorf`/`t.Fatalf` mark it failed, so the
-        // snapshot shows the test's line that failed, as pytest's failing assertion.
-        let go_test_failures = matches!(&opts.target, Target::Launch(spec) if spec.go_test)
-            && self.kind == AdapterKind::Delve
-            && opts.exceptions != ExceptionMode::None;
-        let mut function_breakpoints = Vec::new();
-        if delve_entry {
-            // delve's own entry stop is on a thread without frames: stop at main.main instead.
-            function_breakpoints.push(json!({"name": "main.main"}));
-        }
-        if go_test_failures {
-            function_breakpoints.push(json!({"name": super::snapshot::GO_TEST_FAIL}));
-        }
-        if !function_breakpoints.is_empty() {
-            let args = json!({"breakpoints": function_breakpoints});
-            if let Ok(p) = self.client.send("setFunctionBreakpoints", args).await {
-                let _ = p.wait(timeout).await;
-                if delve_entry {
-                    self.notes.push(
-                        "stop_on_entry with delve stops at main.main (a function breakpoint): \
-                         delve's own entry stop has no frames"
-                            .into(),
-                    );
-                }
-            }
-        }
+        self.function_breakpoints(opts).await;
         let panic_breakpoint = if self.kind == AdapterKind::Lldb
             && opts.rust
             && opts.exceptions != ExceptionMode::None
@@ -184,16 +204,7 @@ impl Session {
         } else {
             None
         };
-        let mut filters =
-            adapters::exception_filters(self.kind, opts.exceptions, &self.capabilities);
-        if opts.python_test
-            && opts.exceptions == ExceptionMode::Uncaught
-            && adapters::offers_filter(&self.capabilities, "userUnhandled")
-        {
-            // pytest catches every failure, so `uncaught` never fires: stop where the failure
-            // leaves the test's code for pytest's.
-            filters.push("userUnhandled".into());
-        }
+        let filters = self.exception_filters_to_send(opts);
         let offers_filters = self.capabilities["exceptionBreakpointFilters"]
             .as_array()
             .is_some_and(|f| !f.is_empty());
@@ -232,6 +243,67 @@ impl Session {
             let pending = self.client.send("configurationDone", json!({})).await?;
             self.await_response(pending, deadline, &opts.cancel).await?;
         }
+        Ok((breakpoints, filters))
+    }
+
+    /// Function breakpoints that stand in for what delve lacks: `main.main` for a stop on
+    /// entry, and the Go test failure marker.
+    async fn function_breakpoints(&mut self, opts: &StartOptions<'_>) {
+        let timeout = self.config.request_timeout();
+        let delve_entry = matches!(&opts.target, Target::Launch(spec) if spec.stop_on_entry)
+            && self.kind == AdapterKind::Delve;
+        // A failing Go test is no panic: stop where `t.Errorf`/`t.Fatalf` mark it failed, so the
+        // snapshot shows the test's line that failed, as pytest's failing assertion.
+        let go_test_failures = matches!(&opts.target, Target::Launch(spec) if spec.go_test)
+            && self.kind == AdapterKind::Delve
+            && opts.exceptions != ExceptionMode::None;
+        let mut function_breakpoints = Vec::new();
+        if delve_entry {
+            // delve's own entry stop is on a thread without frames: stop at main.main instead.
+            function_breakpoints.push(json!({"name": "main.main"}));
+        }
+        if go_test_failures {
+            function_breakpoints.push(json!({"name": super::snapshot::GO_TEST_FAIL}));
+        }
+        if !function_breakpoints.is_empty() {
+            let args = json!({"breakpoints": function_breakpoints});
+            if let Ok(p) = self.client.send("setFunctionBreakpoints", args).await {
+                let _ = p.wait(timeout).await;
+                if delve_entry {
+                    self.notes.push(
+                        "stop_on_entry with delve stops at main.main (a function breakpoint): \
+                         delve's own entry stop has no frames"
+                            .into(),
+                    );
+                }
+            }
+        }
+    }
+
+    /// The exception filters to send: what `exceptions` means for this adapter, plus pytest's
+    /// `userUnhandled` for a test run.
+    fn exception_filters_to_send(&self, opts: &StartOptions<'_>) -> Vec<String> {
+        let mut filters =
+            adapters::exception_filters(self.kind, opts.exceptions, &self.capabilities);
+        if opts.python_test
+            && opts.exceptions == ExceptionMode::Uncaught
+            && adapters::offers_filter(&self.capabilities, "userUnhandled")
+        {
+            // pytest catches every failure, so `uncaught` never fires: stop where the failure
+            // leaves the test's code for pytest's.
+            filters.push("userUnhandled".into());
+        }
+        filters
+    }
+
+    /// The launch response (the program runs to its first stop meanwhile), then what the
+    /// session watches: the program's descendants and the stdin it was given.
+    async fn await_launch_response(
+        &mut self,
+        command: &str,
+        mut launch: PendingResponse,
+        deadline: Instant,
+    ) -> Result<(), DebugError> {
         // Answered while the program runs to its first stop, so that stop's snapshot needs no
         // extra round trip to name its thread. Only debugpy: delve lists a placeholder thread
         // while the program runs.
@@ -255,13 +327,7 @@ impl Session {
             self.tasks.push(super::tracker::track(self.shared.clone(), adapter));
         }
         self.shared.update(|s| s.flush_stdin());
-        let wait = if matches!(opts.target, Target::Attach { .. }) && opts.breakpoints.is_empty() {
-            Duration::ZERO
-        } else {
-            opts.wait
-        };
-        let state = self.wait_state(0, wait, &opts.cancel).await;
-        Ok(StartedView { session: self.view(), breakpoints, exception_filters: filters, state })
+        Ok(())
     }
 
     pub(super) async fn await_response(

@@ -28,11 +28,11 @@ use crate::progress::CallScope;
 
 use self::{handles::Handles, state::Shared};
 use crate::{
+    adapters::ExceptionMode,
     adapters::{AdapterCommand, AdapterKind, LaunchSpec},
     config::DebugConfig,
     error::DebugError,
     protocol::{DapClient, PendingResponse},
-    request::ExceptionMode,
     response::*,
 };
 

@@ -13,6 +13,7 @@ use std::{
 
 mod breakpoints;
 mod operations;
+mod start;
 
 use agent_tools_support::capsule::Capsule;
 use parking_lot::Mutex;
@@ -22,16 +23,13 @@ use tokio_util::sync::CancellationToken;
 use crate::progress::CallScope;
 
 use crate::{
-    adapters::{
-        self, AdapterCommand, AdapterKind, AdapterReport, LaunchSpec, Probes, SearchEnv,
-        StdinSource,
-    },
+    adapters::{self, AdapterCommand, AdapterKind, AdapterReport, Probes, SearchEnv},
     config::{DebugConfig, human_seconds},
     error::DebugError,
-    launch::{self, resolve_in_root},
+    launch,
     request::{DebugArgs, Operation},
     response::*,
-    session::{AttachTo, BreakpointRequest, Session, StartOptions, Target},
+    session::{BreakpointRequest, Session},
 };
 
 use self::operations::{session_op_after_unseen, status_view};
@@ -272,246 +270,6 @@ impl DebugSupervisor {
         reports
     }
 
-    async fn start(
-        &self,
-        slot: &Arc<Slot>,
-        inner: &mut SlotInner,
-        root: &Path,
-        args: &DebugArgs,
-        wait: Duration,
-        cancel: &CallScope<'_>,
-    ) -> Result<DebugOutcome, DebugError> {
-        if self.closing.load(Ordering::SeqCst) {
-            return Err(DebugError::usage("the run is ending; no new session starts"));
-        }
-        if let Some(session) = &inner.session {
-            if !session.finished() {
-                let view = session.view();
-                let (state, stop, _, _) = session.status();
-                let at = match stop {
-                    Some(s) => format!(
-                        "stopped at stop {} ({}{})",
-                        s.stop,
-                        s.reason,
-                        s.place.map(|p| format!(" in {p}")).unwrap_or_default()
-                    ),
-                    None => state,
-                };
-                return Err(DebugError::usage(format!(
-                    "refused: a debug session is already running in this conversation: {} \
-                     ({}{}), {at}. End it with {{\"operation\": \"terminate\"}} first, or keep \
-                     working with it",
-                    view.program,
-                    view.adapter.id(),
-                    view.debuggee_pid.map(|p| format!(", pid {p}")).unwrap_or_default(),
-                )));
-            }
-            if let Some(mut old) = inner.session.take() {
-                old.teardown("replaced by a new session after the program ended").await;
-            }
-        }
-
-        let program = match &args.program {
-            Some(p) if args.operation == Operation::Launch => {
-                Some(launch::resolve_program(root, p, &self.env)?)
-            }
-            Some(p) => Some(resolve_in_root(root, p, "program")?),
-            None => None,
-        };
-        let cwd = match &args.cwd {
-            Some(c) => {
-                let cwd = resolve_in_root(root, c, "cwd")?;
-                if !cwd.is_dir() {
-                    return Err(DebugError::usage(format!("cwd `{c}` is not a folder")));
-                }
-                cwd
-            }
-            None => root.to_path_buf(),
-        };
-        let kind = match args.adapter {
-            Some(kind) => kind,
-            None if args.module.is_some() => AdapterKind::Debugpy,
-            None => match (
-                program.as_deref().and_then(|p| adapters::adapter_for_program(p, root)),
-                args.test.as_deref().and_then(|t| launch::adapter_for_test(t, root)),
-            ) {
-                (_, Some(kind)) | (Some(kind), None) => kind,
-                (None, None) => self.adapter_from_markers(root, program.as_deref())?,
-            },
-        };
-        let exceptions = args.exceptions.unwrap_or_default();
-        let (target, command, rust) = if args.operation == Operation::Launch {
-            if args.module.is_some() && kind != AdapterKind::Debugpy {
-                return Err(DebugError::usage(format!(
-                    "`module` runs a Python module (`python -m`); the {} adapter has none: pass                      `program`",
-                    kind.id()
-                )));
-            }
-            let user_args = args.args.clone().unwrap_or_default();
-            let (program, module, run_args, go_test) = match (&args.test, &args.module) {
-                (Some(test), _) => {
-                    let (env, root_owned, test, program) =
-                        (self.env.clone(), root.to_path_buf(), test.clone(), program.clone());
-                    let capsule = self.capsule.clone();
-                    let plan = tokio::task::spawn_blocking(move || {
-                        launch::plan_test(
-                            kind,
-                            &test,
-                            program.as_deref(),
-                            &root_owned,
-                            &user_args,
-                            &env,
-                            &*capsule,
-                        )
-                    })
-                    .await
-                    .map_err(|e| DebugError::adapter(format!("planning the test failed: {e}")))??;
-                    (
-                        plan.program.unwrap_or_else(|| cwd.clone()),
-                        plan.module,
-                        plan.args,
-                        plan.go_test,
-                    )
-                }
-                (None, Some(module)) => (cwd.clone(), Some(module.clone()), user_args, false),
-                (None, None) => {
-                    let program = program.ok_or_else(|| {
-                        DebugError::usage(
-                            "launch needs `program` (a .py script, a Go package folder or .go \
-                             file, a .dart file, an executable built with debug info, or a \
-                             console script of the project's environment), `module` (Python) \
-                             or `test`",
-                        )
-                    })?;
-                    (program, None, user_args, false)
-                }
-            };
-            let command = self.resolve(kind, root).await?;
-            let rust = kind == AdapterKind::Lldb && adapters::looks_like_rust(&program, root);
-            let init_commands = if rust {
-                let (probes, env) = (self.probes.clone(), self.env.clone());
-                tokio::task::spawn_blocking(move || {
-                    adapters::rust_formatter_commands(&probes, &env)
-                })
-                .await
-                .unwrap_or_default()
-            } else {
-                Vec::new()
-            };
-            let library_breakpoint = inner.breakpoints.values().any(|b| b.library);
-            let just_my_code = args.just_my_code.unwrap_or(!library_breakpoint);
-            let stdin = match (&args.stdin, kind) {
-                (None, _) => StdinSource::Closed,
-                (Some(_), AdapterKind::Debugpy) => StdinSource::Terminal,
-                // The FIFO's path is chosen in the session's temp folder.
-                (Some(_), AdapterKind::Lldb) => StdinSource::Fifo(PathBuf::new()),
-                (Some(_), AdapterKind::Delve) => StdinSource::Inherited,
-                (Some(_), AdapterKind::Dart) => {
-                    return Err(DebugError::usage(
-                        "`stdin` is not supported with the dart adapter",
-                    ));
-                }
-            };
-            let spec = LaunchSpec {
-                program,
-                module,
-                args: run_args,
-                cwd,
-                env: args.env.clone().unwrap_or_default(),
-                stop_on_entry: args.stop_on_entry.unwrap_or(false),
-                debuggee_python: command.debuggee_python.clone(),
-                build_output: None,
-                init_commands,
-                just_my_code,
-                go_test,
-                stdin,
-            };
-            (Target::Launch(spec), command, rust)
-        } else {
-            let how = match (args.port, args.pid) {
-                (Some(port), None) => AttachTo::Port(port),
-                (None, Some(pid)) => AttachTo::Pid(pid),
-                (Some(_), Some(_)) => {
-                    return Err(DebugError::usage("attach takes `port` or `pid`, not both"));
-                }
-                (None, None) => {
-                    return Err(DebugError::usage(format!(
-                        "attach needs `port` (the local port of a debug server: {}) or `pid` (a \
-                         running process, with lldb or delve)",
-                        crate::session::attach_recipe(kind, 5678)
-                    )));
-                }
-            };
-            let direct = matches!(how, AttachTo::Port(_)) && adapters::attach_is_direct(kind);
-            let command = if direct {
-                AdapterCommand {
-                    kind,
-                    argv: Vec::new(),
-                    version: None,
-                    debuggee_python: None,
-                    notes: Vec::new(),
-                }
-            } else {
-                self.resolve(kind, root).await?
-            };
-            (Target::Attach { how, program, cwd }, command, false)
-        };
-        let name = launch_name(args, root, &target);
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let (mut session, mut view) = Session::start(StartOptions {
-            id,
-            root,
-            config: &self.config,
-            command,
-            target,
-            name,
-            breakpoints: &inner.breakpoints,
-            exceptions,
-            rust,
-            python_test: kind == AdapterKind::Debugpy && args.test.is_some(),
-            stdin: args.stdin.clone(),
-            wait,
-            cancel: *cancel,
-            capsule: &self.capsule,
-        })
-        .await?;
-        // The limit counts from when the session is usable: a cold build does not eat into it.
-        session.deadline = Instant::now() + self.config.ttl();
-        view.session.ttl_seconds_left = self.config.ttl().as_secs();
-        *slot.cancel.lock() = Some(session.cancel.clone());
-        self.schedule_ttl(slot.clone(), id, session.deadline);
-        inner.session = Some(session);
-        inner.last_end = None;
-        Ok(DebugOutcome::Started(view))
-    }
-
-    fn adapter_from_markers(
-        &self,
-        root: &Path,
-        program: Option<&Path>,
-    ) -> Result<AdapterKind, DebugError> {
-        let found: Vec<AdapterKind> = AdapterKind::ALL
-            .into_iter()
-            .filter(|k| adapters::find_marker(*k, root, root).is_some())
-            .collect();
-        match found.as_slice() {
-            [one] => Ok(*one),
-            _ => Err(DebugError::usage(format!(
-                "cannot tell which adapter to use{}{}; pass `adapter`: dart, debugpy, lldb \
-                 or delve",
-                program.map(|p| format!(" for {}", p.display())).unwrap_or_default(),
-                if found.is_empty() {
-                    " (no project marker in the root)".to_string()
-                } else {
-                    format!(
-                        " (markers of {} in the root)",
-                        found.iter().map(|k| k.id()).collect::<Vec<_>>().join(" and ")
-                    )
-                }
-            ))),
-        }
-    }
-
     fn schedule_ttl(&self, slot: Arc<Slot>, id: u64, deadline: Instant) {
         let limit = human_seconds(self.config.ttl_seconds);
         let timer = tokio::spawn(async move {
@@ -566,21 +324,6 @@ fn adapter_reports_with(
         .into_iter()
         .map(|kind| adapters::report(kind, root, config, env, probes))
         .collect()
-}
-
-/// What a launch is named by when the program's path does not say it: "python -m http.server",
-/// "test tests/test_calc.py::test_mean", "the package in the root (calc)".
-fn launch_name(args: &DebugArgs, root: &Path, target: &Target) -> Option<String> {
-    let Target::Launch(spec) = target else { return None };
-    match (&args.test, &args.module) {
-        (Some(test), _) => Some(format!("test {test}")),
-        (None, Some(module)) => Some(format!("python -m {module}")),
-        (None, None) if spec.program == root => Some(format!(
-            "the package in the root ({})",
-            root.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
-        )),
-        _ => None,
-    }
 }
 
 fn unreachable_adapters() -> Result<DebugOutcome, DebugError> {

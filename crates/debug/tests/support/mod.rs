@@ -276,6 +276,20 @@ pub fn python_with_debugpy() -> Option<PathBuf> {
     ok.then_some(candidate)
 }
 
+/// The harness for `fixture` with the test venv's debugpy as the adapter, or `None` (skipped).
+pub fn debugpy_harness(fixture: &str, config: DebugConfig) -> Option<(Project, Harness)> {
+    let python = python_with_debugpy();
+    if !require("debugpy (in the test venv)", python.is_some(), "run `cargo xtask setup`") {
+        return None;
+    }
+    let python = python.unwrap();
+    let project = Project::copy(fixture);
+    // The project's own interpreter has debugpy: the adapter and the program both run on it.
+    make_venv_python(&project, &python);
+    let harness = Harness::new(&project.root, config);
+    Some((project, harness))
+}
+
 /// A project `.venv/bin/python` that runs `python` (a wrapper script, so `sys.executable` is the
 /// real interpreter and its site-packages apply).
 pub fn make_venv_python(project: &Project, python: &Path) {
