@@ -8,6 +8,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::{
     bridge::ToolBridge,
+    svg,
     types::{Bundle, CellError, InterruptReason, Output, StreamName},
 };
 
@@ -121,7 +122,10 @@ pub(crate) async fn drive<K: KernelIo>(
                     out.stream(name, text);
                     last = Instant::now();
                 }
-                Event::Display(bundle) => {
+                Event::Display(mut bundle) => {
+                    if out.has_room_for_an_image() {
+                        render_svg(&mut bundle, out).await;
+                    }
                     out.display(bundle);
                     last = Instant::now();
                 }
@@ -138,8 +142,11 @@ pub(crate) async fn drive<K: KernelIo>(
                     last = Instant::now();
                 }
                 Event::Clear { wait } => out.clear(wait),
-                Event::Done(done) => {
+                Event::Done(mut done) => {
                     calls.abort_all();
+                    if let Some(result) = done.result.as_mut() {
+                        render_svg(result, out).await;
+                    }
                     return Fate::Finished { done, interrupt: interrupted.map(|(r, _)| r) };
                 }
                 Event::Died(how) => {
@@ -190,6 +197,15 @@ pub(crate) async fn drive<K: KernelIo>(
     }
 }
 
+/// Adds a PNG rendering to an SVG display; a drawing that cannot be rendered gets a note.
+async fn render_svg(bundle: &mut Bundle, out: &mut Collector) {
+    if let Err(why) = svg::add_png(bundle).await {
+        out.notes.push(format!(
+            "an SVG display could not be rendered to an image ({why}); its source is shown"
+        ));
+    }
+}
+
 /// Collects a cell's outputs in order, keeping the head and the tail when it prints too much.
 #[derive(Debug)]
 pub(crate) struct Collector {
@@ -207,6 +223,8 @@ pub(crate) struct Collector {
     displays: usize,
     /// A `clear_output(wait=True)` waits for the next output.
     clear_pending: bool,
+    /// Facts for the model about the outputs (an SVG that could not be rendered).
+    notes: Vec<String>,
 }
 
 impl Collector {
@@ -226,6 +244,7 @@ impl Collector {
             lines: 0,
             displays: 0,
             clear_pending: false,
+            notes: Vec::new(),
         }
     }
 
@@ -248,6 +267,7 @@ impl Collector {
         self.images = 0;
         self.images_dropped = 0;
         self.clear_pending = false;
+        self.notes.clear();
     }
 
     /// "12 s, 3 lines of output", for progress reports.
@@ -332,12 +352,14 @@ impl Collector {
             self.clear_now();
         }
         self.displays += 1;
-        let has_image = bundle.keys().any(|k| k.starts_with("image/") && k != "image/svg+xml");
-        if has_image {
+        let has_image = svg::RASTER_MIMES.iter().any(|m| bundle.contains_key(*m));
+        // An SVG past the limit was not rendered, but it is an image the model does not see.
+        if has_image || svg::wants_png(&bundle) {
             if self.images >= self.max_images {
                 self.images_dropped += 1;
-                bundle.retain(|k, _| !k.starts_with("image/"));
-            } else {
+                // An SVG keeps its source, which the model can still read.
+                bundle.retain(|k, _| !svg::RASTER_MIMES.contains(&k.as_str()));
+            } else if has_image {
                 self.images += 1;
             }
         }
@@ -349,8 +371,13 @@ impl Collector {
         }
     }
 
+    /// Whether one more image would still be shown (at most `max_images` per cell).
+    pub(crate) fn has_room_for_an_image(&self) -> bool {
+        self.clear_pending || self.images < self.max_images
+    }
+
     pub(crate) fn finish(mut self) -> (Vec<Output>, Vec<String>) {
-        let mut notes = Vec::new();
+        let mut notes = std::mem::take(&mut self.notes);
         if self.cut > 0 {
             self.items.push(Output::Cut { chars: self.cut });
         }

@@ -281,6 +281,11 @@ async fn without_ipython_the_stdlib_fallback_gets_the_common_idioms_right() {
     s.kernels.shutdown().await;
 }
 
+/// How an SVG display begins in the text: an image reference (its source below), or without
+/// the `svg` feature the source alone.
+const SVG_SHOWN: &str =
+    if cfg!(feature = "svg") { "[image 1: SVG drawing (image/png, " } else { "[SVG image" };
+
 const SVG_SOURCE: &str = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"10\" height=\"10\"><rect width=\"10\" height=\"10\"/></svg>";
 
 /// The last gaps to ipykernel (issue 29), each as ipykernel 7 shows it; every cell must pass.
@@ -328,10 +333,10 @@ const GAPS: &[Idiom] = &[
         &["shown first"],
     ),
     ok_hiding("print('kept')\nclear_output(wait=True)", &["kept"], &[]),
-    // SVG as an image (its source, for the model), JSON as data.
+    // SVG as an image (rendered to PNG, its short source beside it), JSON as data.
     ok_hiding(
         "from IPython.display import SVG, JSON\nSVG('<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"10\" height=\"10\"><rect width=\"10\" height=\"10\"/></svg>')",
-        &["[SVG image", "<rect"],
+        &[SVG_SHOWN, "<rect"],
         &["IPython.core.display.SVG object"],
     ),
     ok_hiding("JSON({'a': [1, 2]})", &["\"a\": [", "1,"], &["JSON object"]),
@@ -360,7 +365,8 @@ async fn the_last_gaps_to_ipykernel_are_closed() {
     }
     let (r, text) = s.run(&format!("%%svg\n{SVG_SOURCE}")).await;
     assert_eq!(r.status, CellStatus::Ok, "{text}");
-    assert!(text.contains("[SVG image") && text.contains("<rect"), "{text}");
+    assert!(text.contains(SVG_SHOWN) && text.contains("<rect"), "{text}");
+    assert_eq!(Session::image_count(&r), usize::from(cfg!(feature = "svg")), "{text}");
     // An unknown magic: its UsageError once.
     let (r, text) = s.run("%nosuchmagic").await;
     assert_eq!(r.status, CellStatus::Error, "{text}");
