@@ -169,6 +169,29 @@ async fn an_interrupted_busy_cell_stops_its_interval_and_its_state_is_kept() {
     s.kernels.shutdown().await;
 }
 
+/// The first cell of a fresh kernel is read by the main thread (the reader thread still boots):
+/// a busy first cell is still interrupted, not killed, and its kernel goes on; so is a first
+/// cell whose call is cancelled.
+#[tokio::test]
+async fn a_busy_first_cell_of_a_fresh_kernel_is_interrupted_and_the_kernel_goes_on() {
+    let Some(s) = check(common::short_budget(0.5, 5.0)) else { return };
+    let (r, text) = s.run("globalThis.kept = 1; while (true) {}").await;
+    assert!(r.kernel.started, "{text}");
+    assert_eq!(r.status, CellStatus::Interrupted, "{text}");
+    let (r, text) = s.run("kept + 1").await;
+    assert!(!r.kernel.started, "the same kernel: {text}");
+    assert!(text.ends_with(": 2"), "{text}");
+    s.kernels.shutdown().await;
+    let Some(s) = check(EvalConfig::default()) else { return };
+    let (r, text) = s.run_cancelled("globalThis.kept = 1; while (true) {}").await;
+    assert!(r.kernel.started, "{text}");
+    assert_eq!(r.status, CellStatus::Interrupted, "{text}");
+    let (r, text) = s.run("kept + 1").await;
+    assert!(!r.kernel.started, "the same kernel: {text}");
+    assert!(text.ends_with(": 2"), "{text}");
+    s.kernels.shutdown().await;
+}
+
 /// Errors as node shows them for a script: the user's frames only (named after the cell), and
 /// a SyntaxError with its line and a caret under the place.
 #[tokio::test]

@@ -2,7 +2,8 @@
 //
 // The host starts `node -e BOOTSTRAP`; the bootstrap reads this file over the command pipe and
 // runs it. Protocol: frames of a 4-byte big-endian length plus UTF-8 JSON, host -> kernel on
-// fd 3 (read by a worker thread, so an interrupt arrives while the main thread is busy),
+// fd 3 (its first frame read by the main thread, every later one by a worker thread, so an
+// interrupt arrives while the main thread is busy),
 // kernel -> host on fd 4. fds 1 and 2 are the cell's stdout and stderr.
 //
 // Cells run through the in-process inspector's `Runtime.evaluate` with `replMode`, which gives
@@ -57,9 +58,6 @@ function terminate() {
   session.post('Runtime.terminateExecution', () => {});
   session.disconnect();
 }
-// An event-loop read, never a blocking one: a thread blocked in read(2) cannot be stopped, and
-// node joins this thread when the program exits (process.exit would wait for the next frame).
-const input = new net.Socket({ fd: workerData.fd, readable: true, writable: false });
 let pending = Buffer.alloc(0);
 let ended = false;
 function gone() {
@@ -67,7 +65,18 @@ function gone() {
   ended = true;
   parentPort.postMessage({ t: 'gone' });
 }
-input.on('data', (chunk) => {
+// The main thread reads the first command itself (so the first cell does not wait for this
+// thread to boot) and then says 'go': from here on every frame is read by this thread.
+parentPort.once('message', listen);
+function listen() {
+  // An event-loop read, never a blocking one: a thread blocked in read(2) cannot be stopped, and
+  // node joins this thread when the program exits (process.exit would wait for the next frame).
+  const input = new net.Socket({ fd: workerData.fd, readable: true, writable: false });
+  input.on('data', onData);
+  input.on('end', gone);
+  input.on('error', gone);
+}
+function onData(chunk) {
   pending = pending.length ? Buffer.concat([pending, chunk]) : chunk;
   while (pending.length >= 4) {
     const n = pending.readUInt32BE(0);
@@ -84,9 +93,7 @@ input.on('data', (chunk) => {
       }, 250);
     }
   }
-});
-input.on('end', gone);
-input.on('error', gone);
+}
 `;
 
 const session = new inspector.Session();
@@ -417,8 +424,12 @@ async function pump() {
   busy = false;
 }
 
+// Started before the first command is read: it boots while the host sends the first cell,
+// and it is up to take an interrupt whatever that cell does.
 const reader = new Worker(READER, { eval: true, workerData: { fd: CMD_FD, running } });
-reader.on('message', (frame) => {
+reader.on('message', onFrame);
+
+function onFrame(frame) {
   switch (frame.t) {
     case 'exec':
       queue.push(frame);
@@ -449,7 +460,7 @@ reader.on('message', (frame) => {
       setTimeout(() => process.exit(0), 200).unref();
       reader.terminate().finally(() => process.exit(0));
   }
-});
+}
 // The program's own exit: the session is closed at the last moment (after every exit handler,
 // one of which may throw and so cancel the exit, as in node's REPL), so node neither waits for
 // a debugger nor says it does.
@@ -475,3 +486,29 @@ send({
   cwd: process.cwd(),
   typescript: typeof stripTypes === 'function',
 });
+
+/** Reads `n` bytes of the command pipe, blocking; null at its end. */
+function readCommandBytes(n) {
+  const buf = Buffer.alloc(n);
+  let off = 0;
+  while (off < n) {
+    let got = 0;
+    try {
+      got = fs.readSync(CMD_FD, buf, off, n - off, null);
+    } catch (e) {
+      if (e.code === 'EAGAIN') continue;
+      return null;
+    }
+    if (got === 0) return null;
+    off += got;
+  }
+  return buf;
+}
+
+// The first command, read here while the reader thread boots (a blocking read is safe on this
+// thread: nothing else can run or exit before the first command). Exactly one frame is taken,
+// so the reader thread, told 'go', starts at the next.
+const head = readCommandBytes(4);
+const body = head && readCommandBytes(head.readUInt32BE(0));
+reader.postMessage('go');
+onFrame(body ? JSON.parse(body.toString('utf8')) : { t: 'gone' });
