@@ -5,7 +5,7 @@
 
 mod common;
 
-use agent_tools_eval::{CellStatus, EvalConfig};
+use agent_tools_eval::{CellStatus, EvalConfig, LauncherConfig};
 use common::Session;
 
 /// A Node session, or None (skipped loudly outside CI) when `node` is missing.
@@ -169,19 +169,33 @@ async fn an_interrupted_busy_cell_stops_its_interval_and_its_state_is_kept() {
     s.kernels.shutdown().await;
 }
 
-/// The first cell of a fresh kernel is read by the main thread (the reader thread still boots):
-/// a busy first cell is still interrupted, not killed, and its kernel goes on; so is a first
-/// cell whose call is cancelled.
+/// The first cell of a fresh kernel runs before the reader thread is up (its synchronous part
+/// under SIGINT; under a capsule prefix, where no signal reaches node, the thread is started
+/// first): a busy first cell is still interrupted, not killed, and its kernel goes on; later
+/// cells are interrupted through the reader thread; so is a first cell whose call is cancelled.
 #[tokio::test]
 async fn a_busy_first_cell_of_a_fresh_kernel_is_interrupted_and_the_kernel_goes_on() {
-    let Some(s) = check(common::short_budget(0.5, 5.0)) else { return };
-    let (r, text) = s.run("globalThis.kept = 1; while (true) {}").await;
-    assert!(r.kernel.started, "{text}");
-    assert_eq!(r.status, CellStatus::Interrupted, "{text}");
-    let (r, text) = s.run("kept + 1").await;
-    assert!(!r.kernel.started, "the same kernel: {text}");
-    assert!(text.ends_with(": 2"), "{text}");
-    s.kernels.shutdown().await;
+    let capsule = LauncherConfig { prefix: vec!["env".into(), "IN_A_CAPSULE=1".into()] };
+    let cases = [
+        ("while (true) {}", LauncherConfig::default()),
+        ("for (;;) { JSON.stringify({a: [1, 2, 3]}) }", LauncherConfig::default()),
+        ("while (true) {}", capsule),
+    ];
+    for (busy, launcher) in cases {
+        let Some(s) = check(EvalConfig { launcher, ..common::short_budget(0.5, 5.0) }) else {
+            return;
+        };
+        let (r, text) = s.run(&format!("globalThis.kept = 1; {busy}")).await;
+        assert!(r.kernel.started, "{busy}: {text}");
+        assert_eq!(r.status, CellStatus::Interrupted, "{busy}: {text}");
+        let (r, text) = s.run("kept + 1").await;
+        assert!(!r.kernel.started, "{busy}: the same kernel: {text}");
+        assert!(text.ends_with(": 2"), "{busy}: {text}");
+        // Later cells are interrupted through the reader thread.
+        let (r, text) = s.run(busy).await;
+        assert_eq!(r.status, CellStatus::Interrupted, "{busy}: {text}");
+        s.kernels.shutdown().await;
+    }
     let Some(s) = check(EvalConfig::default()) else { return };
     let (r, text) = s.run_cancelled("globalThis.kept = 1; while (true) {}").await;
     assert!(r.kernel.started, "{text}");

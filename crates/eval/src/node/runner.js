@@ -9,7 +9,8 @@
 // Cells run through the in-process inspector's `Runtime.evaluate` with `replMode`, which gives
 // what a REPL needs: the completion value, top-level await, and let/const/class declarations
 // that persist and may be declared again. An interrupt is `Runtime.terminateExecution` from the
-// worker (a busy loop stops, state stays), plus rejecting a cell that is waiting.
+// worker (a busy loop stops, state stays), plus rejecting a cell that is waiting; before the
+// worker is up, a SIGINT from the host stops the cell's synchronous part.
 'use strict';
 
 const fs = require('node:fs');
@@ -17,14 +18,18 @@ const path = require('node:path');
 const util = require('node:util');
 const inspector = require('node:inspector');
 const { Module } = require('node:module');
+const vm = require('node:vm');
 const { Worker } = require('node:worker_threads');
 const { pathToFileURL } = require('node:url');
 const { AsyncLocalStorage, createHook } = require('node:async_hooks');
 
 const EVT_FD = Number(process.env.AGENT_TOOLS_KERNEL_EVT_FD || 4);
 const CMD_FD = Number(process.env.AGENT_TOOLS_KERNEL_CMD_FD || 3);
+// Whether the host interrupts with SIGINT too (no capsule prefix stands between it and node).
+const SIGNALS = process.env.AGENT_TOOLS_INTERRUPT_SIGNAL === '1';
 delete process.env.AGENT_TOOLS_KERNEL_EVT_FD;
 delete process.env.AGENT_TOOLS_KERNEL_CMD_FD;
+delete process.env.AGENT_TOOLS_INTERRUPT_SIGNAL;
 
 function send(frame) {
   const body = Buffer.from(JSON.stringify(frame), 'utf8');
@@ -75,6 +80,7 @@ function listen() {
   input.on('data', onData);
   input.on('end', gone);
   input.on('error', gone);
+  parentPort.postMessage({ t: 'ready' });
 }
 function onData(chunk) {
   pending = pending.length ? Buffer.concat([pending, chunk]) : chunk;
@@ -235,10 +241,31 @@ for (const stream of [process.stdout, process.stderr]) {
 }
 
 /** `Runtime.evaluate` of a cell's code, in the cell's async context. */
+// Until the reader thread is up, a cell's synchronous part runs inside this script, which a
+// SIGINT stops (as node's REPL stops its input): the host sends one with every interrupt where
+// it can. The script calls the function the runner puts under this key for the moment. A SIGINT
+// at any other moment is ignored (the bootstrap's handler): the interrupt frame that comes with
+// it, read by the reader thread, ends a waiting cell, and a SIGINT handled late could otherwise
+// hit the next cell.
+const EVALUATE = Symbol.for('agent-tools.evaluate');
+const underSigint = new vm.Script('globalThis[Symbol.for("agent-tools.evaluate")]()', {
+  filename: 'agent-tools-runner.js',
+});
+
 function evaluate(cell, params) {
   return new Promise((resolve) => {
+    const post = () => session.post('Runtime.evaluate', params, (err, result) => resolve({ err, result }));
     cellContext.run(cell, () => {
-      session.post('Runtime.evaluate', params, (err, result) => resolve({ err, result }));
+      if (!SIGNALS || readerUp) return post();
+      globalThis[EVALUATE] = post;
+      try {
+        underSigint.runInThisContext({ breakOnSigint: true });
+      } catch (e) {
+        const interrupted = e && e.code === 'ERR_SCRIPT_EXECUTION_INTERRUPTED';
+        resolve({ err: { message: interrupted ? 'execution terminated by SIGINT' : String(e && e.message) } });
+      } finally {
+        delete globalThis[EVALUATE];
+      }
     });
   });
 }
@@ -384,6 +411,9 @@ async function runCell(frame) {
       awaitPromise: true,
       objectGroup: 'cell',
     });
+    // The first cell's synchronous part is done (or stopped): the reader thread is started as
+    // soon as the main thread is free, after the result of a cell that is done at once.
+    if (!reader) setImmediate(startReader);
     const outcome = await Promise.race([evaluated, interrupted.then(() => ({ interrupted: true }))]);
     Atomics.store(running, 0, 0);
     if (outcome.interrupted) {
@@ -424,13 +454,30 @@ async function pump() {
   busy = false;
 }
 
-// Started before the first command is read: it boots while the host sends the first cell,
-// and it is up to take an interrupt whatever that cell does.
-const reader = new Worker(READER, { eval: true, workerData: { fd: CMD_FD, running } });
-reader.on('message', onFrame);
+// The reader thread. Where SIGINT can come it is started once the first cell's synchronous part
+// has run (its boot, a fifth of node's start, is then off the way to the first result), else
+// before the first command is read. It reads every frame after the first; it is told 'go' once
+// the main thread has taken that one.
+let reader = null;
+let readerUp = false;
+let firstTaken = false;
+
+function startReader() {
+  if (reader) return;
+  reader = new Worker(READER, { eval: true, workerData: { fd: CMD_FD, running } });
+  reader.on('message', onFrame);
+  reader.on('error', (e) => {
+    process.stderr.write(`[agent-tools runner: the command reader failed: ${e.stack}]\n`);
+    process.exit(70);
+  });
+  if (firstTaken) reader.postMessage('go');
+}
 
 function onFrame(frame) {
   switch (frame.t) {
+    case 'ready':
+      readerUp = true;
+      break;
     case 'exec':
       queue.push(frame);
       pump();
@@ -458,7 +505,8 @@ function onFrame(frame) {
       // to disconnect"): close both first.
       session.disconnect();
       setTimeout(() => process.exit(0), 200).unref();
-      reader.terminate().finally(() => process.exit(0));
+      if (reader) reader.terminate().finally(() => process.exit(0));
+      else process.exit(0);
   }
 }
 // The program's own exit: the session is closed at the last moment (after every exit handler,
@@ -469,10 +517,6 @@ process.reallyExit = function exitNow(code) {
   try { session.disconnect(); } catch {}
   return reallyExit.call(process, code);
 };
-reader.on('error', (e) => {
-  process.stderr.write(`[agent-tools runner: the command reader failed: ${e.stack}]\n`);
-  process.exit(70);
-});
 
 const stripTypes = require('node:module').stripTypeScriptTypes;
 const TYPESCRIPT = process.env.AGENT_TOOLS_TYPESCRIPT === '1' && typeof stripTypes === 'function';
@@ -505,10 +549,15 @@ function readCommandBytes(n) {
   return buf;
 }
 
-// The first command, read here while the reader thread boots (a blocking read is safe on this
-// thread: nothing else can run or exit before the first command). Exactly one frame is taken,
-// so the reader thread, told 'go', starts at the next.
+// The first command, read here (while the reader thread boots, where it is started first): a
+// blocking read is safe on this thread, as nothing else can run or exit before the first
+// command. Exactly one frame is taken, so the reader thread, told 'go', starts at the next.
+if (!SIGNALS) startReader();
 const head = readCommandBytes(4);
 const body = head && readCommandBytes(head.readUInt32BE(0));
-reader.postMessage('go');
-onFrame(body ? JSON.parse(body.toString('utf8')) : { t: 'gone' });
+firstTaken = true;
+if (reader) reader.postMessage('go');
+const first = body ? JSON.parse(body.toString('utf8')) : { t: 'gone' };
+onFrame(first);
+// Whatever the first command was, every later one needs the reader.
+if (first.t !== 'exec') startReader();

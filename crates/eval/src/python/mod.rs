@@ -5,7 +5,10 @@ use std::{
     path::{Path, PathBuf},
 };
 
-use crate::{child::KernelProgram, launcher::Launcher};
+use crate::{
+    child::{InterruptBy, KernelProgram},
+    launcher::Launcher,
+};
 
 /// The stdlib-only runner, sent to the interpreter over the command pipe at start: the runner
 /// itself, then its parts compiled at their first use, each after a NUL (which no Python source
@@ -42,7 +45,7 @@ pub(crate) fn program(python: &Path, ipython: bool) -> KernelProgram {
         args: ["-u", "-X", "utf8", "-c", BOOTSTRAP].iter().map(OsString::from).collect(),
         runner: RUNNER,
         env,
-        interrupt_by_signal: true,
+        interrupt: InterruptBy::SignalElseFrame,
     }
 }
 

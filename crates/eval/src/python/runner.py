@@ -25,6 +25,7 @@ import time
 
 CMD_FD = int(os.environ.pop("AGENT_TOOLS_KERNEL_CMD_FD", "3"))
 EVT_FD = int(os.environ.pop("AGENT_TOOLS_KERNEL_EVT_FD", "4"))
+os.environ.pop("AGENT_TOOLS_INTERRUPT_SIGNAL", None)  # SIGINT reaches Python whenever it can
 RUNNER_FILE = "<agent-tools-runner>"
 CO_COROUTINE = 0x80
 TOP_LEVEL_AWAIT = _ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
