@@ -102,6 +102,8 @@ pub(crate) struct ChildKernel {
     carry: [String; 2],
     stderr_tail: String,
     dead: bool,
+    /// When the kernel was first seen gone (the deadlines of `wait_dead` count from it).
+    dying: Option<Instant>,
     death: Option<String>,
     /// SIGINT interrupts: the child is the interpreter itself (no capsule prefix).
     signal_directly: bool,
@@ -249,6 +251,7 @@ impl ChildKernel {
             carry: Default::default(),
             stderr_tail: String::new(),
             dead: false,
+            dying: None,
             death: None,
             signal_directly,
             frame_too: program.interrupt == InterruptBy::SignalAndFrame || !signal_directly,
@@ -398,7 +401,9 @@ impl ChildKernel {
             Raw::EventsClosed(garbage) => {
                 self.dead = true;
                 if let Some(garbage) = garbage {
+                    // A kernel that breaks the protocol cannot be trusted with another frame.
                     self.remember_stderr(&format!("\n[protocol error: {garbage}]\n"));
+                    self.kill_group();
                 }
             }
         }
@@ -478,8 +483,12 @@ impl ChildKernel {
     }
 
     async fn wait_dead(&mut self) -> String {
+        // The deadlines count from when the death was first seen: the cell loop races this
+        // against its timers (a progress report every second), and a wait cut short goes on
+        // where it was instead of starting over.
+        let since = *self.dying.get_or_insert_with(Instant::now);
         // Collect the last output for the report, briefly.
-        let deadline = Instant::now() + Duration::from_millis(500);
+        let deadline = since + Duration::from_millis(500);
         while self.streams_open.iter().any(|o| *o) {
             let raw = tokio::select! {
                 raw = self.rx.recv() => raw,
@@ -490,7 +499,8 @@ impl ChildKernel {
                 None => break,
             }
         }
-        let status = tokio::time::timeout(Duration::from_secs(2), self.child.wait()).await;
+        let status =
+            tokio::time::timeout_at(since + Duration::from_millis(2500), self.child.wait()).await;
         self.kill_group();
         self.pgid = 0;
         let status = match status {

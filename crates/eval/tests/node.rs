@@ -151,3 +151,18 @@ async fn no_node_process_survives_shutdown() {
     s.kernels.shutdown().await;
     assert!(gone_within(pid, std::time::Duration::from_secs(10)), "node {pid} survived");
 }
+
+/// A lone surrogate (which strict JSON refuses) is sent as U+FFFD, and the kernel goes on.
+#[tokio::test]
+async fn a_lone_surrogate_in_a_display_or_value_is_cleaned_and_the_kernel_goes_on() {
+    let Some(s) = check(EvalConfig::default()) else { return };
+    let (r, text) =
+        s.run("display('lone \\ud800 surrogate'); display({k: 'x\\udc00'}); 'fine'").await;
+    assert_eq!(r.status, CellStatus::Ok, "{text}");
+    assert!(text.contains("lone \u{fffd} surrogate"), "{text}");
+    assert!(text.ends_with("'fine'"), "{text}");
+    let (r, text) = s.run("NaN").await;
+    assert!(!r.kernel.started, "the same kernel: {text}");
+    assert!(text.ends_with(": NaN"), "{text}");
+    s.kernels.shutdown().await;
+}

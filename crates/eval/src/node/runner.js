@@ -31,8 +31,18 @@ delete process.env.AGENT_TOOLS_KERNEL_EVT_FD;
 delete process.env.AGENT_TOOLS_KERNEL_CMD_FD;
 delete process.env.AGENT_TOOLS_INTERRUPT_SIGNAL;
 
+// JSON.stringify escapes a lone surrogate (`\ud800`), which the host's strict JSON refuses; a
+// well-formed pair it writes as itself. So an escaped surrogate in the text is a lone one.
+const LONE_SURROGATE = /\\u[dD][89a-fA-F][0-9a-fA-F]{2}/;
+
+function wellFormed(_key, value) {
+  return typeof value === 'string' ? value.replace(/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g, '\ufffd') : value;
+}
+
 function send(frame) {
-  const body = Buffer.from(JSON.stringify(frame), 'utf8');
+  let text = JSON.stringify(frame);
+  if (LONE_SURROGATE.test(text)) text = JSON.stringify(frame, wellFormed);
+  const body = Buffer.from(text, 'utf8');
   const buf = Buffer.alloc(4 + body.length);
   buf.writeUInt32BE(body.length, 0);
   body.copy(buf, 4);
