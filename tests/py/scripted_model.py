@@ -6,8 +6,10 @@ CALLS_JSON is a list of {"name": TOOL, "input": {...}}. Prints the port it liste
 (127.0.0.1) as its first line, then serves until stdin closes. Every request is appended to
 LOG_FILE as one JSON line: {"tools": [names], "tool_results": [...]}.
 The reply to a conversation with N tool results so far: a `tool_use` of call N+1 when its tool
-is among the request's tools; else the text "done" (Claude Code's side requests, such as a
-title, carry no tools and get it too).
+is among the request's tools; when it is not, but Claude Code's `ToolSearch` is (newer releases
+defer MCP tools behind it), first a search that loads it (`select:NAME`), as a real model does;
+else the text "done" (Claude Code's side requests, such as a title, carry no tools and get it
+too). Only the results of the scripted calls are logged and counted, not those of searches.
 """
 
 import json
@@ -27,18 +29,25 @@ def record(entry):
 
 def reply_blocks(body):
     tools = [t.get("name") for t in body.get("tools", [])]
-    results = [
+    blocks = [
         block
         for message in body.get("messages", [])
         if isinstance(message.get("content"), list)
         for block in message["content"]
         if block.get("type") == "tool_result"
     ]
+    results = [b for b in blocks if str(b.get("tool_use_id", "")).startswith("toolu_e2e_")]
+    searched = [b for b in blocks if str(b.get("tool_use_id", "")).startswith("toolu_search_")]
     record({"tools": tools, "tool_results": results})
-    if len(results) < len(CALLS) and CALLS[len(results)]["name"] in tools:
+    if len(results) < len(CALLS):
         call = CALLS[len(results)]
-        use = {"type": "tool_use", "id": f"toolu_e2e_{len(results)}", **call}
-        return [use], "tool_use"
+        if call["name"] in tools:
+            use = {"type": "tool_use", "id": f"toolu_e2e_{len(results)}", **call}
+            return [use], "tool_use"
+        if "ToolSearch" in tools and len(searched) <= len(results):
+            search = {"type": "tool_use", "id": f"toolu_search_{len(results)}",
+                      "name": "ToolSearch", "input": {"query": f"select:{call['name']}"}}
+            return [search], "tool_use"
     return [{"type": "text", "text": "done"}], "end_turn"
 
 

@@ -22,6 +22,8 @@ const APT: &[(&str, &str)] = &[
     // and gopls (it needs the `go` above and a go.mod).
     ("clangd-16", "clangd-16"),
     ("gopls", "gopls"),
+    // capsules: bubblewrap, the sandbox a run's kernels, adapters and workers run in.
+    ("bubblewrap", "bwrap"),
 ];
 
 /// Python packages for the test venv.

@@ -27,7 +27,6 @@ use agent_tools_support::process::{self, ProcessGroup, Spawned};
 
 use crate::{
     cell::{Done, Event, KernelIo, Utf8Stream},
-    launcher::Launcher,
     types::{CellError, StreamName},
 };
 
@@ -157,9 +156,9 @@ fn new_token() -> String {
 }
 
 impl ChildKernel {
-    /// Starts `program` under `launcher` in `cwd` and waits for the runner's hello.
+    /// Starts `program` in `capsule` in `cwd` and waits for the runner's hello.
     pub(crate) async fn start(
-        launcher: &dyn Launcher,
+        capsule: &dyn agent_tools_support::capsule::Capsule,
         program: &KernelProgram,
         cwd: &Path,
     ) -> Result<ChildKernel, String> {
@@ -168,8 +167,8 @@ impl ChildKernel {
         let (evt_read, evt_write) =
             cloexec_pipe().map_err(|e| format!("cannot create the kernel's pipes: {e}"))?;
         let python = &program.program;
-        let signal_directly = launcher.signals_reach_the_interpreter();
-        let mut std_cmd = launcher.command(python, &program.args);
+        let signal_directly = capsule.signals_reach_the_program();
+        let mut std_cmd = capsule.command(python.as_os_str(), &program.args);
         std_cmd
             .current_dir(cwd)
             .env("AGENT_TOOLS_KERNEL_CMD_FD", "3")
@@ -208,7 +207,9 @@ impl ChildKernel {
         // SIGKILL), and a teardown that also finds what a cell started and detached.
         let Spawned { mut child, group } =
             process::spawn(tokio::process::Command::from(std_cmd)).await.map_err(|e| {
-                format!("cannot start {} ({}): {e}", python.display(), launcher.describe())
+                let place =
+                    if capsule.signals_reach_the_program() { "" } else { " in the run's capsule" };
+                format!("cannot start {}{place}: {e}", python.display())
             })?;
         drop(cmd_read);
         drop(evt_write);

@@ -11,7 +11,10 @@ use std::{
     time::Duration,
 };
 
-use agent_tools_support::duration::human as human_duration;
+use agent_tools_support::{
+    capsule::{Capsule, OnHost},
+    duration::human as human_duration,
+};
 use tokio_util::sync::CancellationToken;
 
 use crate::{
@@ -19,11 +22,10 @@ use crate::{
     cell::{Budget, CellProgress, Collector, Fate, NoProgress, drive},
     child::ChildKernel,
     js::{ENGINE, JsKernel},
-    launcher::{CapsuleLauncher, HostLauncher, Launcher},
-    node, python,
+    launcher, node, python,
     types::{
         CellReport, CellStatus, EvalConfig, EvalRequest, InterruptReason, JsEngine, KernelNote,
-        Language,
+        Language, Output,
     },
 };
 
@@ -77,7 +79,7 @@ struct SlotHandle {
 /// Every kernel of one run, keyed by conversation and language.
 pub struct Kernels {
     config: EvalConfig,
-    launcher: Arc<dyn Launcher>,
+    capsule: Arc<dyn Capsule>,
     slots: parking_lot::Mutex<HashMap<(String, Language), Arc<SlotHandle>>>,
     cells: AtomicU64,
     closed: AtomicBool,
@@ -85,30 +87,25 @@ pub struct Kernels {
 
 impl std::fmt::Debug for Kernels {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Kernels").field("launcher", &self.launcher.describe()).finish()
+        f.debug_struct("Kernels").field("capsule", &self.capsule.describe()).finish()
     }
 }
 
 impl Kernels {
-    /// Kernels with `config`; the launcher follows `config.launcher` (host when no prefix).
+    /// Kernels with `config`, on the host until [`Kernels::with_capsule`] gives the run's capsule.
     pub fn new(config: EvalConfig) -> Self {
-        let launcher: Arc<dyn Launcher> = match CapsuleLauncher::new(config.launcher.prefix.clone())
-        {
-            Ok(capsule) => Arc::new(capsule),
-            Err(_) => Arc::new(HostLauncher),
-        };
         Kernels {
             config,
-            launcher,
+            capsule: Arc::new(OnHost),
             slots: parking_lot::Mutex::new(HashMap::new()),
             cells: AtomicU64::new(0),
             closed: AtomicBool::new(false),
         }
     }
 
-    /// Replaces the launcher (for a harness with its own capsule).
-    pub fn with_launcher(mut self, launcher: Arc<dyn Launcher>) -> Self {
-        self.launcher = launcher;
+    /// Starts every kernel in `capsule`, the run's (a kernel never boots one itself).
+    pub fn with_capsule(mut self, capsule: Arc<dyn Capsule>) -> Self {
+        self.capsule = capsule;
         self
     }
 
@@ -116,8 +113,9 @@ impl Kernels {
         &self.config
     }
 
-    pub fn launcher(&self) -> &dyn Launcher {
-        self.launcher.as_ref()
+    /// Where this run's kernels start.
+    pub fn capsule(&self) -> &dyn Capsule {
+        self.capsule.as_ref()
     }
 
     /// Whether `conversation` has a live kernel for `language`.
@@ -272,6 +270,9 @@ impl Kernels {
                     .await;
             }
         }
+        if let Some(why) = self.capsule.explain(&printed(&report)) {
+            report.notes.push(why);
+        }
         Ok(report)
     }
 
@@ -312,9 +313,9 @@ impl Kernels {
         match language {
             Language::Python => {
                 let python =
-                    python::resolve(self.launcher.as_ref(), root, self.config.python.as_deref())?;
+                    python::resolve(self.capsule.as_ref(), root, self.config.python.as_deref())?;
                 let program = python::program(&python, self.config.ipython);
-                let kernel = ChildKernel::start(self.launcher.as_ref(), &program, root).await?;
+                let kernel = ChildKernel::start(self.capsule.as_ref(), &program, root).await?;
                 self.started(kernel, &python, handle)
             }
             Language::Javascript | Language::Typescript => {
@@ -328,7 +329,7 @@ impl Kernels {
                     Some(node) => {
                         let program = node::program(&node, typescript);
                         let kernel =
-                            ChildKernel::start(self.launcher.as_ref(), &program, root).await?;
+                            ChildKernel::start(self.capsule.as_ref(), &program, root).await?;
                         if typescript && !kernel.info.typescript {
                             let version = kernel.info.version.clone();
                             kernel.shutdown().await;
@@ -398,13 +399,11 @@ impl Kernels {
     /// Facts for `status`: which interpreter resolves for `root`, its version, the engine.
     pub fn status_details(&self, root: &Path) -> Vec<String> {
         let mut details = Vec::new();
-        match python::resolve(self.launcher.as_ref(), root, self.config.python.as_deref()) {
-            Ok(python) => match python::probe_version(self.launcher.as_ref(), &python) {
-                Ok(version) => details.push(format!(
-                    "python: {} (Python {version}) on {}",
-                    python.display(),
-                    self.launcher.describe()
-                )),
+        match python::resolve(self.capsule.as_ref(), root, self.config.python.as_deref()) {
+            Ok(python) => match python::probe_version(self.capsule.as_ref(), &python) {
+                Ok(version) => {
+                    details.push(format!("python: {} (Python {version})", python.display()))
+                }
                 Err(e) => details
                     .push(format!("python: {} resolves but does not run: {e}", python.display())),
             },
@@ -417,11 +416,10 @@ impl Kernels {
         };
         details.push(match node {
             None => format!("javascript: {quickjs} ([eval] javascript = \"quickjs\")"),
-            Some(Ok(path)) => match node::probe_version(self.launcher.as_ref(), &path) {
+            Some(Ok(path)) => match node::probe_version(self.capsule.as_ref(), &path) {
                 Ok(version) => format!(
-                    "javascript: Node.js {version} ({}) on {}{}",
+                    "javascript: Node.js {version} ({}){}",
                     path.display(),
-                    self.launcher.describe(),
                     if node::strips_types(&version) {
                         "; typescript: yes (type stripping)"
                     } else {
@@ -519,7 +517,23 @@ fn kernel_interrupt(kernel: &JsKernel) -> Arc<AtomicBool> {
     kernel.interrupt_flag()
 }
 
+/// What a cell printed and raised, for the capsule to recognise its walls in.
+fn printed(report: &CellReport) -> String {
+    let mut text = String::new();
+    for output in &report.outputs {
+        if let Output::Stream { text: printed, .. } = output {
+            text.push_str(printed);
+        }
+    }
+    if let Some(error) = &report.error {
+        text.push_str(&error.evalue);
+        text.push('\n');
+        text.push_str(&error.traceback);
+    }
+    text
+}
+
 /// The Python a kernel for `root` would use under `config`, for status and tests.
 pub fn resolve_python(config: &EvalConfig, root: &Path) -> Result<PathBuf, String> {
-    Kernels::new(config.clone()).launcher.resolve_python(root, config.python.as_deref())
+    launcher::resolve_python(&OnHost, root, config.python.as_deref())
 }

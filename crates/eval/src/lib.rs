@@ -51,14 +51,16 @@ pub use crate::{
     bridge::{NoBridge, ToolBridge},
     cell::{CellProgress, NoProgress},
     kernels::{EvalError, Kernels, resolve_python},
-    launcher::{CapsuleLauncher, HostLauncher, Launcher, resolve_python_on_host},
+    launcher::resolve_python_on_host,
     payload::{CellPayload, PayloadOutput, Shown, payload},
     render::{images, render},
     types::{
         Bundle, CellError, CellImage, CellReport, CellStatus, EvalConfig, EvalRequest,
-        InterruptReason, JsEngine, KernelNote, Language, LauncherConfig, Output, StreamName,
+        InterruptReason, JsEngine, KernelNote, Language, Output, StreamName,
     },
 };
+/// Where kernels run: the run's capsule (support's contract), on the host by default.
+pub use agent_tools_support::capsule::{Capsule, OnHost, Prefix};
 
 /// The Python runner shipped in this crate (stdlib only), for inspection and tests.
 pub const PYTHON_RUNNER: &str = python::RUNNER;

@@ -57,17 +57,6 @@ pub struct EvalRequest {
     pub reset: Option<bool>,
 }
 
-/// Where the kernel runs: on the host, or wrapped in a capsule command prefix.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
-#[serde(deny_unknown_fields, default)]
-pub struct LauncherConfig {
-    /// A command prefix the kernel command is appended to, for example
-    /// `["bwrap", "--ro-bind", "/", "/", "--dev", "/dev"]` or `["docker", "exec", "-i", "box"]`.
-    /// Empty: the kernel runs on the host. The prefix must pass file descriptors 3 and 4 through
-    /// (bwrap, env, nice, setpriv do).
-    pub prefix: Vec<String>,
-}
-
 /// The `[eval]` section of `agent-tools.toml`.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
@@ -97,7 +86,6 @@ pub struct EvalConfig {
     /// The highest tier `tool()` may reach from a kernel: `read`, `write` or `exec`.
     /// The calling surface's ceiling lowers it further.
     pub bridge_tier: Tier,
-    pub launcher: LauncherConfig,
 }
 
 impl Default for EvalConfig {
@@ -113,7 +101,6 @@ impl Default for EvalConfig {
             max_images: 8,
             js_memory_limit_mb: 512,
             bridge_tier: Tier::Exec,
-            launcher: LauncherConfig::default(),
         }
     }
 }

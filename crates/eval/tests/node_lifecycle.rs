@@ -5,7 +5,9 @@
 
 mod common;
 
-use agent_tools_eval::{CellStatus, EvalConfig, LauncherConfig};
+use std::sync::Arc;
+
+use agent_tools_eval::{CellStatus, EvalConfig, Kernels, Prefix};
 use common::Session;
 
 /// A Node session, or None (skipped loudly outside CI) when `node` is missing.
@@ -175,16 +177,17 @@ async fn an_interrupted_busy_cell_stops_its_interval_and_its_state_is_kept() {
 /// cells are interrupted through the reader thread; so is a first cell whose call is cancelled.
 #[tokio::test]
 async fn a_busy_first_cell_of_a_fresh_kernel_is_interrupted_and_the_kernel_goes_on() {
-    let capsule = LauncherConfig { prefix: vec!["env".into(), "IN_A_CAPSULE=1".into()] };
     let cases = [
-        ("while (true) {}", LauncherConfig::default()),
-        ("for (;;) { JSON.stringify({a: [1, 2, 3]}) }", LauncherConfig::default()),
-        ("while (true) {}", capsule),
+        ("while (true) {}", false),
+        ("for (;;) { JSON.stringify({a: [1, 2, 3]}) }", false),
+        ("while (true) {}", true),
     ];
-    for (busy, launcher) in cases {
-        let Some(s) = check(EvalConfig { launcher, ..common::short_budget(0.5, 5.0) }) else {
-            return;
-        };
+    for (busy, in_a_capsule) in cases {
+        let Some(mut s) = check(common::short_budget(0.5, 5.0)) else { return };
+        if in_a_capsule {
+            let capsule = Prefix::new(vec!["env".into(), "IN_A_CAPSULE=1".into()]).expect("prefix");
+            s.kernels = Kernels::new(s.kernels.config().clone()).with_capsule(Arc::new(capsule));
+        }
         let (r, text) = s.run(&format!("globalThis.kept = 1; {busy}")).await;
         assert!(r.kernel.started, "{busy}: {text}");
         assert_eq!(r.status, CellStatus::Interrupted, "{busy}: {text}");

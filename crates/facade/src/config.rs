@@ -50,6 +50,9 @@ pub struct Config {
     pub lsp: agent_tools_lsp::LspConfig,
     /// `[trust]`: projects whose own `agent-tools.toml` may set everything (user file only).
     pub trust: TrustConfig,
+    /// `[capsule]`: the sandbox the run's exec-tier processes start in (user file only, or a
+    /// trusted project's).
+    pub capsule: crate::capsule::CapsuleConfig,
     /// Where the configuration came from: the project file if there is one, else the user's.
     #[serde(skip)]
     pub source: Option<PathBuf>,
@@ -124,11 +127,29 @@ pub struct McpConfig {
     pub session_detached_seconds: Option<u64>,
     /// `mcp --http`: the largest request body accepted (default 16 MiB).
     pub max_body_bytes: Option<usize>,
+    /// `mcp --http`: a connection must send a request's headers within this (default 10).
+    pub header_timeout_seconds: Option<u64>,
+    /// `mcp --http`: a request must send its whole body within this (default 30).
+    pub body_timeout_seconds: Option<u64>,
+    /// `mcp --http`: connections held at once, all peers together (default 256).
+    pub max_connections: Option<usize>,
+    /// `mcp --http`: connections that have sent a request held at once for one peer address
+    /// (default 64).
+    pub max_connections_per_peer: Option<usize>,
 }
 
 impl Config {
     /// Parses `text` as the contents of `file`.
     pub fn parse(text: &str, file: &Path) -> Result<Config> {
+        if let Ok(table) = toml::from_str::<toml::Table>(text)
+            && table.get("eval").and_then(|e| e.get("launcher")).is_some()
+        {
+            return Err(Error::Config {
+                file: file.to_path_buf(),
+                message: "eval.launcher was replaced by the run's capsule: write [capsule] kind =                           \"prefix\" with prefix = [...], or kind = \"bwrap\" for a bubblewrap                           sandbox"
+                    .into(),
+            });
+        }
         let mut config: Config = toml::from_str(text).map_err(|e| Error::Config {
             file: file.to_path_buf(),
             message: e.message().to_string()

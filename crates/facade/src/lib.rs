@@ -15,6 +15,7 @@
 //! ```
 
 mod approval;
+pub mod capsule;
 mod config;
 mod error;
 mod families;
@@ -36,9 +37,9 @@ pub use crate::{
     registry::{Family, Registry, RegistryBuilder, RunResource},
     surface::{DEFAULT_MAX_OUTPUT_CHARS, RunInfo, Surface, SurfaceKind},
     tool::{
-        Annotations, Before, CallContext, ChangedFile, DynTool, Effects, Image, MAX_CALL_DEPTH,
-        Progress, ProgressSink, SurfaceInfo, Tier, Tool, ToolResult, ToolSpec, fit_prefix,
-        output_schema_for, parse_args, schema_for,
+        Annotations, Before, CallContext, ChangedFile, Dispatched, DynTool, Effects, Image,
+        MAX_CALL_DEPTH, Progress, ProgressSink, SurfaceInfo, Tier, Tool, ToolResult, ToolSpec,
+        fit_prefix, output_schema_for, parse_args, schema_for,
     },
     validate::validate_args,
 };

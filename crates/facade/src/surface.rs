@@ -177,6 +177,7 @@ impl Surface {
             max_output_chars: self.max_output_chars,
             origin: Some(self.clone()),
             progress: None,
+            dispatched: None,
         }
     }
 
@@ -238,15 +239,36 @@ impl Surface {
         if let Err(message) = validate_args(&tool.spec().input_schema, &args) {
             return ToolResult::error(format!("{name}: {message}"));
         }
-        if let Some(gate) = &self.approval
-            && let Some(denied) = gate.check(ctx, tool.spec(), &args).await
-        {
-            return denied;
+        if let Some(gate) = &self.approval {
+            // A card waits for a person: the calls after this one need not.
+            let check = first_poll(gate.check(ctx, tool.spec(), &args), |pending| {
+                if pending && let Some(dispatched) = &ctx.dispatched {
+                    dispatched.fire();
+                }
+            });
+            if let Some(denied) = check.await {
+                return denied;
+            }
         }
         let mut result = call_contained(tool.clone(), ctx.clone(), args).await;
         result.cap(self.max_output_chars);
         result
     }
+}
+
+/// Awaits `work`, calling `after` once its first poll returns (with whether it is still
+/// pending).
+async fn first_poll<F: Future>(work: F, after: impl FnOnce(bool)) -> F::Output {
+    let mut work = std::pin::pin!(work);
+    let mut after = Some(after);
+    std::future::poll_fn(|cx| {
+        let polled = work.as_mut().poll(cx);
+        if let Some(after) = after.take() {
+            after(polled.is_pending());
+        }
+        polled
+    })
+    .await
 }
 
 /// Runs the tool in a task of its own so that a panic inside it becomes an error result
@@ -262,9 +284,16 @@ async fn call_contained(tool: DynTool, ctx: CallContext, args: Value) -> ToolRes
     let name = tool.spec().name.clone();
     // The host's per-call scope follows the call into its task.
     let scope = crate::tool::CALL_SCOPE.try_with(Clone::clone).ok().flatten();
-    let task = tokio::spawn(
-        crate::tool::CALL_SCOPE.scope(scope, async move { tool.call(&ctx, args).await }),
-    );
+    let task = tokio::spawn(crate::tool::CALL_SCOPE.scope(scope, async move {
+        // Handed on once the tool has run up to where it first waits (its resource's queue).
+        let dispatched = ctx.dispatched.clone();
+        first_poll(tool.call(&ctx, args), |_| {
+            if let Some(dispatched) = &dispatched {
+                dispatched.fire();
+            }
+        })
+        .await
+    }));
     let _abort = AbortOnDrop(task.abort_handle());
     match task.await {
         Ok(result) => result,

@@ -393,6 +393,55 @@ pub struct CallContext {
     /// Where progress of a long call goes (MCP `notifications/progress` when the client sent
     /// a `progressToken`); `None` when nobody listens.
     pub progress: Option<ProgressSink>,
+    /// Told once the call is handed to its tool (see [`Dispatched`]); `None` when nobody waits.
+    pub dispatched: Option<Dispatched>,
+}
+
+/// Fired once a call has been handed to its tool: the tool's task has run up to where it first
+/// waits (where a tool queues for its resource: a kernel, a debug session, a file), or the call
+/// waits for an operator's approval, or it ended before; at the latest when the last clone is
+/// dropped. A host that keeps the calls of a connection in arrival order lets the next one go
+/// then.
+#[derive(Clone)]
+pub struct Dispatched(Arc<DispatchedOnce>);
+
+struct DispatchedOnce {
+    fired: std::sync::atomic::AtomicBool,
+    signal: Box<dyn Fn() + Send + Sync>,
+}
+
+impl DispatchedOnce {
+    fn fire(&self) {
+        if !self.fired.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            (self.signal)();
+        }
+    }
+}
+
+impl Drop for DispatchedOnce {
+    fn drop(&mut self) {
+        self.fire();
+    }
+}
+
+impl Dispatched {
+    pub fn new(signal: impl Fn() + Send + Sync + 'static) -> Self {
+        Dispatched(Arc::new(DispatchedOnce {
+            fired: std::sync::atomic::AtomicBool::new(false),
+            signal: Box::new(signal),
+        }))
+    }
+
+    /// Fires the signal (once; later calls do nothing).
+    pub fn fire(&self) {
+        self.0.fire();
+    }
+}
+
+impl fmt::Debug for Dispatched {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Dispatched")
+    }
 }
 
 /// One progress report of a long call: `progress` grows, `total` when known.

@@ -9,8 +9,9 @@ use crate::{
     actions::{Action, LspArgs, LspOutput},
     error::LspError,
     paths::display_relative,
-    rename::{RenamedFile, parse_workspace_edit, plan_edit},
+    rename::RenamedFile,
     supervisor::Supervisor,
+    workspace_edit::{EditOp, parse_workspace_edit, plan_edit},
     write_report::WriteDiagnostics,
 };
 
@@ -129,7 +130,7 @@ impl Supervisor {
         })?;
         let mut open = std::collections::BTreeMap::new();
         for op in &ops {
-            if let crate::rename::EditOp::Text { path, .. } = op
+            if let EditOp::Text { path, .. } = op
                 && let Some(doc) = server.open_doc(path).await
             {
                 open.insert(path.clone(), doc);

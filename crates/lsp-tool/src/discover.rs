@@ -171,7 +171,7 @@ fn probe(program: &Path, args: &[String]) -> Option<(bool, String)> {
     command
         .args(args)
         .current_dir("/")
-        .envs(crate::trust::toolchain_pins())
+        .envs(crate::toolchain::toolchain_pins())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());

@@ -37,18 +37,21 @@ mod server;
 mod supervisor;
 #[doc(hidden)]
 pub mod testing;
+mod toolchain;
 mod transport;
 mod trust;
+mod workspace_edit;
 mod write_report;
 
 pub use lsp_types;
 
 pub use crate::{
     actions::{
-        Action, CodeActionItem, CodeActionList, DiagnosticsAnswer, FileDiagnostics, HoverAnswer,
-        Located, Locations, LspArgs, LspOutput, LspResult, MAX_DIAGNOSTICS, MAX_DOCUMENT_SYMBOLS,
-        MAX_REFERENCES, MAX_WORKSPACE_SYMBOLS, Outline, OutlineRow, ReloadAnswer, Reloaded,
-        ShownLocation, StatusAnswer, SymbolsAnswer, WorkspaceSymbolRow, WorkspaceSymbols, locate,
+        Action, Answer, CheckRunReport, CodeActionItem, CodeActionList, DiagnosticsAnswer,
+        FileDiagnostics, HoverAnswer, Located, Locations, LspArgs, LspOutput, LspResult,
+        MAX_DIAGNOSTICS, MAX_DOCUMENT_SYMBOLS, MAX_REFERENCES, MAX_WORKSPACE_SYMBOLS, Outline,
+        OutlineRow, ProjectCheckReport, ReloadAnswer, Reloaded, ShownLocation, StatusAnswer,
+        SymbolsAnswer, WorkspaceSymbolRow, WorkspaceSymbols, locate,
     },
     code_action::{CODE_ACTION_DESCRIPTION, CodeActionArgs, CodeActionReport},
     config::{LspConfig, OnWriteConfig, ServerDef, ServerOverride, builtin_servers},
@@ -56,13 +59,12 @@ pub use crate::{
     error::LspError,
     on_write::{FileBefore, WrittenFile},
     pool::ServerPool,
-    project_check::{CheckRunReport, ProjectCheckReport},
-    rename::{
-        EditOp, EditPlan, RenameArgs, RenameReport, RenamedFile, apply_text_edits,
-        parse_workspace_edit, plan_edit, write_plan,
-    },
+    rename::{RenameArgs, RenameReport, RenamedFile},
     server::{DiagnosticMode, DiagnosticsWait, Progress, join_all, process_group_alive},
     supervisor::{DocHandle, RootStatus, ServerState, Supervisor, SyncOutcome},
+    workspace_edit::{
+        EditOp, EditPlan, apply_text_edits, parse_workspace_edit, plan_edit, write_plan,
+    },
     write_report::WriteDiagnostics,
 };
 

@@ -23,12 +23,8 @@ use tokio_util::sync::CancellationToken;
 use crate::{
     config::ServerDef,
     discover::{ResolvedCommand, RootMatch},
-    server::{Server, join_all},
+    server::{RunId, Server, join_all},
 };
-
-/// One supervisor among those that share a pool: the holder of leases and documents.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub(crate) struct RunId(u64);
 
 /// What makes two requests for a server the same process: server id, project root, and a
 /// digest of everything the launch depends on (definition, command, trust rule, timeouts), so

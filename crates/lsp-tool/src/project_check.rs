@@ -4,106 +4,19 @@
 
 use std::{path::Path, time::Duration};
 
-use schemars::JsonSchema;
-use serde::Serialize;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    actions::{LspOutput, MAX_DIAGNOSTICS},
+    actions::{CheckRunReport, LspOutput, MAX_DIAGNOSTICS, ProjectCheckReport},
     check,
     config::PYRIGHT_MODE,
-    diagnostics::{self, Diagnostic},
-    discover,
+    diagnostics, discover,
     error::LspError,
     paths::display_relative,
     supervisor::Supervisor,
     trust,
 };
-
-/// One checker run (or one that was not run).
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
-pub struct CheckRunReport {
-    /// The command line, without paths of private files.
-    pub command: String,
-    /// Project root relative to the run's root.
-    pub root: String,
-    /// `ok`, `failed` (the checker itself failed) or `not_run`.
-    pub outcome: String,
-    pub diagnostics: usize,
-    /// Why it failed or did not run.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub detail: Option<String>,
-}
-
-/// The result of `diagnostics "*"`.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
-pub struct ProjectCheckReport {
-    pub runs: Vec<CheckRunReport>,
-    /// Languages present that have no checker here, and why.
-    pub notes: Vec<String>,
-    pub total: usize,
-    /// `2 errors, 1 warning` of all found (`diagnostics` holds at most the first 100).
-    pub summary: String,
-    pub diagnostics: Vec<Diagnostic>,
-}
-
-impl ProjectCheckReport {
-    /// The model-facing text.
-    pub fn render(&self) -> String {
-        let failed = self.runs.iter().filter(|r| r.outcome != "ok").count();
-        let ok = self.runs.len() - failed;
-        let mut out = if self.runs.is_empty() {
-            "project check: nothing could run".to_string()
-        } else if failed > 0 && ok == 0 {
-            "project check FAILED: no checker completed, so nothing is known about errors".into()
-        } else if self.total == 0 && failed == 0 {
-            "project check: no errors or warnings".into()
-        } else if self.total == 0 {
-            format!(
-                "project check: no errors or warnings where it ran; {failed} run(s) failed or did not run"
-            )
-        } else {
-            format!(
-                "project check: {} ({} in total){}",
-                self.summary,
-                self.total,
-                if failed > 0 {
-                    format!("; {failed} run(s) failed or did not run")
-                } else {
-                    String::new()
-                }
-            )
-        };
-        for run in &self.runs {
-            out.push_str(&format!(
-                "\n{}: `{}` in {}",
-                run.outcome.replace('_', " "),
-                run.command,
-                run.root
-            ));
-            match (&run.detail, run.outcome.as_str()) {
-                (Some(detail), _) => out.push_str(&format!(": {detail}")),
-                (None, _) => out.push_str(&format!(" ({} diagnostics)", run.diagnostics)),
-            }
-        }
-        for d in self.diagnostics.iter().take(MAX_DIAGNOSTICS) {
-            out.push('\n');
-            out.push_str(&d.render());
-        }
-        if self.total > MAX_DIAGNOSTICS {
-            out.push_str(&format!(
-                "\n[+{} more not shown; {} in total]",
-                self.total - MAX_DIAGNOSTICS,
-                self.total
-            ));
-        }
-        for note in &self.notes {
-            out.push_str(&format!("\nnote: {note}"));
-        }
-        out
-    }
-}
 
 /// A pyright configuration in the project itself (which the server and the CLI both read).
 fn has_pyright_config(root: &Path) -> bool {
@@ -271,7 +184,7 @@ impl Supervisor {
                 let env: Vec<(String, String)> = if self.allow_project_code() {
                     Vec::new()
                 } else {
-                    crate::trust::toolchain_pins()
+                    crate::toolchain::toolchain_pins()
                 };
                 match check::run_command(&program, &args, &root.root, &env, timeout, cancel).await {
                     Ok((stdout, stderr, status)) => {

@@ -6,8 +6,10 @@
 //! into the tree: pyright asks a Python interpreter from `PATH` (not the project's) for its
 //! search paths, typescript-language-server uses the tsserver installed next to it (not the
 //! project's `node_modules/typescript`), clangd keeps its background index outside the tree,
-//! rust-analyzer runs no build scripts, proc macros or `cargo check`, and Go never downloads
-//! the toolchain a `go.mod` asks for.
+//! rust-analyzer runs no build scripts, proc macros or `cargo check`, Go never downloads
+//! the toolchain a `go.mod` asks for, and no toolchain manager (rustup, pyenv, nodenv, asdf,
+//! mise, corepack, Volta) picks a binary by what the project names
+//! ([`crate::toolchain::toolchain_pins`]).
 
 use std::path::{Path, PathBuf};
 
@@ -16,6 +18,7 @@ use serde_json::{Value, json};
 use crate::{
     config::{ServerDef, merge_settings},
     discover::{self, ResolvedCommand},
+    toolchain::{behind_volta_shim, toolchain_pins, volta_home},
 };
 
 /// How to allow what is withheld, for messages.
@@ -68,88 +71,12 @@ pub(crate) fn prepare(
         }
         _ => {}
     }
+    // A server installed through Volta is started as itself: its shim would pick by the project.
+    if let Some(real) = volta_home().and_then(|home| behind_volta_shim(&command.program, &home)) {
+        command.program = real;
+    }
     command.env.extend(toolchain_pins());
     (def, command)
-}
-
-/// Environment that keeps toolchain managers from choosing a binary by what the project
-/// names. Applied to servers, checkers, the children they start and `--version` probes, where
-/// project code may not run:
-/// - Go downloads no toolchain a `go.mod` asks for (`GOTOOLCHAIN=local`);
-/// - rustup runs the user's default toolchain, not the one (or the `path` of one) a
-///   `rust-toolchain.toml` names;
-/// - pyenv and nodenv shims run the user's global version, not a `.python-version` or
-///   `.node-version` (whose name can climb out of the versions folder into the project);
-/// - asdf runs the versions of the user's own `~/.tool-versions`, not the project's;
-/// - mise reads no configuration file of the project (`mise.toml`, `.tool-versions`, whose
-///   `path:` versions run any folder);
-/// - corepack neither downloads the package manager a `packageManager` field names nor writes
-///   one into `package.json`.
-///
-/// Volta's `package.json` pins have no switch; a Volta shim still follows them.
-pub(crate) fn toolchain_pins() -> Vec<(String, String)> {
-    let home = std::env::var_os("HOME").map(PathBuf::from);
-    let unset = |name: &str| std::env::var_os(name).is_none();
-    let mut pins = vec![("GOTOOLCHAIN".to_string(), "local".to_string())];
-    if unset("RUSTUP_TOOLCHAIN")
-        && let Some(default) = rustup_default()
-    {
-        pins.push(("RUSTUP_TOOLCHAIN".into(), default));
-    }
-    for (manager, variable) in [("pyenv", "PYENV_VERSION"), ("nodenv", "NODENV_VERSION")] {
-        if unset(variable) {
-            let root_variable = format!("{}_ROOT", manager.to_uppercase());
-            let root = std::env::var_os(&root_variable)
-                .map(PathBuf::from)
-                .or_else(|| home.as_ref().map(|h| h.join(format!(".{manager}"))));
-            let global = root.and_then(|r| first_word(&r.join("version")));
-            pins.push((variable.into(), global.unwrap_or_else(|| "system".into())));
-        }
-    }
-    if let Some(home) = &home
-        && let Ok(text) = std::fs::read_to_string(home.join(".tool-versions"))
-    {
-        for line in text.lines().map(str::trim).filter(|l| !l.starts_with('#')) {
-            let mut words = line.split_whitespace();
-            if let (Some(tool), Some(version)) = (words.next(), words.next()) {
-                let variable = format!("ASDF_{}_VERSION", tool.to_uppercase().replace('-', "_"));
-                if unset(&variable) {
-                    pins.push((variable, version.to_string()));
-                }
-            }
-        }
-    }
-    // No project can have a file by this name: mise then reads only the user's global config.
-    for variable in ["MISE_OVERRIDE_CONFIG_FILENAMES", "MISE_OVERRIDE_TOOL_VERSIONS_FILENAMES"] {
-        pins.push((variable.into(), "agent-tools-ignores-project-toolchains".into()));
-    }
-    for (variable, value) in [
-        ("COREPACK_ENABLE_NETWORK", "0"),
-        ("COREPACK_ENABLE_AUTO_PIN", "0"),
-        ("COREPACK_ENABLE_STRICT", "0"),
-    ] {
-        pins.push((variable.into(), value.into()));
-    }
-    pins
-}
-
-/// The first word of a version file (`3.12.4`), if it has one.
-fn first_word(path: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(path).ok()?;
-    text.split_whitespace().next().map(str::to_string)
-}
-
-/// The user's default rustup toolchain, read from rustup's settings (nothing is run).
-fn rustup_default() -> Option<String> {
-    let home = std::env::var_os("RUSTUP_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".rustup")))?;
-    let settings = std::fs::read_to_string(home.join("settings.toml")).ok()?;
-    settings.lines().find_map(|line| {
-        let value = line.trim().strip_prefix("default_toolchain")?.trim().strip_prefix('=')?;
-        let value = value.trim().trim_matches('"');
-        (!value.is_empty()).then(|| value.to_string())
-    })
 }
 
 /// What the trust rule means for `def` in words, for `status`.
@@ -172,7 +99,7 @@ pub(crate) fn rule(def: &ServerDef, allow_project_code: bool) -> String {
         _ => "project-local binaries are not used",
     };
     format!(
-        "project code does not run ({specific}; .venv/bin, venv/bin, node_modules/.bin are not searched; toolchains the project names through rustup, pyenv, nodenv, asdf, mise or corepack are not used); to allow it, {HOW_TO_ALLOW}"
+        "project code does not run ({specific}; .venv/bin, venv/bin, node_modules/.bin are not searched; toolchains the project names through rustup, pyenv, nodenv, asdf, mise, corepack or Volta are not used); to allow it, {HOW_TO_ALLOW}"
     )
 }
 

@@ -305,14 +305,25 @@ async fn the_version_files_of_a_project_steer_no_shim_of_a_read_only_supervisor(
             (".node-version", "../../../../$ROOT/evil\n"),
             (".tool-versions", "python path:$ROOT/evil\nnodejs path:$ROOT/evil\n"),
             ("mise.toml", "[tools]\npython = \"path:$ROOT/evil\"\n"),
-            ("package.json", "{\"packageManager\": \"yarn@https://example.invalid/yarn.tgz\"}\n"),
+            // Volta pins a version (or `extends` another file's), and runs a direct
+            // dependency's binary from the project's own node_modules.
+            (
+                "package.json",
+                "{\"packageManager\": \"yarn@https://example.invalid/yarn.tgz\", \"volta\": \
+                 {\"node\": \"../../../../$ROOT/evil\", \"extends\": \"$ROOT/volta.json\"}, \
+                 \"devDependencies\": {\"basedpyright\": \"*\"}}\n",
+            ),
+            ("volta.json", "{\"volta\": {\"node\": \"../../../../$ROOT/evil\"}}\n"),
         ],
         false,
     ) else {
         return;
     };
     let status = p.ok(json!({"action": "status"})).await;
-    assert!(status.contains("pyenv, nodenv, asdf, mise or corepack are not used"), "{status}");
+    assert!(
+        status.contains("pyenv, nodenv, asdf, mise, corepack or Volta are not used"),
+        "{status}"
+    );
     p.ok(json!({"action": "diagnostics", "file": "x.py"})).await;
     let pids = p.sup.server_pids();
     assert_eq!(pids.len(), 1, "one server");
@@ -331,6 +342,8 @@ async fn the_version_files_of_a_project_steer_no_shim_of_a_read_only_supervisor(
     assert!(value("MISE_OVERRIDE_TOOL_VERSIONS_FILENAMES").is_some());
     assert_eq!(value("COREPACK_ENABLE_NETWORK").as_deref(), Some("0"));
     assert_eq!(value("COREPACK_ENABLE_AUTO_PIN").as_deref(), Some("0"));
+    // A Volta shim the server reaches runs what PATH holds past Volta, not the project's pick.
+    assert_eq!(value("VOLTA_BYPASS").as_deref(), Some("1"));
     assert!(vars.iter().all(|v| !(v.starts_with("ASDF_") && v.contains("evil"))), "{vars:?}");
     assert!(!p.root.join("evil").exists());
     p.finish().await;

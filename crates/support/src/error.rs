@@ -86,6 +86,8 @@ pub enum Error {
     Closed(String),
     #[error("the stream failed: {0}")]
     Stream(String),
+    #[error("the run's capsule cannot be made: {message}")]
+    Capsule { message: String },
 }
 
 impl Error {

@@ -8,7 +8,10 @@
 
 use std::{path::PathBuf, process::Stdio, sync::Arc, time::Duration};
 
-use agent_tools_support::process::{self, ProcessGroup, Spawned};
+use agent_tools_support::{
+    capsule::{Capsule, OnHost},
+    process::{self, ProcessGroup, Spawned},
+};
 use async_trait::async_trait;
 use tokio::{
     io::{AsyncRead, AsyncReadExt, AsyncWriteExt},
@@ -41,12 +44,19 @@ const AFTER_KILL: Duration = Duration::from_secs(3);
 pub struct CommandBackend {
     root: PathBuf,
     config: Arc<VibeConfig>,
+    capsule: Arc<dyn Capsule>,
 }
 
 impl CommandBackend {
-    /// Workers run in `root` with the commands of `config`.
+    /// Workers run in `root` with the commands of `config`, on the host.
     pub fn new(root: impl Into<PathBuf>, config: VibeConfig) -> Self {
-        CommandBackend { root: root.into(), config: Arc::new(config) }
+        CommandBackend { root: root.into(), config: Arc::new(config), capsule: Arc::new(OnHost) }
+    }
+
+    /// Workers start in `capsule`, the run's (a backend never boots one itself).
+    pub fn in_capsule(mut self, capsule: Arc<dyn Capsule>) -> Self {
+        self.capsule = capsule;
+        self
     }
 
     fn command_for(&self, tier: WorkerTier, ceiling: Ceiling) -> Result<&CommandLine, String> {
@@ -104,9 +114,9 @@ impl WorkerBackend for CommandBackend {
         let (program, args) = command.argv().map_err(|e| {
             format!("vibe.{}: {e}; give the agent command to run", request.tier.as_str())
         })?;
-        let mut cmd = Command::new(&program);
-        cmd.args(&args)
-            .current_dir(&self.root)
+        let args: Vec<std::ffi::OsString> = args.into_iter().map(Into::into).collect();
+        let mut cmd = Command::from(self.capsule.command(program.as_ref(), &args));
+        cmd.current_dir(&self.root)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -146,14 +156,22 @@ impl WorkerBackend for CommandBackend {
 
         let (exited_tx, exited_rx) = watch::channel(false);
         let tree = group.clone();
+        let capsule = self.capsule.clone();
         tokio::spawn(async move {
             // Dropped with this task if the runtime shuts down under it: the tree dies with it.
             let tree = tree;
             let status = child.wait().await;
             // The leader is gone; whatever it left behind goes with it.
             tree.terminate(Duration::ZERO).await;
+            let mut tails = String::new();
             for reader in readers {
-                let _ = tokio::time::timeout(AFTER_KILL, reader).await;
+                if let Ok(Ok(tail)) = tokio::time::timeout(AFTER_KILL, reader).await {
+                    tails.push_str(&tail);
+                }
+            }
+            // A worker that ran into the capsule's walls: say so where the model reads it.
+            if let Some(why) = capsule.explain(&tails) {
+                events.output(Stream::Stderr, format!("\n[agent-tools] {why}\n"));
             }
             events.exited(exit_report(status));
             let _ = exited_tx.send(true);
@@ -181,19 +199,32 @@ impl WorkerBackend for CommandBackend {
     }
 }
 
+/// Forwards what `reader` carries as output events; returns its last few kilobytes.
 async fn forward(
     mut reader: Box<dyn AsyncRead + Send + Unpin>,
     stream: Stream,
     events: WorkerEvents,
-) {
+) -> String {
     let mut carry = Utf8Carry::default();
     let mut buf = vec![0u8; 8192];
+    let mut tail = String::new();
+    let mut keep = |text: &str| {
+        tail.push_str(text);
+        if tail.len() > TAIL_BYTES * 2 {
+            let mut cut = tail.len() - TAIL_BYTES;
+            while !tail.is_char_boundary(cut) {
+                cut += 1;
+            }
+            tail.drain(..cut);
+        }
+    };
     loop {
         match reader.read(&mut buf).await {
             Ok(0) | Err(_) => break,
             Ok(n) => {
                 let text = carry.decode(&buf[..n]);
                 if !text.is_empty() {
+                    keep(&text);
                     events.output(stream, text);
                 }
             }
@@ -201,9 +232,14 @@ async fn forward(
     }
     let rest = carry.finish();
     if !rest.is_empty() {
+        keep(&rest);
         events.output(stream, rest);
     }
+    tail
 }
+
+/// How much of a worker's last output is kept to recognise the capsule's walls in.
+const TAIL_BYTES: usize = 4096;
 
 fn exit_report(status: std::io::Result<std::process::ExitStatus>) -> ExitReport {
     use std::os::unix::process::ExitStatusExt;

@@ -16,6 +16,7 @@ mod backend;
 mod buffer;
 mod command;
 mod config;
+mod error;
 mod render;
 mod roster;
 
@@ -31,12 +32,13 @@ pub use crate::{
         CommandBackend, ENV_ATTEMPT, ENV_CEILING, ENV_LABEL, ENV_REVISION, ENV_TIER, ENV_WORKER_ID,
     },
     config::{CommandLine, TierCommands, VibeConfig},
+    error::RosterError,
     render::{
         render_kill, render_list, render_result, render_send, render_spawn, render_wait, seconds,
     },
     roster::{
-        Interrupted, KillReport, Roster, RosterError, RosterSettings, RosterView, SendReport,
-        SpawnReport, WaitReport, WorkerResult, WorkerState, WorkerView,
+        Interrupted, KillReport, Roster, RosterSettings, RosterView, SendReport, SpawnReport,
+        WaitReport, WorkerResult, WorkerState, WorkerView,
     },
 };
 

@@ -257,3 +257,21 @@ fn a_forged_tampered_foreign_retargeted_or_replayed_request_state_is_refused() {
     assert!(host.finish().success());
     assert!(other_host.finish().success());
 }
+
+#[test]
+fn a_request_state_that_is_not_a_string_is_invalid_params_naming_it() {
+    let project = TempProject::new(&[]);
+    let mut host = RawHost::start(&project.root, "mrtr-state-type", &[]);
+    let question = database_question();
+    for (id, state) in [(1, json!(42)), (2, json!({"nonce": "x"})), (3, json!(["rs1"]))] {
+        let params = ask_params(&question, json!({"requestState": state}));
+        host.send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params}));
+        let error = host.next_error(Some(id));
+        assert_eq!(error["error"]["code"], -32602, "{state}: {error}");
+        let message = error["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains("`requestState` must be a string"), "{state}: {message}");
+    }
+    // The connection still serves: a first round without requestState raises its card.
+    first_state(&mut host, 4, &question);
+    assert!(host.finish().success());
+}

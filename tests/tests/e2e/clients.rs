@@ -1,12 +1,14 @@
 //! The README's client snippets, read from the README itself. The blocks for VS Code, Cursor,
 //! Zed and Goose, which cannot be installed here, are parsed and the server is started with the
 //! command, arguments and environment each client would use, then driven by the official Python
-//! SDK; Claude Code (`claude_code`) and Codex (`codex`) run for real, over stdio and HTTP. Every
-//! client's server is gone when its test ends.
+//! SDK; Claude Code (`claude_code`) and Codex (`codex`) run for real, over stdio and HTTP, the
+//! pinned releases and the newest (`newest`, installed from the npm registry at test time).
+//! Every client's server is gone when its test ends.
 
 mod claude_code;
 mod cli;
 mod codex;
+mod newest;
 
 use std::{
     path::Path,

@@ -224,6 +224,96 @@ fn a_batch_over_stdio_gets_its_replies_as_one_array() {
 }
 
 #[test]
+fn a_batch_whose_call_raises_an_approval_card_gets_the_card_and_then_its_replies() {
+    let policy = "[approval]\npolicy = \"before_write\"\n";
+    let project = TempProject::new(&[("a.txt", "a\n"), ("agent-tools.toml", policy)]);
+    let mut host = RawHost::start(&project.root, "stdio-batch-card", &[]);
+    let init = host.request(
+        0,
+        "initialize",
+        json!({"protocolVersion": "2025-03-26",
+        "capabilities": {"elicitation": {}}, "clientInfo": {"name": "raw-e2e", "version": "0"}}),
+    );
+    assert!(init.get("result").is_some(), "{init}");
+    host.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    host.send(json!([
+        {"jsonrpc": "2.0", "id": 31, "method": "tools/call", "params": {"name": "write",
+            "arguments": {"path": "new.txt", "content": "written\n"}}},
+        {"jsonrpc": "2.0", "id": 32, "method": "ping"},
+    ]));
+    // The card comes while the batch waits for it; the client answers it.
+    let card = host.next_message(|m| m["method"] == "elicitation/create");
+    let message = card["params"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("Allow `write`"), "{card}");
+    host.send(json!({"jsonrpc": "2.0", "id": card["id"], "result": {"action": "accept",
+        "content": {"choice": "1. Allow"}}}));
+    let mut replies = host.next_array();
+    replies.sort_by_key(|r| r["id"].as_u64());
+    assert_eq!(replies[0]["id"], 31, "{replies:?}");
+    assert_eq!(replies[0]["result"]["isError"], false, "{replies:?}");
+    assert_eq!(replies[1]["result"], json!({}), "{replies:?}");
+    assert_eq!(std::fs::read_to_string(project.root.join("new.txt")).unwrap(), "written\n");
+    assert!(host.finish().success());
+}
+
+/// Sends `cells` as `tools/call` messages back to back (ids from 100), without waiting.
+fn send_cells(host: &mut RawHost, cells: &[&str]) {
+    for (i, code) in cells.iter().enumerate() {
+        host.send(json!({"jsonrpc": "2.0", "id": 100 + i, "method": "tools/call",
+            "params": {"name": "eval", "arguments": cell(code, "python")}}));
+    }
+}
+
+/// The answers to the requests `ids`, in whatever order they come.
+fn answers(host: &mut RawHost, ids: impl IntoIterator<Item = u64>) -> Vec<Value> {
+    let mut waiting: Vec<u64> = ids.into_iter().collect();
+    let mut got = Vec::new();
+    while !waiting.is_empty() {
+        let answer = host.next_message(|m| {
+            m.get("method").is_none() && m["id"].as_u64().is_some_and(|id| waiting.contains(&id))
+        });
+        waiting.retain(|id| answer["id"] != *id);
+        got.push(answer);
+    }
+    got
+}
+
+#[test]
+fn cells_sent_back_to_back_run_in_arrival_order_and_a_cancelled_queued_one_never_runs() {
+    let Some(project) = eval_project() else { return };
+    let mut host = RawHost::start(&project.root, "stdio-cell-order", &[]);
+    host.initialize();
+    let setup = host.call(1, "eval", cell("order = []\nx = 1", "python"));
+    assert_eq!(setup["isError"], false, "{setup}");
+
+    // Twelve cells at once, as a client with parallel tool calls sends them.
+    let cells: Vec<String> = (1..=12).map(|n| format!("order.append({n})")).collect();
+    let cells: Vec<&str> = cells.iter().map(String::as_str).collect();
+    send_cells(&mut host, &cells);
+    for answer in answers(&mut host, 100..100 + cells.len() as u64) {
+        assert_eq!(answer["result"]["isError"], false, "{answer}");
+    }
+    let order = host.call(2, "eval", cell("order", "python"));
+    let text = order["content"][0]["text"].as_str().unwrap_or_default();
+    let expected = format!("{:?}", (1..=12).collect::<Vec<_>>());
+    assert!(text.trim_end().ends_with(&expected), "cells ran out of arrival order: {text}");
+
+    // A sleeps, B and C wait behind it; B is cancelled while it waits: it never runs, and C
+    // still runs after A.
+    send_cells(&mut host, &["import time\ntime.sleep(3)\nx = 2", "x += 10", "x += 100"]);
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    host.send(json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 101, "reason": "the user changed their mind"}}));
+    for answer in answers(&mut host, [100, 102]) {
+        assert_eq!(answer["result"]["isError"], false, "{answer}");
+    }
+    let x = host.call(3, "eval", cell("x", "python"));
+    let text = x["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(text.trim_end().ends_with("102"), "B ran, or C ran before A: {text}");
+    assert!(host.finish().success());
+}
+
+#[test]
 fn an_empty_connection_ends_cleanly() {
     let project = TempProject::new(&[]);
     let output = Command::new(host_binary())

@@ -1,6 +1,7 @@
 //! `mcp --http` as raw HTTP sees it: what a client that is not one of the official SDKs sends,
 //! on a 2025-03-26 session: a lower-case `bearer` scheme, JSON-RPC batches, a body that is not
-//! JSON or not JSON-RPC 2.0, and the `DELETE` that ends a session.
+//! JSON or not JSON-RPC 2.0, and the `DELETE` that ends a session; and what a slow or greedy
+//! client meets: silent connections, a body sent slowly, more busy connections than its due.
 
 use std::{
     io::{Read, Write},
@@ -90,7 +91,12 @@ fn dechunk(mut body: &str) -> String {
 
 /// A host with a token, and a 2025-03-26 session opened on it with a lower-case scheme.
 fn session() -> (TempProject, HttpHost, String) {
-    let project = TempProject::new(&[("a.txt", "hi\n")]);
+    session_with("")
+}
+
+/// [`session`] with `config` as the project's `agent-tools.toml`.
+fn session_with(config: &str) -> (TempProject, HttpHost, String) {
+    let project = TempProject::new(&[("a.txt", "hi\n"), ("agent-tools.toml", config)]);
     let token_file = project.root.join("token.txt");
     std::fs::write(&token_file, TOKEN).expect("write the token");
     let host = HttpHost::start(&project.root, &["--token-file", &token_file.display().to_string()]);
@@ -142,8 +148,9 @@ fn a_batch_on_a_2025_03_26_session_gets_its_replies_together() {
     ]);
     let answer = exchange(&host.url, "POST", &headers, &batch.to_string());
     assert_eq!(answer.status, 200, "{}", answer.body);
-    assert!(answer.header("content-type").is_some_and(|t| t.contains("application/json")));
-    let replies: Value = serde_json::from_str(&answer.body).expect("one JSON array");
+    // A client that takes event streams gets one: the replies come as one array, its last event.
+    assert!(answer.header("content-type").is_some_and(|t| t.contains("text/event-stream")));
+    let replies = answer.messages().pop().expect("an event with the replies");
     let replies = replies.as_array().expect("an array of replies");
     let ids: Vec<&Value> = replies.iter().map(|r| &r["id"]).collect();
     assert_eq!(ids, [&json!(1), &json!(2), &json!(3)], "one reply per request: {replies:?}");
@@ -176,6 +183,29 @@ fn a_body_that_is_not_json_or_not_json_rpc_2_gets_a_json_rpc_error() {
         assert_eq!(error["error"]["code"], code, "{body}: {error}");
         assert_eq!(error["jsonrpc"], "2.0");
     }
+    host.stop();
+}
+
+#[test]
+fn a_request_state_that_is_not_a_string_gets_invalid_params_naming_it() {
+    let (_project, host, id) = session();
+    let bearer = format!("Bearer {TOKEN}");
+    let headers = [("Authorization", bearer.as_str()), ("Mcp-Session-Id", id.as_str())];
+    let call = json!({"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": {
+        "name": "read", "arguments": {"path": "a.txt"}, "requestState": 12345}});
+    let answer = exchange(&host.url, "POST", &headers, &call.to_string());
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    let error = answer.messages().into_iter().next().expect("a JSON-RPC answer");
+    assert_eq!(error["id"], 8, "{error}");
+    assert_eq!(error["error"]["code"], -32602, "{error}");
+    let message = error["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("`requestState` must be a string"), "{message}");
+    // In a batch too, beside a request that goes through.
+    let batch = json!([call, {"jsonrpc": "2.0", "id": 9, "method": "ping"}]);
+    let answer = exchange(&host.url, "POST", &headers, &batch.to_string());
+    let replies = answer.messages().pop().expect("an event with the replies");
+    assert_eq!(replies[0]["error"]["code"], -32602, "{replies}");
+    assert_eq!(replies[1]["result"], json!({}), "{replies}");
     host.stop();
 }
 
@@ -229,5 +259,224 @@ fn three_hundred_silent_connections_do_not_stop_an_authenticated_client() {
     let log = host.log.lock().map(|l| l.clone()).unwrap_or_default();
     let failed = log.iter().filter(|l| l.contains("accept failed")).count();
     assert!(failed < 20, "the accept loop spun: {failed} lines of `accept failed`");
+    host.stop();
+}
+
+/// The host's `host:port`.
+fn authority(host: &HttpHost) -> String {
+    host.url.strip_prefix("http://").and_then(|r| r.split_once('/')).expect("url").0.to_string()
+}
+
+/// A POST whose headers name a body of `length` bytes, with the token and the session; with
+/// `Expect: 100-continue`, the host says `100 Continue` once it has counted the connection and
+/// starts reading the body.
+fn post_head(host: &HttpHost, session: &str, length: usize) -> String {
+    format!(
+        "POST /mcp HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {TOKEN}\r\n\
+         Mcp-Session-Id: {session}\r\nAccept: application/json, text/event-stream\r\n\
+         Content-Type: application/json\r\nContent-Length: {length}\r\n\
+         Expect: 100-continue\r\n\r\n",
+        authority(host)
+    )
+}
+
+/// An authenticated connection that sends its headers and then none of its body: busy, and
+/// counted against its peer, until the body timeout.
+fn busy_connection(host: &HttpHost, session: &str) -> TcpStream {
+    let mut stream = TcpStream::connect(authority(host)).expect("connect");
+    stream.set_read_timeout(Some(std::time::Duration::from_secs(60))).expect("read timeout");
+    stream.write_all(post_head(host, session, 100).as_bytes()).expect("send the headers");
+    let mut seen = Vec::new();
+    let mut byte = [0u8; 1];
+    while !String::from_utf8_lossy(&seen).contains("\r\n\r\n") {
+        match stream.read(&mut byte) {
+            Ok(1) => seen.push(byte[0]),
+            other => panic!("no interim answer ({other:?}): {}", String::from_utf8_lossy(&seen)),
+        }
+    }
+    let seen = String::from_utf8_lossy(&seen).into_owned();
+    assert!(seen.starts_with("HTTP/1.1 100"), "the busy connection was not taken: {seen}");
+    stream
+}
+
+/// Whether the host still holds `stream` open (nothing to read yet, no end of stream).
+fn still_open(stream: &TcpStream) -> bool {
+    stream.set_nonblocking(true).expect("non-blocking");
+    let mut byte = [0u8; 1];
+    let open =
+        matches!((&*stream).read(&mut byte), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock);
+    stream.set_nonblocking(false).expect("blocking");
+    open
+}
+
+/// The answer to `body`, asked again while the host answers 503: a connection the client
+/// closed a moment ago may still count until the host has seen it end.
+fn served(host: &HttpHost, headers: &[(&str, &str)], body: &str) -> Answer {
+    let mut answer = exchange(&host.url, "POST", headers, body);
+    for _ in 0..100 {
+        if answer.status != 503 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        answer = exchange(&host.url, "POST", headers, body);
+    }
+    answer
+}
+
+#[test]
+fn a_peer_over_its_bound_of_busy_connections_is_refused_while_silent_ones_are_held() {
+    let config = "[mcp]\nmax_connections = 24\nmax_connections_per_peer = 4\n\
+                  body_timeout_seconds = 300\n";
+    let (_project, host, id) = session_with(config);
+    let bearer = format!("Bearer {TOKEN}");
+    let headers = [("Authorization", bearer.as_str()), ("Mcp-Session-Id", id.as_str())];
+    let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}).to_string();
+    // Forty connections that never finish their headers (more than all connections may be):
+    // the oldest are closed to make room, the newest are held.
+    let silent: Vec<TcpStream> = (0..40)
+        .map(|_| {
+            let mut stream = TcpStream::connect(authority(&host)).expect("connect");
+            stream.write_all(b"POST /mcp HTTP/1.1\r\nHost: x\r\n").expect("half a request");
+            stream
+        })
+        .collect();
+    // Three busy connections of this peer, and the client's own request is the fourth.
+    let mut busy: Vec<TcpStream> = (0..3).map(|_| busy_connection(&host, &id)).collect();
+    let answer = served(&host, &headers, &ping);
+    assert_eq!(answer.status, 200, "within the bound, the client is served: {}", answer.body);
+    assert!(silent.last().is_some_and(still_open), "the newest silent connection is held");
+
+    // A fourth busy one fills the peer's bound: the next request is refused, saying why.
+    busy.push(busy_connection(&host, &id));
+    let refused = exchange(&host.url, "POST", &headers, &ping);
+    assert_eq!(refused.status, 503, "{}", refused.body);
+    assert!(refused.body.contains("max_connections_per_peer"), "{}", refused.body);
+    assert_eq!(refused.header("retry-after"), Some("1"));
+
+    // One busy connection closes: the client is served again (once the host has seen it go).
+    drop(busy.pop());
+    let answer = served(&host, &headers, &ping);
+    assert_eq!(answer.status, 200, "a freed slot serves the client again: {}", answer.body);
+    drop(busy);
+    drop(silent);
+    host.stop();
+}
+
+#[test]
+fn a_body_sent_slowly_is_cut_off_at_the_body_timeout_while_others_are_served() {
+    let (_project, host, id) = session_with("[mcp]\nbody_timeout_seconds = 2\n");
+    let bearer = format!("Bearer {TOKEN}");
+    let headers = [("Authorization", bearer.as_str()), ("Mcp-Session-Id", id.as_str())];
+    let body = json!({"jsonrpc": "2.0", "id": 5, "method": "ping", "pad": "x".repeat(400)});
+    let body = body.to_string();
+    let mut slow = TcpStream::connect(authority(&host)).expect("connect");
+    slow.set_read_timeout(Some(std::time::Duration::from_secs(120))).expect("read timeout");
+    slow.write_all(post_head(&host, &id, body.len()).as_bytes()).expect("send the headers");
+    // The body, a byte every 100 ms (about 40 s for all of it), until the host stops reading.
+    let answered = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut writer = slow.try_clone().expect("clone the stream");
+    let stop = answered.clone();
+    let dripping = std::thread::spawn(move || {
+        let mut sent = 0;
+        for byte in body.as_bytes() {
+            if stop.load(std::sync::atomic::Ordering::SeqCst) || writer.write_all(&[*byte]).is_err()
+            {
+                break;
+            }
+            sent += 1;
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        (sent, body.len())
+    });
+    // Meanwhile another client is served.
+    let ping = json!({"jsonrpc": "2.0", "id": 6, "method": "ping"}).to_string();
+    let answer = exchange(&host.url, "POST", &headers, &ping);
+    assert_eq!(answer.status, 200, "{}", answer.body);
+
+    // The slow one is answered 408 and closed (or, if its last bytes crossed the close, reset).
+    let mut raw = Vec::new();
+    let _ = slow.read_to_end(&mut raw);
+    answered.store(true, std::sync::atomic::Ordering::SeqCst);
+    let (sent, whole) = dripping.join().expect("the dripping thread");
+    assert!(sent < whole, "the host read the whole slow body ({sent} bytes) instead of cutting it");
+    let raw = String::from_utf8_lossy(&raw).into_owned();
+    let answer = raw.split("\r\n\r\n").skip_while(|part| part.starts_with("HTTP/1.1 100"));
+    let rest: Vec<&str> = answer.collect();
+    let text = rest.join("\r\n\r\n");
+    assert!(
+        text.is_empty()
+            || (text.starts_with("HTTP/1.1 408") && text.contains("body_timeout_seconds")),
+        "{raw}"
+    );
+    let again = exchange(&host.url, "POST", &headers, &ping);
+    assert_eq!(again.status, 200, "{}", again.body);
+    host.stop();
+}
+
+#[test]
+fn a_batch_whose_call_raises_an_approval_card_streams_the_card_and_then_its_replies() {
+    let policy = "[approval]\npolicy = \"before_write\"\n";
+    let project = TempProject::new(&[("a.txt", "hi\n"), ("agent-tools.toml", policy)]);
+    let host = HttpHost::start(&project.root, &[]);
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-03-26", "capabilities": {"elicitation": {}},
+        "clientInfo": {"name": "raw-http-e2e", "version": "0"}}});
+    let answer = exchange(&host.url, "POST", &[], &init.to_string());
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    let id = answer.header("mcp-session-id").expect("a session id").to_string();
+    let headers = [("Mcp-Session-Id", id.as_str())];
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert_eq!(exchange(&host.url, "POST", &headers, &initialized.to_string()).status, 202);
+
+    let batch = json!([
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "write",
+            "arguments": {"path": "new.txt", "content": "written\n"}}},
+        {"jsonrpc": "2.0", "id": 2, "method": "ping"},
+    ])
+    .to_string();
+    let mut stream = TcpStream::connect(authority(&host)).expect("connect");
+    stream.set_read_timeout(Some(std::time::Duration::from_secs(60))).expect("read timeout");
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {}\r\nMcp-Session-Id: {id}\r\nConnection: close\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\n\r\n{batch}",
+        authority(&host),
+        batch.len()
+    );
+    stream.write_all(request.as_bytes()).expect("send the batch");
+    // Read until the card arrives (the batch's answer is still open), then answer it.
+    let mut seen = String::new();
+    let mut buffer = [0u8; 4096];
+    let card = loop {
+        let n = stream.read(&mut buffer).expect("the batch's events (a hang fails here)");
+        assert!(n > 0, "the answer ended without a card: {seen}");
+        seen.push_str(&String::from_utf8_lossy(&buffer[..n]));
+        let found = seen
+            .lines()
+            .filter_map(|line| line.strip_prefix("data:"))
+            .filter_map(|data| serde_json::from_str::<Value>(data.trim()).ok())
+            .find(|message| message["method"] == "elicitation/create");
+        if let Some(card) = found {
+            break card;
+        }
+    };
+    assert!(card["params"]["message"].as_str().unwrap_or_default().contains("Allow `write`"));
+    let allow = json!({"jsonrpc": "2.0", "id": card["id"], "result": {"action": "accept",
+        "content": {"choice": "1. Allow"}}});
+    let answered = exchange(&host.url, "POST", &headers, &allow.to_string());
+    assert_eq!(answered.status, 202, "{}", answered.body);
+    let mut rest = Vec::new();
+    let _ = stream.read_to_end(&mut rest);
+    seen.push_str(&String::from_utf8_lossy(&rest));
+    let replies = seen
+        .lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .filter_map(|data| serde_json::from_str::<Value>(data.trim()).ok())
+        .find(Value::is_array)
+        .unwrap_or_else(|| panic!("no replies after the card: {seen}"));
+    assert_eq!(replies[0]["id"], 1, "{replies}");
+    assert_eq!(replies[0]["result"]["isError"], false, "{replies}");
+    assert_eq!(replies[1]["result"], json!({}), "{replies}");
+    assert_eq!(std::fs::read_to_string(project.root.join("new.txt")).unwrap(), "written\n");
     host.stop();
 }

@@ -10,14 +10,25 @@ use crate::support::{
 
 /// A Python project whose `agent-tools.toml` points the host at the test venv's basedpyright.
 fn python_project() -> TempProject {
+    python_project_of(
+        "",
+        &[
+            ("shapes.py", "def make_square(side: float) -> float:\n    return side * side\n"),
+            ("main.py", "from shapes import make_square\n\nprint(make_square(2.0))\n"),
+        ],
+    )
+}
+
+/// A Python project of `files`, its `agent-tools.toml` the venv's basedpyright and `config`.
+fn python_project_of(config: &str, files: &[(&str, &str)]) -> TempProject {
     let config =
-        format!("[lsp]\nextra_paths = [\"{}\"]\n", tools_home().join("venv/bin").display());
-    TempProject::new(&[
-        ("agent-tools.toml", &config),
+        format!("{config}[lsp]\nextra_paths = [\"{}\"]\n", tools_home().join("venv/bin").display());
+    let mut all = vec![
+        ("agent-tools.toml", config.as_str()),
         ("pyproject.toml", "[project]\nname = \"demo\"\nversion = \"0.1.0\"\n"),
-        ("shapes.py", "def make_square(side: float) -> float:\n    return side * side\n"),
-        ("main.py", "from shapes import make_square\n\nprint(make_square(2.0))\n"),
-    ])
+    ];
+    all.extend_from_slice(files);
+    TempProject::new(&all)
 }
 
 fn check(script: McpScript) -> Option<Vec<Value>> {
@@ -99,4 +110,32 @@ fn a_plan_surface_sees_lsp_but_not_lsp_rename() {
             && !names.contains(&"lsp_code_action"),
         "{names:?}"
     );
+}
+
+#[test]
+fn a_long_outline_is_cut_by_the_output_cap_alike_in_text_and_structured_content() {
+    // A small cap (its lowest value) and a file of 80 functions: the outline is over it.
+    let functions: String = (1..=80)
+        .map(|i| format!("def function_number_{i:02}(a: int) -> int:\n    return a\n\n"))
+        .collect();
+    let project = python_project_of("[output]\nmax_chars = 1000\n", &[("many.py", &functions)]);
+    let script = McpScript::new(&project.root, &[])
+        .call("lsp", json!({"action": "symbols", "file": "many.py"}));
+    let Some(results) = check(script) else { return };
+    let outline = &results[1];
+    assert_eq!(outline["isError"], false, "{}", text_of(outline));
+    let text = text_of(outline);
+    let structured = &outline["structured"];
+    assert!(text.chars().count() <= 1000, "text of {} characters", text.chars().count());
+    assert!(structured.to_string().chars().count() <= 1000, "payload over the cap: {structured}");
+    let symbols = structured["symbols"].as_array().expect("the cut payload, not dropped");
+    let shown = symbols.len();
+    let total = structured["total"].as_u64().unwrap_or_default() as usize;
+    assert!(shown > 1 && shown < total && total >= 80, "{shown} of {total} rows");
+    let named = |name: &str| name.starts_with("function_number_");
+    let functions = symbols.iter().filter(|s| s["name"].as_str().is_some_and(named)).count();
+    let rows = text.lines().filter(|l| l.contains("function_number_")).count();
+    assert_eq!(rows, functions, "the text shows the same rows: {text}");
+    let next = format!("call again with offset={shown}");
+    assert!(text.contains(&next), "the text says how to go on: {text}");
 }

@@ -5,6 +5,7 @@
 
 mod ask_over_mcp;
 mod astgrep_over_mcp;
+mod capsule_over_mcp;
 mod cli;
 mod clients;
 mod conformance;

@@ -40,8 +40,20 @@ const ROWS: &[(&str, &str, &str, &str)] = &[
     (
         "Codex",
         "HTTP",
-        "a figure as an image without structured content",
-        "clients::codex::codex_gets_a_figure_as_an_image_block_and_the_payload_where_there_is_no_image",
+        "a figure as an image without structured content; a long read and a large search cut alike",
+        "clients::codex::codex_gets_a_figure_as_an_image_block_and_a_long_read_and_search_cut_alike",
+    ),
+    (
+        "Claude Code, newest (npm at test time)",
+        "stdio",
+        "a long read and a large search cut once; a figure as an image",
+        "clients::newest::the_newest_claude_code_still_gets_a_long_read_a_large_search_and_a_figure_cut_alike",
+    ),
+    (
+        "Codex, newest (npm at test time)",
+        "HTTP",
+        "a figure as an image; a long read and a large search cut alike",
+        "clients::newest::the_newest_codex_still_gets_a_long_read_a_large_search_and_a_figure_cut_alike",
     ),
     (
         "VS Code",
@@ -168,6 +180,36 @@ const ROWS: &[(&str, &str, &str, &str)] = &[
         "HTTP",
         "DELETE of a session answers 204",
         "http_protocol::deleting_a_session_answers_no_content_and_ends_it",
+    ),
+    (
+        "raw JSON-RPC",
+        "stdio",
+        "cells sent back to back run in arrival order; a cancelled queued cell never runs",
+        "host_over_mcp::cells_sent_back_to_back_run_in_arrival_order_and_a_cancelled_queued_one_never_runs",
+    ),
+    (
+        "raw JSON-RPC",
+        "stdio",
+        "a batch whose call raises an approval card",
+        "host_over_mcp::a_batch_whose_call_raises_an_approval_card_gets_the_card_and_then_its_replies",
+    ),
+    (
+        "raw HTTP",
+        "HTTP",
+        "a batch whose call raises an approval card, streamed",
+        "http_protocol::a_batch_whose_call_raises_an_approval_card_streams_the_card_and_then_its_replies",
+    ),
+    (
+        "raw HTTP",
+        "HTTP",
+        "a peer over its bound of busy connections refused, silent ones held",
+        "http_protocol::a_peer_over_its_bound_of_busy_connections_is_refused_while_silent_ones_are_held",
+    ),
+    (
+        "raw HTTP",
+        "HTTP",
+        "a body sent slowly cut off, others served",
+        "http_protocol::a_body_sent_slowly_is_cut_off_at_the_body_timeout_while_others_are_served",
     ),
     (
         "conformance suite 0.1.16",

@@ -97,6 +97,7 @@ pub(crate) struct McpScript {
     elicitation: Value,
     marker: String,
     mode: Option<String>,
+    env: Vec<(String, String)>,
 }
 
 impl McpScript {
@@ -118,7 +119,20 @@ impl McpScript {
         ];
         server_args.extend(extra.iter().map(|s| s.to_string()));
         let marker = format!("e2e-{}-{}", std::process::id(), unique());
-        McpScript { server_args, steps: Vec::new(), elicitation: Value::Null, marker, mode: None }
+        McpScript {
+            server_args,
+            steps: Vec::new(),
+            elicitation: Value::Null,
+            marker,
+            mode: None,
+            env: Vec::new(),
+        }
+    }
+
+    /// Sets `name` in the server's environment.
+    pub(crate) fn env(mut self, name: &str, value: &str) -> Self {
+        self.env.push((name.to_string(), value.to_string()));
+        self
     }
 
     pub(crate) fn list_tools(mut self) -> Self {
@@ -170,9 +184,13 @@ impl McpScript {
 
     /// Runs the script; returns the driver's output (`results`, `elicitations`).
     pub(crate) fn run(&self, python: &Path) -> Value {
+        let mut env = json!({"AGENT_TOOLS_E2E_MARKER": self.marker, "RUST_LOG": "warn"});
+        for (name, value) in &self.env {
+            env[name] = json!(value);
+        }
         let script = json!({
             "server": self.server_args,
-            "env": {"AGENT_TOOLS_E2E_MARKER": self.marker, "RUST_LOG": "warn"},
+            "env": env,
             "steps": self.steps,
             "elicitation": self.elicitation,
             "mode": self.mode,
@@ -352,16 +370,7 @@ impl RawHost {
     /// Sends a request and returns the response with its id, skipping notifications.
     pub(crate) fn request(&mut self, id: u64, method: &str, params: Value) -> Value {
         self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        loop {
-            let line = self
-                .lines
-                .recv_timeout(std::time::Duration::from_secs(120))
-                .unwrap_or_else(|e| panic!("no answer to {method} (id {id}): {e}"));
-            let message: Value = serde_json::from_str(&line).expect("a JSON-RPC line");
-            if message["id"] == id {
-                return message;
-            }
-        }
+        self.next_message(|message| message["id"] == id)
     }
 }
 
@@ -375,13 +384,19 @@ impl RawHost {
     /// The next error response whose id is `id` (`None`: an error without an id).
     pub(crate) fn next_error(&mut self, id: Option<u64>) -> Value {
         let wanted = id.map_or(Value::Null, Value::from);
+        self.next_message(|message| message.get("error").is_some() && message["id"] == wanted)
+    }
+
+    /// The next message for which `wanted` holds (a JSON object or array); a bound of two
+    /// minutes so that a host that never sends it fails the test instead of hanging it.
+    pub(crate) fn next_message(&mut self, wanted: impl Fn(&Value) -> bool) -> Value {
         loop {
             let line = self
                 .lines
-                .recv_timeout(std::time::Duration::from_secs(60))
-                .unwrap_or_else(|e| panic!("no error reply: {e}"));
+                .recv_timeout(std::time::Duration::from_secs(120))
+                .unwrap_or_else(|e| panic!("no such message: {e}"));
             let message: Value = serde_json::from_str(&line).expect("a JSON-RPC line");
-            if message.get("error").is_some() && message["id"] == wanted {
+            if wanted(&message) {
                 return message;
             }
         }
@@ -389,14 +404,9 @@ impl RawHost {
 
     /// The next line that is a JSON array (the replies to a batch).
     pub(crate) fn next_array(&mut self) -> Vec<Value> {
-        loop {
-            let line = self
-                .lines
-                .recv_timeout(std::time::Duration::from_secs(60))
-                .unwrap_or_else(|e| panic!("no batch reply: {e}"));
-            if let Ok(Value::Array(replies)) = serde_json::from_str(&line) {
-                return replies;
-            }
+        match self.next_message(Value::is_array) {
+            Value::Array(replies) => replies,
+            _ => unreachable!("an array was asked for"),
         }
     }
 

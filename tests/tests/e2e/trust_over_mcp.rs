@@ -1,6 +1,7 @@
 //! Read means read: on the plan surface, a hostile repository's own binaries, build scripts and
 //! configured commands never run, and the tree is byte-identical after the calls. And a host
-//! killed in the middle of a 20-file `resolve` leaves, after the next start, all old or all new.
+//! killed in the middle of a 20-file `resolve` leaves, after the next start, all old or all new;
+//! hosts killed in the middle of writes leave, after the next start, nothing in the journal.
 
 use std::{
     collections::BTreeMap,
@@ -55,7 +56,16 @@ fn hostile_repository(canary: &Path) -> TempProject {
         ("envs/hostile/pyvenv.cfg".into(), "home = /usr/bin\n".into()),
         ("envs/hostile/bin/python".into(), trap("pyrightconfig-venv-python")),
         ("envs/hostile/bin/python3".into(), trap("pyrightconfig-venv-python3")),
-        ("package.json".into(), "{\"name\": \"app\", \"version\": \"1.0.0\"}\n".into()),
+        // Volta would run the project's own copy of a direct dependency's binary, and the
+        // Node a `volta` key pins (or `extends` from another file).
+        (
+            "package.json".into(),
+            "{\"name\": \"app\", \"version\": \"1.0.0\", \"volta\": {\"node\": \"99.0.0\", \
+             \"extends\": \"./volta.json\"}, \"devDependencies\": \
+             {\"typescript-language-server\": \"*\", \"typescript\": \"*\"}}\n"
+                .into(),
+        ),
+        ("volta.json".into(), "{\"volta\": {\"node\": \"98.0.0\"}}\n".into()),
         (
             "tsconfig.json".into(),
             "{\"compilerOptions\": {\"strict\": true, \"incremental\": true}}\n".into(),
@@ -204,15 +214,76 @@ fn a_host_killed_during_a_20_file_resolve_leaves_all_old_or_all_new_after_the_ne
         let all_old = contents.iter().all(|c| c.contains("old_name"));
         let all_new = contents.iter().all(|c| c.contains("new_name"));
         assert!(all_old || all_new, "trial {trial}: torn tree: {contents:?}");
-        let strays: Vec<_> = std::fs::read_dir(project.root.join("pkg"))
-            .unwrap()
-            .flatten()
-            .filter(|e| e.file_name().to_string_lossy().starts_with(".agent-tools-"))
-            .map(|e| e.file_name())
-            .collect();
+        let strays = temp_files_in(&project.root.join("pkg"));
         assert!(strays.is_empty(), "trial {trial}: temp files left: {strays:?}");
         saw.0 |= all_old;
         saw.1 |= all_new;
+        let left = journal_leftovers(&state.root);
+        assert!(left.is_empty(), "trial {trial}: the journal kept {left:?}");
     }
     assert!(saw.1, "at least one trial let the commit finish");
+}
+
+/// The writers' temp files and backups left in `dir` (a finished or recovered commit leaves none).
+fn temp_files_in(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with(".agent-tools-"))
+        .collect()
+}
+
+/// What is left in the journal folders under `state`: intent records, their temp files and
+/// lock files (a recovered journal holds none).
+fn journal_leftovers(state: &Path) -> Vec<String> {
+    let mut left = Vec::new();
+    for folder in std::fs::read_dir(state.join("journal")).into_iter().flatten().flatten() {
+        for entry in std::fs::read_dir(folder.path()).into_iter().flatten().flatten() {
+            left.push(entry.file_name().to_string_lossy().into_owned());
+        }
+    }
+    left.sort();
+    left
+}
+
+#[test]
+fn hosts_killed_in_the_middle_of_writes_leave_no_journal_lock_after_the_next_start() {
+    let state = TempProject::new(&[]);
+    // SAFETY: nextest runs each test in a process of its own; no other thread reads it.
+    unsafe { std::env::set_var("AGENT_TOOLS_STATE_DIR", &state.root) };
+    let project = TempProject::new(&[("a.txt", "a\n")]);
+    let mut killed_mid_commit = 0;
+    for trial in 0..40u64 {
+        let marker = format!("journal-kill-{}-{trial}", std::process::id());
+        let mut host = RawHost::start(&project.root, &marker, &[]);
+        host.initialize();
+        // Eight writes back to back (each one journal commit, with its lock), killed with
+        // SIGKILL from at once to a few milliseconds in: some die holding a lock.
+        for n in 0..8u64 {
+            let args = json!({"path": format!("f{n}.txt"), "content": format!("trial {trial}\n")});
+            host.send(json!({"jsonrpc": "2.0", "id": 10 + n, "method": "tools/call",
+                "params": {"name": "write", "arguments": args}}));
+        }
+        std::thread::sleep(std::time::Duration::from_micros(500 * (trial % 12)));
+        let _ = host.child.kill();
+        let _ = host.child.wait();
+        if !journal_leftovers(&state.root).is_empty() {
+            killed_mid_commit += 1;
+        }
+
+        // The next start on the root recovers: no lock, record or temp file is left.
+        let mut next = RawHost::start(&project.root, &format!("{marker}-next"), &[]);
+        next.initialize();
+        let wrote = next.call(2, "write", json!({"path": "a.txt", "content": "after\n"}));
+        assert_eq!(wrote["isError"], false, "trial {trial}: {wrote}");
+        assert!(next.finish().success());
+        let left = journal_leftovers(&state.root);
+        assert!(left.is_empty(), "trial {trial}: the journal kept {left:?}");
+        let strays = temp_files_in(&project.root);
+        assert!(strays.is_empty(), "trial {trial}: temp files left: {strays:?}");
+    }
+    // Not a bound on timing: only that the kills did land inside commits at all, so the test
+    // exercised what it is about.
+    assert!(killed_mid_commit > 0, "no kill landed inside a commit");
 }

@@ -7,6 +7,8 @@ use std::{
     time::Duration,
 };
 
+use agent_tools_support::capsule::Capsule;
+
 use crate::{
     adapters::{AdapterKind, SearchEnv},
     error::DebugError,
@@ -47,6 +49,7 @@ pub(crate) fn plan_test(
     root: &Path,
     args: &[String],
     env: &SearchEnv,
+    capsule: &dyn Capsule,
 ) -> Result<TestPlan, DebugError> {
     match kind {
         AdapterKind::Debugpy => {
@@ -68,7 +71,7 @@ pub(crate) fn plan_test(
             Ok(TestPlan { module: None, program: Some(package), args: all, go_test: true })
         }
         AdapterKind::Lldb => {
-            let binary = cargo_test_binary(root, test, env)?;
+            let binary = cargo_test_binary(root, test, env, capsule)?;
             let mut all = vec![
                 test.to_string(),
                 "--exact".into(),
@@ -87,11 +90,18 @@ pub(crate) fn plan_test(
 
 /// Builds the project's test binaries (`cargo test --no-run`) and returns the one that lists
 /// `test`.
-fn cargo_test_binary(root: &Path, test: &str, env: &SearchEnv) -> Result<PathBuf, DebugError> {
+/// Both run the project's code (build scripts, the test binary), so in the run's capsule.
+fn cargo_test_binary(
+    root: &Path,
+    test: &str,
+    env: &SearchEnv,
+    capsule: &dyn Capsule,
+) -> Result<PathBuf, DebugError> {
     let cargo = env.which("cargo").ok_or_else(|| {
         DebugError::usage("`test` for Rust needs `cargo` on PATH to build the test binaries")
     })?;
     let out = run_bounded(
+        capsule,
         Command::new(&cargo)
             .args(["test", "--no-run", "--message-format=json-render-diagnostics"])
             .current_dir(root),
@@ -119,6 +129,7 @@ fn cargo_test_binary(root: &Path, test: &str, env: &SearchEnv) -> Result<PathBuf
         .collect();
     for binary in &binaries {
         let listed = run_bounded(
+            capsule,
             Command::new(binary).args(["--list", "--format", "terse"]).current_dir(root),
             Duration::from_secs(30),
         )?;
@@ -135,12 +146,13 @@ fn cargo_test_binary(root: &Path, test: &str, env: &SearchEnv) -> Result<PathBuf
 }
 
 fn run_bounded(
+    capsule: &dyn Capsule,
     command: &mut Command,
     within: Duration,
 ) -> Result<std::process::Output, DebugError> {
     let shown = format!("{:?}", command);
-    let mut owned = Command::new(command.get_program());
-    owned.args(command.get_args());
+    let args: Vec<std::ffi::OsString> = command.get_args().map(Into::into).collect();
+    let mut owned = capsule.command(command.get_program(), &args);
     if let Some(dir) = command.get_current_dir() {
         owned.current_dir(dir);
     }
@@ -176,11 +188,28 @@ mod tests {
     fn a_test_is_run_the_way_each_runner_expects() {
         let root = Path::new("/p");
         let env = SearchEnv::default();
-        let py =
-            plan_test(AdapterKind::Debugpy, "tests/t.py::test_x", None, root, &[], &env).unwrap();
+        let py = plan_test(
+            AdapterKind::Debugpy,
+            "tests/t.py::test_x",
+            None,
+            root,
+            &[],
+            &env,
+            &agent_tools_support::capsule::OnHost,
+        )
+        .unwrap();
         assert_eq!(py.module.as_deref(), Some("pytest"));
         assert_eq!(py.args[..2], ["tests/t.py::test_x".to_string(), "-x".into()]);
-        let go = plan_test(AdapterKind::Delve, "TestSum", None, root, &[], &env).unwrap();
+        let go = plan_test(
+            AdapterKind::Delve,
+            "TestSum",
+            None,
+            root,
+            &[],
+            &env,
+            &agent_tools_support::capsule::OnHost,
+        )
+        .unwrap();
         assert!(go.go_test);
         assert_eq!(go.args, ["-test.run", "^TestSum$"]);
         assert_eq!(

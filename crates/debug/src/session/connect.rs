@@ -36,12 +36,12 @@ impl Session {
     /// Spawns the adapter (or connects to a debug server) and starts the client and event pump.
     pub(super) async fn connect(opts: &StartOptions<'_>) -> Result<Session, DebugError> {
         let kind = opts.command.kind;
-        let shared = Shared::new();
+        let shared = Shared::in_capsule(opts.capsule.clone());
         let mut tasks = Vec::new();
         let mut notes = opts.command.notes.clone();
         let temp = tempfile::Builder::new()
             .prefix("agent-tools-debug-")
-            .tempdir()
+            .tempdir_in(opts.capsule.temp_dir())
             .map_err(|e| DebugError::adapter(format!("cannot create a temp folder: {e}")))?;
         let (request, program, cwd) = match &opts.target {
             Target::Launch(spec) => (
@@ -104,6 +104,9 @@ impl Session {
                 (r, w, Some(process), argv)
             }
         };
+        if let Some(process) = &process {
+            shared.adapter_pid.store(process.group.pid(), std::sync::atomic::Ordering::SeqCst);
+        }
         if let Some(text) = &opts.stdin {
             shared.update(|s| s.pending_stdin = Some(text.clone()));
         }
@@ -143,6 +146,7 @@ impl Session {
 
 /// Starts the adapter `argv` in `cwd`, in its own process group, with stdout and stderr piped.
 pub(super) async fn start_adapter(
+    capsule: &dyn agent_tools_support::capsule::Capsule,
     argv: &[String],
     cwd: &Path,
     stdin: std::process::Stdio,
@@ -151,9 +155,10 @@ pub(super) async fn start_adapter(
     if argv.first().is_none_or(String::is_empty) {
         return Err(DebugError::adapter("the adapter command is empty"));
     }
-    let mut command = tokio::process::Command::new(&argv[0]);
+    let rest: Vec<std::ffi::OsString> = argv[1..].iter().map(Into::into).collect();
+    // In the run's capsule: the adapter, and so the debuggee it starts.
+    let mut command = tokio::process::Command::from(capsule.command(argv[0].as_ref(), &rest));
     command
-        .args(&argv[1..])
         .current_dir(cwd)
         .stdin(stdin)
         .stdout(std::process::Stdio::piped())
@@ -174,10 +179,12 @@ pub(super) async fn spawn_stdio(
     shared: &Arc<Shared>,
     tasks: &mut Vec<JoinHandle<()>>,
 ) -> Result<(BoxRead, BoxWrite, AdapterProcess), DebugError> {
-    let mut process = start_adapter(argv, cwd, std::process::Stdio::piped(), |command| {
-        command.env("PYDEVD_DISABLE_FILE_VALIDATION", "1");
-    })
-    .await?;
+    let capsule = shared.capsule.clone();
+    let mut process =
+        start_adapter(&*capsule, argv, cwd, std::process::Stdio::piped(), |command| {
+            command.env("PYDEVD_DISABLE_FILE_VALIDATION", "1");
+        })
+        .await?;
     let (Some(stdin), Some(stdout)) = (process.child.stdin.take(), process.child.stdout.take())
     else {
         return Err(DebugError::adapter("the adapter has no stdio pipes"));
@@ -206,7 +213,8 @@ pub(super) async fn spawn_delve(
     } else {
         std::process::Stdio::null()
     };
-    let mut process = start_adapter(argv, cwd, stdin, |_| {}).await?;
+    let capsule = shared.capsule.clone();
+    let mut process = start_adapter(&*capsule, argv, cwd, stdin, |_| {}).await?;
     let (Some(stdout), Some(stderr)) = (process.child.stdout.take(), process.child.stderr.take())
     else {
         return Err(DebugError::adapter("dlv has no stdio pipes"));
@@ -252,9 +260,17 @@ pub(super) async fn spawn_delve(
     let port: u16 = address.rsplit(':').next().and_then(|p| p.parse().ok()).ok_or_else(|| {
         DebugError::adapter(format!("cannot read a port in dlv's address `{address}`"))
     })?;
-    let stream = connect_tcp(port, Duration::from_secs(5))
-        .await
-        .map_err(|e| DebugError::adapter(format!("cannot connect to dlv at {address}: {e}")))?;
+    // Through the capsule: without network, dlv's 127.0.0.1 is the capsule's own loopback.
+    let pid = process.group.pid();
+    let stream = tokio::task::spawn_blocking(move || {
+        let stream = capsule.connect_loopback(pid, port, Duration::from_secs(5))?;
+        stream.set_nonblocking(true)?;
+        let _ = stream.set_nodelay(true);
+        tokio::net::TcpStream::from_std(stream)
+    })
+    .await
+    .map_err(|e| DebugError::adapter(format!("connecting to dlv failed: {e}")))?
+    .map_err(|e| DebugError::adapter(format!("cannot connect to dlv at {address}: {e}")))?;
     Ok((stream, process))
 }
 

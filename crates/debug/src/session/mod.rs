@@ -96,6 +96,8 @@ pub(crate) struct StartOptions<'a> {
     pub stdin: Option<String>,
     pub wait: Duration,
     pub cancel: CallScope<'a>,
+    /// The run's capsule: the adapter and its debuggee start in it.
+    pub capsule: &'a Arc<dyn agent_tools_support::capsule::Capsule>,
 }
 
 /// A running debug session.

@@ -3,6 +3,8 @@
 
 use std::{collections::VecDeque, sync::Arc, time::Duration};
 
+use agent_tools_support::capsule::Capsule;
+
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tokio::{
@@ -141,11 +143,25 @@ impl State {
 pub(crate) struct Shared {
     pub state: Mutex<State>,
     changed: watch::Sender<u64>,
+    /// Where the session's processes start: the adapter, and a debuggee it asks us to run.
+    pub capsule: Arc<dyn Capsule>,
+    /// The adapter's host pid (0 before it starts): pids it reports are found under it.
+    pub adapter_pid: std::sync::atomic::AtomicU32,
 }
 
 impl Shared {
+    #[cfg(test)]
     pub(crate) fn new() -> Arc<Self> {
-        Arc::new(Shared { state: Mutex::new(State::default()), changed: watch::channel(0).0 })
+        Self::in_capsule(Arc::new(agent_tools_support::capsule::OnHost))
+    }
+
+    pub(crate) fn in_capsule(capsule: Arc<dyn Capsule>) -> Arc<Self> {
+        Arc::new(Shared {
+            state: Mutex::new(State::default()),
+            changed: watch::channel(0).0,
+            capsule,
+            adapter_pid: std::sync::atomic::AtomicU32::new(0),
+        })
     }
 
     /// Runs `f` on the state and wakes every waiter.
@@ -235,7 +251,13 @@ pub(crate) fn apply_event(shared: &Shared, kind: AdapterKind, event: &str, body:
             s.running = false;
         }),
         "process" => {
-            if let Some(pid) = body["systemProcessId"].as_i64().and_then(|p| i32::try_from(p).ok())
+            // In a capsule the adapter reports its own PID namespace's number.
+            let under = shared.adapter_pid.load(std::sync::atomic::Ordering::SeqCst);
+            if let Some(pid) = body["systemProcessId"]
+                .as_i64()
+                .and_then(|p| u32::try_from(p).ok())
+                .and_then(|p| if under == 0 { Some(p) } else { shared.capsule.host_pid(p, under) })
+                .and_then(|p| i32::try_from(p).ok())
             {
                 let proc = ProcRef::of(pid);
                 shared.update(|s| {
@@ -337,7 +359,9 @@ async fn run_in_terminal(shared: &Arc<Shared>, arguments: &Value) -> Result<i32,
     let Some(program) = argv.first() else {
         return Err("the request has no `args`".into());
     };
-    let mut command = tokio::process::Command::new(program);
+    let rest: Vec<std::ffi::OsString> = argv[1..].iter().map(Into::into).collect();
+    let mut command =
+        tokio::process::Command::from(shared.capsule.command(program.as_ref(), &rest));
     // With `stdin` asked for at launch, the program reads a pipe we keep writing to.
     let stdin_writer = if shared.read(|s| s.pending_stdin.is_some()) {
         let (reader, writer) =
@@ -348,10 +372,7 @@ async fn run_in_terminal(shared: &Arc<Shared>, arguments: &Value) -> Result<i32,
         command.stdin(std::process::Stdio::null());
         None
     };
-    command
-        .args(&argv[1..])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
+    command.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
     if let Some(cwd) = arguments["cwd"].as_str().filter(|c| !c.is_empty()) {
         command.current_dir(cwd);
     }

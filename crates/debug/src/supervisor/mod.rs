@@ -14,6 +14,7 @@ use std::{
 mod breakpoints;
 mod operations;
 
+use agent_tools_support::capsule::Capsule;
 use parking_lot::Mutex;
 use tokio::{task::JoinHandle, time::Instant};
 use tokio_util::sync::CancellationToken;
@@ -57,6 +58,7 @@ struct Slot {
 /// Debug sessions of one run, one per conversation.
 pub struct DebugSupervisor {
     config: DebugConfig,
+    capsule: Arc<dyn Capsule>,
     env: SearchEnv,
     probes: Arc<Probes>,
     slots: Mutex<HashMap<String, Arc<Slot>>>,
@@ -75,8 +77,18 @@ impl DebugSupervisor {
 
     /// A supervisor looking up adapters in `env` (tests use a PATH of their own).
     pub fn with_env(config: DebugConfig, env: SearchEnv) -> Arc<Self> {
+        Self::build(config, env, Arc::new(agent_tools_support::capsule::OnHost))
+    }
+
+    /// A supervisor whose adapters, debuggees and test builds start in `capsule`, the run's.
+    pub fn in_capsule(config: DebugConfig, capsule: Arc<dyn Capsule>) -> Arc<Self> {
+        Self::build(config, SearchEnv::from_process(), capsule)
+    }
+
+    fn build(config: DebugConfig, env: SearchEnv, capsule: Arc<dyn Capsule>) -> Arc<Self> {
         Arc::new(DebugSupervisor {
             config,
+            capsule,
             env,
             probes: Arc::new(Probes::default()),
             slots: Mutex::new(HashMap::new()),
@@ -340,6 +352,7 @@ impl DebugSupervisor {
                 (Some(test), _) => {
                     let (env, root_owned, test, program) =
                         (self.env.clone(), root.to_path_buf(), test.clone(), program.clone());
+                    let capsule = self.capsule.clone();
                     let plan = tokio::task::spawn_blocking(move || {
                         launch::plan_test(
                             kind,
@@ -348,6 +361,7 @@ impl DebugSupervisor {
                             &root_owned,
                             &user_args,
                             &env,
+                            &*capsule,
                         )
                     })
                     .await
@@ -458,6 +472,7 @@ impl DebugSupervisor {
             stdin: args.stdin.clone(),
             wait,
             cancel: *cancel,
+            capsule: &self.capsule,
         })
         .await?;
         // The limit counts from when the session is usable: a cold build does not eat into it.

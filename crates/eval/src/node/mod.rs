@@ -9,10 +9,7 @@ use std::{
     path::{Path, PathBuf},
 };
 
-use crate::{
-    child::{InterruptBy, KernelProgram},
-    launcher::Launcher,
-};
+use crate::child::{InterruptBy, KernelProgram};
 
 /// The runner, sent to `node` over the command pipe at start.
 pub(crate) const RUNNER: &str = include_str!("runner.js");
@@ -78,10 +75,15 @@ pub(crate) fn resolve(configured: Option<&Path>) -> Result<PathBuf, String> {
     })
 }
 
-/// `node --version` under `launcher`, for `status` (for example `v20.20.2`).
-pub(crate) fn probe_version(launcher: &dyn Launcher, node: &Path) -> Result<String, String> {
-    let out = crate::launcher::output_of(launcher.command(node, &[OsString::from("--version")]))
-        .map_err(|e| format!("cannot run {}: {e}", node.display()))?;
+/// `node --version` in `capsule`, for `status` (for example `v20.20.2`).
+pub(crate) fn probe_version(
+    capsule: &dyn agent_tools_support::capsule::Capsule,
+    node: &Path,
+) -> Result<String, String> {
+    let out = crate::launcher::output_of(
+        capsule.command(node.as_os_str(), &[OsString::from("--version")]),
+    )
+    .map_err(|e| format!("cannot run {}: {e}", node.display()))?;
     if !out.status.success() {
         return Err(format!("{} --version failed", node.display()));
     }

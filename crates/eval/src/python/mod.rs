@@ -5,10 +5,7 @@ use std::{
     path::{Path, PathBuf},
 };
 
-use crate::{
-    child::{InterruptBy, KernelProgram},
-    launcher::Launcher,
-};
+use crate::child::{InterruptBy, KernelProgram};
 
 /// The stdlib-only runner, sent to the interpreter over the command pipe at start: the runner
 /// itself, then its parts compiled at their first use, each after a NUL (which no Python source
@@ -49,10 +46,13 @@ pub(crate) fn program(python: &Path, ipython: bool) -> KernelProgram {
     }
 }
 
-/// Runs `python -c` under `launcher` to learn its version, for `status`.
-pub(crate) fn probe_version(launcher: &dyn Launcher, python: &Path) -> Result<String, String> {
+/// Runs `python -c` in `capsule` to learn its version, for `status`.
+pub(crate) fn probe_version(
+    capsule: &dyn agent_tools_support::capsule::Capsule,
+    python: &Path,
+) -> Result<String, String> {
     let args = [OsString::from("-c"), OsString::from("import sys; print(sys.version.split()[0])")];
-    let out = crate::launcher::output_of(launcher.command(python, &args))
+    let out = crate::launcher::output_of(capsule.command(python.as_os_str(), &args))
         .map_err(|e| format!("cannot run {}: {e}", python.display()))?;
     if !out.status.success() {
         return Err(format!(
@@ -66,9 +66,9 @@ pub(crate) fn probe_version(launcher: &dyn Launcher, python: &Path) -> Result<St
 
 /// The interpreter a kernel for `root` would use.
 pub(crate) fn resolve(
-    launcher: &dyn Launcher,
+    capsule: &dyn agent_tools_support::capsule::Capsule,
     root: &Path,
     configured: Option<&Path>,
 ) -> Result<PathBuf, String> {
-    launcher.resolve_python(root, configured)
+    crate::launcher::resolve_python(capsule, root, configured)
 }

@@ -78,12 +78,23 @@ impl RegistryBuilder {
     }
 }
 
-fn into_result(tool: &str, outcome: Result<LspOutput, LspError>) -> ToolResult {
+/// The tool result of an output; an `lsp` answer over `max_chars` shows as many of its items
+/// as fit, the text and the structured content cut alike (the surface's backstop is left only
+/// what cannot be cut by items).
+fn into_result(tool: &str, outcome: Result<LspOutput, LspError>, max_chars: usize) -> ToolResult {
+    let rendered = |text: String, structured: Value| {
+        let result = ToolResult::text(text);
+        if structured.is_null() { result } else { result.with_structured(structured) }
+    };
     match outcome {
         Ok(out) => {
-            let mut result = ToolResult::text(out.text);
-            if !out.structured.is_null() {
-                result = result.with_structured(out.structured);
+            let mut result = rendered(out.text, out.structured);
+            if let Some(answer) = out.answer.filter(|_| !result.fits(max_chars)) {
+                let answer = answer.0;
+                (_, result) = crate::tool::fit_prefix(answer.shown(), max_chars, |n| {
+                    let cut = LspOutput::from_result(answer.first(n));
+                    rendered(cut.text, cut.structured)
+                });
             }
             for path in out.changed_files {
                 result = result.with_changed_file(path);
@@ -141,7 +152,7 @@ impl Tool for LspTool {
         let outcome =
             with_progress(ctx, &self.supervisor, &action, self.supervisor.call(args, &ctx.cancel))
                 .await;
-        into_result(&format!("lsp {action}"), outcome)
+        into_result(&format!("lsp {action}"), outcome, ctx.max_output_chars)
     }
 }
 
@@ -162,7 +173,8 @@ impl Tool for RenameTool {
             Err(e) => return e,
         };
         let call = self.supervisor.rename(args, &ctx.cancel);
-        into_result("lsp_rename", with_progress(ctx, &self.supervisor, "rename", call).await)
+        let outcome = with_progress(ctx, &self.supervisor, "rename", call).await;
+        into_result("lsp_rename", outcome, ctx.max_output_chars)
     }
 }
 
@@ -183,10 +195,8 @@ impl Tool for CodeActionTool {
             Err(e) => return e,
         };
         let call = self.supervisor.apply_code_action(args, &ctx.cancel);
-        into_result(
-            "lsp_code_action",
-            with_progress(ctx, &self.supervisor, "code action", call).await,
-        )
+        let outcome = with_progress(ctx, &self.supervisor, "code action", call).await;
+        into_result("lsp_code_action", outcome, ctx.max_output_chars)
     }
 }
 
@@ -228,6 +238,42 @@ pub(crate) fn status_details(root: &Path, config: &Config) -> Vec<String> {
 mod tests {
     use super::*;
     use crate::SurfaceKind;
+
+    #[test]
+    fn a_long_outline_is_cut_to_whole_rows_alike_in_text_and_structured_content() {
+        use agent_tools_lsp::{LspResult, Outline, OutlineRow, SymbolsAnswer};
+        let rows: Vec<OutlineRow> = (1..=300)
+            .map(|i| OutlineRow {
+                depth: 0,
+                line: i,
+                column: 5,
+                kind: "function".into(),
+                name: format!("function_number_{i:03}"),
+                detail: "(a: int, b: str) -> None".into(),
+            })
+            .collect();
+        let outline =
+            Outline { path: "app.py".into(), total: rows.len(), offset: 0, symbols: rows };
+        let whole = LspOutput::from_result(LspResult::Symbols(SymbolsAnswer::Outline(outline)));
+        assert!(whole.text.chars().count() > 10_000);
+        let result = into_result("lsp symbols", Ok(whole), 4_000);
+        assert!(result.fits(4_000), "{} characters", result.text.chars().count());
+        let structured = result.structured.expect("the cut payload, not dropped");
+        let shown = structured["symbols"].as_array().expect("symbols").len();
+        assert!(shown > 10 && shown < 300, "{shown} rows");
+        assert_eq!(structured["total"], 300);
+        let rows_in_text = result.text.lines().filter(|l| l.contains("function_number_")).count();
+        assert_eq!(rows_in_text, shown, "the text shows the same rows");
+        let last = structured["symbols"][shown - 1]["name"].as_str().unwrap();
+        assert!(result.text.contains(last), "the text ends at the same row");
+        assert!(
+            result
+                .text
+                .contains(&format!("showing 1–{shown} of 300; call again with offset={shown}")),
+            "{}",
+            result.text
+        );
+    }
 
     #[test]
     fn lsp_is_read_and_lsp_rename_is_write_so_plan_surfaces_see_only_lsp() {

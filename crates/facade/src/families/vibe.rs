@@ -79,11 +79,12 @@ pub(crate) fn attach(
     root: &Path,
     config: &Config,
     flag: bool,
+    capsule: &std::sync::Arc<dyn agent_tools_support::capsule::Capsule>,
 ) -> RegistryBuilder {
     if !vibe_mode(config, flag) {
         return builder;
     }
-    let backend = CommandBackend::new(root, config.vibe.clone());
+    let backend = CommandBackend::new(root, config.vibe.clone()).in_capsule(capsule.clone());
     builder.with_vibe(Roster::new(Arc::new(backend), config.vibe.roster_settings()))
 }
 

@@ -52,6 +52,14 @@ pub struct HttpOptions {
     /// A session whose client dropped its connection without deleting it ends this long after.
     pub session_detached: Duration,
     pub max_body_bytes: usize,
+    /// A connection must send a request's headers within this.
+    pub header_timeout: Duration,
+    /// A request must send its whole body within this.
+    pub body_timeout: Duration,
+    /// Connections held at once, all peers together.
+    pub max_connections: usize,
+    /// Connections that have sent a request held at once for one peer address.
+    pub max_connections_per_peer: usize,
 }
 
 impl HttpOptions {
@@ -78,9 +86,14 @@ impl HttpOptions {
         if config.session_idle_seconds == Some(0)
             || config.session_detached_seconds == Some(0)
             || config.max_body_bytes == Some(0)
+            || config.header_timeout_seconds == Some(0)
+            || config.body_timeout_seconds == Some(0)
+            || config.max_connections == Some(0)
+            || config.max_connections_per_peer == Some(0)
         {
-            return Err("[mcp] session_idle_seconds, session_detached_seconds and max_body_bytes \
-                        must be at least 1"
+            return Err("[mcp] session_idle_seconds, session_detached_seconds, max_body_bytes, \
+                        header_timeout_seconds, body_timeout_seconds, max_connections and \
+                        max_connections_per_peer must be at least 1"
                 .into());
         }
         Ok(HttpOptions {
@@ -93,6 +106,16 @@ impl HttpOptions {
                 .session_detached_seconds
                 .map_or(DEFAULT_SESSION_DETACHED, Duration::from_secs),
             max_body_bytes: config.max_body_bytes.unwrap_or(DEFAULT_MAX_BODY_BYTES),
+            header_timeout: config
+                .header_timeout_seconds
+                .map_or(limits::DEFAULT_HEADER_TIMEOUT, Duration::from_secs),
+            body_timeout: config
+                .body_timeout_seconds
+                .map_or(limits::DEFAULT_BODY_TIMEOUT, Duration::from_secs),
+            max_connections: config.max_connections.unwrap_or(limits::DEFAULT_MAX_CONNECTIONS),
+            max_connections_per_peer: config
+                .max_connections_per_peer
+                .unwrap_or(limits::DEFAULT_MAX_PER_PEER),
         })
     }
 }
@@ -141,7 +164,9 @@ pub async fn serve_http(
     let gate = Arc::new(Gate {
         token: options.token.clone(),
         max_body_bytes: options.max_body_bytes,
+        body_timeout: options.body_timeout,
         sessions,
+        arrivals: Default::default(),
     });
     super::print_err(&format!(
         "agent-tools mcp: serving MCP (Streamable HTTP) at http://{local}{MCP_PATH}{}",
@@ -149,13 +174,17 @@ pub async fn serve_http(
     ));
     let signal = shutdown_signal();
     tokio::pin!(signal);
-    let unproven = Arc::new(limits::Unproven::default());
+    let connections = Arc::new(limits::Connections::new(limits::ConnectionLimits {
+        total: limits::within_descriptors(options.max_connections),
+        per_peer: options.max_connections_per_peer,
+    }));
+    let header_timeout = options.header_timeout;
     let mut exhausted: u32 = 0;
     loop {
         tokio::select! {
             () = &mut signal => break,
             accepted = listener.accept() => {
-                let (stream, _) = match accepted {
+                let (stream, peer) = match accepted {
                     Ok(pair) => {
                         exhausted = 0;
                         pair
@@ -169,7 +198,7 @@ pub async fn serve_http(
                                  no request yet, and pausing"
                             );
                         }
-                        unproven.shed_oldest();
+                        connections.shed_oldest();
                         tokio::time::sleep(limits::back_off(exhausted)).await;
                         exhausted = exhausted.saturating_add(1);
                         continue;
@@ -179,22 +208,34 @@ pub async fn serve_http(
                         continue;
                     }
                 };
-                let (service, gate, stop) = (service.clone(), gate.clone(), stop.clone());
                 let shed = CancellationToken::new();
-                let id = unproven.admit(shed.clone());
-                let unproven = unproven.clone();
+                let id = match connections.admit(peer.ip(), shed.clone()) {
+                    Ok(id) => id,
+                    Err(refused) => {
+                        tokio::spawn(refuse_connection(stream, refused.message()));
+                        continue;
+                    }
+                };
+                let (service, gate, stop) = (service.clone(), gate.clone(), stop.clone());
+                let connections = connections.clone();
                 tokio::spawn(async move {
-                    let seen = unproven.clone();
+                    let seen = connections.clone();
                     let handler = hyper::service::service_fn(move |req| {
-                        // Its headers came whole: a client that talks is never shed.
-                        seen.proven(id);
+                        // Its headers came whole: it is no longer shed, and counts against its
+                        // peer's bound (or is refused at it).
+                        let admitted = seen.talked(id);
                         let (service, gate) = (service.clone(), gate.clone());
-                        async move { Ok::<_, Infallible>(gate.handle(req, service).await) }
+                        async move {
+                            Ok::<_, Infallible>(match admitted {
+                                Ok(()) => gate.handle(req, service).await,
+                                Err(refused) => closing(busy(refused.message())),
+                            })
+                        }
                     });
                     let io = hyper_util::rt::TokioIo::new(stream);
                     let conn = hyper::server::conn::http1::Builder::new()
                         .timer(hyper_util::rt::TokioTimer::new())
-                        .header_read_timeout(limits::HEADER_READ_TIMEOUT)
+                        .header_read_timeout(header_timeout)
                         .serve_connection(io, handler);
                     tokio::pin!(conn);
                     tokio::select! {
@@ -206,7 +247,7 @@ pub async fn serve_http(
                         () = stop.cancelled() => conn.as_mut().graceful_shutdown(),
                         () = shed.cancelled() => tracing::debug!("closed a connection that sent no request"),
                     }
-                    unproven.proven(id);
+                    connections.ended(id);
                 });
             }
         }
@@ -281,10 +322,22 @@ fn listen_address(addr: &str) -> Result<SocketAddr, String> {
 struct Gate {
     token: Option<String>,
     max_body_bytes: usize,
+    body_timeout: Duration,
     sessions: expiry::Sessions,
+    /// `tools/call` messages so far, per session (or credential, without one): each is numbered
+    /// so that the run hands them to their tools in that order (see `order`).
+    arrivals: std::sync::Mutex<std::collections::HashMap<String, u64>>,
 }
 
 impl Gate {
+    /// The next arrival number of `key`'s calls.
+    fn next_arrival(&self, key: &str) -> super::order::Arrival {
+        let mut arrivals = self.arrivals.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let count = arrivals.entry(key.to_string()).or_default();
+        *count += 1;
+        super::order::Arrival(*count)
+    }
+
     async fn handle(&self, req: Request<Incoming>, service: McpService) -> Response<Body> {
         if req.uri().path() != MCP_PATH {
             return refusal(
@@ -316,7 +369,9 @@ impl Gate {
                 response
                     .headers_mut()
                     .insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Bearer"));
-                return response;
+                // A client without the token keeps no connection: it counts against no bound
+                // of those that may talk.
+                return closing(response);
             }
         }
         let too_large = || {
@@ -339,14 +394,16 @@ impl Gate {
         }
         let (parts, body) = req.into_parts();
         let read = Limited::new(body, self.max_body_bytes).collect();
-        let Ok(read) = tokio::time::timeout(limits::BODY_READ_TIMEOUT, read).await else {
-            return refusal(
+        let Ok(read) = tokio::time::timeout(self.body_timeout, read).await else {
+            // The rest of the body is not read: the connection is closed after this answer.
+            return closing(refusal(
                 StatusCode::REQUEST_TIMEOUT,
                 format!(
-                    "the request body did not arrive within {} s; send it whole",
-                    limits::BODY_READ_TIMEOUT.as_secs()
+                    "the request body did not arrive within {} s ([mcp] body_timeout_seconds); \
+                     send it whole",
+                    self.body_timeout.as_secs()
                 ),
-            );
+            ));
         };
         let bytes = match read {
             Ok(collected) => collected.to_bytes(),
@@ -364,8 +421,12 @@ impl Gate {
                 jsonrpc::Post::Single => {}
                 jsonrpc::Post::Refused(response) => return response,
                 jsonrpc::Post::Batch(items) => {
+                    let key =
+                        asked.as_ref().map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+                    let number = || self.next_arrival(key.as_deref().unwrap_or_default());
                     let response =
-                        jsonrpc::serve_batch(&parts, items, &service, asked.is_some()).await;
+                        jsonrpc::serve_batch(&parts, items, &service, asked.is_some(), &number)
+                            .await;
                     return match asked.as_ref().and_then(|v| v.to_str().ok()) {
                         Some(id) => response.map(|body| self.sessions.track(id, body, false)),
                         None => response,
@@ -376,6 +437,18 @@ impl Gate {
         let deleting = parts.method == hyper::Method::DELETE;
         let standing = parts.method == hyper::Method::GET;
         let principal = (asked.is_none() && !is_initialize(&bytes)).then(|| principal_of(&parts));
+        let mut parts = parts;
+        if deleting && let Some(id) = &asked {
+            let key = String::from_utf8_lossy(id.as_bytes()).into_owned();
+            self.arrivals.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&key);
+        } else if jsonrpc::is_tool_call(&bytes) {
+            let key = match (&asked, &principal) {
+                (Some(id), _) => String::from_utf8_lossy(id.as_bytes()).into_owned(),
+                (None, Some(principal)) => format!("credential {principal}"),
+                (None, None) => String::new(),
+            };
+            parts.extensions.insert(self.next_arrival(&key));
+        }
         let req = Request::from_parts(parts, Full::new(bytes));
         let response = match principal {
             // rmcp builds the request's handler inside `handle`, before it spawns anything.
@@ -449,6 +522,35 @@ async fn expire_principals(runs: SessionRuns, idle: Duration) {
         tokio::time::sleep(every).await;
         runs.end_idle_principals(idle);
     }
+}
+
+/// `response` with `Connection: close`: hyper closes the connection once it is written.
+fn closing(mut response: Response<Body>) -> Response<Body> {
+    response.headers_mut().insert(header::CONNECTION, header::HeaderValue::from_static("close"));
+    response
+}
+
+/// The answer of a connection over a bound (HTTP 503, closed after it).
+fn busy(text: String) -> Response<Body> {
+    let mut response = refusal(StatusCode::SERVICE_UNAVAILABLE, text);
+    response.headers_mut().insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
+    closing(response)
+}
+
+/// Answers a connection refused at accept (all held connections are busy) with 503 and closes
+/// it, without reading its request; bounded in time, so a peer that reads nothing cannot hold it.
+async fn refuse_connection(mut stream: tokio::net::TcpStream, text: String) {
+    use tokio::io::AsyncWriteExt;
+    let answer = format!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset=utf-8\r\n\
+         retry-after: 1\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{text}\n",
+        text.len() + 1
+    );
+    let write = async {
+        let _ = stream.write_all(answer.as_bytes()).await;
+        let _ = stream.shutdown().await;
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(2), write).await;
 }
 
 fn refusal(status: StatusCode, text: String) -> Response<Body> {

@@ -42,6 +42,8 @@ struct HostState {
     parked: super::mrtr::ParkedCalls,
     /// Every call in flight: the run ends only after each has returned.
     calls: InFlight,
+    /// Hands the run's calls to their tools in arrival order.
+    order: Arc<super::order::Sequencer>,
 }
 
 /// Counts the calls in flight, so that the run can wait for them to return.
@@ -93,6 +95,7 @@ impl HostState {
             #[cfg(feature = "ask")]
             parked: Default::default(),
             calls: InFlight::default(),
+            order: Default::default(),
         }
     }
 
@@ -311,10 +314,12 @@ impl ServerHandler for McpHost {
         }
         let state = self.state.clone();
         let work = async move {
+            let dispatched = turn(&state, &context).await;
             let args = serde_json::Value::Object(request.arguments.unwrap_or_default());
             let run = state.run_for(&context.meta);
             let surface = run.surface();
-            let (ctx, forwarder) = call_context(run, &surface, &context);
+            let (mut ctx, forwarder) = call_context(run, &surface, &context);
+            ctx.dispatched = dispatched;
             let call = surface.call(&ctx, &request.name, args);
             let result = until_done(call, &context, &ctx.cancel).await;
             drop(forwarder);
@@ -323,6 +328,23 @@ impl ServerHandler for McpHost {
         };
         Ok(self.state.calls.track(work).await.into())
     }
+}
+
+/// Waits for the call's turn among the run's calls (see `order`): its arrival number comes from
+/// the transport (stdio) or the HTTP gate, in the request's extensions; a call without one
+/// (a nested or resumed call) does not wait.
+async fn turn(
+    state: &HostState,
+    context: &RequestContext<RoleServer>,
+) -> Option<crate::Dispatched> {
+    use super::order::Arrival;
+    let arrival = context.extensions.get::<Arrival>().copied().or_else(|| {
+        context
+            .extensions
+            .get::<hyper::http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<Arrival>().copied())
+    })?;
+    Some(state.order.turn(arrival).await)
 }
 
 /// What the calling client makes of a result: from its `initialize`, or on a 2026-07-28
@@ -393,8 +415,10 @@ impl McpHost {
                     .await
             }
             None => {
+                let dispatched = turn(&state, &context).await;
                 let (events, rx) = tokio::sync::mpsc::channel(4);
-                let (ctx, forwarder) = call_context(run, &surface, &context);
+                let (mut ctx, forwarder) = call_context(run, &surface, &context);
+                ctx.dispatched = dispatched;
                 let cancel = ctx.cancel.clone();
                 let scope: Arc<dyn std::any::Any + Send + Sync> =
                     Arc::new(CardChannel(events.clone()));

@@ -4,6 +4,7 @@ mod http;
 mod mcp;
 #[cfg(feature = "ask")]
 mod mrtr;
+mod order;
 mod progress;
 #[cfg(feature = "ask")]
 mod request_state;
@@ -55,6 +56,10 @@ struct RunArgs {
     /// without it, that file may set only limits and timeouts.
     #[arg(long)]
     trust_project: bool,
+    /// The sandbox the run's kernels, debuggers and workers start in: `bwrap` (bubblewrap),
+    /// `prefix` (`[capsule] prefix`) or `none` (also `[capsule] kind`).
+    #[arg(long, value_name = "bwrap|prefix|none")]
+    capsule: Option<crate::capsule::CapsuleKind>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -150,21 +155,36 @@ impl Attach {
 
 /// Builds the registry of a run from what this host can attach.
 ///
-/// Each family adds one attach step here, behind its feature.
+/// Each family adds one attach step here, behind its feature. The run's capsule is made here,
+/// once, and every exec-tier family starts its processes in it.
 pub fn assemble(root: &Path, config: &Config, attach: &Attach) -> Registry {
-    let _ = (root, config, attach);
+    assemble_in(root, config, attach, crate::capsule::make_or_refuse(root, &config.capsule))
+}
+
+/// [`assemble`] with the run's capsule given.
+pub fn assemble_in(
+    root: &Path,
+    config: &Config,
+    attach: &Attach,
+    capsule: std::sync::Arc<dyn agent_tools_support::capsule::Capsule>,
+) -> Registry {
+    let _ = (root, config, attach, &capsule);
     let builder = RegistryBuilder::new().with_reference_file_tools();
     #[cfg(feature = "eval")]
-    let builder = builder
-        .with_kernels(std::sync::Arc::new(agent_tools_eval::Kernels::new(config.eval.clone())));
+    let builder = builder.with_kernels(std::sync::Arc::new(
+        agent_tools_eval::Kernels::new(config.eval.clone()).with_capsule(capsule.clone()),
+    ));
     #[cfg(feature = "astgrep")]
     let builder = builder.with_astgrep(config.astgrep.clone());
     #[cfg(feature = "ask")]
     let builder = crate::families::ask::attach(builder, config, attach.questions.clone());
     #[cfg(feature = "vibe")]
-    let builder = crate::families::vibe::attach(builder, root, config, attach.vibe);
+    let builder = crate::families::vibe::attach(builder, root, config, attach.vibe, &capsule);
     #[cfg(feature = "debug")]
-    let builder = builder.with_debug(agent_tools_debug::DebugSupervisor::new(config.debug.clone()));
+    let builder = builder.with_debug(agent_tools_debug::DebugSupervisor::in_capsule(
+        config.debug.clone(),
+        capsule.clone(),
+    ));
     #[cfg(feature = "lsp")]
     let builder = builder.with_lsp_from(root, config.lsp.clone(), attach.lsp_pool.clone());
     let builder = builder.with_approval_policy(config.approval.policy);
@@ -195,6 +215,20 @@ pub struct RunSetup {
 }
 
 impl RunSetup {
+    /// The run's capsule is `kind` when given (`--capsule`), else the configuration's; checked
+    /// here once, so a sandbox that cannot be made stops the host before any run starts.
+    pub fn with_capsule(
+        mut self,
+        kind: Option<crate::capsule::CapsuleKind>,
+    ) -> Result<RunSetup, String> {
+        if let Some(kind) = kind {
+            self.config.capsule.kind = kind;
+        }
+        crate::capsule::make(&self.info.root, &self.config.capsule)
+            .map_err(|e| format!("--capsule: {e}"))?;
+        Ok(self)
+    }
+
     /// The run with its registry, built from what `attach` brings.
     pub fn assemble(self, attach: &Attach) -> HostRun {
         let registry = assemble(&self.info.root, &self.config, attach);
@@ -296,6 +330,7 @@ pub fn main() -> ExitCode {
         match cli.command {
             Command::Mcp { run: args, http, token_file } => {
                 let setup = match prepare_run_trusting(args.root, args.surface, args.trust_project)
+                    .and_then(|setup| setup.with_capsule(args.capsule))
                 {
                     Ok(r) => r,
                     Err(e) => {
@@ -375,7 +410,9 @@ async fn call(tool: String, args: String, run: RunArgs, json: bool) -> ExitCode 
             return ExitCode::from(2);
         }
     };
-    let setup = match prepare_run_trusting(run.root, run.surface, run.trust_project) {
+    let setup = match prepare_run_trusting(run.root, run.surface, run.trust_project)
+        .and_then(|setup| setup.with_capsule(run.capsule))
+    {
         Ok(r) => r,
         Err(e) => {
             print_err(&format!("agent-tools call: {e}"));

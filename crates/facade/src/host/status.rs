@@ -20,6 +20,8 @@ pub struct FamilyReport {
 pub struct StatusReport {
     pub root: String,
     pub config: Option<String>,
+    /// Where the run's kernels, debuggers and workers start, and what confines them.
+    pub capsule: String,
     pub families: Vec<FamilyReport>,
 }
 
@@ -30,6 +32,7 @@ impl StatusReport {
             "config: {}\n",
             self.config.as_deref().unwrap_or("none found (defaults in use)")
         ));
+        out.push_str(&format!("capsule: {}\n", self.capsule));
         for family in &self.families {
             let state = if family.attached { "attached" } else { "not attached" };
             out.push_str(&format!("\n{}: {state}", family.family));
@@ -58,7 +61,9 @@ const FAMILIES: &[(&str, bool, &str)] = &[
 /// Builds the report for `root` from the same assembly as a run.
 pub fn status_report(root: &Path) -> crate::Result<StatusReport> {
     let config = Config::load(root)?;
-    let registry = super::assemble(root, &config, &super::Attach::default());
+    let capsule = crate::capsule::make_or_refuse(root, &config.capsule);
+    let capsule_line = capsule.describe();
+    let registry = super::assemble_in(root, &config, &super::Attach::default(), capsule);
     let mut families: Vec<FamilyReport> = registry
         .families()
         .iter()
@@ -94,6 +99,7 @@ pub fn status_report(root: &Path) -> crate::Result<StatusReport> {
     Ok(StatusReport {
         root: root.display().to_string(),
         config: config.source.map(|p| p.display().to_string()),
+        capsule: capsule_line,
         families,
     })
 }

@@ -35,6 +35,19 @@ pub(super) struct LineTransport<R, W> {
     queue: std::collections::VecDeque<RxJsonRpcMessage<RoleServer>>,
     /// Batches whose replies are being gathered.
     batches: Arc<std::sync::Mutex<Vec<Batch>>>,
+    /// `tools/call` messages read so far (each is numbered, see `order`).
+    arrivals: u64,
+}
+
+/// Numbers a `tools/call` by its arrival on its connection (`counter` counts them), so that the
+/// host hands the calls to their tools in that order (see `order`).
+pub(super) fn stamp_arrival(message: &mut RxJsonRpcMessage<RoleServer>, counter: &mut u64) {
+    if let rmcp::model::JsonRpcMessage::Request(request) = message
+        && let rmcp::model::ClientRequest::CallToolRequest(call) = &mut request.request
+    {
+        *counter += 1;
+        call.extensions.insert(super::order::Arrival(*counter));
+    }
 }
 
 /// A batch being answered: the requests still without a reply (their ids as JSON text) and the
@@ -134,6 +147,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> LineTransport<R, W> {
             on_close,
             queue: Default::default(),
             batches: Default::default(),
+            arrivals: 0,
         }
     }
 
@@ -183,7 +197,7 @@ fn describe(value: &Value) -> &'static str {
 
 /// Why the params of a request with a known shape are wrong, for requests rmcp would otherwise
 /// misreport (a `tools/call` it cannot decode becomes "method not found").
-fn bad_params(message: &Value) -> Option<String> {
+pub(super) fn bad_params(message: &Value) -> Option<String> {
     let method = message.get("method")?.as_str()?;
     let params = message.get("params");
     if method != "tools/call" {
@@ -209,10 +223,18 @@ fn bad_params(message: &Value) -> Option<String> {
             ));
         }
     }
-    match params.get("arguments") {
-        None | Some(Value::Null) | Some(Value::Object(_)) => None,
-        Some(other) => Some(format!(
+    if let Some(other) = params.get("arguments").filter(|a| !a.is_null() && !a.is_object()) {
+        return Some(format!(
             "tools/call: `arguments` must be a JSON object of the tool's arguments, got {}",
+            describe(other)
+        ));
+    }
+    // rmcp would take a `requestState` it cannot decode for an unknown method (-32601).
+    match params.get("requestState") {
+        None | Some(Value::Null) | Some(Value::String(_)) => None,
+        Some(other) => Some(format!(
+            "tools/call: `requestState` must be a string, the one the server sent with its \
+             input_required result, got {}; send it back unchanged, or call without it",
             describe(other)
         )),
     }
@@ -409,7 +431,10 @@ where
             };
             let Value::Array(items) = value else {
                 match admit(value) {
-                    Admit::Deliver(message) => return Some(*message),
+                    Admit::Deliver(mut message) => {
+                        stamp_arrival(&mut message, &mut self.arrivals);
+                        return Some(*message);
+                    }
                     Admit::Refuse(reply) => {
                         self.reply(reply.to_string());
                     }
@@ -428,7 +453,8 @@ where
             for item in items {
                 let request_id = item.get("method").and(item.get("id")).map(Value::to_string);
                 match admit(item) {
-                    Admit::Deliver(message) => {
+                    Admit::Deliver(mut message) => {
+                        stamp_arrival(&mut message, &mut self.arrivals);
                         batch.waiting.extend(request_id);
                         self.queue.push_back(*message);
                     }
@@ -632,6 +658,23 @@ mod tests {
         assert_eq!(replies[0]["id"], 1);
         assert!(replies[0]["error"]["message"].as_str().unwrap().contains("missing `name`"));
         assert!(replies[1]["error"]["message"].as_str().unwrap().contains("`arguments` must be"));
+    }
+
+    #[tokio::test]
+    async fn a_request_state_that_is_no_string_is_invalid_params_naming_it() {
+        let mut input = String::new();
+        for (id, state) in [(1, "5"), (2, "{\"a\":1}"), (3, "[\"x\"]"), (4, "true")] {
+            input.push_str(&format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"tools/call\",\"params\":{{\"name\":\"ask_user\",\"arguments\":{{}},\"requestState\":{state}}}}}\n"
+            ));
+        }
+        let (delivered, replies) = check(input.as_bytes(), 1024).await;
+        assert_eq!(delivered, 0);
+        assert_eq!(codes(&replies), [-32602; 4], "{replies:?}");
+        for reply in &replies {
+            let message = reply["error"]["message"].as_str().unwrap();
+            assert!(message.contains("`requestState` must be a string"), "{message}");
+        }
     }
 
     #[tokio::test]

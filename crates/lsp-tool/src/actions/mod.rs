@@ -1,15 +1,16 @@
 //! The `lsp` tool: its arguments, the ten actions, line + symbol addressing, and the rendering
 //! of every answer as `path:line:col` with the source line.
 
+mod cut;
 mod navigation;
 mod result;
 mod status;
 mod symbols;
 
 pub use result::{
-    CodeActionItem, CodeActionList, DiagnosticsAnswer, FileDiagnostics, HoverAnswer, Locations,
-    LspResult, Outline, OutlineRow, ReloadAnswer, Reloaded, StatusAnswer, SymbolsAnswer,
-    WorkspaceSymbolRow, WorkspaceSymbols,
+    CheckRunReport, CodeActionItem, CodeActionList, DiagnosticsAnswer, FileDiagnostics,
+    HoverAnswer, Locations, LspResult, Outline, OutlineRow, ProjectCheckReport, ReloadAnswer,
+    Reloaded, StatusAnswer, SymbolsAnswer, WorkspaceSymbolRow, WorkspaceSymbols,
 };
 
 use std::{
@@ -176,26 +177,39 @@ impl JsonSchema for LspArgs {
     }
 }
 
-/// What a call produced: text for the model, data for programs, files written.
+/// What a call produced: text for the model, data for programs, files written, and the
+/// answer both were rendered from (for a host that shows fewer of its items under a cap).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct LspOutput {
     pub text: String,
     pub structured: Value,
     pub changed_files: Vec<PathBuf>,
+    pub answer: Option<Answer>,
+}
+
+/// The answer behind an [`LspOutput`] (`lsp` actions; reports of writes have none).
+#[derive(Debug, Clone)]
+pub struct Answer(pub LspResult);
+
+impl PartialEq for Answer {
+    fn eq(&self, other: &Self) -> bool {
+        serde_json::to_value(&self.0).ok() == serde_json::to_value(&other.0).ok()
+    }
 }
 
 impl LspOutput {
     /// A report's text and the same report as data (`lsp_rename`, `lsp_code_action`).
     pub(crate) fn new(text: String, structured: Value) -> Self {
-        LspOutput { text, structured, changed_files: Vec::new() }
+        LspOutput { text, structured, changed_files: Vec::new(), answer: None }
     }
 
     /// The text and the data of `result`: one value, rendered once.
-    pub(crate) fn from_result(result: LspResult) -> Self {
+    pub fn from_result(result: LspResult) -> Self {
         LspOutput {
             text: result.render(),
             structured: serde_json::to_value(&result).unwrap_or_default(),
             changed_files: Vec::new(),
+            answer: Some(Answer(result)),
         }
     }
 }

@@ -53,89 +53,96 @@ impl Supervisor {
         // Answers from a half-loaded project are wrong, not just short (tsserver's definition
         // is the import line): wait for the load, within the budget. A server still busy then
         // is asked anyway; its answer comes with a note, and only an empty one is refused.
-        let scope = action.scope();
-        let busy = self.wait_ready(&server, scope, what, cancel).await.err();
-        let label = server_label(&server);
-        let failed = |e| request_failed(&server, what, e);
+        let busy = self.wait_ready(&server, action.scope(), what, cancel).await.err();
         let result = match action {
-            Action::Hover => {
-                let params = lsp_types::HoverParams {
-                    text_document_position_params: addressed.position_params(),
-                    work_done_progress_params: Default::default(),
-                };
-                let hover = server.call::<HoverRequest>(params, cancel).await.map_err(failed)?;
-                let text = hover.map(|h| hover_text(&h.contents)).unwrap_or_default();
-                if text.trim().is_empty()
-                    && let Some(not_ready) = busy
-                {
-                    return Err(not_ready);
-                }
-                LspResult::Hover(HoverAnswer {
-                    symbol: addressed.symbol,
-                    at: addressed.at,
-                    server: label,
-                    hover: (!text.trim().is_empty()).then(|| cut_hover(text.trim())),
-                })
-            }
+            Action::Hover => hover(&server, addressed, what, busy, cancel).await?,
             Action::CodeActions => {
-                let offered = self.code_actions(&server, &doc, &addressed, cancel).await?;
-                let actions: Vec<CodeActionItem> = offered.into_iter().map(|o| o.item).collect();
-                if actions.is_empty()
-                    && let Some(not_ready) = busy
-                {
-                    return Err(not_ready);
-                }
-                LspResult::CodeActions(CodeActionList { at: addressed.at, server: label, actions })
+                self.code_action_list(&server, &doc, addressed, busy, cancel).await?
             }
-            _ => {
-                let found = match action {
-                    Action::References => {
-                        let params = lsp_types::ReferenceParams {
-                            text_document_position: addressed.position_params(),
-                            work_done_progress_params: Default::default(),
-                            partial_result_params: Default::default(),
-                            context: lsp_types::ReferenceContext { include_declaration: true },
-                        };
-                        let refs =
-                            server.call::<References>(params, cancel).await.map_err(failed)?;
-                        GotoDefinitionResponse::Array(refs.unwrap_or_default())
-                    }
-                    Action::TypeDefinition => {
-                        goto::<GotoTypeDefinition>(&server, &addressed, cancel).await?
-                    }
-                    Action::Implementation => {
-                        goto::<GotoImplementation>(&server, &addressed, cancel).await?
-                    }
-                    _ => goto::<GotoDefinition>(&server, &addressed, cancel).await?,
-                };
-                let mut cache = SourceCache::new();
-                let all = shown_locations(self.root(), &found, server.encoding, &mut cache);
-                let partial = match busy {
-                    Some(not_ready) if all.is_empty() => return Err(not_ready),
-                    Some(_) => server.busy_for(scope),
-                    // Served during a background index: what it has not reached may be missing.
-                    None => server.busy(),
-                };
-                let cap = if action == Action::References { MAX_REFERENCES } else { MAX_LOCATIONS };
-                let offset = args.offset.unwrap_or(0) as usize;
-                let locations = Locations {
-                    symbol: addressed.symbol,
-                    at: addressed.at,
-                    server: label,
-                    total: all.len(),
-                    offset,
-                    locations: all.into_iter().skip(offset).take(cap).collect(),
-                    partial,
-                };
-                match action {
-                    Action::References => LspResult::References(locations),
-                    Action::TypeDefinition => LspResult::TypeDefinition(locations),
-                    Action::Implementation => LspResult::Implementation(locations),
-                    _ => LspResult::Definition(locations),
-                }
-            }
+            _ => self.locations(&server, args, addressed, what, busy, cancel).await?,
         };
         Ok(LspOutput::from_result(result))
+    }
+
+    /// `code_actions`: the actions offered at the addressed symbol, numbered.
+    async fn code_action_list(
+        &self,
+        server: &Server,
+        doc: &SyncedDoc,
+        addressed: Addressed,
+        busy: Option<LspError>,
+        cancel: &CancellationToken,
+    ) -> Result<LspResult, LspError> {
+        let offered = self.code_actions(server, doc, &addressed, cancel).await?;
+        let actions: Vec<CodeActionItem> = offered.into_iter().map(|o| o.item).collect();
+        if actions.is_empty()
+            && let Some(not_ready) = busy
+        {
+            return Err(not_ready);
+        }
+        let server = server_label(server);
+        Ok(LspResult::CodeActions(CodeActionList { at: addressed.at, server, actions }))
+    }
+
+    /// definition, type_definition, implementation or references: one page of the locations
+    /// found, with a note when a busy server may have missed some.
+    async fn locations(
+        &self,
+        server: &Server,
+        args: &LspArgs,
+        addressed: Addressed,
+        what: &str,
+        busy: Option<LspError>,
+        cancel: &CancellationToken,
+    ) -> Result<LspResult, LspError> {
+        let action = args.action;
+        let found = match action {
+            Action::References => {
+                let params = lsp_types::ReferenceParams {
+                    text_document_position: addressed.position_params(),
+                    work_done_progress_params: Default::default(),
+                    partial_result_params: Default::default(),
+                    context: lsp_types::ReferenceContext { include_declaration: true },
+                };
+                let refs = server
+                    .call::<References>(params, cancel)
+                    .await
+                    .map_err(|e| request_failed(server, what, e))?;
+                GotoDefinitionResponse::Array(refs.unwrap_or_default())
+            }
+            Action::TypeDefinition => {
+                goto::<GotoTypeDefinition>(server, &addressed, cancel).await?
+            }
+            Action::Implementation => {
+                goto::<GotoImplementation>(server, &addressed, cancel).await?
+            }
+            _ => goto::<GotoDefinition>(server, &addressed, cancel).await?,
+        };
+        let mut cache = SourceCache::new();
+        let all = shown_locations(self.root(), &found, server.encoding, &mut cache);
+        let partial = match busy {
+            Some(not_ready) if all.is_empty() => return Err(not_ready),
+            Some(_) => server.busy_for(action.scope()),
+            // Served during a background index: what it has not reached may be missing.
+            None => server.busy(),
+        };
+        let cap = if action == Action::References { MAX_REFERENCES } else { MAX_LOCATIONS };
+        let offset = args.offset.unwrap_or(0) as usize;
+        let locations = Locations {
+            symbol: addressed.symbol,
+            at: addressed.at,
+            server: server_label(server),
+            total: all.len(),
+            offset,
+            locations: all.into_iter().skip(offset).take(cap).collect(),
+            partial,
+        };
+        Ok(match action {
+            Action::References => LspResult::References(locations),
+            Action::TypeDefinition => LspResult::TypeDefinition(locations),
+            Action::Implementation => LspResult::Implementation(locations),
+            _ => LspResult::Definition(locations),
+        })
     }
 
     /// The server, the synced document and the position of `symbol` on `line` of `path`.
@@ -285,9 +292,11 @@ impl Supervisor {
             let changes = match &action.edit {
                 Some(edit) => match serde_json::to_value(edit)
                     .map_err(|e| e.to_string())
-                    .and_then(|v| crate::rename::parse_workspace_edit(&v))
+                    .and_then(|v| crate::workspace_edit::parse_workspace_edit(&v))
                 {
-                    Ok(ops) => crate::rename::describe_ops(self.root(), &ops, server.encoding),
+                    Ok(ops) => {
+                        crate::workspace_edit::describe_ops(self.root(), &ops, server.encoding)
+                    }
                     Err(e) => vec![format!("(an edit this tool cannot apply: {e})")],
                 },
                 None => {
@@ -312,6 +321,36 @@ impl Supervisor {
 pub(crate) struct OfferedAction {
     pub item: CodeActionItem,
     pub edit: Option<lsp_types::WorkspaceEdit>,
+}
+
+/// `hover`: the server's hover text at the addressed symbol, cut at [`MAX_HOVER_CHARS`].
+async fn hover(
+    server: &Server,
+    addressed: Addressed,
+    what: &str,
+    busy: Option<LspError>,
+    cancel: &CancellationToken,
+) -> Result<LspResult, LspError> {
+    let params = lsp_types::HoverParams {
+        text_document_position_params: addressed.position_params(),
+        work_done_progress_params: Default::default(),
+    };
+    let hover = server
+        .call::<HoverRequest>(params, cancel)
+        .await
+        .map_err(|e| request_failed(server, what, e))?;
+    let text = hover.map(|h| hover_text(&h.contents)).unwrap_or_default();
+    if text.trim().is_empty()
+        && let Some(not_ready) = busy
+    {
+        return Err(not_ready);
+    }
+    Ok(LspResult::Hover(HoverAnswer {
+        symbol: addressed.symbol,
+        at: addressed.at,
+        server: server_label(server),
+        hover: (!text.trim().is_empty()).then(|| cut_hover(text.trim())),
+    }))
 }
 
 /// A definition-like request (definition, type definition, implementation) at `addressed`.

@@ -6,7 +6,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::{MAX_DIAGNOSTICS, MAX_SHOWN_EDITS, ShownLocation, page_note};
-use crate::{diagnostics::Diagnostic, project_check::ProjectCheckReport, supervisor::RootStatus};
+use crate::{diagnostics::Diagnostic, supervisor::RootStatus};
 
 /// What one `lsp` call found.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
@@ -140,6 +140,33 @@ pub struct FileDiagnostics {
     pub summary: String,
     /// Hints and unused-code notes left out (`include_hints` shows them).
     pub hidden: usize,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// One checker run (or one that was not run).
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct CheckRunReport {
+    /// The command line, without paths of private files.
+    pub command: String,
+    /// Project root relative to the run's root.
+    pub root: String,
+    /// `ok`, `failed` (the checker itself failed) or `not_run`.
+    pub outcome: String,
+    pub diagnostics: usize,
+    /// Why it failed or did not run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+/// The result of `diagnostics "*"`.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct ProjectCheckReport {
+    pub runs: Vec<CheckRunReport>,
+    /// Languages present that have no checker here, and why.
+    pub notes: Vec<String>,
+    pub total: usize,
+    /// `2 errors, 1 warning` of all found (`diagnostics` holds at most the first 100).
+    pub summary: String,
     pub diagnostics: Vec<Diagnostic>,
 }
 
@@ -344,8 +371,67 @@ impl FileDiagnostics {
             out.push('\n');
             out.push_str(&d.render());
         }
-        if self.total > MAX_DIAGNOSTICS {
-            out.push_str(&format!("\n[+{} more not shown]", self.total - MAX_DIAGNOSTICS));
+        let shown = self.diagnostics.len().min(MAX_DIAGNOSTICS);
+        if self.total > shown {
+            out.push_str(&format!("\n[+{} more not shown]", self.total - shown));
+        }
+        out
+    }
+}
+
+impl ProjectCheckReport {
+    /// The model-facing text.
+    pub fn render(&self) -> String {
+        let failed = self.runs.iter().filter(|r| r.outcome != "ok").count();
+        let ok = self.runs.len() - failed;
+        let mut out = if self.runs.is_empty() {
+            "project check: nothing could run".to_string()
+        } else if failed > 0 && ok == 0 {
+            "project check FAILED: no checker completed, so nothing is known about errors".into()
+        } else if self.total == 0 && failed == 0 {
+            "project check: no errors or warnings".into()
+        } else if self.total == 0 {
+            format!(
+                "project check: no errors or warnings where it ran; {failed} run(s) failed or did not run"
+            )
+        } else {
+            format!(
+                "project check: {} ({} in total){}",
+                self.summary,
+                self.total,
+                if failed > 0 {
+                    format!("; {failed} run(s) failed or did not run")
+                } else {
+                    String::new()
+                }
+            )
+        };
+        for run in &self.runs {
+            out.push_str(&format!(
+                "\n{}: `{}` in {}",
+                run.outcome.replace('_', " "),
+                run.command,
+                run.root
+            ));
+            match (&run.detail, run.outcome.as_str()) {
+                (Some(detail), _) => out.push_str(&format!(": {detail}")),
+                (None, _) => out.push_str(&format!(" ({} diagnostics)", run.diagnostics)),
+            }
+        }
+        for d in self.diagnostics.iter().take(MAX_DIAGNOSTICS) {
+            out.push('\n');
+            out.push_str(&d.render());
+        }
+        let shown = self.diagnostics.len().min(MAX_DIAGNOSTICS);
+        if self.total > shown {
+            out.push_str(&format!(
+                "\n[+{} more not shown; {} in total]",
+                self.total - shown,
+                self.total
+            ));
+        }
+        for note in &self.notes {
+            out.push_str(&format!("\nnote: {note}"));
         }
         out
     }

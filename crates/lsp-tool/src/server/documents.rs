@@ -15,7 +15,12 @@ use lsp_types::notification::{
 use serde_json::Value;
 
 use super::{Doc, Server, SyncedDoc};
-use crate::{paths::uri_from_path, pool::RunId};
+use crate::paths::uri_from_path;
+
+/// One supervisor among those that share a server (through a pool): the holder of leases and
+/// documents.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) struct RunId(pub(crate) u64);
 
 /// How many closed files are watched for changes on disk.
 const MAX_CLOSED_SEEN: usize = 4096;

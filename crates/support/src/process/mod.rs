@@ -60,6 +60,12 @@ use self::{
 };
 pub use self::{group::ProcessGroup, teardown::Teardown};
 
+/// The start time of process `pid` (clock ticks since boot): with the pid it names one process
+/// for good. None when it is gone.
+pub(crate) fn start_time(pid: u32) -> Option<u64> {
+    tree::stat(i32::try_from(pid).ok()?).filter(|s| !s.zombie).map(|s| s.start)
+}
+
 /// A started Tokio child and the handle of its tree.
 #[derive(Debug)]
 pub struct Spawned {

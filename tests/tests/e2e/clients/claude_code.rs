@@ -124,7 +124,7 @@ fn claude_print(
         .env("ANTHROPIC_BASE_URL", format!("http://127.0.0.1:{}", model.port))
         .env("ANTHROPIC_API_KEY", "sk-e2e-offline")
         .args(["-p", "Use the agent-tools tools.", "--output-format", "stream-json", "--verbose"])
-        .args(["--allowedTools", &allowed.join(","), "--max-turns", "6"]);
+        .args(["--allowedTools", &allowed.join(","), "--max-turns", "12"]);
     let printed = stdout_of(&run_cli(cmd), "claude -p");
     let events: Vec<Value> = printed.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
     let init = events.iter().find(|e| e["subtype"] == "init").expect("an init event");
@@ -260,15 +260,24 @@ fn model_got(result: &str) -> (String, Vec<String>) {
 
 #[test]
 fn claude_codes_model_gets_a_long_read_and_a_large_search_cut_once_and_a_figure() {
-    use crate::output_cap_over_mcp::{CAP, LINES, MATCHES, big_file, many_calls};
     let Some(claude_bin) = claude_code() else { return };
+    long_read_large_search_and_figure(&claude_bin);
+}
+
+/// Through Claude Code at `claude_bin` (the pinned release, or the newest): the model gets a
+/// 3,519-line read and a 500-match search cut once, alike in text and payload, and a figure as
+/// an image.
+pub(super) fn long_read_large_search_and_figure(claude_bin: &Path) {
+    use crate::output_cap_over_mcp::{CAP, LINES, MATCHES, big_file, many_calls};
     let Some(python) = Sdk::V1.python() else { return };
     let project = TempProject::new(&[("big.rs", &big_file()), ("many.py", &many_calls())]);
     // The user's own config points the kernel at the test venv (with matplotlib).
     let user_config = format!("[eval]\npython = {:?}\n", python.display().to_string());
     let home = TempProject::new(&[(".config/agent-tools/agent-tools.toml", &user_config)]);
     let marker = format!("e2e-claude-cap-{}-{}", std::process::id(), unique());
+    // The README line, run with this Claude Code.
     let (_, line) = snippet("Claude Code", &project.root);
+    let line = line.replacen("claude ", &format!("{} ", claude_bin.display()), 1);
     stdout_of(&shell_line(&line, &home.root, &project.root, &marker, &[]), "claude mcp add");
 
     let figure = "import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\n\
@@ -279,7 +288,7 @@ fn claude_codes_model_gets_a_long_read_and_a_large_search_cut_once_and_a_figure(
         ("eval", json!({"code": figure, "description": "a figure", "language": "python"})),
     ];
     let (_, results) =
-        claude_print(&claude_bin, &python, &home.root, &project.root, &marker, &calls);
+        claude_print(claude_bin, &python, &home.root, &project.root, &marker, &calls);
 
     // The read reaches the model inline, as the cut payload: where it stops and how to go on.
     let (read, _) = model_got(&results[0]);

@@ -32,6 +32,11 @@ impl Codex {
         let found = on_path("codex");
         let bin = require("Codex (`codex`)", found.is_some(), "run `cargo xtask setup`")
             .then_some(found)??;
+        Some(Codex::with_bin(bin, home, mcp_config, marker))
+    }
+
+    /// [`Codex::new`] with the Codex at `bin` (the newest release, installed by a test).
+    fn with_bin(bin: PathBuf, home: &Path, mcp_config: &str, marker: &str) -> Codex {
         let codex = Codex { bin, home: home.to_path_buf(), marker: marker.to_string() };
         std::fs::create_dir_all(codex.codex_home()).expect("mkdir CODEX_HOME");
         let config = format!(
@@ -39,7 +44,7 @@ impl Codex {
              name = \"offline\"\nbase_url = \"http://127.0.0.1:9/v1\"\n"
         );
         std::fs::write(codex.codex_home().join("config.toml"), config).expect("config.toml");
-        Some(codex)
+        codex
     }
 
     fn codex_home(&self) -> PathBuf {
@@ -230,16 +235,32 @@ fn codex_connects_over_http_with_the_token_and_deletes_its_session() {
 }
 
 #[test]
-fn codex_gets_a_figure_as_an_image_block_and_the_payload_where_there_is_no_image() {
+fn codex_gets_a_figure_as_an_image_block_and_a_long_read_and_search_cut_alike() {
+    let Some(codex_bin) = on_path("codex") else {
+        require("Codex (`codex`)", false, "run `cargo xtask setup`");
+        return;
+    };
+    figure_long_read_and_large_search(&codex_bin);
+}
+
+/// Through Codex at `codex_bin` (the pinned release, or the newest): a figure comes as an image
+/// block without structured content (Codex would show only that), and a 3,519-line read and a
+/// 500-match search come cut once, the payload (what Codex shows its model) and the text alike.
+pub(super) fn figure_long_read_and_large_search(codex_bin: &Path) {
+    use crate::output_cap_over_mcp::{
+        CAP, LINES, MATCHES, big_file, last_numbered_line, many_calls,
+    };
     let Some(python) = Sdk::V1.python() else { return };
-    let project = TempProject::new(&[(FILE, CONTENTS)]);
+    let project =
+        TempProject::new(&[(FILE, CONTENTS), ("big.rs", &big_file()), ("many.py", &many_calls())]);
     let home = TempProject::new(&[]);
     let marker = format!("e2e-codex-figure-{}-{}", std::process::id(), unique());
     let (host, token) = http_host_with_token(&project.root, &home.root);
-    let Some(codex) = Codex::new(&home.root.join("codex"), "", &marker) else { return };
+    let codex = Codex::with_bin(codex_bin.to_path_buf(), &home.root.join("codex"), "", &marker);
     let block = readme_block("Over Streamable HTTP").body.replace(HTTP_URL, &host.url);
     let line = block.lines().find(|l| l.starts_with("codex ")).expect("a `codex` line");
-    stdout_of(&codex.shell_line(line, &[]), "codex mcp add --url");
+    let line = line.replacen("codex ", &format!("{} ", codex_bin.display()), 1);
+    stdout_of(&codex.shell_line(&line, &[]), "codex mcp add --url");
 
     // Codex passes its model only the structured content of a result that has some, and so
     // drops the image blocks beside it: a result with a figure comes without it.
@@ -248,6 +269,8 @@ fn codex_gets_a_figure_as_an_image_block_and_the_payload_where_there_is_no_image
     let calls = [
         ("eval", json!({"code": figure, "description": "a figure", "language": "python"})),
         ("read", json!({"path": FILE})),
+        ("read", json!({"path": "big.rs"})),
+        ("ast_grep", json!({"pattern": "print($X)", "path": "many.py", "max_results": 500})),
     ];
     let env = [("AGENT_TOOLS_TOKEN", token.as_str())];
     let out = codex.app_server(&python, &project.root, &calls, &env, &[]);
@@ -266,6 +289,28 @@ fn codex_gets_a_figure_as_an_image_block_and_the_payload_where_there_is_no_image
     // Without an image, the payload is there as always.
     let read = &out["calls"][1]["result"];
     assert_eq!(read["structuredContent"]["content"], CONTENTS, "{read}");
+
+    // The long read: the payload within the cap, ending where the text ends, saying how to go on.
+    let long = &out["calls"][2]["result"];
+    assert_eq!(long["isError"], false, "{long}");
+    let payload = &long["structuredContent"];
+    assert!(payload.to_string().chars().count() <= CAP, "a payload over the cap");
+    let end = payload["end_line"].as_u64().expect("end_line") as usize;
+    assert!(end > 100 && end < 2000, "cut at line {end}");
+    assert_eq!(last_numbered_line(call_text(&out, 2)), end, "text and payload end alike");
+    assert_eq!(payload["total_lines"], LINES);
+    let note = payload["note"].as_str().unwrap_or_default();
+    assert!(note.contains(&format!("start_line={}", end + 1)), "{note}");
+
+    // The large search: whole matches, the same in both, and a note saying how many.
+    let search = &out["calls"][3]["result"];
+    let payload = &search["structuredContent"];
+    assert!(payload.to_string().chars().count() <= CAP, "a payload over the cap");
+    let shown = payload["matches"].as_array().map_or(0, Vec::len);
+    assert!(shown > 10 && shown < MATCHES, "{shown} matches");
+    let in_text = call_text(&out, 3).lines().filter(|l| l.starts_with("many.py:")).count();
+    assert_eq!(in_text, shown, "the text shows the same matches");
+    assert!(payload.to_string().contains(&format!("showing {shown} of {MATCHES} matches")));
 
     host.stop();
     assert_no_process_names(&project.root);

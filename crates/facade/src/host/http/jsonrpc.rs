@@ -1,7 +1,9 @@
 //! What the HTTP host answers itself about a POST body before rmcp reads it: a body that is
 //! not JSON (-32700), a message that is not JSON-RPC 2.0 (-32600), and JSON-RPC batches, which
 //! rmcp does not take and the 2025-03-26 revision requires: each message of a batch goes to the
-//! session on its own and the replies come back together, as one JSON array.
+//! session on its own and the replies come back together, as one JSON array (the last event of
+//! a stream when the client takes event streams, after whatever the server sent first: a card a
+//! call raised, progress).
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
@@ -9,7 +11,7 @@ use hyper::{Request, Response, StatusCode, header};
 use serde_json::{Value, json};
 
 use super::{Body, McpService};
-use crate::host::transport::{invalid_envelope, invalid_id_or_method};
+use crate::host::transport::{bad_params, invalid_envelope, invalid_id_or_method};
 
 /// What to do with a POST body.
 pub(super) enum Post {
@@ -46,12 +48,31 @@ pub(super) fn classify(body: &[u8]) -> Post {
             let invalid = invalid_envelope(&single)
                 .map(|message| (single.get("id").cloned().unwrap_or_default(), message))
                 .or_else(|| invalid_id_or_method(&single));
-            match invalid {
-                Some((id, message)) => Post::Refused(error_response(id, -32600, message)),
+            if let Some((id, message)) = invalid {
+                return Post::Refused(error_response(id, -32600, message));
+            }
+            // A request whose params rmcp would misreport: answered like any JSON-RPC error
+            // (HTTP 200, the error in the body), naming what is wrong.
+            match single.get("id").filter(|_| single.get("method").is_some()) {
+                Some(id) => match bad_params(&single) {
+                    Some(message) => Post::Refused(json_response(
+                        StatusCode::OK,
+                        &json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32602, "message": message}}),
+                    )),
+                    None => Post::Single,
+                },
                 None => Post::Single,
             }
         }
     }
+}
+
+/// Whether the body is one `tools/call` request (numbered by its arrival, see `order`).
+pub(super) fn is_tool_call(body: &[u8]) -> bool {
+    serde_json::from_slice::<Value>(body).is_ok_and(|message| {
+        message.get("id").is_some()
+            && message.get("method").and_then(Value::as_str) == Some("tools/call")
+    })
 }
 
 /// A JSON-RPC error as an HTTP 400 answer.
@@ -77,6 +98,7 @@ pub(super) async fn serve_batch(
     items: Vec<Value>,
     service: &McpService,
     has_session: bool,
+    next_arrival: &(dyn Fn() -> crate::host::order::Arrival + Sync),
 ) -> Response<Body> {
     if !has_session {
         return error_response(
@@ -87,74 +109,184 @@ pub(super) async fn serve_batch(
                 .to_string(),
         );
     }
-    let mut replies = Vec::new();
+    // Every message goes to the session first, in order (so its calls keep the batch's order),
+    // and the answers are read after: a call that raises a card or reports progress does not
+    // hold the messages after it.
+    let mut slots = Vec::new();
     for item in items {
+        let id = item.get("id").cloned().unwrap_or_default();
         if let Some(message) = invalid_envelope(&item) {
-            replies
-                .push(json!({"jsonrpc": "2.0", "id": item.get("id").cloned().unwrap_or_default(),
-                "error": {"code": -32600, "message": message}}));
+            slots.push(Slot::Answered(error_value(id, -32600, message)));
             continue;
         }
         if item.get("method").and_then(Value::as_str) == Some("initialize") {
-            replies.push(json!({"jsonrpc": "2.0", "id": item.get("id").cloned().unwrap_or_default(),
-                "error": {"code": -32600, "message": "invalid request: `initialize` may not be part of a batch"}}));
+            let message = "invalid request: `initialize` may not be part of a batch".to_string();
+            slots.push(Slot::Answered(error_value(id, -32600, message)));
             continue;
         }
         let is_request = item.get("method").is_some() && item.get("id").is_some();
+        if is_request && let Some(message) = bad_params(&item) {
+            slots.push(Slot::Answered(error_value(id, -32602, message)));
+            continue;
+        }
         let mut request = Request::new(Full::new(Bytes::from(item.to_string())));
         *request.method_mut() = parts.method.clone();
         *request.uri_mut() = parts.uri.clone();
         *request.headers_mut() = parts.headers.clone();
         request.headers_mut().remove(header::CONTENT_LENGTH);
-        let response = service.handle(request).await;
-        let status = response.status();
-        let body = match response.into_body().collect().await {
-            Ok(collected) => collected.to_bytes(),
-            Err(never) => match never {},
-        };
-        if !is_request {
-            continue;
+        if is_request && item.get("method").and_then(Value::as_str) == Some("tools/call") {
+            request.extensions_mut().insert(next_arrival());
         }
-        let id = item.get("id").cloned().unwrap_or_default();
-        let reply = if status.is_success() { reply_in(&body, &id) } else { None };
-        replies.push(reply.unwrap_or_else(|| {
-            json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32603,
-                "message": format!("the batch's request got HTTP {status}: {}", String::from_utf8_lossy(&body).trim())}})
-        }));
+        let response = service.handle(request).await;
+        if is_request {
+            slots.push(Slot::Pending { id, response });
+        }
     }
-    if replies.is_empty() {
+    if slots.is_empty() {
         let mut response = Response::new(Full::new(Bytes::new()).boxed());
         *response.status_mut() = StatusCode::ACCEPTED;
         return response;
     }
-    json_response(StatusCode::OK, &Value::Array(replies))
+    let streams = parts
+        .headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .any(|accept| accept.to_str().is_ok_and(|a| a.contains("text/event-stream")));
+    if !streams {
+        let mut replies = Vec::with_capacity(slots.len());
+        for slot in slots {
+            replies.push(slot.reply(|_| {}).await);
+        }
+        return json_response(StatusCode::OK, &Value::Array(replies));
+    }
+    // As a stream of events: what the server sends before a reply (a card's
+    // `elicitation/create`, progress) goes out at once, so the client can answer it, and the
+    // replies follow together as one JSON array.
+    let (events, receiver) = tokio::sync::mpsc::channel::<Bytes>(64);
+    tokio::spawn(async move {
+        let tasks: Vec<_> = slots
+            .into_iter()
+            .map(|slot| {
+                let events = events.clone();
+                tokio::spawn(async move {
+                    slot.reply(move |message| {
+                        let _ = events.try_send(event_bytes(&message));
+                    })
+                    .await
+                })
+            })
+            .collect();
+        let mut replies = Vec::with_capacity(tasks.len());
+        for task in tasks {
+            match task.await {
+                Ok(reply) => replies.push(reply),
+                Err(e) => tracing::warn!("a batch's reply was lost: {e}"),
+            }
+        }
+        let _ = events.send(event_bytes(&Value::Array(replies))).await;
+    });
+    let mut response = Response::new(ChannelBody(receiver).boxed());
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, header::HeaderValue::from_static("text/event-stream"));
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, header::HeaderValue::from_static("no-cache"));
+    response
+}
+
+/// One message of a batch that needs a reply.
+enum Slot {
+    /// Answered here (not JSON-RPC 2.0, bad params).
+    Answered(Value),
+    /// Handed to the session; its reply is in rmcp's answer.
+    Pending { id: Value, response: Response<Body> },
+}
+
+impl Slot {
+    /// The reply, read from rmcp's answer as it comes; every other message in it (requests
+    /// and notifications of the server) goes to `forward` on the way.
+    async fn reply(self, forward: impl Fn(Value)) -> Value {
+        let (id, response) = match self {
+            Slot::Answered(reply) => return reply,
+            Slot::Pending { id, response } => (id, response),
+        };
+        let status = response.status();
+        let mut body = response.into_body();
+        let mut text = String::new();
+        let mut reply = None;
+        while let Some(frame) = body.frame().await {
+            let Ok(frame) = frame;
+            let Ok(data) = frame.into_data() else { continue };
+            text.push_str(&String::from_utf8_lossy(&data));
+            while let Some(end) = text.find("\n\n") {
+                let event: String = text.drain(..end + 2).collect();
+                if let Some(message) = event_message(&event) {
+                    if is_reply_to(&message, &id) {
+                        reply = Some(message);
+                    } else if status.is_success() {
+                        forward(message);
+                    }
+                }
+            }
+        }
+        let reply = reply
+            .or_else(|| if status.is_success() { reply_in(text.as_bytes(), &id) } else { None });
+        reply.unwrap_or_else(|| {
+            let message = format!("the batch's request got HTTP {status}: {}", text.trim());
+            error_value(id, -32603, message)
+        })
+    }
+}
+
+fn error_value(id: Value, code: i64, message: String) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
+}
+
+/// One server-sent event carrying `message`.
+fn event_bytes(message: &Value) -> Bytes {
+    Bytes::from(format!("event: message\ndata: {message}\n\n"))
+}
+
+/// The JSON-RPC message in the `data` of one server-sent event, if it holds one.
+fn event_message(event: &str) -> Option<Value> {
+    let data: Vec<&str> = event
+        .lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .map(|data| data.strip_prefix(' ').unwrap_or(data))
+        .collect();
+    serde_json::from_str::<Value>(&data.join("\n")).ok().filter(Value::is_object)
+}
+
+fn is_reply_to(message: &Value, id: &Value) -> bool {
+    message.get("id") == Some(id)
+        && message.get("method").is_none()
+        && (message.get("result").is_some() || message.get("error").is_some())
+}
+
+/// A response body fed from a channel (the events of a batch answered as a stream).
+struct ChannelBody(tokio::sync::mpsc::Receiver<Bytes>);
+
+impl hyper::body::Body for ChannelBody {
+    type Data = Bytes;
+    type Error = std::convert::Infallible;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Bytes>, Self::Error>>> {
+        self.0.poll_recv(cx).map(|data| data.map(|data| Ok(hyper::body::Frame::data(data))))
+    }
 }
 
 /// The reply to the request `id` in an answer rmcp gave: a JSON body, or the `data` of a
 /// server-sent event.
 fn reply_in(body: &[u8], id: &Value) -> Option<Value> {
-    let is_reply = |message: &Value| {
-        message.get("id") == Some(id)
-            && message.get("method").is_none()
-            && (message.get("result").is_some() || message.get("error").is_some())
-    };
     if let Ok(message) = serde_json::from_slice::<Value>(body) {
-        return is_reply(&message).then_some(message);
+        return is_reply_to(&message, id).then_some(message);
     }
     let text = String::from_utf8_lossy(body);
-    for event in text.split("\n\n") {
-        let data: Vec<&str> = event
-            .lines()
-            .filter_map(|line| line.strip_prefix("data:"))
-            .map(|data| data.strip_prefix(' ').unwrap_or(data))
-            .collect();
-        if let Ok(message) = serde_json::from_str::<Value>(&data.join("\n"))
-            && is_reply(&message)
-        {
-            return Some(message);
-        }
-    }
-    None
+    text.split("\n\n").filter_map(event_message).find(|message| is_reply_to(message, id))
 }
 
 #[cfg(test)]
@@ -185,6 +317,18 @@ mod tests {
             let error: serde_json::Value = serde_json::from_slice(&body).unwrap();
             assert_eq!(error["error"]["code"], code, "{error}");
         }
+        let Post::Refused(response) = classify(
+            br#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"ask_user","requestState":7}}"#,
+        ) else {
+            panic!("a numeric requestState was passed on");
+        };
+        assert_eq!(response.status(), 200);
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        let error: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(error["error"]["code"], -32602, "{error}");
+        assert_eq!(error["id"], 4, "{error}");
+        let message = error["error"]["message"].as_str().unwrap();
+        assert!(message.contains("`requestState` must be a string"), "{message}");
         assert!(matches!(classify(br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#), Post::Single));
         assert!(matches!(
             classify(br#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#),

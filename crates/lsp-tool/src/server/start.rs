@@ -1,0 +1,252 @@
+//! Starting a server: the process through support's process lifetime (its own group, death
+//! with the host, a watchdog), stderr drained into tracing and a tail, `initialize` with the
+//! client's capabilities, `initialized`, and the watch of the root.
+
+use std::{
+    collections::{HashMap, VecDeque},
+    path::PathBuf,
+    process::Stdio,
+    sync::{Arc, atomic::AtomicBool},
+    time::{Duration, Instant},
+};
+
+use agent_tools_support::process::{self, Spawned};
+use parking_lot::Mutex;
+use serde_json::{Value, json};
+use tokio::{io::AsyncBufReadExt, sync::Notify};
+use tokio_util::sync::CancellationToken;
+
+use super::{
+    STDERR_TAIL_BYTES, Server, Timeouts,
+    handler::{Shared, SharedState},
+    watched,
+};
+use crate::{
+    config::ServerDef,
+    discover::ResolvedCommand,
+    encoding::ColumnUnit,
+    paths::uri_from_path,
+    transport::{RequestError, Rpc},
+};
+
+/// Why a server did not start.
+#[derive(Debug, Clone)]
+pub(crate) struct StartError {
+    pub message: String,
+}
+
+fn client_capabilities() -> Value {
+    json!({
+        "general": {"positionEncodings": ["utf-8", "utf-16"]},
+        "window": {"workDoneProgress": true, "showDocument": {"support": false}},
+        "workspace": {
+            "applyEdit": true,
+            "configuration": true,
+            "workspaceFolders": true,
+            "didChangeConfiguration": {"dynamicRegistration": true},
+            "symbol": {"dynamicRegistration": false},
+            "diagnostics": {"refreshSupport": true},
+            "workspaceEdit": {
+                "documentChanges": true,
+                "resourceOperations": ["create", "rename", "delete"],
+                "failureHandling": "abort",
+                "normalizesLineEndings": false
+            },
+            "fileOperations": {"didRename": true, "didCreate": true, "didDelete": true},
+            "didChangeWatchedFiles": {"dynamicRegistration": true, "relativePatternSupport": false}
+        },
+        "textDocument": {
+            "synchronization": {"dynamicRegistration": false, "didSave": true, "willSave": false},
+            "publishDiagnostics": {
+                "relatedInformation": true,
+                "versionSupport": true,
+                "tagSupport": {"valueSet": [1, 2]},
+                "codeDescriptionSupport": true,
+                "dataSupport": true
+            },
+            "diagnostic": {"dynamicRegistration": true, "relatedDocumentSupport": true},
+            "definition": {"linkSupport": true},
+            "typeDefinition": {"linkSupport": true},
+            "implementation": {"linkSupport": true},
+            "declaration": {"linkSupport": true},
+            "references": {},
+            "hover": {"contentFormat": ["markdown", "plaintext"]},
+            "documentSymbol": {"hierarchicalDocumentSymbolSupport": true},
+            "codeAction": {
+                "codeActionLiteralSupport": {"codeActionKind": {"valueSet": [
+                    "", "quickfix", "refactor", "refactor.extract", "refactor.inline",
+                    "refactor.rewrite", "source", "source.organizeImports", "source.fixAll"
+                ]}},
+                "isPreferredSupport": true,
+                "disabledSupport": true,
+                "dataSupport": true
+            },
+            "rename": {"prepareSupport": true}
+        },
+        "experimental": {"serverStatusNotification": true}
+    })
+}
+
+fn spawn_error(def: &ServerDef, command: &ResolvedCommand, what: &str) -> StartError {
+    StartError {
+        message: format!(
+            "{} server `{}` could not start: {what}",
+            def.display_languages(),
+            command.program.display()
+        ),
+    }
+}
+
+impl Server {
+    /// Starts the process and completes `initialize`.
+    pub(crate) async fn start(
+        def: Arc<ServerDef>,
+        root: PathBuf,
+        command: ResolvedCommand,
+        timeouts: Timeouts,
+        cancel: &CancellationToken,
+    ) -> Result<Arc<Server>, StartError> {
+        let started = Instant::now();
+        let mut cmd = tokio::process::Command::new(&command.program);
+        cmd.args(&command.args)
+            .envs(command.env.iter().map(|(k, v)| (k, v)))
+            .current_dir(&root)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        // Forked on the spawner thread: the server is killed when the host process dies.
+        // Its own group, death with the host, a watchdog for what it starts; until
+        // `initialize` succeeds, a dropped (cancelled) start drops the group, which kills it.
+        let Spawned { mut child, group } =
+            process::spawn(cmd).await.map_err(|e| spawn_error(&def, &command, &e.to_string()))?;
+        let pid = group.pid();
+        let (Some(stdin), Some(stdout), Some(stderr)) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
+            return Err(spawn_error(&def, &command, "its pipes could not be opened"));
+        };
+        let name = format!("{}@{}", def.id, root.display());
+
+        let stderr_tail = Arc::new(Mutex::new(VecDeque::with_capacity(STDERR_TAIL_BYTES)));
+        let tail = stderr_tail.clone();
+        let stderr_name = name.clone();
+        tokio::spawn(async move {
+            let mut lines = tokio::io::BufReader::new(stderr).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                tracing::debug!(target: "agent_tools_lsp::stderr", server = %stderr_name, "{line}");
+                let mut tail = tail.lock();
+                tail.extend(line.bytes().chain(std::iter::once(b'\n')));
+                while tail.len() > STDERR_TAIL_BYTES {
+                    tail.pop_front();
+                }
+            }
+        });
+
+        let exited = CancellationToken::new();
+        let exit_status = Arc::new(Mutex::new(None));
+        let (exited2, status2) = (exited.clone(), exit_status.clone());
+        tokio::spawn(async move {
+            let status = child.wait().await;
+            *status2.lock() = Some(match status {
+                Ok(s) => s.to_string(),
+                Err(e) => format!("unknown ({e})"),
+            });
+            exited2.cancel();
+        });
+
+        let shared = Arc::new(Shared {
+            name: name.clone(),
+            root: root.clone(),
+            settings: def.settings.clone(),
+            ready_message: def.ready_message.clone(),
+            state: Mutex::new(SharedState::default()),
+            changed: Notify::new(),
+        });
+        let rpc = Rpc::start(stdout, stdin, shared.clone(), &name);
+
+        let root_uri = uri_from_path(&root).map(|u| u.as_str().to_string());
+        let mut params = json!({
+            "processId": std::process::id(),
+            "clientInfo": {"name": "agent-tools", "version": env!("CARGO_PKG_VERSION")},
+            "rootUri": root_uri,
+            "rootPath": root.display().to_string(),
+            "workspaceFolders": [{
+                "uri": root_uri,
+                "name": root.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default(),
+            }],
+            "capabilities": client_capabilities(),
+        });
+        if let Some(options) = &def.initialization_options {
+            params["initializationOptions"] = options.clone();
+        }
+        let tail_text = |tail: &Arc<Mutex<VecDeque<u8>>>| {
+            let bytes: Vec<u8> = tail.lock().iter().copied().collect();
+            let text = String::from_utf8_lossy(&bytes).trim().to_string();
+            let lines: Vec<&str> = text.lines().collect();
+            lines[lines.len().saturating_sub(8)..].join("\n")
+        };
+        let init = tokio::select! {
+            r = rpc.request("initialize", params, timeouts.startup, cancel) => r,
+            _ = exited.cancelled() => Err(RequestError::Closed),
+        };
+        let init = match init {
+            Ok(v) => v,
+            Err(e) => {
+                // Let the exit status and the last stderr lines arrive.
+                let _ = tokio::time::timeout(Duration::from_millis(300), exited.cancelled()).await;
+                let _ = group.signal(libc::SIGKILL);
+                let status = exit_status.lock().clone();
+                let mut what = match (&e, status) {
+                    (RequestError::Closed, Some(status)) => {
+                        format!("it exited during initialize ({status})")
+                    }
+                    _ => format!("initialize failed: {e}"),
+                };
+                let tail = tail_text(&stderr_tail);
+                if !tail.is_empty() {
+                    what.push_str(&format!("; its stderr ends with:\n{tail}"));
+                }
+                return Err(spawn_error(&def, &command, &what));
+            }
+        };
+        let capabilities = init.get("capabilities").cloned().unwrap_or(Value::Null);
+        let encoding =
+            ColumnUnit::from_lsp(capabilities.get("positionEncoding").and_then(Value::as_str));
+        let server_name =
+            init.pointer("/serverInfo/name").and_then(Value::as_str).map(str::to_string);
+        let server_version =
+            init.pointer("/serverInfo/version").and_then(Value::as_str).map(str::to_string);
+        let watched_root = root.clone();
+        let disk_watch = tokio::task::spawn_blocking(move || watched::watch_root(&watched_root))
+            .await
+            .ok()
+            .flatten();
+        let _ = rpc.notify("initialized", json!({})).await;
+        Ok(Arc::new(Server {
+            def,
+            root,
+            command,
+            pid,
+            encoding,
+            capabilities,
+            server_name,
+            server_version,
+            started,
+            timeouts,
+            rpc,
+            shared,
+            docs: tokio::sync::Mutex::new(HashMap::new()),
+            closed_versions: Mutex::new(HashMap::new()),
+            closed_seen: Mutex::new(HashMap::new()),
+            disk_watch,
+            content_changes: std::sync::atomic::AtomicU64::new(0),
+            first_open: Mutex::new(None),
+            exited,
+            exit_status,
+            stderr_tail,
+            shutting_down: AtomicBool::new(false),
+            group,
+        }))
+    }
+}

@@ -1,0 +1,25 @@
+//! The WorkspaceEdit applier shared by `lsp_rename` and `lsp_code_action`: a server's edit
+//! read into ordered steps, planned in memory with version and stale-range checks, committed
+//! through support's journal by handle beneath the root, then synced back to the server.
+
+mod commit;
+mod parse;
+mod plan;
+mod text;
+
+pub(crate) use self::text::{describe_ops, stale_files};
+pub use self::{
+    parse::{EditOp, parse_workspace_edit},
+    plan::{EditPlan, plan_edit, write_plan},
+    text::apply_text_edits,
+};
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    /// A range as a server sends it.
+    pub(super) fn range(l1: u32, c1: u32, l2: u32, c2: u32) -> Value {
+        json!({"start": {"line": l1, "character": c1}, "end": {"line": l2, "character": c2}})
+    }
+}

@@ -1,0 +1,271 @@
+//! `agent-tools mcp --capsule bwrap`: a Python cell, a Node cell, a debuggee and a worker each
+//! try to write outside the project, read `~/.ssh`, reach a port of the host and signal a host
+//! process, and all four fail, while the project's files, the `tool()` bridge, interrupts and
+//! crash recovery work; `status` says what confines the run; nothing is left after it.
+
+use std::{net::TcpListener, path::Path, process::Command};
+
+use serde_json::{Value, json};
+
+use crate::support::{
+    McpScript, host_binary, python_venv_project, require, require_debugpy, test_python, text_of,
+    unique,
+};
+
+/// A home folder outside /tmp (the capsule's /tmp is its own), as a user's is; removed on drop.
+struct FakeHome(std::path::PathBuf);
+
+impl FakeHome {
+    fn new() -> FakeHome {
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("home-{}", unique()));
+        std::fs::create_dir_all(dir.join(".ssh")).expect("home");
+        FakeHome(dir)
+    }
+}
+
+impl Drop for FakeHome {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// What each probe tries; every line must say `refused`/`hidden`, none `ALLOWED`/`READ`/…
+fn python_probe(ssh: &Path, port: u16) -> String {
+    format!(
+        "import os, socket\n\
+         def probe():\n\
+         \x20   out = []\n\
+         \x20   try:\n\
+         \x20       open('/etc/agent-tools-capsule-probe', 'w'); out.append('write-outside: ALLOWED')\n\
+         \x20   except OSError as e: out.append('write-outside: refused (%s)' % e.strerror)\n\
+         \x20   try:\n\
+         \x20       out.append('ssh: READ ' + open({ssh:?}).read())\n\
+         \x20   except OSError as e: out.append('ssh: hidden (%s)' % e.strerror)\n\
+         \x20   try:\n\
+         \x20       socket.create_connection(('127.0.0.1', {port}), 2); out.append('network: CONNECTED')\n\
+         \x20   except OSError as e: out.append('network: refused (%s)' % e.strerror)\n\
+         \x20   try:\n\
+         \x20       os.kill({host}, 0); out.append('signal: DELIVERED')\n\
+         \x20   except OSError as e: out.append('signal: refused (%s)' % e.strerror)\n\
+         \x20   open('made-here.txt', 'a').write('x'); out.append('project: writable')\n\
+         \x20   return out\n",
+        ssh = ssh.display().to_string(),
+        host = std::process::id(),
+    )
+}
+
+fn node_probe(ssh: &Path, port: u16) -> String {
+    format!(
+        "const fs = require('fs'), net = require('net'); const out = [];\n\
+         try {{ fs.writeFileSync('/etc/agent-tools-capsule-probe', 'x'); out.push('write-outside: ALLOWED') }} catch (e) {{ out.push('write-outside: refused (' + e.code + ')') }}\n\
+         try {{ out.push('ssh: READ ' + fs.readFileSync({ssh:?}, 'utf8')) }} catch (e) {{ out.push('ssh: hidden (' + e.code + ')') }}\n\
+         try {{ process.kill({host}, 0); out.push('signal: DELIVERED') }} catch (e) {{ out.push('signal: refused (' + e.code + ')') }}\n\
+         await new Promise(done => {{ const s = net.connect({port}, '127.0.0.1'); s.on('connect', () => {{ out.push('network: CONNECTED'); s.destroy(); done() }}); s.on('error', e => {{ out.push('network: refused (' + e.code + ')'); done() }}) }});\n\
+         fs.appendFileSync('made-here.txt', 'j'); out.push('project: writable');\n\
+         out.join('\\n')",
+        ssh = ssh.display().to_string(),
+        host = std::process::id(),
+    )
+}
+
+/// Every wall held in `text` (the four probes refused, the project written).
+fn assert_walls_held(who: &str, text: &str) {
+    for wall in ["write-outside: refused", "ssh: hidden", "network: refused", "signal: refused"] {
+        assert!(text.contains(wall), "{who}: `{wall}` missing:\n{text}");
+    }
+    for breach in ["ALLOWED", "READ ", "CONNECTED", "DELIVERED", "PRIVATE KEY"] {
+        assert!(!text.contains(breach), "{who}: the capsule leaked ({breach}):\n{text}");
+    }
+    assert!(text.contains("project: writable"), "{who}:\n{text}");
+}
+
+fn eval(code: &str, language: &str) -> Value {
+    json!({"code": code, "description": "probe the capsule", "language": language})
+}
+
+#[test]
+fn kernels_a_debuggee_and_a_worker_stay_inside_bubblewrap() {
+    let Some(python) = test_python() else {
+        require("python venv with the `mcp` SDK", false, "run `cargo xtask setup`");
+        return;
+    };
+    if !require("bubblewrap", Path::new("/usr/bin/bwrap").exists(), "run `cargo xtask setup`")
+        || !require_debugpy(&python)
+    {
+        return;
+    }
+    // A home outside /tmp with a key in it, as the user's is; the capsule must hide it.
+    let home = FakeHome::new();
+    let ssh = home.0.join(".ssh/id_ed25519");
+    std::fs::write(&ssh, "PRIVATE KEY").expect("key");
+    let listener = TcpListener::bind("127.0.0.1:0").expect("listener");
+    let port = listener.local_addr().expect("port").port();
+    let probe = python_probe(&ssh, port);
+    let walls = format!("{probe}print('\\n'.join(probe()))\n");
+    let config = format!(
+        "[eval]\npython = {:?}\n[vibe.fast]\ncommand = \"sh ./worker.sh\"\n",
+        python.display().to_string()
+    );
+    let project = python_venv_project(
+        &python,
+        &[
+            ("agent-tools.toml", &config),
+            ("walls.py", &walls),
+            ("worker.sh", "cat > /dev/null\n.venv/bin/python walls.py\n"),
+            ("data.txt", "alpha\n"),
+        ],
+    );
+    let scratch = format!("capsule-scratch-{}", unique());
+    let script = McpScript::new(&project.root, &["--capsule", "bwrap", "--vibe"])
+        .env("HOME", &home.0.display().to_string())
+        .call("eval", eval(&format!("{probe}n = 41\nprint('\\n'.join(probe()))"), "python"))
+        .call(
+            "eval",
+            eval(
+                &format!(
+                    "open('/tmp/{scratch}', 'w').write('x')\n\
+                     tool('read', {{'path': 'data.txt'}})['text']"
+                ),
+                "python",
+            ),
+        )
+        .call_cancelled("eval", eval("import time\nwhile True: time.sleep(0.05)", "python"), 2.0)
+        .call("eval", eval("n + 1", "python"))
+        .call("eval", eval("import os; os._exit(3)", "python"))
+        .call("eval", eval("'fresh kernel'", "python"))
+        .call("eval", eval(&node_probe(&ssh, port), "javascript"))
+        .call("debug", json!({"operation": "launch", "program": "walls.py", "wait_seconds": 120}))
+        .call("vibe_spawn", json!({"brief": "probe the walls", "label": "walls"}))
+        .call("vibe_wait", json!({"worker_id": "w1", "timeout_seconds": 120}));
+    let marker = script.marker().to_string();
+    let Some(out) = script.run_and_end() else { return };
+    let results = crate::support::results(out);
+
+    let first = text_of(&results[1]);
+    assert_eq!(results[1]["isError"], false, "{first}");
+    assert_walls_held("a Python cell", first);
+    assert!(
+        first.contains("bubblewrap capsule") && first.contains("no network"),
+        "the note tells the model what confined it: {first}"
+    );
+    assert!(
+        text_of(&results[2]).contains("1\\talpha"),
+        "the bridge reads: {}",
+        text_of(&results[2])
+    );
+    assert!(!results[3]["cancelled"].is_null(), "{}", results[3]);
+    assert!(
+        text_of(&results[4]).contains("was cancelled by the client and interrupted"),
+        "the interrupt reached the kernel inside: {}",
+        text_of(&results[4])
+    );
+    assert!(
+        text_of(&results[4]).ends_with("42"),
+        "state survives an interrupt: {}",
+        text_of(&results[4])
+    );
+    assert_eq!(results[5]["isError"], true, "{}", text_of(&results[5]));
+    assert!(text_of(&results[6]).contains("'fresh kernel'"), "{}", text_of(&results[6]));
+    let node = text_of(&results[7]);
+    assert_eq!(results[7]["isError"], false, "{node}");
+    assert_walls_held("a Node cell", node);
+    let debuggee = text_of(&results[8]);
+    assert_eq!(results[8]["isError"], false, "{debuggee}");
+    assert!(debuggee.contains("exited"), "{debuggee}");
+    assert_walls_held("a debuggee", debuggee);
+    let worker = text_of(&results[10]);
+    assert_eq!(results[10]["isError"], false, "{worker}");
+    assert_walls_held("a worker", worker);
+    assert_eq!(
+        std::fs::read_to_string(project.root.join("made-here.txt")).expect("made"),
+        "xjxx",
+        "each probe wrote in the project: Python cell, Node cell, debuggee, worker"
+    );
+    listener.set_nonblocking(true).expect("nonblocking");
+    assert!(listener.accept().is_err(), "nothing reached the host's port");
+    assert!(!Path::new(&format!("/tmp/{scratch}")).exists(), "the capsule's /tmp is its own");
+    crate::support::assert_no_survivors(&marker, std::time::Duration::from_secs(5));
+    let leftovers: Vec<_> = std::fs::read_dir(std::env::temp_dir())
+        .expect("tmp")
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("agent-tools-capsule-"))
+        .filter(|e| e.path().join("tmp").join(&scratch).exists())
+        .collect();
+    assert!(leftovers.is_empty(), "the run's capsule folder outlived it: {leftovers:?}");
+}
+
+#[test]
+fn status_says_which_capsule_a_run_gets_and_what_it_confines() {
+    if !require("bubblewrap", Path::new("/usr/bin/bwrap").exists(), "run `cargo xtask setup`") {
+        return;
+    }
+    let home = FakeHome::new();
+    let user = home.0.join("agent-tools.toml");
+    std::fs::write(&user, "[capsule]\nkind = \"bwrap\"\n").expect("user config");
+    let project = crate::support::TempProject::new(&[]);
+    // The project's own file cannot turn the sandbox off.
+    std::fs::write(project.root.join("agent-tools.toml"), "[capsule]\nkind = \"none\"\n")
+        .expect("project config");
+    let out = Command::new(host_binary())
+        .args(["status", "--root"])
+        .arg(&project.root)
+        .env("HOME", &home.0)
+        .env("AGENT_TOOLS_CONFIG", &user)
+        .output()
+        .expect("status");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    let line = text.lines().find(|l| l.starts_with("capsule: ")).expect("a capsule line");
+    assert!(line.starts_with("capsule: bwrap (/usr/bin/bwrap)"), "{line}");
+    for said in ["read-write", "read-only", "~/.ssh", "no network", "PID namespace"] {
+        assert!(line.contains(said), "`{said}` missing: {line}");
+    }
+    // A prefix capsule asked for without its prefix stops the host at once, saying why.
+    let bad = Command::new(host_binary())
+        .args(["call", "read", r#"{"path": "x"}"#, "--capsule", "prefix", "--root"])
+        .arg(&project.root)
+        .env("HOME", &home.0)
+        .env("AGENT_TOOLS_CONFIG", &user)
+        .output()
+        .expect("call");
+    let said = String::from_utf8_lossy(&bad.stderr);
+    assert_eq!(bad.status.code(), Some(2), "{said}");
+    assert!(said.contains("--capsule") && said.contains("prefix"), "{said}");
+}
+
+#[test]
+fn a_capsule_dies_with_a_host_that_is_killed() {
+    if !require("bubblewrap", Path::new("/usr/bin/bwrap").exists(), "run `cargo xtask setup`") {
+        return;
+    }
+    let project = crate::support::TempProject::new(&[(
+        "agent-tools.toml",
+        "[vibe.fast]\ncommand = [\"sh\", \"-c\", \"sleep 300 & sleep 300\"]\n",
+    )]);
+    let marker = format!("e2e-capsule-kill-{}", unique());
+    let mut host =
+        crate::support::RawHost::start(&project.root, &marker, &["--capsule", "bwrap", "--vibe"]);
+    host.initialize();
+    let spawned = host.call(2, "vibe_spawn", json!({"brief": "Take long.", "label": "long"}));
+    assert_eq!(spawned["isError"], false, "{spawned}");
+    let inside = || {
+        crate::support::processes_with_marker(&marker)
+            .iter()
+            .filter(|(_, cmdline)| cmdline.starts_with("sleep 300"))
+            .count()
+            >= 2
+    };
+    for _ in 0..1200 {
+        if inside() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let running = crate::support::processes_with_marker(&marker);
+    assert!(inside(), "the worker never ran in the capsule: {running:?}");
+    assert!(running.iter().any(|(_, c)| c.contains("bwrap")), "it ran under bwrap: {running:?}");
+    // SIGKILL: the host gets no chance to end its capsule itself.
+    host.child.kill().expect("kill the host");
+    host.child.wait().expect("reap the host");
+    crate::support::assert_no_survivors(&marker, std::time::Duration::from_secs(15));
+}
