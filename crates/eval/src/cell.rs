@@ -30,7 +30,12 @@ pub(crate) struct Done {
 #[derive(Debug)]
 pub(crate) enum Event {
     Stream(StreamName, String),
-    Display(Bundle),
+    /// A rich output; `update`: it replaces the outputs shown with its `display_id`.
+    Display {
+        bundle: Bundle,
+        display_id: Option<String>,
+        update: bool,
+    },
     ToolCall {
         id: u64,
         name: String,
@@ -122,11 +127,11 @@ pub(crate) async fn drive<K: KernelIo>(
                     out.stream(name, text);
                     last = Instant::now();
                 }
-                Event::Display(mut bundle) => {
+                Event::Display { mut bundle, display_id, update } => {
                     if out.has_room_for_an_image() {
                         render_svg(&mut bundle, out).await;
                     }
-                    out.display(bundle);
+                    out.display(bundle, display_id, update);
                     last = Instant::now();
                 }
                 Event::ToolCall { id, name, args } => {
@@ -347,27 +352,76 @@ impl Collector {
         }
     }
 
-    pub(crate) fn display(&mut self, mut bundle: Bundle) {
+    /// A display. With `update` it replaces every output of this cell shown with its
+    /// `display_id`, where that output is (as `update_display` and a display handle's `update`
+    /// do in a notebook); an update whose display is an earlier cell's is shown as a new output,
+    /// so the model still sees the new state.
+    pub(crate) fn display(&mut self, mut bundle: Bundle, display_id: Option<String>, update: bool) {
         if self.clear_pending {
             self.clear_now();
         }
         self.displays += 1;
-        let has_image = svg::RASTER_MIMES.iter().any(|m| bundle.contains_key(*m));
-        // An SVG past the limit was not rendered, but it is an image the model does not see.
-        if has_image || svg::wants_png(&bundle) {
-            if self.images >= self.max_images {
-                self.images_dropped += 1;
-                // An SVG keeps its source, which the model can still read.
-                bundle.retain(|k, _| !svg::RASTER_MIMES.contains(&k.as_str()));
-            } else if has_image {
-                self.images += 1;
-            }
+        if update
+            && let Some(id) = display_id.as_deref()
+            && self.replace(id, &bundle)
+        {
+            return;
         }
-        let item = Output::Display { bundle };
+        self.admit_images(&mut bundle);
+        let item = Output::Display { bundle, display_id };
         if self.cut == 0 && self.tail.is_empty() {
             self.items.push(item);
         } else {
             self.tail.push_back(item);
+        }
+    }
+
+    /// Puts `bundle` in place of each output shown with display id `id`; false if none is.
+    fn replace(&mut self, id: &str, bundle: &Bundle) -> bool {
+        let mut olds = Vec::new();
+        for item in self.items.iter_mut().chain(self.tail.iter_mut()) {
+            if let Output::Display { bundle: old, display_id: Some(shown) } = item
+                && shown == id
+            {
+                olds.push(std::mem::take(old));
+            }
+        }
+        if olds.is_empty() {
+            return false;
+        }
+        let mut fresh = Vec::with_capacity(olds.len());
+        for old in &olds {
+            if has_raster(old) {
+                self.images -= 1;
+            }
+            let mut new = bundle.clone();
+            self.admit_images(&mut new);
+            fresh.push(new);
+        }
+        let mut fresh = fresh.into_iter();
+        for item in self.items.iter_mut().chain(self.tail.iter_mut()) {
+            if let Output::Display { bundle: slot, display_id: Some(shown) } = item
+                && shown == id
+                && let Some(new) = fresh.next()
+            {
+                *slot = new;
+            }
+        }
+        true
+    }
+
+    /// Counts the bundle's image against `max_images`; past it the image is dropped (an SVG
+    /// keeps its source, which the model can still read).
+    fn admit_images(&mut self, bundle: &mut Bundle) {
+        let has_image = has_raster(bundle);
+        // An SVG past the limit was not rendered, but it is an image the model does not see.
+        if has_image || svg::wants_png(bundle) {
+            if self.images >= self.max_images {
+                self.images_dropped += 1;
+                bundle.retain(|k, _| !svg::RASTER_MIMES.contains(&k.as_str()));
+            } else if has_image {
+                self.images += 1;
+            }
         }
     }
 
@@ -390,6 +444,10 @@ impl Collector {
         }
         (self.items, notes)
     }
+}
+
+fn has_raster(bundle: &Bundle) -> bool {
+    svg::RASTER_MIMES.iter().any(|m| bundle.contains_key(*m))
 }
 
 fn push_stream(items: &mut Vec<Output>, name: StreamName, text: String) {

@@ -431,7 +431,11 @@ impl ChildKernel {
         match kind {
             "display" => {
                 if let Ok(bundle) = serde_json::from_value(frame["bundle"].clone()) {
-                    self.ready.push_back(Event::Display(bundle));
+                    self.ready.push_back(Event::Display {
+                        bundle,
+                        display_id: frame["display_id"].as_str().map(str::to_string),
+                        update: frame["update"].as_bool().unwrap_or(false),
+                    });
                 }
             }
             "tool_call" => {

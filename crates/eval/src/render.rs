@@ -54,7 +54,7 @@ pub fn render(report: &CellReport) -> String {
                 }
                 out.push_str(&clean_terminal_text(text));
             }
-            Output::Display { bundle } => {
+            Output::Display { bundle, .. } => {
                 ensure_newline(&mut out);
                 out.push_str(&render_bundle(bundle, &mut image_no));
                 ensure_newline(&mut out);
@@ -278,7 +278,7 @@ pub fn images(report: &CellReport) -> Vec<CellImage> {
         .outputs
         .iter()
         .filter_map(|o| match o {
-            Output::Display { bundle } => Some(bundle),
+            Output::Display { bundle, .. } => Some(bundle),
             _ => None,
         })
         .chain(report.result.iter());

@@ -306,8 +306,26 @@ const GAPS: &[Idiom] = &[
         "class BadHtml:\n    def _repr_html_(self):\n        raise ValueError('bad html')\n    def __repr__(self):\n        return 'BadHtml()'\nBadHtml()",
         &["ValueError: bad html", "_repr_html_", "Out[", "BadHtml()"],
     ),
+    // A display handle's updates replace its display where it is shown: the final state only.
+    ok_hiding(
+        "h = display('state 0', display_id=True)\nprint('between')\nfor i in range(1, 4):\n    h.update(f'state {i}')\nh",
+        &["'state 3'\nbetween", "<DisplayHandle display_id="],
+        &["'state 0'", "'state 2'"],
+    ),
     // With IPython engaged from here on.
     ok("%pwd", &["'/"]),
+    ok_hiding(
+        "from IPython.display import update_display\ndisplay('one', display_id='gap-x')\nprint('middle')\nupdate_display('two', display_id='gap-x')",
+        &["'two'\nmiddle"],
+        &["'one'"],
+    ),
+    ok_hiding(
+        "hh = display('tick 0', display_id=True)\nfor i in range(3):\n    hh.update(f'tick {i + 1}')",
+        &["'tick 3'"],
+        &["'tick 0'", "'tick 2'"],
+    ),
+    // An update of an earlier cell's display: the new state, as a new output.
+    ok("hh.update('tick later')", &["'tick later'"]),
     ok("exit()", &[]),
     ok("quit\ngap_kept", &[": 1"]),
     ok_hiding("%who", &["gap_kept"], &["ToolError", "\tdisplay", "\ttool"]),

@@ -150,7 +150,7 @@ async fn display_sends_mime_bundles_and_the_best_form_is_rendered() {
         .outputs
         .iter()
         .find_map(|o| match o {
-            Output::Display { bundle } => Some(bundle),
+            Output::Display { bundle, .. } => Some(bundle),
             _ => None,
         })
         .expect("a display");

@@ -506,15 +506,43 @@ def _clear_output(wait=False):
         STATE.cleared.wait(2)
 
 
-def display(*objs, raw=False, **_ignored):
-    """Shows each object as a rich output of this cell (mime bundle, as in Jupyter)."""
+class DisplayHandle:
+    """What `display(obj, display_id=True)` returns, as in IPython: `update(obj)` replaces the
+    display where it is shown, `display(obj)` shows another one with the same id."""
+
+    def __init__(self, display_id):
+        self.display_id = display_id
+
+    def display(self, obj, **kwargs):
+        display(obj, display_id=self.display_id, **kwargs)
+
+    def update(self, obj, **kwargs):
+        display(obj, display_id=self.display_id, update=True, **kwargs)
+
+    def __repr__(self):
+        return f"<DisplayHandle display_id={self.display_id}>"
+
+
+def display(*objs, raw=False, display_id=None, update=False, **_ignored):
+    """Shows each object as a rich output of this cell (mime bundle, as in Jupyter); with a
+    `display_id` (True: a new one) returns its `DisplayHandle`, and `update=True` replaces the
+    display shown with that id."""
+    if display_id is True:
+        display_id = os.urandom(16).hex()
     for obj in objs:
         if raw and isinstance(obj, dict):
             bundle = obj
         else:
             bundle = bundle_of(obj)
         _flush_std()
-        send({"t": "display", "cell": STATE.cell, "bundle": bundle})
+        frame = {"t": "display", "cell": STATE.cell, "bundle": bundle}
+        if display_id:
+            frame["display_id"] = str(display_id)
+            frame["update"] = bool(update)
+        send(frame)
+    if display_id and not update:
+        return DisplayHandle(display_id)
+    return None
 
 
 # ----------------------------------------------------------------------------------------------
