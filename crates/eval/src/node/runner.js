@@ -400,6 +400,31 @@ function errorInfo(err, details, source, name) {
   return { ename: 'Error', evalue: text, traceback: `Uncaught ${text}` };
 }
 
+/**
+ * `_` and `_error`, as in node's REPL: the last cell's value (undefined too) and the last error
+ * a cell threw; once the user assigns one, it is theirs ("Expression assignment to _ now
+ * disabled.").
+ */
+const lastValues = (() => {
+  const kept = { _: undefined, _error: undefined };
+  const auto = { _: true, _error: true };
+  for (const name of Object.keys(kept)) {
+    Object.defineProperty(globalThis, name, {
+      configurable: true,
+      get: () => kept[name],
+      set: (value) => {
+        auto[name] = false;
+        Object.defineProperty(globalThis, name, { value, writable: true, configurable: true, enumerable: true });
+        process.stdout.write(`Expression assignment to ${name} now disabled.\n`);
+      },
+    });
+  }
+  return {
+    value(v) { if (auto._) kept._ = v; },
+    error(e) { if (auto._error) kept._error = e; },
+  };
+})();
+
 let interruptCell = null;
 let count = 0;
 
@@ -434,9 +459,12 @@ async function runCell(frame) {
     } else if (outcome.result.exceptionDetails) {
       status = 'error';
       const details = outcome.result.exceptionDetails;
-      error = errorInfo(await valueOf(details.exception), details, frame.code, name);
+      const thrown = await valueOf(details.exception);
+      lastValues.error(thrown);
+      error = errorInfo(thrown, details, frame.code, name);
     } else {
       const value = await valueOf(outcome.result.result);
+      lastValues.value(value);
       if (value !== undefined) result = bundleOf(value);
     }
   } catch (e) {
