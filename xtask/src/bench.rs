@@ -21,7 +21,11 @@ type Bench = fn(&[String]) -> Result<()>;
 const BENCHES: &[(&str, &str, Bench)] = &[
     ("astgrep", "structural search vs the ast-grep CLI", bench_astgrep::run),
     ("debug", "launch to the first stop snapshot vs a raw DAP client", bench_debug::run),
-    ("eval", "Python/JavaScript kernels vs ipykernel via jupyter_client", bench_eval::run),
+    (
+        "eval",
+        "Python/JavaScript kernels vs ipykernel and bare python/node, interleaved",
+        bench_eval::run,
+    ),
     (
         "diagnostics",
         "diagnostics on write: wrapped write vs a minimal client (basedpyright, clangd)",

@@ -1,101 +1,178 @@
-//! Benchmark driver for `cargo xtask bench eval`: kernel start to first result, and the round
-//! trip of a trivial cell over many cells, for one language. Prints one line of `key=value` pairs.
+//! Benchmark driver for `cargo xtask bench eval`: one command a line on stdin, one answer a
+//! line on stdout, so the xtask interleaves our kernels, ipykernel and bare interpreters round
+//! by round (a noisy machine then slows every side alike).
 //!
-//! Usage: `eval_bench [--language python|javascript] [--engine node|quickjs] [--python PATH]
-//! [--code CELL] [--starts N] [--cells N]`; `--code` is the first cell of each start (default
-//! `1+1`; `%pwd` measures a start that engages IPython).
+//! Usage: `eval_bench [--python PATH] [--node PATH]`, then commands:
+//! - `start KIND`: a fresh kernel of KIND runs its first cell (`1+1`; `%pwd` for
+//!   `python-ipython`, so IPython is imported and its shell built) and the result is back;
+//!   answers `ms=F`. KIND is `python`, `python-ipython`, `node`, `quickjs`, or `bare-python` /
+//!   `bare-node`: the interpreter run as a child that prints `1+1` (spawn to the printed `2`).
+//! - `trips KIND N`: N cells of `1+1` in one kernel of KIND kept between commands (started
+//!   untimed at its first use); answers `ms=F,F,…`, one time per cell.
+//! - `quit`.
 
 #![allow(clippy::print_stdout)]
 
-use std::{sync::Arc, time::Instant};
+use std::{
+    collections::HashMap,
+    io::BufRead,
+    path::{Path, PathBuf},
+    process::Stdio,
+    sync::Arc,
+    time::Instant,
+};
 
 use agent_tools_eval::{
-    CellStatus, EvalConfig, EvalRequest, JsEngine, Kernels, Language, NoBridge, NoProgress,
+    CellStatus, EvalConfig, EvalRequest, JsEngine, Kernels, Language, NoBridge, NoProgress, render,
 };
+use tokio::io::AsyncReadExt;
 use tokio_util::sync::CancellationToken;
 
 fn arg(args: &[String], name: &str) -> Option<String> {
     args.iter().position(|a| a == name).and_then(|i| args.get(i + 1).cloned())
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    if v.is_empty() { 0.0 } else { v[v.len() / 2] }
+struct Bench {
+    python: PathBuf,
+    node: PathBuf,
+    root: PathBuf,
+    cancel: CancellationToken,
+    /// Kernels kept for `trips`, by kind.
+    kept: HashMap<String, Kernels>,
+}
+
+impl Bench {
+    fn config(&self, kind: &str) -> Result<(EvalConfig, Language, &'static str), String> {
+        let base = EvalConfig {
+            python: Some(self.python.clone()),
+            node: Some(self.node.clone()),
+            ..EvalConfig::default()
+        };
+        Ok(match kind {
+            "python" => (base, Language::Python, "1+1"),
+            "python-ipython" => (base, Language::Python, "%pwd"),
+            "node" => (
+                EvalConfig { javascript: Some(JsEngine::Node), ..base },
+                Language::Javascript,
+                "1+1",
+            ),
+            "quickjs" => (
+                EvalConfig { javascript: Some(JsEngine::Quickjs), ..base },
+                Language::Javascript,
+                "1+1",
+            ),
+            other => return Err(format!("unknown kernel kind {other:?}")),
+        })
+    }
+
+    async fn cell(&self, kernels: &Kernels, language: Language, code: &str) -> Result<(), String> {
+        let request = EvalRequest {
+            code: code.into(),
+            description: "bench".into(),
+            language: Some(language),
+            reset: None,
+        };
+        let report = kernels
+            .eval("bench", &self.root, request, Arc::new(NoBridge), &self.cancel, &NoProgress)
+            .await
+            .map_err(|e| e.to_string())?;
+        if report.status != CellStatus::Ok {
+            return Err(render(&report).replace('\n', " | "));
+        }
+        Ok(())
+    }
+
+    async fn start(&self, kind: &str) -> Result<f64, String> {
+        match kind {
+            "bare-python" => {
+                let code = "import sys; sys.stdout.write(str(1+1)); sys.stdout.flush()";
+                return bare(&self.python, &["-c", code]).await;
+            }
+            "bare-node" => {
+                return bare(&self.node, &["-e", "process.stdout.write(String(1+1))"]).await;
+            }
+            _ => {}
+        }
+        let (config, language, first) = self.config(kind)?;
+        let kernels = Kernels::new(config);
+        let t = Instant::now();
+        let outcome = self.cell(&kernels, language, first).await;
+        let ms = t.elapsed().as_secs_f64() * 1000.0;
+        kernels.shutdown().await;
+        outcome.map(|()| ms)
+    }
+
+    async fn trips(&mut self, kind: &str, n: usize) -> Result<Vec<f64>, String> {
+        let (config, language, _) = self.config(kind)?;
+        if !self.kept.contains_key(kind) {
+            let kernels = Kernels::new(config);
+            self.cell(&kernels, language, "1+1").await?;
+            self.kept.insert(kind.to_string(), kernels);
+        }
+        let kernels = &self.kept[kind];
+        let mut times = Vec::with_capacity(n);
+        for _ in 0..n {
+            let t = Instant::now();
+            self.cell(kernels, language, "1+1").await?;
+            times.push(t.elapsed().as_secs_f64() * 1000.0);
+        }
+        Ok(times)
+    }
+}
+
+/// Spawn to the child's printed `2` (the child is then reaped, untimed).
+async fn bare(program: &Path, args: &[&str]) -> Result<f64, String> {
+    let t = Instant::now();
+    let mut child = tokio::process::Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("cannot start {}: {e}", program.display()))?;
+    let mut stdout = child.stdout.take().ok_or("no stdout")?;
+    let mut buf = [0u8; 16];
+    let n = stdout.read(&mut buf).await.map_err(|e| e.to_string())?;
+    let ms = t.elapsed().as_secs_f64() * 1000.0;
+    let _ = child.wait().await;
+    if &buf[..n] != b"2" {
+        return Err(format!("{} printed {:?}", program.display(), &buf[..n]));
+    }
+    Ok(ms)
 }
 
 #[tokio::main]
 async fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let language = match arg(&args, "--language").as_deref() {
-        Some("javascript") => Language::Javascript,
-        _ => Language::Python,
+    let mut bench = Bench {
+        python: arg(&args, "--python").unwrap_or_else(|| "python3".into()).into(),
+        node: arg(&args, "--node").unwrap_or_else(|| "node".into()).into(),
+        root: std::env::temp_dir(),
+        cancel: CancellationToken::new(),
+        kept: HashMap::new(),
     };
-    let python = arg(&args, "--python").map(Into::into);
-    let starts: usize = arg(&args, "--starts").and_then(|s| s.parse().ok()).unwrap_or(10);
-    let cells: usize = arg(&args, "--cells").and_then(|s| s.parse().ok()).unwrap_or(1000);
-    let engine = match arg(&args, "--engine").as_deref() {
-        Some("quickjs") => Some(JsEngine::Quickjs),
-        Some("node") => Some(JsEngine::Node),
-        _ => None,
-    };
-    let first = arg(&args, "--code").unwrap_or_else(|| "1+1".into());
-    let config = EvalConfig { python, javascript: engine, ..EvalConfig::default() };
-    let root = std::env::temp_dir();
-    let cancel = CancellationToken::new();
-    let request_of = |code: &str| EvalRequest {
-        code: code.into(),
-        description: "bench".into(),
-        language: Some(language),
-        reset: None,
-    };
-    let request = || request_of("1+1");
-    let mut start_times = Vec::new();
-    for i in 0..starts {
-        let kernels = Kernels::new(config.clone());
-        let t = Instant::now();
-        let report = kernels
-            .eval(
-                &format!("s{i}"),
-                &root,
-                request_of(&first),
-                Arc::new(NoBridge),
-                &cancel,
-                &NoProgress,
-            )
-            .await
-            .expect("eval");
-        start_times.push(t.elapsed().as_secs_f64() * 1000.0);
-        assert_eq!(report.status, CellStatus::Ok, "{}", agent_tools_eval::render(&report));
+    let stdin = std::io::stdin();
+    for line in stdin.lock().lines() {
+        let Ok(line) = line else { break };
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let answer = match words.as_slice() {
+            ["start", kind] => bench.start(kind).await.map(|ms| format!("ms={ms}")),
+            ["trips", kind, n] => match n.parse() {
+                Ok(n) => bench.trips(kind, n).await.map(|times| {
+                    let times: Vec<String> = times.iter().map(f64::to_string).collect();
+                    format!("ms={}", times.join(","))
+                }),
+                Err(_) => Err(format!("not a count: {n}")),
+            },
+            ["quit"] => break,
+            _ => Err(format!("unknown command {line:?}")),
+        };
+        match answer {
+            Ok(answer) => println!("{answer}"),
+            Err(e) => println!("error={}", e.replace('\n', " ")),
+        }
+    }
+    for (_, kernels) in bench.kept.drain() {
         kernels.shutdown().await;
     }
-    let kernels = Kernels::new(config);
-    kernels
-        .eval("rt", &root, request(), Arc::new(NoBridge), &cancel, &NoProgress)
-        .await
-        .expect("warm-up");
-    let mut trips = Vec::with_capacity(cells);
-    let t_all = Instant::now();
-    for _ in 0..cells {
-        let t = Instant::now();
-        let report = kernels
-            .eval("rt", &root, request(), Arc::new(NoBridge), &cancel, &NoProgress)
-            .await
-            .expect("eval");
-        trips.push(t.elapsed().as_secs_f64() * 1000.0);
-        assert_eq!(report.status, CellStatus::Ok);
-    }
-    let total = t_all.elapsed().as_secs_f64() * 1000.0;
-    kernels.shutdown().await;
-    let label = match (language, engine) {
-        (Language::Python, _) if first != "1+1" => "ours-python-ipython".to_string(),
-        (Language::Javascript, Some(JsEngine::Quickjs)) => "ours-quickjs".to_string(),
-        (Language::Javascript, _) => "ours-node".to_string(),
-        _ => format!("ours-{}", language.as_str()),
-    };
-    println!(
-        "kernel={label} start_ms_median={} round_trip_ms_median={} round_trip_ms_mean={}",
-        median(start_times),
-        median(trips),
-        total / cells as f64,
-    );
 }

@@ -8,6 +8,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::{
     bridge::ToolBridge,
+    svg,
     types::{Bundle, CellError, InterruptReason, Output, StreamName},
 };
 
@@ -29,7 +30,12 @@ pub(crate) struct Done {
 #[derive(Debug)]
 pub(crate) enum Event {
     Stream(StreamName, String),
-    Display(Bundle),
+    /// A rich output; `update`: it replaces the outputs shown with its `display_id`.
+    Display {
+        bundle: Bundle,
+        display_id: Option<String>,
+        update: bool,
+    },
     ToolCall {
         id: u64,
         name: String,
@@ -121,8 +127,11 @@ pub(crate) async fn drive<K: KernelIo>(
                     out.stream(name, text);
                     last = Instant::now();
                 }
-                Event::Display(bundle) => {
-                    out.display(bundle);
+                Event::Display { mut bundle, display_id, update } => {
+                    if out.has_room_for_an_image() {
+                        render_svg(&mut bundle, out).await;
+                    }
+                    out.display(bundle, display_id, update);
                     last = Instant::now();
                 }
                 Event::ToolCall { id, name, args } => {
@@ -138,8 +147,11 @@ pub(crate) async fn drive<K: KernelIo>(
                     last = Instant::now();
                 }
                 Event::Clear { wait } => out.clear(wait),
-                Event::Done(done) => {
+                Event::Done(mut done) => {
                     calls.abort_all();
+                    if let Some(result) = done.result.as_mut() {
+                        render_svg(result, out).await;
+                    }
                     return Fate::Finished { done, interrupt: interrupted.map(|(r, _)| r) };
                 }
                 Event::Died(how) => {
@@ -190,6 +202,15 @@ pub(crate) async fn drive<K: KernelIo>(
     }
 }
 
+/// Adds a PNG rendering to an SVG display; a drawing that cannot be rendered gets a note.
+async fn render_svg(bundle: &mut Bundle, out: &mut Collector) {
+    if let Err(why) = svg::add_png(bundle).await {
+        out.notes.push(format!(
+            "an SVG display could not be rendered to an image ({why}); its source is shown"
+        ));
+    }
+}
+
 /// Collects a cell's outputs in order, keeping the head and the tail when it prints too much.
 #[derive(Debug)]
 pub(crate) struct Collector {
@@ -207,6 +228,8 @@ pub(crate) struct Collector {
     displays: usize,
     /// A `clear_output(wait=True)` waits for the next output.
     clear_pending: bool,
+    /// Facts for the model about the outputs (an SVG that could not be rendered).
+    notes: Vec<String>,
 }
 
 impl Collector {
@@ -226,6 +249,7 @@ impl Collector {
             lines: 0,
             displays: 0,
             clear_pending: false,
+            notes: Vec::new(),
         }
     }
 
@@ -248,6 +272,7 @@ impl Collector {
         self.images = 0;
         self.images_dropped = 0;
         self.clear_pending = false;
+        self.notes.clear();
     }
 
     /// "12 s, 3 lines of output", for progress reports.
@@ -327,21 +352,23 @@ impl Collector {
         }
     }
 
-    pub(crate) fn display(&mut self, mut bundle: Bundle) {
+    /// A display. With `update` it replaces every output of this cell shown with its
+    /// `display_id`, where that output is (as `update_display` and a display handle's `update`
+    /// do in a notebook); an update whose display is an earlier cell's is shown as a new output,
+    /// so the model still sees the new state.
+    pub(crate) fn display(&mut self, mut bundle: Bundle, display_id: Option<String>, update: bool) {
         if self.clear_pending {
             self.clear_now();
         }
         self.displays += 1;
-        let has_image = bundle.keys().any(|k| k.starts_with("image/") && k != "image/svg+xml");
-        if has_image {
-            if self.images >= self.max_images {
-                self.images_dropped += 1;
-                bundle.retain(|k, _| !k.starts_with("image/"));
-            } else {
-                self.images += 1;
-            }
+        if update
+            && let Some(id) = display_id.as_deref()
+            && self.replace(id, &bundle)
+        {
+            return;
         }
-        let item = Output::Display { bundle };
+        self.admit_images(&mut bundle);
+        let item = Output::Display { bundle, display_id };
         if self.cut == 0 && self.tail.is_empty() {
             self.items.push(item);
         } else {
@@ -349,8 +376,62 @@ impl Collector {
         }
     }
 
+    /// Puts `bundle` in place of each output shown with display id `id`; false if none is.
+    fn replace(&mut self, id: &str, bundle: &Bundle) -> bool {
+        let mut olds = Vec::new();
+        for item in self.items.iter_mut().chain(self.tail.iter_mut()) {
+            if let Output::Display { bundle: old, display_id: Some(shown) } = item
+                && shown == id
+            {
+                olds.push(std::mem::take(old));
+            }
+        }
+        if olds.is_empty() {
+            return false;
+        }
+        let mut fresh = Vec::with_capacity(olds.len());
+        for old in &olds {
+            if has_raster(old) {
+                self.images -= 1;
+            }
+            let mut new = bundle.clone();
+            self.admit_images(&mut new);
+            fresh.push(new);
+        }
+        let mut fresh = fresh.into_iter();
+        for item in self.items.iter_mut().chain(self.tail.iter_mut()) {
+            if let Output::Display { bundle: slot, display_id: Some(shown) } = item
+                && shown == id
+                && let Some(new) = fresh.next()
+            {
+                *slot = new;
+            }
+        }
+        true
+    }
+
+    /// Counts the bundle's image against `max_images`; past it the image is dropped (an SVG
+    /// keeps its source, which the model can still read).
+    fn admit_images(&mut self, bundle: &mut Bundle) {
+        let has_image = has_raster(bundle);
+        // An SVG past the limit was not rendered, but it is an image the model does not see.
+        if has_image || svg::wants_png(bundle) {
+            if self.images >= self.max_images {
+                self.images_dropped += 1;
+                bundle.retain(|k, _| !svg::RASTER_MIMES.contains(&k.as_str()));
+            } else if has_image {
+                self.images += 1;
+            }
+        }
+    }
+
+    /// Whether one more image would still be shown (at most `max_images` per cell).
+    pub(crate) fn has_room_for_an_image(&self) -> bool {
+        self.clear_pending || self.images < self.max_images
+    }
+
     pub(crate) fn finish(mut self) -> (Vec<Output>, Vec<String>) {
-        let mut notes = Vec::new();
+        let mut notes = std::mem::take(&mut self.notes);
         if self.cut > 0 {
             self.items.push(Output::Cut { chars: self.cut });
         }
@@ -363,6 +444,10 @@ impl Collector {
         }
         (self.items, notes)
     }
+}
+
+fn has_raster(bundle: &Bundle) -> bool {
+    svg::RASTER_MIMES.iter().any(|m| bundle.contains_key(*m))
 }
 
 fn push_stream(items: &mut Vec<Output>, name: StreamName, text: String) {

@@ -54,8 +54,19 @@ pub(crate) struct KernelProgram {
     pub args: Vec<OsString>,
     pub runner: &'static str,
     pub env: Vec<(String, String)>,
-    /// SIGINT interrupts a cell (Python); otherwise an `interrupt` frame does (Node).
-    pub interrupt_by_signal: bool,
+    /// How a cell is interrupted.
+    pub interrupt: InterruptBy,
+}
+
+/// How the host interrupts a running cell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum InterruptBy {
+    /// SIGINT to the interpreter when signals reach it, else an `interrupt` frame (Python: its
+    /// reader thread then signals the interpreter itself).
+    SignalElseFrame,
+    /// SIGINT when signals reach the interpreter (it stops the synchronous part of a cell that
+    /// runs before the kernel's reader thread is up), and the `interrupt` frame always (Node).
+    SignalAndFrame,
 }
 
 /// Facts about a started interpreter.
@@ -90,9 +101,13 @@ pub(crate) struct ChildKernel {
     carry: [String; 2],
     stderr_tail: String,
     dead: bool,
+    /// When the kernel was first seen gone (the deadlines of `wait_dead` count from it).
+    dying: Option<Instant>,
     death: Option<String>,
-    /// The child is the interpreter itself (no capsule prefix), so signals reach it.
+    /// SIGINT interrupts: the child is the interpreter itself (no capsule prefix).
     signal_directly: bool,
+    /// An `interrupt` frame is sent too (or instead, when signals do not reach the interpreter).
+    frame_too: bool,
 }
 
 fn stream_index(name: StreamName) -> usize {
@@ -152,12 +167,16 @@ impl ChildKernel {
         let (evt_read, evt_write) =
             cloexec_pipe().map_err(|e| format!("cannot create the kernel's pipes: {e}"))?;
         let python = &program.program;
+        let signal_directly = capsule.signals_reach_the_program();
         let mut std_cmd = capsule.command(python.as_os_str(), &program.args);
         std_cmd
             .current_dir(cwd)
             .env("AGENT_TOOLS_KERNEL_CMD_FD", "3")
             .env("AGENT_TOOLS_KERNEL_EVT_FD", "4")
             .envs(program.env.iter().map(|(k, v)| (k, v)))
+            // The runner knows whether a SIGINT can come (the Node runner needs its reader thread
+            // before the first cell only when none can).
+            .env("AGENT_TOOLS_INTERRUPT_SIGNAL", if signal_directly { "1" } else { "0" })
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -233,8 +252,10 @@ impl ChildKernel {
             carry: Default::default(),
             stderr_tail: String::new(),
             dead: false,
+            dying: None,
             death: None,
-            signal_directly: program.interrupt_by_signal && capsule.signals_reach_the_program(),
+            signal_directly,
+            frame_too: program.interrupt == InterruptBy::SignalAndFrame || !signal_directly,
         };
         let mut runner = Vec::with_capacity(program.runner.len() + 4);
         runner.extend_from_slice(&(program.runner.len() as u32).to_be_bytes());
@@ -381,7 +402,9 @@ impl ChildKernel {
             Raw::EventsClosed(garbage) => {
                 self.dead = true;
                 if let Some(garbage) = garbage {
+                    // A kernel that breaks the protocol cannot be trusted with another frame.
                     self.remember_stderr(&format!("\n[protocol error: {garbage}]\n"));
+                    self.kill_group();
                 }
             }
         }
@@ -408,7 +431,11 @@ impl ChildKernel {
         match kind {
             "display" => {
                 if let Ok(bundle) = serde_json::from_value(frame["bundle"].clone()) {
-                    self.ready.push_back(Event::Display(bundle));
+                    self.ready.push_back(Event::Display {
+                        bundle,
+                        display_id: frame["display_id"].as_str().map(str::to_string),
+                        update: frame["update"].as_bool().unwrap_or(false),
+                    });
                 }
             }
             "tool_call" => {
@@ -461,8 +488,12 @@ impl ChildKernel {
     }
 
     async fn wait_dead(&mut self) -> String {
+        // The deadlines count from when the death was first seen: the cell loop races this
+        // against its timers (a progress report every second), and a wait cut short goes on
+        // where it was instead of starting over.
+        let since = *self.dying.get_or_insert_with(Instant::now);
         // Collect the last output for the report, briefly.
-        let deadline = Instant::now() + Duration::from_millis(500);
+        let deadline = since + Duration::from_millis(500);
         while self.streams_open.iter().any(|o| *o) {
             let raw = tokio::select! {
                 raw = self.rx.recv() => raw,
@@ -473,7 +504,8 @@ impl ChildKernel {
                 None => break,
             }
         }
-        let status = tokio::time::timeout(Duration::from_secs(2), self.child.wait()).await;
+        let status =
+            tokio::time::timeout_at(since + Duration::from_millis(2500), self.child.wait()).await;
         self.kill_group();
         self.pgid = 0;
         let status = match status {
@@ -558,15 +590,17 @@ impl KernelIo for ChildKernel {
 
     fn interrupt(&mut self) {
         if self.signal_directly && self.pgid > 0 {
-            // SIGINT straight to the interpreter: its C-level handler runs even while a C
-            // extension holds the GIL. The runner ignores SIGINT outside user code, so a signal
-            // that lands after the cell ended is harmless.
+            // SIGINT straight to the interpreter: Python's C-level handler runs even while a C
+            // extension holds the GIL; Node's stops the synchronous part of a cell that runs
+            // before its reader thread is up. The runners ignore SIGINT outside user code, so a
+            // signal that lands after the cell ended is harmless.
             // SAFETY: signalling our own child process.
             unsafe {
                 libc::kill(self.pgid, libc::SIGINT);
             }
-        } else {
-            // Under a capsule the pid is the prefix's: the runner's reader thread signals itself.
+        }
+        if self.frame_too {
+            // Under a capsule the pid is the prefix's: the runner's reader thread takes it.
             let frame = json!({"t": "interrupt", "cell": self.cell});
             self.send_now(&frame);
         }

@@ -44,6 +44,7 @@ mod node;
 mod payload;
 mod python;
 mod render;
+mod svg;
 mod types;
 
 pub use crate::{

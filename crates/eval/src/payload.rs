@@ -89,7 +89,9 @@ pub fn payload(report: &CellReport) -> CellPayload {
             Output::Stream { name, text } => {
                 PayloadOutput::Stream { name: *name, text: clean_terminal_text(text) }
             }
-            Output::Display { bundle } => PayloadOutput::Display(Shown::of(bundle, &mut image_no)),
+            Output::Display { bundle, .. } => {
+                PayloadOutput::Display(Shown::of(bundle, &mut image_no))
+            }
             Output::Cut { chars } => PayloadOutput::Cut { chars: *chars },
         })
         .collect();

@@ -5,6 +5,7 @@ use serde_json::Value;
 
 use crate::{
     html::html_to_text,
+    svg::{RASTER_MIMES, SVG_MIME},
     types::{
         Bundle, CellImage, CellReport, CellStatus, InterruptReason, Language, Output, StreamName,
     },
@@ -12,6 +13,8 @@ use crate::{
 
 /// Per display: cap on the text form, so one huge repr cannot take the whole budget.
 const MAX_DISPLAY_CHARS: usize = 8_000;
+/// An SVG shown as an image has its source beside it when the source is at most this long.
+const MAX_SVG_SOURCE_CHARS: usize = 2_000;
 
 /// The text the model reads for `report`. Images are referenced as `[image N: …]` and
 /// delivered separately by [`images`].
@@ -51,7 +54,7 @@ pub fn render(report: &CellReport) -> String {
                 }
                 out.push_str(&clean_terminal_text(text));
             }
-            Output::Display { bundle } => {
+            Output::Display { bundle, .. } => {
                 ensure_newline(&mut out);
                 out.push_str(&render_bundle(bundle, &mut image_no));
                 ensure_newline(&mut out);
@@ -158,9 +161,29 @@ pub(crate) fn render_bundle(bundle: &Bundle, image_no: &mut usize) -> String {
         *image_no += 1;
         let size = bundle.get(mime).and_then(Value::as_str).map_or(0, |b64| b64.len() * 3 / 4);
         let default_repr = plain.starts_with('<') && plain.ends_with(" object>");
-        let label =
-            if plain.is_empty() || default_repr { mime.to_string() } else { plain.to_string() };
-        return format!("[image {}: {label} ({mime}, {} KB)]", *image_no, size.div_ceil(1024));
+        let svg = bundle.get(SVG_MIME).and_then(Value::as_str);
+        let label = match (plain.is_empty() || default_repr, svg) {
+            (true, Some(_)) => "SVG drawing".to_string(),
+            (true, None) => mime.to_string(),
+            (false, _) => plain.to_string(),
+        };
+        let kb = size.div_ceil(1024);
+        return match svg {
+            // A short source too, for its text and numbers; a long one is path data the image
+            // shows better.
+            Some(svg) if svg.trim().chars().count() <= MAX_SVG_SOURCE_CHARS => format!(
+                "[image {}: {label} ({mime}, {kb} KB, rendered from the SVG below)]\n{}",
+                *image_no,
+                svg.trim()
+            ),
+            Some(svg) => format!(
+                "[image {}: {label} ({mime}, {kb} KB, rendered from SVG; its source of {} \
+                 characters is not shown)]",
+                *image_no,
+                svg.trim().chars().count()
+            ),
+            None => format!("[image {}: {label} ({mime}, {kb} KB)]", *image_no),
+        };
     }
     // The richest readable form: markdown, then HTML when the plain text is only a default
     // `<... object>` repr (IPython's HTML, a `_repr_html_`-only object) or holds less.
@@ -176,16 +199,16 @@ pub(crate) fn render_bundle(bundle: &Bundle, image_no: &mut usize) -> String {
     } else if let Some(json) = bundle.get("application/json").filter(|_| default_repr) {
         // `JSON(...)`: the data, as ipykernel sends it, not `<IPython.core.display.JSON object>`.
         serde_json::to_string_pretty(json).unwrap_or_default()
-    } else if let Some(svg) =
-        bundle.get("image/svg+xml").and_then(Value::as_str).filter(|_| default_repr)
+    } else if let Some(svg) = bundle.get(SVG_MIME).and_then(Value::as_str).filter(|_| default_repr)
     {
-        // `SVG(...)`, `%%svg`: the model reads the drawing's source (no rasterizer here).
+        // `SVG(...)`, `%%svg` not rendered to an image (the `svg` feature is off, or the SVG
+        // does not parse, which a note says): the model reads the drawing's source.
         format!("[SVG image, {} characters]\n{}", svg.len(), svg.trim())
     } else if !plain.is_empty() {
         plain.to_string()
     } else if let Some(json) = bundle.get("application/json") {
         serde_json::to_string_pretty(json).unwrap_or_default()
-    } else if let Some(svg) = bundle.get("image/svg+xml") {
+    } else if let Some(svg) = bundle.get(SVG_MIME) {
         format!("[SVG image, {} characters, not shown]", svg.as_str().map_or(0, str::len))
     } else {
         bundle.keys().cloned().collect::<Vec<_>>().join(", ")
@@ -194,9 +217,7 @@ pub(crate) fn render_bundle(bundle: &Bundle, image_no: &mut usize) -> String {
 }
 
 fn image_mime(bundle: &Bundle) -> Option<&'static str> {
-    ["image/png", "image/jpeg", "image/gif", "image/webp"]
-        .into_iter()
-        .find(|m| bundle.get(*m).is_some_and(Value::is_string))
+    RASTER_MIMES.into_iter().find(|m| bundle.get(*m).is_some_and(Value::is_string))
 }
 
 fn cap(text: &str, max: usize) -> String {
@@ -257,7 +278,7 @@ pub fn images(report: &CellReport) -> Vec<CellImage> {
         .outputs
         .iter()
         .filter_map(|o| match o {
-            Output::Display { bundle } => Some(bundle),
+            Output::Display { bundle, .. } => Some(bundle),
             _ => None,
         })
         .chain(report.result.iter());

@@ -136,7 +136,13 @@ pub enum Output {
     /// Text written to stdout or stderr.
     Stream { name: StreamName, text: String },
     /// A rich output from `display()`, `plt.show()` or a figure left open.
-    Display { bundle: Bundle },
+    Display {
+        bundle: Bundle,
+        /// The id it was shown with (`display(obj, display_id=…)`): an update of that id
+        /// replaces it where it is, as in a notebook.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        display_id: Option<String>,
+    },
     /// Output cut because the cell printed more than the cap.
     Cut { chars: usize },
 }

@@ -281,6 +281,11 @@ async fn without_ipython_the_stdlib_fallback_gets_the_common_idioms_right() {
     s.kernels.shutdown().await;
 }
 
+/// How an SVG display begins in the text: an image reference (its source below), or without
+/// the `svg` feature the source alone.
+const SVG_SHOWN: &str =
+    if cfg!(feature = "svg") { "[image 1: SVG drawing (image/png, " } else { "[SVG image" };
+
 const SVG_SOURCE: &str = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"10\" height=\"10\"><rect width=\"10\" height=\"10\"/></svg>";
 
 /// The last gaps to ipykernel (issue 29), each as ipykernel 7 shows it; every cell must pass.
@@ -301,8 +306,26 @@ const GAPS: &[Idiom] = &[
         "class BadHtml:\n    def _repr_html_(self):\n        raise ValueError('bad html')\n    def __repr__(self):\n        return 'BadHtml()'\nBadHtml()",
         &["ValueError: bad html", "_repr_html_", "Out[", "BadHtml()"],
     ),
+    // A display handle's updates replace its display where it is shown: the final state only.
+    ok_hiding(
+        "h = display('state 0', display_id=True)\nprint('between')\nfor i in range(1, 4):\n    h.update(f'state {i}')\nh",
+        &["'state 3'\nbetween", "<DisplayHandle display_id="],
+        &["'state 0'", "'state 2'"],
+    ),
     // With IPython engaged from here on.
     ok("%pwd", &["'/"]),
+    ok_hiding(
+        "from IPython.display import update_display\ndisplay('one', display_id='gap-x')\nprint('middle')\nupdate_display('two', display_id='gap-x')",
+        &["'two'\nmiddle"],
+        &["'one'"],
+    ),
+    ok_hiding(
+        "hh = display('tick 0', display_id=True)\nfor i in range(3):\n    hh.update(f'tick {i + 1}')",
+        &["'tick 3'"],
+        &["'tick 0'", "'tick 2'"],
+    ),
+    // An update of an earlier cell's display: the new state, as a new output.
+    ok("hh.update('tick later')", &["'tick later'"]),
     ok("exit()", &[]),
     ok("quit\ngap_kept", &[": 1"]),
     ok_hiding("%who", &["gap_kept"], &["ToolError", "\tdisplay", "\ttool"]),
@@ -328,10 +351,10 @@ const GAPS: &[Idiom] = &[
         &["shown first"],
     ),
     ok_hiding("print('kept')\nclear_output(wait=True)", &["kept"], &[]),
-    // SVG as an image (its source, for the model), JSON as data.
+    // SVG as an image (rendered to PNG, its short source beside it), JSON as data.
     ok_hiding(
         "from IPython.display import SVG, JSON\nSVG('<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"10\" height=\"10\"><rect width=\"10\" height=\"10\"/></svg>')",
-        &["[SVG image", "<rect"],
+        &[SVG_SHOWN, "<rect"],
         &["IPython.core.display.SVG object"],
     ),
     ok_hiding("JSON({'a': [1, 2]})", &["\"a\": [", "1,"], &["JSON object"]),
@@ -360,7 +383,8 @@ async fn the_last_gaps_to_ipykernel_are_closed() {
     }
     let (r, text) = s.run(&format!("%%svg\n{SVG_SOURCE}")).await;
     assert_eq!(r.status, CellStatus::Ok, "{text}");
-    assert!(text.contains("[SVG image") && text.contains("<rect"), "{text}");
+    assert!(text.contains(SVG_SHOWN) && text.contains("<rect"), "{text}");
+    assert_eq!(Session::image_count(&r), usize::from(cfg!(feature = "svg")), "{text}");
     // An unknown magic: its UsageError once.
     let (r, text) = s.run("%nosuchmagic").await;
     assert_eq!(r.status, CellStatus::Error, "{text}");

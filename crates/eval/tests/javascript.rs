@@ -99,7 +99,7 @@ async fn display_shows_objects_as_json_and_strings_as_text() {
         .outputs
         .iter()
         .filter_map(|o| match o {
-            Output::Display { bundle } => Some(bundle.clone()),
+            Output::Display { bundle, .. } => Some(bundle.clone()),
             _ => None,
         })
         .collect();

@@ -151,3 +151,42 @@ async fn no_node_process_survives_shutdown() {
     s.kernels.shutdown().await;
     assert!(gone_within(pid, std::time::Duration::from_secs(10)), "node {pid} survived");
 }
+
+/// A lone surrogate (which strict JSON refuses) is sent as U+FFFD, and the kernel goes on.
+#[tokio::test]
+async fn a_lone_surrogate_in_a_display_or_value_is_cleaned_and_the_kernel_goes_on() {
+    let Some(s) = check(EvalConfig::default()) else { return };
+    let (r, text) =
+        s.run("display('lone \\ud800 surrogate'); display({k: 'x\\udc00'}); 'fine'").await;
+    assert_eq!(r.status, CellStatus::Ok, "{text}");
+    assert!(text.contains("lone \u{fffd} surrogate"), "{text}");
+    assert!(text.ends_with("'fine'"), "{text}");
+    let (r, text) = s.run("NaN").await;
+    assert!(!r.kernel.started, "the same kernel: {text}");
+    assert!(text.ends_with(": NaN"), "{text}");
+    s.kernels.shutdown().await;
+}
+
+/// `_` and `_error` as in node's REPL: the last value and the last error, until the user
+/// assigns one.
+#[tokio::test]
+async fn underscore_and_underscore_error_hold_the_last_value_and_error_as_in_the_node_repl() {
+    let Some(s) = check(EvalConfig::default()) else { return };
+    s.run("1 + 1").await;
+    let (_, text) = s.run("_ * 2").await;
+    assert!(text.ends_with(": 4"), "{text}");
+    let (r, _) = s.run("null.x").await;
+    assert_eq!(r.status, CellStatus::Error);
+    let (_, text) = s.run("_error.message").await;
+    assert!(text.ends_with(": \"Cannot read properties of null (reading 'x')\""), "{text}");
+    let (_, text) = s.run("let a = 5").await;
+    assert!(!text.contains("Out["), "{text}");
+    let (_, text) = s.run("typeof _").await;
+    assert!(text.ends_with(": 'undefined'"), "the value of `let` is undefined: {text}");
+    let (_, text) = s.run("_ = 7").await;
+    assert!(text.contains("Expression assignment to _ now disabled."), "{text}");
+    s.run("3").await;
+    let (_, text) = s.run("_").await;
+    assert!(text.ends_with(": 7"), "{text}");
+    s.kernels.shutdown().await;
+}

@@ -5,7 +5,9 @@
 
 mod common;
 
-use agent_tools_eval::{CellStatus, EvalConfig};
+use std::sync::Arc;
+
+use agent_tools_eval::{CellStatus, EvalConfig, Kernels, Prefix};
 use common::Session;
 
 /// A Node session, or None (skipped loudly outside CI) when `node` is missing.
@@ -166,6 +168,44 @@ async fn an_interrupted_busy_cell_stops_its_interval_and_its_state_is_kept() {
         .run("let n = 0; const t = setInterval(() => n++, 5); await new Promise(r => setTimeout(r, 100)); clearInterval(t); n > 0")
         .await;
     assert!(text.ends_with("true"), "{text}");
+    s.kernels.shutdown().await;
+}
+
+/// The first cell of a fresh kernel runs before the reader thread is up (its synchronous part
+/// under SIGINT; under a capsule prefix, where no signal reaches node, the thread is started
+/// first): a busy first cell is still interrupted, not killed, and its kernel goes on; later
+/// cells are interrupted through the reader thread; so is a first cell whose call is cancelled.
+#[tokio::test]
+async fn a_busy_first_cell_of_a_fresh_kernel_is_interrupted_and_the_kernel_goes_on() {
+    let cases = [
+        ("while (true) {}", false),
+        ("for (;;) { JSON.stringify({a: [1, 2, 3]}) }", false),
+        ("while (true) {}", true),
+    ];
+    for (busy, in_a_capsule) in cases {
+        let Some(mut s) = check(common::short_budget(0.5, 5.0)) else { return };
+        if in_a_capsule {
+            let capsule = Prefix::new(vec!["env".into(), "IN_A_CAPSULE=1".into()]).expect("prefix");
+            s.kernels = Kernels::new(s.kernels.config().clone()).with_capsule(Arc::new(capsule));
+        }
+        let (r, text) = s.run(&format!("globalThis.kept = 1; {busy}")).await;
+        assert!(r.kernel.started, "{busy}: {text}");
+        assert_eq!(r.status, CellStatus::Interrupted, "{busy}: {text}");
+        let (r, text) = s.run("kept + 1").await;
+        assert!(!r.kernel.started, "{busy}: the same kernel: {text}");
+        assert!(text.ends_with(": 2"), "{busy}: {text}");
+        // Later cells are interrupted through the reader thread.
+        let (r, text) = s.run(busy).await;
+        assert_eq!(r.status, CellStatus::Interrupted, "{busy}: {text}");
+        s.kernels.shutdown().await;
+    }
+    let Some(s) = check(EvalConfig::default()) else { return };
+    let (r, text) = s.run_cancelled("globalThis.kept = 1; while (true) {}").await;
+    assert!(r.kernel.started, "{text}");
+    assert_eq!(r.status, CellStatus::Interrupted, "{text}");
+    let (r, text) = s.run("kept + 1").await;
+    assert!(!r.kernel.started, "the same kernel: {text}");
+    assert!(text.ends_with(": 2"), "{text}");
     s.kernels.shutdown().await;
 }
 

@@ -150,7 +150,7 @@ async fn display_sends_mime_bundles_and_the_best_form_is_rendered() {
         .outputs
         .iter()
         .find_map(|o| match o {
-            Output::Display { bundle } => Some(bundle),
+            Output::Display { bundle, .. } => Some(bundle),
             _ => None,
         })
         .expect("a display");
@@ -432,6 +432,41 @@ async fn a_cell_that_ignores_the_interrupt_is_killed_and_the_next_call_starts_fr
     assert!(r.kernel.started);
     assert!(text.contains("the previous kernel was killed after a cell without output for the inactivity budget did not stop within 500 ms of an interrupt; earlier state (variables, imports) is gone"), "{text}");
     assert!(text.ends_with("Out[1]: False"), "{text}");
+    s.kernels.shutdown().await;
+}
+
+/// Values strict JSON has no form for (NaN, infinities, lone surrogates) reach the model as
+/// Jupyter sends them, and the kernel goes on; a cell that breaks the protocol itself (garbage
+/// on the event pipe) ends at once as a crash that says so, not at the end of the budget.
+#[tokio::test]
+async fn values_json_lacks_are_cleaned_and_a_broken_protocol_ends_the_cell_at_once() {
+    let s = check(short_budget(60.0, 2.0));
+    let cells = [
+        ("float('nan')", "nan"),
+        (
+            "display({'application/json': {'a': float('nan'), 'b': float('-inf')}}, raw=True)",
+            "\"a\": \"nan\"",
+        ),
+        ("display({'text/plain': 'lone \\ud800 surrogate'}, raw=True)", "lone \u{fffd} surrogate"),
+        ("{'k\\udfff': [float('inf')]}", "'k\\udfff'"),
+    ];
+    for (code, shows) in cells {
+        let (r, text) = s.run(code).await;
+        assert_eq!(r.status, CellStatus::Ok, "{code}: {text}");
+        assert!(text.contains(shows), "{code} shows {shows:?}: {text}");
+    }
+    let (r, text) = s.run("x = 5\nx").await;
+    assert!(!r.kernel.started, "the same kernel: {text}");
+    let (r, text) = s.run("import os\nos.write(4, b'\\x00\\x00\\x00\\x03{x}')").await;
+    assert_eq!(r.status, CellStatus::Crashed, "{text}");
+    assert!(text.contains("[protocol error: bad frame"), "{text}");
+    let (r, text) = s.run("1 + 1").await;
+    assert!(r.kernel.started, "{text}");
+    assert!(text.ends_with("Out[1]: 2"), "{text}");
+    // A kernel that closes its event pipe and lives on is given up at once, not at the budget.
+    let (r, text) = s.run("import os, time\nos.close(4)\ntime.sleep(3600)").await;
+    assert_eq!(r.status, CellStatus::Crashed, "{text}");
+    assert!(text.contains("it stopped answering and was killed"), "{text}");
     s.kernels.shutdown().await;
 }
 

@@ -264,7 +264,7 @@ fn install<'js>(
         "display",
         Function::new(ctx.clone(), move |bundle: String| {
             if let Ok(bundle) = serde_json::from_str::<Bundle>(&bundle) {
-                let _ = tx.send(Event::Display(bundle));
+                let _ = tx.send(Event::Display { bundle, display_id: None, update: false });
             }
         })?,
     )?;

@@ -9,7 +9,7 @@ use std::{
     path::{Path, PathBuf},
 };
 
-use crate::child::KernelProgram;
+use crate::child::{InterruptBy, KernelProgram};
 
 /// The runner, sent to `node` over the command pipe at start.
 pub(crate) const RUNNER: &str = include_str!("runner.js");
@@ -34,7 +34,7 @@ pub(crate) fn program(node: &Path, typescript: bool) -> KernelProgram {
         args: ["--no-warnings", "-e", BOOTSTRAP].iter().map(OsString::from).collect(),
         runner: RUNNER,
         env,
-        interrupt_by_signal: false,
+        interrupt: InterruptBy::SignalAndFrame,
     }
 }
 

@@ -2,13 +2,15 @@
 //
 // The host starts `node -e BOOTSTRAP`; the bootstrap reads this file over the command pipe and
 // runs it. Protocol: frames of a 4-byte big-endian length plus UTF-8 JSON, host -> kernel on
-// fd 3 (read by a worker thread, so an interrupt arrives while the main thread is busy),
+// fd 3 (its first frame read by the main thread, every later one by a worker thread, so an
+// interrupt arrives while the main thread is busy),
 // kernel -> host on fd 4. fds 1 and 2 are the cell's stdout and stderr.
 //
 // Cells run through the in-process inspector's `Runtime.evaluate` with `replMode`, which gives
 // what a REPL needs: the completion value, top-level await, and let/const/class declarations
 // that persist and may be declared again. An interrupt is `Runtime.terminateExecution` from the
-// worker (a busy loop stops, state stays), plus rejecting a cell that is waiting.
+// worker (a busy loop stops, state stays), plus rejecting a cell that is waiting; before the
+// worker is up, a SIGINT from the host stops the cell's synchronous part.
 'use strict';
 
 const fs = require('node:fs');
@@ -16,17 +18,31 @@ const path = require('node:path');
 const util = require('node:util');
 const inspector = require('node:inspector');
 const { Module } = require('node:module');
+const vm = require('node:vm');
 const { Worker } = require('node:worker_threads');
 const { pathToFileURL } = require('node:url');
 const { AsyncLocalStorage, createHook } = require('node:async_hooks');
 
 const EVT_FD = Number(process.env.AGENT_TOOLS_KERNEL_EVT_FD || 4);
 const CMD_FD = Number(process.env.AGENT_TOOLS_KERNEL_CMD_FD || 3);
+// Whether the host interrupts with SIGINT too (no capsule prefix stands between it and node).
+const SIGNALS = process.env.AGENT_TOOLS_INTERRUPT_SIGNAL === '1';
 delete process.env.AGENT_TOOLS_KERNEL_EVT_FD;
 delete process.env.AGENT_TOOLS_KERNEL_CMD_FD;
+delete process.env.AGENT_TOOLS_INTERRUPT_SIGNAL;
+
+// JSON.stringify escapes a lone surrogate (`\ud800`), which the host's strict JSON refuses; a
+// well-formed pair it writes as itself. So an escaped surrogate in the text is a lone one.
+const LONE_SURROGATE = /\\u[dD][89a-fA-F][0-9a-fA-F]{2}/;
+
+function wellFormed(_key, value) {
+  return typeof value === 'string' ? value.replace(/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g, '\ufffd') : value;
+}
 
 function send(frame) {
-  const body = Buffer.from(JSON.stringify(frame), 'utf8');
+  let text = JSON.stringify(frame);
+  if (LONE_SURROGATE.test(text)) text = JSON.stringify(frame, wellFormed);
+  const body = Buffer.from(text, 'utf8');
   const buf = Buffer.alloc(4 + body.length);
   buf.writeUInt32BE(body.length, 0);
   body.copy(buf, 4);
@@ -57,9 +73,6 @@ function terminate() {
   session.post('Runtime.terminateExecution', () => {});
   session.disconnect();
 }
-// An event-loop read, never a blocking one: a thread blocked in read(2) cannot be stopped, and
-// node joins this thread when the program exits (process.exit would wait for the next frame).
-const input = new net.Socket({ fd: workerData.fd, readable: true, writable: false });
 let pending = Buffer.alloc(0);
 let ended = false;
 function gone() {
@@ -67,7 +80,19 @@ function gone() {
   ended = true;
   parentPort.postMessage({ t: 'gone' });
 }
-input.on('data', (chunk) => {
+// The main thread reads the first command itself (so the first cell does not wait for this
+// thread to boot) and then says 'go': from here on every frame is read by this thread.
+parentPort.once('message', listen);
+function listen() {
+  // An event-loop read, never a blocking one: a thread blocked in read(2) cannot be stopped, and
+  // node joins this thread when the program exits (process.exit would wait for the next frame).
+  const input = new net.Socket({ fd: workerData.fd, readable: true, writable: false });
+  input.on('data', onData);
+  input.on('end', gone);
+  input.on('error', gone);
+  parentPort.postMessage({ t: 'ready' });
+}
+function onData(chunk) {
   pending = pending.length ? Buffer.concat([pending, chunk]) : chunk;
   while (pending.length >= 4) {
     const n = pending.readUInt32BE(0);
@@ -84,9 +109,7 @@ input.on('data', (chunk) => {
       }, 250);
     }
   }
-});
-input.on('end', gone);
-input.on('error', gone);
+}
 `;
 
 const session = new inspector.Session();
@@ -228,10 +251,31 @@ for (const stream of [process.stdout, process.stderr]) {
 }
 
 /** `Runtime.evaluate` of a cell's code, in the cell's async context. */
+// Until the reader thread is up, a cell's synchronous part runs inside this script, which a
+// SIGINT stops (as node's REPL stops its input): the host sends one with every interrupt where
+// it can. The script calls the function the runner puts under this key for the moment. A SIGINT
+// at any other moment is ignored (the bootstrap's handler): the interrupt frame that comes with
+// it, read by the reader thread, ends a waiting cell, and a SIGINT handled late could otherwise
+// hit the next cell.
+const EVALUATE = Symbol.for('agent-tools.evaluate');
+const underSigint = new vm.Script('globalThis[Symbol.for("agent-tools.evaluate")]()', {
+  filename: 'agent-tools-runner.js',
+});
+
 function evaluate(cell, params) {
   return new Promise((resolve) => {
+    const post = () => session.post('Runtime.evaluate', params, (err, result) => resolve({ err, result }));
     cellContext.run(cell, () => {
-      session.post('Runtime.evaluate', params, (err, result) => resolve({ err, result }));
+      if (!SIGNALS || readerUp) return post();
+      globalThis[EVALUATE] = post;
+      try {
+        underSigint.runInThisContext({ breakOnSigint: true });
+      } catch (e) {
+        const interrupted = e && e.code === 'ERR_SCRIPT_EXECUTION_INTERRUPTED';
+        resolve({ err: { message: interrupted ? 'execution terminated by SIGINT' : String(e && e.message) } });
+      } finally {
+        delete globalThis[EVALUATE];
+      }
     });
   });
 }
@@ -356,6 +400,31 @@ function errorInfo(err, details, source, name) {
   return { ename: 'Error', evalue: text, traceback: `Uncaught ${text}` };
 }
 
+/**
+ * `_` and `_error`, as in node's REPL: the last cell's value (undefined too) and the last error
+ * a cell threw; once the user assigns one, it is theirs ("Expression assignment to _ now
+ * disabled.").
+ */
+const lastValues = (() => {
+  const kept = { _: undefined, _error: undefined };
+  const auto = { _: true, _error: true };
+  for (const name of Object.keys(kept)) {
+    Object.defineProperty(globalThis, name, {
+      configurable: true,
+      get: () => kept[name],
+      set: (value) => {
+        auto[name] = false;
+        Object.defineProperty(globalThis, name, { value, writable: true, configurable: true, enumerable: true });
+        process.stdout.write(`Expression assignment to ${name} now disabled.\n`);
+      },
+    });
+  }
+  return {
+    value(v) { if (auto._) kept._ = v; },
+    error(e) { if (auto._error) kept._error = e; },
+  };
+})();
+
 let interruptCell = null;
 let count = 0;
 
@@ -377,6 +446,9 @@ async function runCell(frame) {
       awaitPromise: true,
       objectGroup: 'cell',
     });
+    // The first cell's synchronous part is done (or stopped): the reader thread is started as
+    // soon as the main thread is free, after the result of a cell that is done at once.
+    if (!reader) setImmediate(startReader);
     const outcome = await Promise.race([evaluated, interrupted.then(() => ({ interrupted: true }))]);
     Atomics.store(running, 0, 0);
     if (outcome.interrupted) {
@@ -387,9 +459,12 @@ async function runCell(frame) {
     } else if (outcome.result.exceptionDetails) {
       status = 'error';
       const details = outcome.result.exceptionDetails;
-      error = errorInfo(await valueOf(details.exception), details, frame.code, name);
+      const thrown = await valueOf(details.exception);
+      lastValues.error(thrown);
+      error = errorInfo(thrown, details, frame.code, name);
     } else {
       const value = await valueOf(outcome.result.result);
+      lastValues.value(value);
       if (value !== undefined) result = bundleOf(value);
     }
   } catch (e) {
@@ -417,9 +492,30 @@ async function pump() {
   busy = false;
 }
 
-const reader = new Worker(READER, { eval: true, workerData: { fd: CMD_FD, running } });
-reader.on('message', (frame) => {
+// The reader thread. Where SIGINT can come it is started once the first cell's synchronous part
+// has run (its boot, a fifth of node's start, is then off the way to the first result), else
+// before the first command is read. It reads every frame after the first; it is told 'go' once
+// the main thread has taken that one.
+let reader = null;
+let readerUp = false;
+let firstTaken = false;
+
+function startReader() {
+  if (reader) return;
+  reader = new Worker(READER, { eval: true, workerData: { fd: CMD_FD, running } });
+  reader.on('message', onFrame);
+  reader.on('error', (e) => {
+    process.stderr.write(`[agent-tools runner: the command reader failed: ${e.stack}]\n`);
+    process.exit(70);
+  });
+  if (firstTaken) reader.postMessage('go');
+}
+
+function onFrame(frame) {
   switch (frame.t) {
+    case 'ready':
+      readerUp = true;
+      break;
     case 'exec':
       queue.push(frame);
       pump();
@@ -447,9 +543,10 @@ reader.on('message', (frame) => {
       // to disconnect"): close both first.
       session.disconnect();
       setTimeout(() => process.exit(0), 200).unref();
-      reader.terminate().finally(() => process.exit(0));
+      if (reader) reader.terminate().finally(() => process.exit(0));
+      else process.exit(0);
   }
-});
+}
 // The program's own exit: the session is closed at the last moment (after every exit handler,
 // one of which may throw and so cancel the exit, as in node's REPL), so node neither waits for
 // a debugger nor says it does.
@@ -458,10 +555,6 @@ process.reallyExit = function exitNow(code) {
   try { session.disconnect(); } catch {}
   return reallyExit.call(process, code);
 };
-reader.on('error', (e) => {
-  process.stderr.write(`[agent-tools runner: the command reader failed: ${e.stack}]\n`);
-  process.exit(70);
-});
 
 const stripTypes = require('node:module').stripTypeScriptTypes;
 const TYPESCRIPT = process.env.AGENT_TOOLS_TYPESCRIPT === '1' && typeof stripTypes === 'function';
@@ -475,3 +568,34 @@ send({
   cwd: process.cwd(),
   typescript: typeof stripTypes === 'function',
 });
+
+/** Reads `n` bytes of the command pipe, blocking; null at its end. */
+function readCommandBytes(n) {
+  const buf = Buffer.alloc(n);
+  let off = 0;
+  while (off < n) {
+    let got = 0;
+    try {
+      got = fs.readSync(CMD_FD, buf, off, n - off, null);
+    } catch (e) {
+      if (e.code === 'EAGAIN') continue;
+      return null;
+    }
+    if (got === 0) return null;
+    off += got;
+  }
+  return buf;
+}
+
+// The first command, read here (while the reader thread boots, where it is started first): a
+// blocking read is safe on this thread, as nothing else can run or exit before the first
+// command. Exactly one frame is taken, so the reader thread, told 'go', starts at the next.
+if (!SIGNALS) startReader();
+const head = readCommandBytes(4);
+const body = head && readCommandBytes(head.readUInt32BE(0));
+firstTaken = true;
+if (reader) reader.postMessage('go');
+const first = body ? JSON.parse(body.toString('utf8')) : { t: 'gone' };
+onFrame(first);
+// Whatever the first command was, every later one needs the reader.
+if (first.t !== 'exec') startReader();

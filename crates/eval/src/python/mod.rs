@@ -5,18 +5,28 @@ use std::{
     path::{Path, PathBuf},
 };
 
-use crate::child::KernelProgram;
+use crate::child::{InterruptBy, KernelProgram};
 
-/// The stdlib-only runner, sent to the interpreter over the command pipe at start.
-pub(crate) const RUNNER: &str = include_str!("runner.py");
+/// The stdlib-only runner, sent to the interpreter over the command pipe at start: the runner
+/// itself, then its parts compiled at their first use, each after a NUL (which no Python source
+/// holds) and a line with its name.
+pub(crate) const RUNNER: &str = concat!(
+    include_str!("runner.py"),
+    "\0magics\n",
+    include_str!("magics.py"),
+    "\0ipython\n",
+    include_str!("ipython.py"),
+);
 
 /// Reads the runner from fd 3 and runs it: keeps the command line short and needs no temp file,
-/// so it works the same inside a capsule.
-const BOOTSTRAP: &str = "import os,struct\n\
+/// so it works the same inside a capsule. Only the runner is compiled here; its parts are handed
+/// to it as text.
+const BOOTSTRAP: &str = "import os,_struct\n\
 f=int(os.environ.get('AGENT_TOOLS_KERNEL_CMD_FD','3'))\n\
 def r(n):\n b=b''\n while len(b)<n:\n  c=os.read(f,n-len(b))\n  if not c: raise SystemExit(0)\n  b+=c\n return b\n\
-n=struct.unpack('>I',r(4))[0]\n\
-exec(compile(r(n).decode('utf-8'),'<agent-tools-runner>','exec'),{'__name__':'__agent_tools_runner__'})\n";
+n=_struct.unpack('>I',r(4))[0]\n\
+s=r(n).decode('utf-8').split('\\0')\n\
+exec(compile(s[0],'<agent-tools-runner>','exec'),{'__name__':'__agent_tools_runner__','__agent_tools_parts__':s[1:]})\n";
 
 /// How to start `python` as a kernel; `ipython: false` keeps IPython out even when importable.
 pub(crate) fn program(python: &Path, ipython: bool) -> KernelProgram {
@@ -32,7 +42,7 @@ pub(crate) fn program(python: &Path, ipython: bool) -> KernelProgram {
         args: ["-u", "-X", "utf8", "-c", BOOTSTRAP].iter().map(OsString::from).collect(),
         runner: RUNNER,
         env,
-        interrupt_by_signal: true,
+        interrupt: InterruptBy::SignalElseFrame,
     }
 }
 

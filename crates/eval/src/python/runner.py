@@ -5,25 +5,65 @@
 # host -> kernel on fd CMD_FD, kernel -> host on fd EVT_FD. fds 0/1/2 belong to user code:
 # stdin is /dev/null, stdout and stderr are captured by the host as cell output, so nothing
 # user code writes (print, os.write(1, ...), C extensions, child processes) reaches the protocol.
+#
+# A kernel's start is mostly the interpreter's own, so the runner imports at start only what the
+# interpreter has already loaded or what is built in (C modules: `_ast`, `_json`, `_thread`,
+# `_queue`, `_signal`); `ast`, `json`, `threading`, `re`, `traceback` and the like are imported
+# where they are first needed. The stdlib fallback for IPython idioms (`magics.py`) and the
+# IPython integration (`ipython.py`) are parts of this runner compiled into its namespace at their
+# first use (`_load`): the bootstrap hands them over as `__agent_tools_parts__`.
 
-import ast
+import _ast
+import _queue
+import _signal as signal  # without signal.py's enums, which cost a millisecond at start
+import _struct as struct
+import _thread
 import builtins
-import json
 import os
-import queue
-import signal
-import struct
 import sys
-import threading
 import time
-import traceback
-import types
 
 CMD_FD = int(os.environ.pop("AGENT_TOOLS_KERNEL_CMD_FD", "3"))
 EVT_FD = int(os.environ.pop("AGENT_TOOLS_KERNEL_EVT_FD", "4"))
+os.environ.pop("AGENT_TOOLS_INTERRUPT_SIGNAL", None)  # SIGINT reaches Python whenever it can
 RUNNER_FILE = "<agent-tools-runner>"
 CO_COROUTINE = 0x80
-TOP_LEVEL_AWAIT = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+TOP_LEVEL_AWAIT = _ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+ONLY_AST = _ast.PyCF_ONLY_AST
+
+# ----------------------------------------------------------------------------------------------
+# Parts of the runner compiled at their first use, into this namespace.
+
+_PARTS = {}
+for _part in globals().pop("__agent_tools_parts__", ()):
+    _name, _, _source = _part.partition("\n")
+    _PARTS[_name] = _source
+_PARTS_LOCK = _thread.RLock()
+
+
+def _load(name):
+    """Compiles and runs the runner's part `name` into this namespace, once."""
+    with _PARTS_LOCK:
+        source = _PARTS.pop(name, None)
+        if source is not None:
+            exec(compile(source, RUNNER_FILE, "exec", dont_inherit=True), globals())
+
+
+def _from_part(part, name):
+    """A stand-in for `name` of `part`: loads the part, which replaces it, and calls the real one."""
+
+    def call(*args, **kwargs):
+        _load(part)
+        return globals()[name](*args, **kwargs)
+
+    call.__name__ = name
+    return call
+
+
+transform = _from_part("magics", "transform")
+_magic = _from_part("magics", "_magic")
+_cell_magic = _from_part("magics", "_cell_magic")
+_run_with_ipython = _from_part("ipython", "_run_with_ipython")
 
 # Child processes must not inherit the protocol pipes.
 for _fd in (CMD_FD, EVT_FD):
@@ -32,11 +72,76 @@ for _fd in (CMD_FD, EVT_FD):
     except OSError:
         pass
 
-_write_lock = threading.Lock()
+# ----------------------------------------------------------------------------------------------
+# Frames: JSON through `_json`'s C encoder and scanner, as `json` itself uses them (importing
+# `json` compiles its regular expressions, and imports `re`, at every start); `json` where
+# `_json` is not as this expects. What is sent is strict JSON in UTF-8, which the host reads:
+# a value that has none (NaN, an infinity, a lone surrogate) is cleaned first (`_json_clean`).
+
+
+def _json_codec():
+    try:
+        import _json
+
+        def dumps(obj):
+            encoder = _json.make_encoder({}, repr, _json.encode_basestring, None, ":", ",", False, False, False)
+            return "".join(encoder(obj, 0))
+
+        class _Context:
+            strict = True
+            object_hook = None
+            object_pairs_hook = None
+            parse_float = float
+            parse_int = int
+            parse_constant = {"-Infinity": float("-inf"), "Infinity": float("inf"), "NaN": float("nan")}.__getitem__
+
+        scan = _json.make_scanner(_Context())
+
+        def loads(text):
+            value, end = scan(text, 0)
+            if end != len(text):
+                raise ValueError("extra data after a JSON value")
+            return value
+
+        sample = {"t": "é\u2028\x00\"", "n": [1, -2.5, None, True, False], "o": {}, "big": 2**70}
+        if loads(dumps(sample)) == sample and dumps(object) == '"' + repr(object) + '"':
+            try:
+                dumps(float("nan"))
+            except ValueError:
+                return dumps, loads
+    except Exception:
+        pass
+    import json
+
+    return (lambda obj: json.dumps(obj, default=repr, ensure_ascii=False, allow_nan=False)), json.loads
+
+
+def _json_clean(value):
+    """`value` as strict JSON holds it: NaN and the infinities as Jupyter's `json_clean` sends them
+    ('nan', 'inf', '-inf'), a lone surrogate as U+FFFD, anything else JSON lacks as its repr."""
+    if isinstance(value, str):
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    if value is None or isinstance(value, (bool, int)):
+        return value
+    if isinstance(value, float):
+        return value if value - value == 0 else repr(value)
+    if isinstance(value, dict):
+        keys = (str, int, float, type(None))  # what JSON makes a key of
+        return {_json_clean(k if isinstance(k, keys) else repr(k)): _json_clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_clean(v) for v in value]
+    return _json_clean(repr(value))
+
+
+_json_dumps, _json_loads = _json_codec()
+_write_lock = _thread.allocate_lock()
 
 
 def send(frame):
-    data = json.dumps(frame, default=repr).encode("utf-8", "surrogatepass")
+    try:
+        data = _json_dumps(frame).encode("utf-8")
+    except ValueError:  # NaN or an infinity; UnicodeEncodeError: a lone surrogate
+        data = _json_dumps(_json_clean(frame)).encode("utf-8")
     with _write_lock:
         view = memoryview(struct.pack(">I", len(data)) + data)
         while view:
@@ -63,23 +168,46 @@ def recv():
     body = _read_exact(size)
     if body is None:
         return None
-    return json.loads(body.decode("utf-8"))
+    return _json_loads(body.decode("utf-8"))
 
 
 # ----------------------------------------------------------------------------------------------
 # State shared between the main thread (runs cells) and the reader thread (reads the pipe).
 
+class _Event:
+    """`threading.Event` on a `_thread` lock (held while the event is not set)."""
+
+    def __init__(self):
+        self._lock = _thread.allocate_lock()
+        self._lock.acquire()
+
+    def set(self):
+        try:
+            self._lock.release()
+        except RuntimeError:
+            pass  # set already
+
+    def clear(self):
+        self._lock.acquire(False)
+
+    def wait(self, timeout=-1):
+        if self._lock.acquire(True, timeout):
+            self._lock.release()
+            return True
+        return False
+
+
 class _State:
     def __init__(self):
-        self.lock = threading.Lock()
+        self.lock = _thread.allocate_lock()
         self.running = None  # id of the cell whose user code runs now
-        self.main_ident = threading.main_thread().ident
-        self.cells = queue.Queue()
+        self.main_ident = _thread.get_ident()  # made on the main thread
+        self.cells = _queue.SimpleQueue()
         self.calls = {}  # bridged call id -> [event, result]
         self.next_call = 0
         self.cell = None  # id of the cell being executed (for tool calls and displays)
         self.token = ""  # the cell's end marker, also written at a clear_output
-        self.cleared = threading.Event()  # the host has applied a clear_output
+        self.cleared = _Event()  # the host has applied a clear_output
 
 
 STATE = _State()
@@ -141,7 +269,7 @@ class _Tool:
         if not isinstance(args, dict):
             raise TypeError("tool(name, args): args must be a dict of the tool's arguments")
         args = dict(args, **kwargs)
-        event = threading.Event()
+        event = _Event()
         with STATE.lock:
             STATE.next_call += 1
             call_id = STATE.next_call
@@ -270,6 +398,8 @@ def _is_instance(obj, module, name):
 def _report_display_failure(exc):
     """A `_repr_*_` method or `__repr__` raised: its traceback on stderr, as IPython shows it;
     the other forms of the object are still shown."""
+    import traceback
+
     tb = _strip_runner_frames(exc.__traceback__)
     lines = [l for l in traceback.format_exception(type(exc), exc, tb) if RUNNER_FILE not in l]
     _flush_std()
@@ -376,15 +506,43 @@ def _clear_output(wait=False):
         STATE.cleared.wait(2)
 
 
-def display(*objs, raw=False, **_ignored):
-    """Shows each object as a rich output of this cell (mime bundle, as in Jupyter)."""
+class DisplayHandle:
+    """What `display(obj, display_id=True)` returns, as in IPython: `update(obj)` replaces the
+    display where it is shown, `display(obj)` shows another one with the same id."""
+
+    def __init__(self, display_id):
+        self.display_id = display_id
+
+    def display(self, obj, **kwargs):
+        display(obj, display_id=self.display_id, **kwargs)
+
+    def update(self, obj, **kwargs):
+        display(obj, display_id=self.display_id, update=True, **kwargs)
+
+    def __repr__(self):
+        return f"<DisplayHandle display_id={self.display_id}>"
+
+
+def display(*objs, raw=False, display_id=None, update=False, **_ignored):
+    """Shows each object as a rich output of this cell (mime bundle, as in Jupyter); with a
+    `display_id` (True: a new one) returns its `DisplayHandle`, and `update=True` replaces the
+    display shown with that id."""
+    if display_id is True:
+        display_id = os.urandom(16).hex()
     for obj in objs:
         if raw and isinstance(obj, dict):
             bundle = obj
         else:
             bundle = bundle_of(obj)
         _flush_std()
-        send({"t": "display", "cell": STATE.cell, "bundle": bundle})
+        frame = {"t": "display", "cell": STATE.cell, "bundle": bundle}
+        if display_id:
+            frame["display_id"] = str(display_id)
+            frame["update"] = bool(update)
+        send(frame)
+    if display_id and not update:
+        return DisplayHandle(display_id)
+    return None
 
 
 # ----------------------------------------------------------------------------------------------
@@ -429,11 +587,14 @@ def _patch_pyplot():
     plt.show = show
 
 
-class _PyplotHook:
-    """Patches `plt.show` as soon as matplotlib.pyplot is imported, so it flushes figures."""
+class _ImportHook:
+    """Adapts modules as they are imported: `plt.show` flushes figures, `getpass.getpass` says
+    there is no stdin, and `linecache` knows the cells' sources (for tracebacks). Not imported
+    at start, so a kernel that never uses them never pays for them."""
 
     def find_spec(self, name, path, target=None):
-        if name != "matplotlib.pyplot":
+        adapt = _ADAPTERS.get(name)
+        if adapt is None:
             return None
         import importlib.machinery
 
@@ -445,103 +606,51 @@ class _PyplotHook:
 
         def exec_module(module):
             original(module)
-            _patch_pyplot()
+            adapt(module)
 
         loader.exec_module = exec_module
         return spec
 
 
+# A cell's filename -> its source; `linecache` gets them all when it is imported, and each new
+# one once it is.
+_SOURCES = {}
+
+
+def _linecache_entry(filename, source):
+    return (len(source), None, source.splitlines(True), filename)
+
+
+def _remember_source(filename, source):
+    _SOURCES[filename] = source
+    linecache = sys.modules.get("linecache")
+    if linecache is not None:
+        linecache.cache[filename] = _linecache_entry(filename, source)
+
+
+def _fill_linecache(linecache):
+    for filename, source in _SOURCES.items():
+        linecache.cache[filename] = _linecache_entry(filename, source)
+
+
+_ADAPTERS = {
+    "matplotlib.pyplot": lambda _module: _patch_pyplot(),
+    "getpass": lambda module: setattr(module, "getpass", _no_input),
+    "linecache": _fill_linecache,
+}
+
+
 # ----------------------------------------------------------------------------------------------
-# IPython idioms, rewritten into ordinary Python before parsing.
-
-LINE_MAGICS = ("cd", "env", "matplotlib", "pip", "pwd", "time", "timeit", "who")
-CELL_MAGICS = ("bash", "capture", "sh", "time", "timeit", "writefile")
-
+# Executing a cell: notebook semantics.
 
 class UsageError(Exception):
     pass
 
 
-def _scan_state(line, state):
-    """Advances the lexical state (open brackets, open triple-quoted string) over one line."""
-    i, n = 0, len(line)
-    quote, depth = state
-    while i < n:
-        ch = line[i]
-        if quote:
-            if ch == "\\":
-                i += 2
-                continue
-            if line.startswith(quote, i):
-                i += len(quote)
-                quote = None
-                continue
-            i += 1
-            continue
-        if ch == "#":
-            break
-        if ch in "\"'":
-            triple = line[i : i + 3]
-            if triple in ('"""', "'''"):
-                quote = triple
-                i += 3
-            else:
-                # A single-quoted string ends on this line.
-                j = i + 1
-                while j < n and line[j] != ch:
-                    j += 2 if line[j] == "\\" else 1
-                i = j + 1
-            continue
-        if ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth = max(0, depth - 1)
-        i += 1
-    if quote and len(quote) == 1:
-        quote = None
-    return quote, depth
-
-
-import re as _re
-
-_ASSIGN_MAGIC = _re.compile(r"^(\s*)([A-Za-z_][\w.]*(?:\s*,\s*[A-Za-z_][\w.]*)*)\s*=\s*([!%])(.*)$")
-
-
-def _magic_call(kind, body):
-    """`%name args` or `!cmd` as a call of the magic dispatcher."""
-    if kind == "!":
-        return f"__agent_tools_magic__('system', {body!r})"
-    body = body.strip()
-    name, _, args = body.partition(" ")
-    if name not in LINE_MAGICS:
-        raise UsageError(
-            f"UsageError: line magic %{name} is not supported here; supported: "
-            + ", ".join("%" + m for m in LINE_MAGICS)
-            + "; cell magics: "
-            + ", ".join("%%" + m for m in CELL_MAGICS)
-            + "; !cmd and x = !cmd run shell commands"
-        )
-    return f"__agent_tools_magic__({name!r}, {args!r})"
-
-
-def _join_magic_continuations(lines):
-    """`%env BAZ \\` + `qux` is one magic line, as in IPython."""
-    joined = []
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        stripped = line.lstrip()
-        is_magic = stripped[:1] in ("%", "!") or _ASSIGN_MAGIC.match(line)
-        while is_magic and line.endswith("\\") and i + 1 < len(lines):
-            i += 1
-            line = line[:-1] + " " + lines[i].lstrip()
-        joined.append(line)
-        i += 1
-    return joined
-
-
 def _ends_with_semicolon(code):
     """A trailing `;` hides the value, also when a comment follows it."""
+    if ";" not in code:
+        return False
     import io
     import tokenize
 
@@ -554,399 +663,6 @@ def _ends_with_semicolon(code):
         return code.rstrip().endswith(";")
     return last is not None and last.type == tokenize.OP and last.string == ";"
 
-
-def transform(code):
-    """Rewrites IPython idioms into calls of `__agent_tools_magic__`; plain Python stays as it is."""
-    lines = code.split("\n")
-    first = 0
-    while first < len(lines) and not lines[first].strip():
-        first += 1
-    if first < len(lines) and lines[first].startswith("%%"):
-        head = lines[first][2:].strip()
-        name, _, args = head.partition(" ")
-        if name not in CELL_MAGICS:
-            raise UsageError(
-                f"UsageError: cell magic %%{name} is not supported here; supported: "
-                + ", ".join("%%" + m for m in CELL_MAGICS)
-            )
-        body = "\n".join(lines[first + 1 :])
-        return f"__agent_tools_cell_magic__({name!r}, {args!r}, {body!r})"
-    out = []
-    state = (None, 0)
-    continued = False
-    lines = _join_magic_continuations(lines)
-    for line in lines:
-        at_statement = state == (None, 0) and not continued
-        stripped = line.lstrip()
-        if at_statement and stripped[:1] in ("%", "!"):
-            indent = line[: len(line) - len(stripped)]
-            if stripped.startswith("%%"):
-                raise UsageError("UsageError: a cell magic (%%name) must be on the first line of the cell")
-            body = stripped[1:]
-            if stripped[0] == "%" and body.startswith("%"):
-                body = body[1:]
-            out.append(indent + _magic_call(stripped[0], body))
-            continued = False
-            continue
-        if at_statement:
-            m = _ASSIGN_MAGIC.match(line)
-            if m and not m.group(4).startswith("="):
-                indent, target, kind, rest = m.groups()
-                call = _magic_call(kind, rest)
-                if kind == "!":
-                    call = call.replace("'system'", "'sx'", 1)
-                out.append(f"{indent}{target} = {call}")
-                continued = False
-                continue
-        out.append(line)
-        state = _scan_state(line, state)
-        code_part = line.split("#", 1)[0] if state[0] is None else line
-        continued = state[0] is None and code_part.rstrip().endswith("\\")
-    return "\n".join(out)
-
-
-def _expand(cmd, ns):
-    """IPython's variable expansion in shell lines: {expr} and $name from the user namespace."""
-
-    def brace(m):
-        expr = m.group(1)
-        try:
-            return str(eval(expr, ns))
-        except Exception:
-            return m.group(0)
-
-    def dollar(m):
-        name = m.group(1)
-        if name in ns:
-            return str(ns[name])
-        return m.group(0)
-
-    cmd = cmd.replace("$$", "\x00")
-    cmd = _re.sub(r"(?<!\{)\{([^{}]+)\}(?!\})", brace, cmd)
-    cmd = _re.sub(r"\$([A-Za-z_]\w*)", dollar, cmd)
-    return cmd.replace("\x00", "$").replace("{{", "{").replace("}}", "}")
-
-
-class SList(list):
-    """The lines of a shell command's output, as IPython's `x = !cmd` gives them."""
-
-    @property
-    def s(self):
-        return " ".join(self)
-
-    @property
-    def n(self):
-        return "\n".join(self)
-
-    @property
-    def l(self):  # noqa: E743
-        return list(self)
-
-
-def _shell():
-    return "/bin/bash" if os.path.exists("/bin/bash") else "/bin/sh"
-
-
-def _run_shell(cmd, capture=False, script=None, status_only=False):
-    import subprocess
-
-    if script is None and cmd.rstrip().endswith("&") and not cmd.rstrip().endswith("&&"):
-        raise OSError("Background processes not supported.")
-
-    argv = [_shell(), "-c", cmd if script is None else script]
-    proc = subprocess.Popen(
-        argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
-    )
-    captured = []
-    try:
-        for raw in iter(proc.stdout.readline, b""):
-            text = raw.decode("utf-8", "replace")
-            if capture:
-                captured.append(text.rstrip("\n"))
-            else:
-                sys.stdout.write(text)
-                sys.stdout.flush()
-        proc.wait()
-    except KeyboardInterrupt:
-        proc.kill()
-        proc.wait()
-        raise
-    if capture:
-        return SList(captured)
-    if status_only:
-        return proc.returncode
-    if proc.returncode:
-        sys.stderr.write(f"[exit status {proc.returncode}]\n")
-    return None
-
-
-class CapturedIO:
-    """What `%%capture name` binds: `.stdout`, `.stderr`, and `.show()` to replay them."""
-
-    def __init__(self, stdout, stderr):
-        self.stdout = stdout
-        self.stderr = stderr
-        self.outputs = []
-
-    def show(self):
-        sys.stdout.write(self.stdout)
-        sys.stderr.write(self.stderr)
-
-    __call__ = show
-
-    def __repr__(self):
-        return f"<CapturedIO stdout={len(self.stdout)} chars, stderr={len(self.stderr)} chars>"
-
-
-def _format_seconds(seconds):
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9)):
-        if seconds >= scale:
-            return f"{seconds / scale:.3g} {unit}"
-    return f"{seconds * 1e9:.3g} ns"
-
-
-def _timeit(stmt, setup, args, ns):
-    import timeit
-
-    number, repeat, quiet, ret = 0, 7, False, False
-    words = args.split()
-    rest = []
-    i = 0
-    while i < len(words):
-        w = words[i]
-        if w == "-n" and i + 1 < len(words):
-            number = int(words[i + 1])
-            i += 2
-            continue
-        if w == "-r" and i + 1 < len(words):
-            repeat = int(words[i + 1])
-            i += 2
-            continue
-        if w == "-q":
-            quiet = True
-        elif w == "-o":
-            ret = True
-        else:
-            rest.append(w)
-        i += 1
-    if stmt is None:
-        stmt = " ".join(rest)
-    elif rest:
-        setup = " ".join(rest)
-    timer = timeit.Timer(stmt, setup or "pass", globals=ns)
-    if number == 0:
-        number, _ = timer.autorange()
-    runs = timer.repeat(repeat=repeat, number=number)
-    per = [r / number for r in runs]
-    mean = sum(per) / len(per)
-    std = (sum((p - mean) ** 2 for p in per) / len(per)) ** 0.5
-    if not quiet:
-        print(
-            f"{_format_seconds(mean)} ± {_format_seconds(std)} per loop "
-            f"(mean ± std. dev. of {repeat} run{'s' if repeat != 1 else ''}, {number} loop{'s' if number != 1 else ''} each)"
-        )
-    if ret:
-        return types.SimpleNamespace(best=min(per), worst=max(per), average=mean, stdev=std, all_runs=runs, loops=number, repeat=repeat)
-    return None
-
-
-def _time(code, ns):
-    start_wall, start_cpu = time.perf_counter(), time.process_time()
-    value = None
-    try:
-        tree = ast.parse(code, mode="exec")
-        tail = None
-        if tree.body and isinstance(tree.body[-1], ast.Expr):
-            tail = tree.body.pop()
-        exec(compile(tree, "<timed>", "exec"), ns)
-        if tail is not None:
-            value = eval(compile(ast.Expression(tail.value), "<timed>", "eval"), ns)
-    finally:
-        wall, cpu = time.perf_counter() - start_wall, time.process_time() - start_cpu
-        print(f"CPU times: total: {_format_seconds(cpu)}\nWall time: {_format_seconds(wall)}")
-    return value
-
-
-def _requirement_names(args):
-    names = []
-    skip_next = False
-    for word in args:
-        if skip_next:
-            skip_next = False
-            continue
-        if word.startswith("-"):
-            if word in ("-r", "--requirement", "-c", "--constraint", "-i", "--index-url", "--extra-index-url", "-f", "--find-links", "-t", "--target"):
-                skip_next = True
-            continue
-        if "/" in word or word.startswith("."):
-            continue
-        m = _re.match(r"[A-Za-z0-9][A-Za-z0-9._-]*", word)
-        if m:
-            names.append(m.group(0))
-    return names
-
-
-def _normalize(name):
-    return _re.sub(r"[-_.]+", "-", name).lower()
-
-
-def _modules_of(dist_names):
-    import importlib.metadata as md
-
-    wanted = {_normalize(n) for n in dist_names}
-    modules = set()
-    try:
-        mapping = md.packages_distributions()
-    except Exception:
-        mapping = {}
-    for module, dists in mapping.items():
-        if any(_normalize(d) in wanted for d in dists):
-            modules.add(module)
-    for name in dist_names:
-        modules.add(name.replace("-", "_"))
-    return modules
-
-
-def _pip(args):
-    import importlib
-    import shlex
-    import site
-    import subprocess
-
-    words = shlex.split(args)
-    if not words:
-        raise UsageError("UsageError: %pip needs a pip command, for example %pip install requests")
-    cmd = [sys.executable, "-m", "pip", *words, "--disable-pip-version-check", "--no-input"]
-    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    for raw in iter(proc.stdout.readline, b""):
-        sys.stdout.write(raw.decode("utf-8", "replace"))
-        sys.stdout.flush()
-    proc.wait()
-    if proc.returncode:
-        sys.stderr.write(f"[pip exited with status {proc.returncode}]\n")
-    if words[0] not in ("install", "uninstall"):
-        return None
-    importlib.invalidate_caches()
-    try:
-        for path in site.getsitepackages() + [site.getusersitepackages()]:
-            if os.path.isdir(path):
-                site.addsitedir(path)
-    except Exception:
-        pass
-    names = _requirement_names(words[1:])
-    modules = _modules_of(names) if names else set()
-    evicted, compiled = [], []
-    for mod_name in list(sys.modules):
-        top = mod_name.split(".", 1)[0]
-        if top in modules:
-            module = sys.modules.get(mod_name)
-            origin = getattr(module, "__file__", "") or ""
-            if origin.endswith((".so", ".pyd")):
-                compiled.append(mod_name)
-            del sys.modules[mod_name]
-            if "." not in mod_name:
-                evicted.append(mod_name)
-    if evicted:
-        print(f"[%pip: removed {', '.join(sorted(evicted))} from sys.modules; the next import loads the installed version]")
-    if compiled:
-        print("[%pip: compiled extension modules were loaded (" + ", ".join(sorted(compiled)[:5]) + "); if the new version misbehaves, run again with reset: true]")
-    return None
-
-
-_PREVIOUS_DIR = [None]
-
-
-def _magic(name, args):
-    ns = USER_NS
-    if name == "system":
-        return _run_shell(_expand(args, ns))
-    if name == "sx":
-        return _run_shell(_expand(args, ns), capture=True)
-    if name == "cd":
-        target = args.strip().strip("'\"")
-        if not target:
-            target = os.path.expanduser("~")
-        elif target == "-":
-            target = _PREVIOUS_DIR[0] or os.getcwd()
-        target = os.path.expanduser(os.path.expandvars(_expand(target, ns)))
-        previous = os.getcwd()
-        os.chdir(target)
-        _PREVIOUS_DIR[0] = previous
-        print(os.getcwd())
-        return None
-    if name == "pwd":
-        return os.getcwd()
-    if name == "env":
-        args = args.strip()
-        if not args:
-            return dict(os.environ)
-        if "=" in args or " " in args:
-            key, _, value = args.partition("=") if "=" in args else args.partition(" ")
-            key, value = key.strip(), _expand(value.strip(), ns)
-            os.environ[key] = value
-            print(f"env: {key}={value}")
-            return None
-        if args not in os.environ:
-            raise UsageError(f"UsageError: environment variable {args} is not set")
-        return os.environ[args]
-    if name == "pip":
-        return _pip(args)
-    if name == "time":
-        return _time(args, ns)
-    if name == "timeit":
-        return _timeit(None, "pass", args, ns)
-    if name == "matplotlib":
-        # Figures always come back as images; `%matplotlib inline` is what already happens.
-        return None
-    if name == "who":
-        names = sorted(k for k, v in ns.items() if not k.startswith("_") and not isinstance(v, types.ModuleType) and k not in ("display", "tool", "In", "Out", "exit", "quit", "get_ipython"))
-        print("  ".join(names) if names else "Interactive namespace is empty.")
-        return None
-    raise UsageError(f"UsageError: line magic %{name} is not supported")
-
-
-def _cell_magic(name, args, body):
-    ns = USER_NS
-    if name in ("bash", "sh"):
-        _run_shell("", script=body if name == "bash" else body)
-        return None
-    if name == "timeit":
-        return _timeit(body, args.strip() or "pass", "", ns) if not args.strip().startswith("-") else _timeit(body, "pass", args, ns)
-    if name == "time":
-        return _time(body, ns)
-    if name == "writefile":
-        words = args.split()
-        append = "-a" in words or "--append" in words
-        path = [w for w in words if not w.startswith("-")]
-        if not path:
-            raise UsageError("UsageError: %%writefile needs a file name")
-        target = os.path.expanduser(path[0])
-        exists = os.path.exists(target)
-        with open(target, "a" if append else "w", encoding="utf-8") as f:
-            f.write(body if body.endswith("\n") else body + "\n")
-        print(f"{'Appending to' if append else ('Overwriting' if exists else 'Writing')} {path[0]}")
-        return None
-    if name == "capture":
-        import contextlib
-        import io
-
-        words = args.split()
-        out, err = io.StringIO(), io.StringIO()
-        with contextlib.ExitStack() as stack:
-            if "--no-stdout" not in words:
-                stack.enter_context(contextlib.redirect_stdout(out))
-            if "--no-stderr" not in words:
-                stack.enter_context(contextlib.redirect_stderr(err))
-            exec(compile(body, "<captured>", "exec"), ns)
-        names = [w for w in words if not w.startswith("-")]
-        if names:
-            ns[names[0]] = CapturedIO(out.getvalue(), err.getvalue())
-        return None
-    raise UsageError(f"UsageError: cell magic %%{name} is not supported")
-
-
-# ----------------------------------------------------------------------------------------------
-# Executing a cell: notebook semantics.
 
 def _no_input(*_args, **_kwargs):
     raise StdinNotImplementedError(
@@ -969,7 +685,7 @@ class StdinNotImplementedError(RuntimeError):
     pass
 
 
-MAIN = types.ModuleType("__main__")
+MAIN = type(sys)("__main__")
 MAIN.__dict__["__builtins__"] = builtins
 USER_NS = MAIN.__dict__
 HISTORY = {"count": 0}
@@ -1006,6 +722,8 @@ def _strip_runner_frames(tb):
 
 
 def _error_info(exc):
+    import traceback
+
     tb = _strip_runner_frames(exc.__traceback__)
     if isinstance(exc, (SyntaxError, UsageError)):
         lines = traceback.format_exception_only(type(exc), exc)
@@ -1019,13 +737,24 @@ def _error_info(exc):
 
 
 # ----------------------------------------------------------------------------------------------
-# IPython, when the kernel's interpreter has it: its input transformations, magics, display
-# machinery and history, inside this runner. Created lazily, at the first cell that needs it
-# (an idiom, `get_ipython`, `In`/`Out`, an IPython import), so plain cells start fast.
+# IPython, when the kernel's interpreter has it (`ipython.py`): used from the first cell that
+# needs it (an idiom, `get_ipython`, `In`/`Out`, an IPython import), so plain cells start fast.
 
 _SHELL = [None]
 _HAVE_IPYTHON = [None]
-_IDIOM = _re.compile(r"(?m)^\s*(%|!|>>>|\.\.\. )|[?]\s*$|=\s*[!%]|\bget_ipython\b|\bIn\b|\bOut\b|IPython")
+_IDIOM = [None]
+# Every match of the idiom pattern holds one of these, so a cell without them needs no `re`.
+_IDIOM_HINTS = ("%", "!", ">>>", "... ", "?", "get_ipython", "In", "Out", "IPython")
+
+
+def _has_idiom(code):
+    if not any(hint in code for hint in _IDIOM_HINTS):
+        return False
+    if _IDIOM[0] is None:
+        import re
+
+        _IDIOM[0] = re.compile(r"(?m)^\s*(%|!|>>>|\.\.\. )|[?]\s*$|=\s*[!%]|\bget_ipython\b|\bIn\b|\bOut\b|IPython")
+    return _IDIOM[0].search(code) is not None
 
 
 def _ipython_importable():
@@ -1042,211 +771,32 @@ def _ipython_importable():
     return _HAVE_IPYTHON[0]
 
 
-def _needs_ipython(code):
-    if _SHELL[0] is not None:
-        return True
-    if not _ipython_importable():
-        return False
-    if _IDIOM.search(code):
+def _wants_ipython(code):
+    """Whether IPython would read `code` otherwise than Python does (if it is importable)."""
+    if _has_idiom(code):
         return True
     first = next((l for l in code.split("\n") if l.strip()), "")
     if first[:1] in (" ", "\t"):
         return True  # an indented paste
     try:
-        tree = ast.parse(code)
+        tree = compile(code, "<cell>", "exec", ONLY_AST, dont_inherit=True)
     except SyntaxError:
         return True
     # Automagic: a lone name that is no variable (`pwd`, `whos`, `ls`).
-    if len(tree.body) == 1 and isinstance(tree.body[0], ast.Expr) and isinstance(tree.body[0].value, ast.Name):
-        name = tree.body[0].value.id
+    body = tree.body
+    if len(body) == 1 and isinstance(body[0], _ast.Expr) and isinstance(body[0].value, _ast.Name):
+        name = body[0].value.id
         return name not in USER_NS and not hasattr(builtins, name)
     return False
 
 
-class _CellResult:
-    def __init__(self):
-        self.bundle = None
-        self.error = None
-
-
-_CURRENT = [_CellResult()]
-# Inside a display formatter: IPython's report of a formatter failure is ours to make.
-_FORMATTING = [False]
-
-
-def _make_shell():
-    from IPython.core.displayhook import DisplayHook
-    from IPython.core.displaypub import DisplayPublisher
-    from IPython.core.interactiveshell import InteractiveShell
-    from traitlets.config import Config
-
-    class Publisher(DisplayPublisher):
-        def publish(self, data, metadata=None, source=None, *, transient=None, update=False, **kwargs):
-            _flush_std()
-            send({"t": "display", "cell": STATE.cell, "bundle": _json_bundle(data)})
-
-        def clear_output(self, wait=False):
-            _clear_output(wait)
-
-    class Hook(DisplayHook):
-        def compute_format_data(self, result):
-            bundle = bundle_of(result)
-            _FORMATTING[0] = True
-            try:
-                # IPython's pretty printer, as ipykernel shows it (%precision, long dicts).
-                plain = self.shell.display_formatter.formatters["text/plain"](result)
-                if isinstance(plain, str) and "image/png" not in bundle:
-                    bundle["text/plain"] = plain
-            except Exception:
-                pass
-            finally:
-                _FORMATTING[0] = False
-            return bundle, {}
-
-        def write_output_prompt(self):
-            pass
-
-        def write_format_data(self, format_dict, md_dict=None):
-            _CURRENT[0].bundle = _json_bundle(format_dict)
-
-        def finish_displayhook(self):
-            pass
-
-    class Shell(InteractiveShell):
-        def ask_exit(self):
-            # `exit()` / `quit()` through IPython's ExitAutocall: status ok, as in ipykernel.
-            pass
-
-        def show_usage_error(self, exc):
-            # The cell's error (shown once), not also a line on stderr.
-            _CURRENT[0].error = {"ename": "UsageError", "evalue": str(exc), "traceback": f"UsageError: {exc}"}
-
-        def _showtraceback(self, etype, evalue, stb):
-            text = self.InteractiveTB.stb2text(stb)
-            if _FORMATTING[0]:
-                # A display formatter failed (our bundle_of has reported it already).
-                return
-            _CURRENT[0].error = {
-                "ename": getattr(etype, "__name__", str(etype)),
-                "evalue": str(evalue),
-                "traceback": _strip_ansi(text),
-            }
-
-        def system_piped(self, cmd):
-            if cmd.rstrip().endswith("&"):
-                raise OSError("Background processes not supported.")
-            status = _run_shell(self.var_expand(cmd, depth=1), status_only=True)
-            self.user_ns["_exit_code"] = status
-
-        system = system_piped
-
-        def enable_gui(self, gui=None):
-            pass
-
-        # The tab completer is built on first use: a model never tab-completes, and building
-        # it is 3 ms of every start that engages IPython.
-        def init_completer(self):
-            pass
-
-        @property
-        def Completer(self):
-            if getattr(self, "_lazy_completer", None) is None:
-                InteractiveShell.init_completer(self)
-            return self._lazy_completer
-
-        @Completer.setter
-        def Completer(self, value):
-            self._lazy_completer = value
-
-    config = Config()
-    config.HistoryManager.hist_file = ":memory:"
-    config.InteractiveShell.colors = "nocolor"
-    config.InteractiveShell.xmode = "Context"
-    config.InteractiveShell.autocall = 0
-    shell = Shell.instance(
-        config=config,
-        user_module=MAIN,
-        user_ns=USER_NS,
-        display_pub_class=Publisher,
-        displayhook_class=Hook,
-    )
-    shell.execution_count = HISTORY["count"] + 1
-
-    def show_in_pager(_shell, data, start=0, screen_lines=0, pager_cmd=None):
-        text = data.get("text/plain", "") if isinstance(data, dict) else str(data)
-        print(_strip_ansi(text))
-
-    shell.set_hook("show_in_pager", show_in_pager)
-    ipython_format = shell.display_formatter.format
-
-    def format_for_display(obj, include=None, exclude=None):
-        # Our model views (tables as markdown, figures as PNG) first, IPython's forms besides.
-        bundle = bundle_of(obj)
-        _FORMATTING[0] = True
-        try:
-            data, metadata = ipython_format(obj, include=include, exclude=exclude)
-        finally:
-            _FORMATTING[0] = False
-        for mime, value in data.items():
-            if mime != "text/plain" or mime not in bundle:
-                bundle.setdefault(mime, value)
-        return bundle, metadata
-
-    shell.display_formatter.format = format_for_display
-    # Ours where they know more than IPython's: %pip evicts stale modules; figures always come
-    # back as images, so %matplotlib only says so.
-    shell.register_magic_function(lambda line: _pip(line), "line", "pip")
-    shell.register_magic_function(lambda line: None, "line", "matplotlib")
-    _SHELL[0] = shell
-    return shell
-
-
-def _json_bundle(data):
-    bundle = {}
-    for mime, value in (data or {}).items():
-        if isinstance(value, bytes):
-            import base64
-
-            value = base64.b64encode(value).decode("ascii")
-        elif not isinstance(value, (str, dict, list, int, float, bool)) and value is not None:
-            value = str(value)
-        bundle[mime] = value
-    return bundle
-
-
-def _strip_ansi(text):
-    return _re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", text)
-
-
-def _run_with_ipython(code):
-    """Runs `code` as ipykernel would; returns (status, error, bundle, value_was_shown)."""
-    shell = _SHELL[0] or _make_shell()
-    _CURRENT[0] = _CellResult()
-    shell.execution_count = HISTORY["count"]
-    with STATE.lock:
-        STATE.running = STATE.cell
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        result = shell.run_cell(code, store_history=True)
-    finally:
-        with STATE.lock:
-            STATE.running = None
-            signal.signal(signal.SIGINT, signal.SIG_IGN)
-    failure = result.error_in_exec or result.error_before_exec
-    status = "ok"
-    if isinstance(failure, KeyboardInterrupt):
-        status = "interrupted"
-    elif failure is not None:
-        status = "error"
-    error = _CURRENT[0].error
-    if status != "ok" and error is None:
-        error = {"ename": type(failure).__name__, "evalue": str(failure), "traceback": f"{type(failure).__name__}: {failure}"}
-    return status, error, _CURRENT[0].bundle
+def _needs_ipython(code):
+    if _SHELL[0] is not None:
+        return True
+    return _wants_ipython(code) and _ipython_importable()
 
 
 def run_cell(frame):
-    import linecache
-
     cell = frame["cell"]
     code = frame["code"]
     HISTORY["count"] += 1
@@ -1268,16 +818,17 @@ def run_cell(frame):
         _finish_cell(frame, cell, count, status, error, bundle)
         return
     try:
-        source = transform(code)
-        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-        tree = ast.parse(source, filename=filename, mode="exec", type_comments=False)
+        # Only a `%` or `!` can be an idiom of the stdlib fallback (its part is loaded then).
+        source = transform(code) if ("%" in code or "!" in code) else code
+        _remember_source(filename, source)
+        tree = compile(source, filename, "exec", ONLY_AST, dont_inherit=True)
         tail = None
-        if tree.body and isinstance(tree.body[-1], ast.Expr) and not _ends_with_semicolon(source):
+        if tree.body and isinstance(tree.body[-1], _ast.Expr) and not _ends_with_semicolon(source):
             tail = tree.body.pop()
         body_code = compile(tree, filename, "exec", flags=TOP_LEVEL_AWAIT, dont_inherit=True)
         tail_code = None
         if tail is not None:
-            tail_code = compile(ast.Expression(tail.value), filename, "eval", flags=TOP_LEVEL_AWAIT, dont_inherit=True)
+            tail_code = compile(_ast.Expression(tail.value), filename, "eval", flags=TOP_LEVEL_AWAIT, dont_inherit=True)
         with STATE.lock:
             STATE.running = cell
             signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -1345,12 +896,7 @@ def main():
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     sys.modules["__main__"] = MAIN
     builtins.input = _no_input
-    try:
-        import getpass
-
-        getpass.getpass = _no_input
-    except Exception:
-        pass
+    # getpass.getpass raises too (patched when getpass is imported: _ImportHook).
     # Builtins, as IPython's own `display` is: usable everywhere in a cell, and not names of
     # the user's namespace (`%who`, `%whos`, `%who_ls`, `dir()` and `%reset` leave them be).
     builtins.display = display
@@ -1360,10 +906,10 @@ def main():
     builtins.exit = builtins.quit = _Exit()
     builtins.__agent_tools_magic__ = _magic
     builtins.__agent_tools_cell_magic__ = _cell_magic
-    sys.meta_path.insert(0, _PyplotHook())
+    sys.meta_path.insert(0, _ImportHook())
     if "" not in sys.path:
         sys.path.insert(0, "")
-    threading.Thread(target=_reader, name="agent-tools-reader", daemon=True).start()
+    _thread.start_new_thread(_reader, ())
     send(
         {
             "t": "hello",
