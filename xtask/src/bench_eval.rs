@@ -139,7 +139,7 @@ struct Kernel {
     trips: bool,
 }
 
-const KERNELS: [Kernel; 7] = [
+const KERNELS: [Kernel; 9] = [
     Kernel { label: "ours, Python", kind: Some("python"), trips: true },
     Kernel {
         label: "ours, Python, first cell `%pwd` (IPython)",
@@ -151,11 +151,15 @@ const KERNELS: [Kernel; 7] = [
     Kernel { label: "ipykernel", kind: None, trips: true },
     Kernel { label: "bare `python` child", kind: Some("bare-python"), trips: false },
     Kernel { label: "bare `node` child", kind: Some("bare-node"), trips: false },
+    Kernel { label: "ours, Python in bubblewrap", kind: Some("python-bwrap"), trips: true },
+    Kernel { label: "ours, Node.js in bubblewrap", kind: Some("node-bwrap"), trips: true },
 ];
 
 const IPYKERNEL_ROW: usize = 4;
 const BARE_PYTHON_ROW: usize = 5;
 const BARE_NODE_ROW: usize = 6;
+const PYTHON_BWRAP_ROW: usize = 7;
+const NODE_BWRAP_ROW: usize = 8;
 
 /// Median, quartiles, min and max of a sample.
 struct Spread {
@@ -321,6 +325,21 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
     ratio_line("Python, first cell %pwd (IPython) vs ipykernel", 1, IPYKERNEL_ROW, None);
     ratio_line("Node.js vs a bare node child", 2, BARE_NODE_ROW, Some(1.2));
     ratio_line("Node.js vs ipykernel", 2, IPYKERNEL_ROW, None);
+    // What bubblewrap adds to a kernel's start, per round (the two starts ran side by side).
+    for (what, inside, host) in [("Python", PYTHON_BWRAP_ROW, 0), ("Node.js", NODE_BWRAP_ROW, 2)] {
+        let added: Vec<f64> =
+            starts[inside].iter().zip(&starts[host]).map(|(b, h)| b - h).collect();
+        let added = spread(&added);
+        println!(
+            "{what} in bubblewrap: start +{} ms over the host (per round: median, IQR {}–{}; goal < 20 ms: {}), round trip {} vs {} ms",
+            ms(added.median),
+            ms(added.p25),
+            ms(added.p75),
+            if added.median < 20.0 { "goal met" } else { "GOAL MISSED" },
+            ms(trip_spread[inside].median),
+            ms(trip_spread[host].median),
+        );
+    }
     let trip_ratio = trip_spread[0].median / trip_spread[IPYKERNEL_ROW].median;
     println!(
         "Python vs ipykernel: round trip {trip_ratio:.3}× (goal ≤ 0.15×: {}); Node.js {:.3}×",

@@ -6,7 +6,9 @@
 //! - `start KIND`: a fresh kernel of KIND runs its first cell (`1+1`; `%pwd` for
 //!   `python-ipython`, so IPython is imported and its shell built) and the result is back;
 //!   answers `ms=F`. KIND is `python`, `python-ipython`, `node`, `quickjs`, or `bare-python` /
-//!   `bare-node`: the interpreter run as a child that prints `1+1` (spawn to the printed `2`).
+//!   `bare-node`: the interpreter run as a child that prints `1+1` (spawn to the printed `2`);
+//!   `python-bwrap` and `node-bwrap` are `python` and `node` in a bubblewrap capsule (made
+//!   once, as a run's is, and not timed).
 //! - `trips KIND N`: N cells of `1+1` in one kernel of KIND kept between commands (started
 //!   untimed at its first use); answers `ms=F,F,…`, one time per cell.
 //! - `quit`.
@@ -23,8 +25,10 @@ use std::{
 };
 
 use agent_tools_eval::{
-    CellStatus, EvalConfig, EvalRequest, JsEngine, Kernels, Language, NoBridge, NoProgress, render,
+    Capsule, CellStatus, EvalConfig, EvalRequest, JsEngine, Kernels, Language, NoBridge,
+    NoProgress, render,
 };
+use agent_tools_support::capsule::{Bwrap, BwrapOptions};
 use tokio::io::AsyncReadExt;
 use tokio_util::sync::CancellationToken;
 
@@ -39,6 +43,8 @@ struct Bench {
     cancel: CancellationToken,
     /// Kernels kept for `trips`, by kind.
     kept: HashMap<String, Kernels>,
+    /// The bubblewrap capsule of the `-bwrap` kinds, made at their first use.
+    capsule: Option<Arc<dyn Capsule>>,
 }
 
 impl Bench {
@@ -48,7 +54,7 @@ impl Bench {
             node: Some(self.node.clone()),
             ..EvalConfig::default()
         };
-        Ok(match kind {
+        Ok(match kind.strip_suffix("-bwrap").unwrap_or(kind) {
             "python" => (base, Language::Python, "1+1"),
             "python-ipython" => (base, Language::Python, "%pwd"),
             "node" => (
@@ -82,7 +88,7 @@ impl Bench {
         Ok(())
     }
 
-    async fn start(&self, kind: &str) -> Result<f64, String> {
+    async fn start(&mut self, kind: &str) -> Result<f64, String> {
         match kind {
             "bare-python" => {
                 let code = "import sys; sys.stdout.write(str(1+1)); sys.stdout.flush()";
@@ -94,7 +100,7 @@ impl Bench {
             _ => {}
         }
         let (config, language, first) = self.config(kind)?;
-        let kernels = Kernels::new(config);
+        let kernels = self.kernels(kind, config)?;
         let t = Instant::now();
         let outcome = self.cell(&kernels, language, first).await;
         let ms = t.elapsed().as_secs_f64() * 1000.0;
@@ -102,10 +108,26 @@ impl Bench {
         outcome.map(|()| ms)
     }
 
+    /// Kernels for `kind`: in the bubblewrap capsule for a `-bwrap` kind, else on the host.
+    fn kernels(&mut self, kind: &str, config: EvalConfig) -> Result<Kernels, String> {
+        if !kind.ends_with("-bwrap") {
+            return Ok(Kernels::new(config));
+        }
+        if self.capsule.is_none() {
+            let capsule = Bwrap::start(BwrapOptions {
+                project: self.root.clone(),
+                ..BwrapOptions::default()
+            })
+            .map_err(|e| e.to_string())?;
+            self.capsule = Some(Arc::new(capsule));
+        }
+        Ok(Kernels::new(config).with_capsule(self.capsule.clone().ok_or("no capsule")?))
+    }
+
     async fn trips(&mut self, kind: &str, n: usize) -> Result<Vec<f64>, String> {
         let (config, language, _) = self.config(kind)?;
         if !self.kept.contains_key(kind) {
-            let kernels = Kernels::new(config);
+            let kernels = self.kernels(kind, config)?;
             self.cell(&kernels, language, "1+1").await?;
             self.kept.insert(kind.to_string(), kernels);
         }
@@ -141,15 +163,23 @@ async fn bare(program: &Path, args: &[&str]) -> Result<f64, String> {
     Ok(ms)
 }
 
+/// A folder of the benchmark's own as the kernels' project (and the capsule's).
+fn bench_root() -> PathBuf {
+    let root = std::env::temp_dir().join(format!("agent-tools-eval-bench-{}", std::process::id()));
+    let _ = std::fs::create_dir_all(&root);
+    root
+}
+
 #[tokio::main]
 async fn main() {
     let args: Vec<String> = std::env::args().collect();
     let mut bench = Bench {
         python: arg(&args, "--python").unwrap_or_else(|| "python3".into()).into(),
         node: arg(&args, "--node").unwrap_or_else(|| "node".into()).into(),
-        root: std::env::temp_dir(),
+        root: bench_root(),
         cancel: CancellationToken::new(),
         kept: HashMap::new(),
+        capsule: None,
     };
     let stdin = std::io::stdin();
     for line in stdin.lock().lines() {
@@ -175,4 +205,6 @@ async fn main() {
     for (_, kernels) in bench.kept.drain() {
         kernels.shutdown().await;
     }
+    drop(bench.capsule.take());
+    let _ = std::fs::remove_dir_all(&bench.root);
 }
