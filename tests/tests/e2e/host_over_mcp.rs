@@ -264,20 +264,6 @@ fn send_cells(host: &mut RawHost, cells: &[&str]) {
     }
 }
 
-/// The answers to the requests `ids`, in whatever order they come.
-fn answers(host: &mut RawHost, ids: impl IntoIterator<Item = u64>) -> Vec<Value> {
-    let mut waiting: Vec<u64> = ids.into_iter().collect();
-    let mut got = Vec::new();
-    while !waiting.is_empty() {
-        let answer = host.next_message(|m| {
-            m.get("method").is_none() && m["id"].as_u64().is_some_and(|id| waiting.contains(&id))
-        });
-        waiting.retain(|id| answer["id"] != *id);
-        got.push(answer);
-    }
-    got
-}
-
 #[test]
 fn cells_sent_back_to_back_run_in_arrival_order_and_a_cancelled_queued_one_never_runs() {
     let Some(project) = eval_project() else { return };
@@ -290,7 +276,7 @@ fn cells_sent_back_to_back_run_in_arrival_order_and_a_cancelled_queued_one_never
     let cells: Vec<String> = (1..=12).map(|n| format!("order.append({n})")).collect();
     let cells: Vec<&str> = cells.iter().map(String::as_str).collect();
     send_cells(&mut host, &cells);
-    for answer in answers(&mut host, 100..100 + cells.len() as u64) {
+    for answer in host.answers(100..100 + cells.len() as u64) {
         assert_eq!(answer["result"]["isError"], false, "{answer}");
     }
     let order = host.call(2, "eval", cell("order", "python"));
@@ -304,7 +290,7 @@ fn cells_sent_back_to_back_run_in_arrival_order_and_a_cancelled_queued_one_never
     std::thread::sleep(std::time::Duration::from_millis(500));
     host.send(json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
         "params": {"requestId": 101, "reason": "the user changed their mind"}}));
-    for answer in answers(&mut host, [100, 102]) {
+    for answer in host.answers([100, 102]) {
         assert_eq!(answer["result"]["isError"], false, "{answer}");
     }
     let x = host.call(3, "eval", cell("x", "python"));

@@ -12,6 +12,7 @@ mod conformance;
 mod debug_over_mcp;
 mod eval_over_mcp;
 mod files_over_mcp;
+mod files_racing;
 mod host_killed;
 mod host_over_mcp;
 mod http_host;
