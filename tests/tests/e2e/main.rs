@@ -13,6 +13,7 @@ mod debug_over_mcp;
 mod eval_over_mcp;
 mod files_over_mcp;
 mod files_racing;
+mod files_special;
 mod host_killed;
 mod host_over_mcp;
 mod http_host;
