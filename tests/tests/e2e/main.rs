@@ -11,6 +11,7 @@ mod clients;
 mod conformance;
 mod debug_over_mcp;
 mod eval_over_mcp;
+mod files_large;
 mod files_over_mcp;
 mod files_racing;
 mod files_special;
