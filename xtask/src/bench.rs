@@ -12,6 +12,8 @@ mod bench_debug;
 mod bench_diagnostics;
 #[path = "bench_eval.rs"]
 mod bench_eval;
+#[path = "bench_files.rs"]
+mod bench_files;
 #[path = "bench_http.rs"]
 mod bench_http;
 
@@ -30,6 +32,11 @@ const BENCHES: &[(&str, &str, Bench)] = &[
         "diagnostics",
         "diagnostics on write: wrapped write vs a minimal client (basedpyright, clangd)",
         bench_diagnostics::run,
+    ),
+    (
+        "files",
+        "a 2 GiB sparse read and 100,000-line ast_edit rewrites vs head and the ast-grep CLI",
+        bench_files::run,
     ),
     (
         "http",

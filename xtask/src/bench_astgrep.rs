@@ -81,7 +81,7 @@ fn size_of(dir: &Path, ext: &str) -> (usize, u64) {
     (files, bytes)
 }
 
-fn ast_grep() -> Result<PathBuf> {
+pub(super) fn ast_grep() -> Result<PathBuf> {
     let venv = crate::setup::venv().join("bin").join("ast-grep");
     if venv.exists() {
         return Ok(venv);

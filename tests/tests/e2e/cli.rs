@@ -118,6 +118,13 @@ fn integers_written_as_whole_floats_are_accepted() {
         assert_eq!(code, 0, "{args}: {stderr}");
         assert!(stdout.starts_with("2\ttwo\n3\tthree\n[a.txt: showed lines 2-3 of 4"), "{stdout}");
     }
+    // 1e3 is 1000: past the last line, so the read goes to the end.
+    let (code, stdout, stderr) = check(
+        &project,
+        &["call", "read", r#"{"path": "a.txt", "start_line": 3.0, "end_line": 1e3}"#],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(stdout.trim_end(), "3\tthree\n4\tfour", "{stdout}");
     let (code, _, stderr) =
         check(&project, &["call", "read", r#"{"path": "a.txt", "start_line": 2.5}"#]);
     assert_eq!(code, 1, "a fraction is still refused");

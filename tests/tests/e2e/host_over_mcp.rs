@@ -9,7 +9,9 @@ use std::{
 
 use serde_json::{Value, json};
 
-use crate::support::{McpScript, RawHost, Sdk, TempProject, host_binary, results, text_of};
+use crate::support::{
+    McpScript, RawHost, Sdk, TempProject, host_binary, results, text_of, tool_names,
+};
 
 /// A project whose kernels use the test venv's Python.
 fn eval_project() -> Option<TempProject> {
@@ -119,6 +121,10 @@ fn annotations_are_honest_on_both_surfaces_and_workers_follow_their_ceiling() {
         let script = McpScript::new(&project.root, &["--vibe", "--surface", surface]).list_tools();
         let Some(out) = script.run_with(Sdk::V2) else { return };
         let listed = &results(out)[1];
+        let names = tool_names(listed);
+        for worker_tool in ["vibe_spawn", "vibe_send"] {
+            assert!(names.contains(&worker_tool), "{worker_tool} on {surface}: {names:?}");
+        }
         for tool in listed["tools"].as_array().expect("tools") {
             let name = tool["name"].as_str().unwrap_or_default();
             assert!(tool["title"].as_str().is_some_and(|t| !t.is_empty()), "{name}: title");
@@ -165,6 +171,69 @@ fn a_client_that_reads_only_structured_content_still_gets_the_file_and_the_value
     assert!(view(2).contains("alpha") && view(2).contains("beta"), "read: {}", view(2));
     assert!(view(3).contains("42"), "eval value: {}", view(3));
     assert!(view(4).contains("ZeroDivisionError"), "eval traceback: {}", view(4));
+}
+
+/// The places in `schema` (a JSON Schema) where a subschema is a bare boolean: valid JSON
+/// Schema, but strict validators (the Inspector's) refuse `true` where they expect a schema.
+fn boolean_subschemas(schema: &Value, at: &str, found: &mut Vec<String>) {
+    let Some(map) = schema.as_object() else { return };
+    let mut visit = |sub: &Value, path: String| {
+        if sub.is_boolean() {
+            found.push(path);
+        } else {
+            boolean_subschemas(sub, &path, found);
+        }
+    };
+    for (key, child) in map {
+        match (key.as_str(), child) {
+            (
+                "properties" | "patternProperties" | "$defs" | "definitions",
+                Value::Object(named),
+            ) => {
+                for (name, sub) in named {
+                    visit(sub, format!("{at}/{key}/{name}"));
+                }
+            }
+            ("anyOf" | "oneOf" | "allOf" | "prefixItems", Value::Array(list)) => {
+                for (i, sub) in list.iter().enumerate() {
+                    visit(sub, format!("{at}/{key}/{i}"));
+                }
+            }
+            ("items" | "contains" | "not" | "if" | "then" | "else", sub) => {
+                visit(sub, format!("{at}/{key}"));
+            }
+            _ => {}
+        }
+    }
+}
+
+#[test]
+fn no_listed_schema_has_a_bare_boolean_where_a_schema_belongs() {
+    let project = TempProject::new(&[("a.txt", "a\n")]);
+    for surface in ["build", "plan"] {
+        let marker = format!("schemas-{surface}");
+        let mut host = RawHost::start(&project.root, &marker, &["--vibe", "--surface", surface]);
+        host.initialize();
+        let listed = host.request(1, "tools/list", json!({}));
+        let tools = listed["result"]["tools"].as_array().expect("a tools/list result");
+        let mut found = Vec::new();
+        for tool in tools {
+            let name = tool["name"].as_str().unwrap_or_default();
+            for key in ["inputSchema", "outputSchema"] {
+                boolean_subschemas(&tool[key], &format!("{name}.{key}"), &mut found);
+            }
+        }
+        assert!(found.is_empty(), "bare booleans as subschemas on {surface}: {found:?}");
+        if surface == "build" {
+            // The two the Inspector's strict mode refused.
+            for name in ["lsp_rename", "lsp_code_action"] {
+                let tool = tools.iter().find(|t| t["name"] == name);
+                let schema = tool.map(|t| &t["outputSchema"]);
+                assert!(schema.is_some_and(Value::is_object), "{name}: {tool:?}");
+            }
+        }
+        assert!(host.finish().success());
+    }
 }
 
 fn raw_error(host: &mut RawHost, line: &str, id: Option<u64>) -> Value {
@@ -264,20 +333,6 @@ fn send_cells(host: &mut RawHost, cells: &[&str]) {
     }
 }
 
-/// The answers to the requests `ids`, in whatever order they come.
-fn answers(host: &mut RawHost, ids: impl IntoIterator<Item = u64>) -> Vec<Value> {
-    let mut waiting: Vec<u64> = ids.into_iter().collect();
-    let mut got = Vec::new();
-    while !waiting.is_empty() {
-        let answer = host.next_message(|m| {
-            m.get("method").is_none() && m["id"].as_u64().is_some_and(|id| waiting.contains(&id))
-        });
-        waiting.retain(|id| answer["id"] != *id);
-        got.push(answer);
-    }
-    got
-}
-
 #[test]
 fn cells_sent_back_to_back_run_in_arrival_order_and_a_cancelled_queued_one_never_runs() {
     let Some(project) = eval_project() else { return };
@@ -290,7 +345,7 @@ fn cells_sent_back_to_back_run_in_arrival_order_and_a_cancelled_queued_one_never
     let cells: Vec<String> = (1..=12).map(|n| format!("order.append({n})")).collect();
     let cells: Vec<&str> = cells.iter().map(String::as_str).collect();
     send_cells(&mut host, &cells);
-    for answer in answers(&mut host, 100..100 + cells.len() as u64) {
+    for answer in host.answers(100..100 + cells.len() as u64) {
         assert_eq!(answer["result"]["isError"], false, "{answer}");
     }
     let order = host.call(2, "eval", cell("order", "python"));
@@ -304,7 +359,7 @@ fn cells_sent_back_to_back_run_in_arrival_order_and_a_cancelled_queued_one_never
     std::thread::sleep(std::time::Duration::from_millis(500));
     host.send(json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
         "params": {"requestId": 101, "reason": "the user changed their mind"}}));
-    for answer in answers(&mut host, [100, 102]) {
+    for answer in host.answers([100, 102]) {
         assert_eq!(answer["result"]["isError"], false, "{answer}");
     }
     let x = host.call(3, "eval", cell("x", "python"));

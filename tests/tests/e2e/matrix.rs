@@ -158,6 +158,12 @@ const ROWS: &[(&str, &str, &str, &str)] = &[
         "host_over_mcp::a_batch_over_stdio_gets_its_replies_as_one_array",
     ),
     (
+        "raw JSON-RPC",
+        "stdio",
+        "no bare `true` where a schema belongs, in any tool's input or output schema",
+        "host_over_mcp::no_listed_schema_has_a_bare_boolean_where_a_schema_belongs",
+    ),
+    (
         "raw HTTP",
         "HTTP",
         "a batch answered as one array",

@@ -336,6 +336,16 @@ pub(crate) struct RawHost {
 
 impl RawHost {
     pub(crate) fn start(root: &std::path::Path, marker: &str, extra: &[&str]) -> RawHost {
+        RawHost::start_with_env(root, marker, extra, &[])
+    }
+
+    /// [`RawHost::start`] with `env` set in the host's environment.
+    pub(crate) fn start_with_env(
+        root: &std::path::Path,
+        marker: &str,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> RawHost {
         use std::process::{Command, Stdio};
         let mut child = Command::new(crate::support::host_binary())
             .args(["mcp", "--trust-project", "--root"])
@@ -343,6 +353,7 @@ impl RawHost {
             .args(extra)
             .env("AGENT_TOOLS_E2E_MARKER", marker)
             .env("RUST_LOG", "warn")
+            .envs(env.iter().copied())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -400,6 +411,22 @@ impl RawHost {
                 return message;
             }
         }
+    }
+
+    /// The answers to the requests `ids`, in the order they come (notifications and requests
+    /// of the host skipped).
+    pub(crate) fn answers(&mut self, ids: impl IntoIterator<Item = u64>) -> Vec<Value> {
+        let mut waiting: Vec<u64> = ids.into_iter().collect();
+        let mut got = Vec::new();
+        while !waiting.is_empty() {
+            let answer = self.next_message(|m| {
+                m.get("method").is_none()
+                    && m["id"].as_u64().is_some_and(|id| waiting.contains(&id))
+            });
+            waiting.retain(|id| answer["id"] != *id);
+            got.push(answer);
+        }
+        got
     }
 
     /// The next line that is a JSON array (the replies to a batch).

@@ -239,8 +239,9 @@ fn render(
 }
 
 /// The lines `start..=last` of a file, read as a stream: only the bytes up to the last line
-/// shown are read (and lines are counted at most [`COUNT_AHEAD_BYTES`] further), and at most
-/// [`MAX_SHOWN_BYTES`] of lines are kept, whatever the file's size.
+/// shown are read (and lines are counted at most [`COUNT_AHEAD_BYTES`] further, or a line cut
+/// short passed over as far), and at most [`MAX_SHOWN_BYTES`] of lines are kept, whatever the
+/// file's size.
 struct Window {
     /// The lines, without their endings.
     lines: Vec<String>,
@@ -318,6 +319,15 @@ impl Window {
                     if piece.len() > room {
                         window.cut = true;
                         last = line;
+                        // The rest of a cut line is passed over as lines past the window are
+                        // counted, and only so far: a line of gigabytes (a sparse file's
+                        // hole) is not read to its end.
+                        counted_ahead += (piece.len() - room) as u64;
+                        if counted_ahead > COUNT_AHEAD_BYTES {
+                            current.extend_from_slice(&piece[..room]);
+                            window.push(&mut current, line_offset, rel, false)?;
+                            return Ok(window);
+                        }
                     }
                     current.extend_from_slice(&piece[..piece.len().min(room)]);
                 }

@@ -479,6 +479,25 @@ fn read_of_a_huge_text_file_reads_only_the_lines_it_shows() {
 }
 
 #[test]
+fn read_of_a_line_of_gigabytes_cuts_it_without_reading_to_its_end() {
+    let project = Project::new(&[]);
+    // Line 3 is 10,000 characters (the first block is text) and then a 4 GiB hole with no
+    // newline: reading it to its end to count the lines would read 4 GiB.
+    let mut file = std::fs::File::create(project.dir.path().join("hole.log")).unwrap();
+    let text = format!("one\ntwo\n{}", "x".repeat(10_000));
+    std::io::Write::write_all(&mut file, text.as_bytes()).unwrap();
+    file.set_len(4 << 30).unwrap();
+    let result =
+        project.call(SurfaceKind::Plan, "read", json!({"path": "hole.log", "start_line": 2}));
+    assert!(!result.is_error, "{}", result.text);
+    let structured = result.structured.as_ref().expect("the payload");
+    assert_eq!(structured.get("total_lines"), None, "the line count needs the whole file");
+    let note = structured["note"].as_str().unwrap_or_default();
+    assert!(note.contains("of a file of 4294967296 bytes with more lines"), "{note}");
+    assert!(result.text.starts_with("2\ttwo\n"), "{}", &result.text[..100]);
+}
+
+#[test]
 fn read_of_a_large_text_file_shows_the_range_asked_and_counts_lines_nearby() {
     let lines: String = (1..=300_000).map(|n| format!("line {n}\n")).collect();
     let project = Project::new(&[("large.txt", &lines)]);
