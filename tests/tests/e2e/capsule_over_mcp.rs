@@ -248,21 +248,9 @@ fn a_capsule_dies_with_a_host_that_is_killed() {
     host.initialize();
     let spawned = host.call(2, "vibe_spawn", json!({"brief": "Take long.", "label": "long"}));
     assert_eq!(spawned["isError"], false, "{spawned}");
-    let inside = || {
-        crate::support::processes_with_marker(&marker)
-            .iter()
-            .filter(|(_, cmdline)| cmdline.starts_with("sleep 300"))
-            .count()
-            >= 2
-    };
-    for _ in 0..1200 {
-        if inside() {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    let inside = crate::support::wait_for_marked(&marker, "sleep 300", 2);
     let running = crate::support::processes_with_marker(&marker);
-    assert!(inside(), "the worker never ran in the capsule: {running:?}");
+    assert!(inside, "the worker never ran in the capsule: {running:?}");
     assert!(running.iter().any(|(_, c)| c.contains("bwrap")), "it ran under bwrap: {running:?}");
     // SIGKILL: the host gets no chance to end its capsule itself.
     host.child.kill().expect("kill the host");

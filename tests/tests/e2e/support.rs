@@ -271,6 +271,22 @@ pub(crate) fn processes_with_marker(marker: &str) -> Vec<(u32, String)> {
     found
 }
 
+/// Waits up to a minute until at least `count` processes carrying `marker` run a command line
+/// starting with `command`; whether they did.
+pub(crate) fn wait_for_marked(marker: &str, command: &str, count: usize) -> bool {
+    let running = || {
+        processes_with_marker(marker).iter().filter(|(_, c)| c.starts_with(command)).count()
+            >= count
+    };
+    for _ in 0..1200 {
+        if running() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    running()
+}
+
 /// Waits up to `within` for every process carrying `marker` to be gone; panics naming survivors.
 pub(crate) fn assert_no_survivors(marker: &str, within: Duration) {
     let start = Instant::now();

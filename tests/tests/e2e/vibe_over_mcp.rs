@@ -135,21 +135,8 @@ fn a_worker_dies_with_a_host_that_is_killed() {
     let spawned = host.call(2, "vibe_spawn", json!({"brief": "Take long.", "label": "long"}));
     assert_eq!(spawned["isError"], false, "{spawned}");
 
-    let worker_runs = || {
-        crate::support::processes_with_marker(&marker)
-            .iter()
-            .filter(|(_, cmdline)| cmdline.starts_with("sleep 300"))
-            .count()
-            >= 2
-    };
-    for _ in 0..1200 {
-        if worker_runs() {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
     assert!(
-        worker_runs(),
+        crate::support::wait_for_marked(&marker, "sleep 300", 2),
         "the worker never ran: {:?}",
         crate::support::processes_with_marker(&marker)
     );

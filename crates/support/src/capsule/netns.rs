@@ -95,13 +95,7 @@ unsafe fn connect_and_send(
             return 3;
         }
         // SO_SNDTIMEO bounds a blocking connect on Linux.
-        libc::setsockopt(
-            socket,
-            libc::SOL_SOCKET,
-            libc::SO_SNDTIMEO,
-            (timeout as *const libc::timeval).cast(),
-            std::mem::size_of::<libc::timeval>() as libc::socklen_t,
-        );
+        set_send_timeout(socket, timeout);
         if libc::connect(
             socket,
             (address as *const libc::sockaddr_in).cast(),
@@ -110,15 +104,21 @@ unsafe fn connect_and_send(
         {
             return 4;
         }
-        let zero = libc::timeval { tv_sec: 0, tv_usec: 0 };
+        set_send_timeout(socket, &libc::timeval { tv_sec: 0, tv_usec: 0 });
+        if send_fd(reply, socket) { 0 } else { 5 }
+    }
+}
+
+unsafe fn set_send_timeout(socket: RawFd, timeout: &libc::timeval) {
+    // SAFETY: a timeval the caller owns, for the length of the call.
+    unsafe {
         libc::setsockopt(
             socket,
             libc::SOL_SOCKET,
             libc::SO_SNDTIMEO,
-            (&zero as *const libc::timeval).cast(),
+            (timeout as *const libc::timeval).cast(),
             std::mem::size_of::<libc::timeval>() as libc::socklen_t,
         );
-        if send_fd(reply, socket) { 0 } else { 5 }
     }
 }
 
@@ -128,11 +128,8 @@ unsafe fn send_fd(over: RawFd, fd: RawFd) -> bool {
     let mut control = [0u8; 64];
     // SAFETY: the control buffer holds one cmsg with one descriptor (CMSG_SPACE of 4 bytes).
     unsafe {
-        let mut message: libc::msghdr = std::mem::zeroed();
-        message.msg_iov = &mut iov;
-        message.msg_iovlen = 1;
-        message.msg_control = control.as_mut_ptr().cast();
-        message.msg_controllen = libc::CMSG_SPACE(std::mem::size_of::<RawFd>() as u32) as _;
+        let space = libc::CMSG_SPACE(std::mem::size_of::<RawFd>() as u32) as usize;
+        let message = one_block_message(&mut iov, &mut control, space);
         let header = libc::CMSG_FIRSTHDR(&message);
         (*header).cmsg_level = libc::SOL_SOCKET;
         (*header).cmsg_type = libc::SCM_RIGHTS;
@@ -140,6 +137,21 @@ unsafe fn send_fd(over: RawFd, fd: RawFd) -> bool {
         std::ptr::write_unaligned(libc::CMSG_DATA(header).cast::<RawFd>(), fd);
         libc::sendmsg(over, &message, 0) == 1
     }
+}
+
+/// A message of one byte (`iov`) with `control_len` bytes of `control` for its descriptor.
+unsafe fn one_block_message(
+    iov: &mut libc::iovec,
+    control: &mut [u8],
+    control_len: usize,
+) -> libc::msghdr {
+    // SAFETY: msghdr is plain data; a zeroed one is valid before its fields are set.
+    let mut message: libc::msghdr = unsafe { std::mem::zeroed() };
+    message.msg_iov = iov;
+    message.msg_iovlen = 1;
+    message.msg_control = control.as_mut_ptr().cast();
+    message.msg_controllen = control_len as _;
+    message
 }
 
 fn receive_fd(over: &OwnedFd, within: Duration) -> io::Result<OwnedFd> {
@@ -154,11 +166,8 @@ fn receive_fd(over: &OwnedFd, within: Duration) -> io::Result<OwnedFd> {
     let mut control = [0u8; 64];
     // SAFETY: a zeroed msghdr pointing at buffers that outlive the call.
     unsafe {
-        let mut message: libc::msghdr = std::mem::zeroed();
-        message.msg_iov = &mut iov;
-        message.msg_iovlen = 1;
-        message.msg_control = control.as_mut_ptr().cast();
-        message.msg_controllen = control.len() as _;
+        let len = control.len();
+        let mut message = one_block_message(&mut iov, &mut control, len);
         if libc::recvmsg(over.as_raw_fd(), &mut message, libc::MSG_CMSG_CLOEXEC) != 1 {
             return Err(io::Error::new(io::ErrorKind::ConnectionRefused, "the connection failed"));
         }
