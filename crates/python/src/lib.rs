@@ -8,5 +8,6 @@
 mod command;
 mod errors;
 mod module;
+mod questions;
 mod run;
 mod runtime;

@@ -22,13 +22,19 @@ from ._native import AgentToolsError, RunClosedError, ToolNotFoundError
 from ._native import __version__ as _native_version
 
 if TYPE_CHECKING:
-    from ._run import Image, Run, ToolResult, ToolSpec
+    from ._cards import Answer, Card, CardOption, Skip
+    from ._run import Image, Run, Text, ToolResult, ToolSpec
 
 __all__ = [
     "AgentToolsError",
+    "Answer",
+    "Card",
+    "CardOption",
     "Image",
     "Run",
     "RunClosedError",
+    "Skip",
+    "Text",
     "ToolNotFoundError",
     "ToolResult",
     "ToolSpec",
@@ -39,7 +45,17 @@ __version__: str = _native_version
 
 # The API is loaded on first use: the `agent-tools` command imports this package on its way to
 # the extension module, and every millisecond of that is paid at each MCP server start.
-_LAZY = {"Image": "_run", "Run": "_run", "ToolResult": "_run", "ToolSpec": "_run"}
+_LAZY = {
+    "Answer": "_cards",
+    "Card": "_cards",
+    "CardOption": "_cards",
+    "Skip": "_cards",
+    "Image": "_run",
+    "Run": "_run",
+    "Text": "_run",
+    "ToolResult": "_run",
+    "ToolSpec": "_run",
+}
 
 
 def __getattr__(name: str) -> Any:

@@ -25,6 +25,7 @@ class NativeRun:
         vibe: bool = False,
         config: Optional[str] = None,
         trust_project: bool = False,
+        present: Optional[Callable[[str, Optional[str]], str]] = None,
     ) -> None: ...
     @property
     def root(self) -> str: ...

@@ -9,11 +9,13 @@ import concurrent.futures
 import functools
 import json
 import os
+import re
 import weakref
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal, Mapping, Optional, Union
+from typing import Any, Callable, List, Literal, Mapping, Optional, Union
 
 from . import _native
+from ._cards import CardHandler, presenter
 
 Tier = Literal["read", "write", "exec"]
 PathLike = Union[str, "os.PathLike[str]"]
@@ -50,6 +52,19 @@ class Image:
 
     mime_type: str
     data: bytes
+    type: Literal["image"] = "image"
+
+
+@dataclass(frozen=True)
+class Text:
+    """A run of a result's text, between its images (see :attr:`ToolResult.content`)."""
+
+    text: str
+    type: Literal["text"] = "text"
+
+
+#: A line of a result's text that stands for its N-th image (``[image 1: Figure … (image/png, 20 KB)]``).
+_IMAGE_LINE = re.compile(r"^\[image (\d+): .*\]$\n?", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -64,6 +79,27 @@ class ToolResult:
 
     def __str__(self) -> str:
         return self.text
+
+    @property
+    def content(self) -> List[Union[Text, Image]]:
+        """The result as ordered blocks, the way a model should read it: text, and each image
+        right after the line of the text that stands for it (``[image N: …]``, where the cell
+        showed it), so printed output and figures keep their order. Images no line names come
+        last. The text blocks joined are :attr:`text`."""
+        blocks: List[Union[Text, Image]] = []
+        start = 0
+        shown = 0
+        for line in _IMAGE_LINE.finditer(self.text):
+            if int(line.group(1)) != shown + 1 or shown >= len(self.images):
+                continue
+            blocks.append(Text(self.text[start : line.end()]))
+            blocks.append(self.images[shown])
+            start = line.end()
+            shown += 1
+        if start < len(self.text):
+            blocks.append(Text(self.text[start:]))
+        blocks.extend(self.images[shown:])
+        return blocks
 
 
 _open_runs: "weakref.WeakSet[Run]" = weakref.WeakSet()
@@ -88,6 +124,14 @@ class Run:
         the user's config directory (a file the caller chose, so it is trusted).
     :param trust_project: trust the project's own ``agent-tools.toml`` (as ``--trust-project``):
         without it that file may only set limits, never commands or policies.
+    :param on_card: who answers the run's cards: called as ``on_card(card)`` with a
+        :class:`Card` for every ``ask_user`` question and every approval the ``[approval]``
+        policy asks, on a library thread (it may block while a person answers; an asyncio
+        harness hands the card to its loop with ``asyncio.run_coroutine_threadsafe(...).result()``).
+        It returns an :class:`Answer`, a :class:`Skip`, an option number, a list of them, typed
+        text, or ``True``/``False`` on an approval. Without it ``ask_user`` is not offered and
+        approval cards are declined; a handler that raises or returns anything else fails the
+        card closed (a question is answered "no operator" naming the cause, an approval denied).
     :raises AgentToolsError: the root, surface or configuration cannot be used (the message
         says which and what would work).
     """
@@ -100,13 +144,19 @@ class Run:
         vibe: bool = False,
         config: Optional[PathLike] = None,
         trust_project: bool = False,
+        on_card: Optional[CardHandler] = None,
     ) -> None:
+        if on_card is not None and not callable(on_card):
+            raise TypeError(
+                f"on_card must be callable as on_card(card), got {type(on_card).__name__}"
+            )
         self._native = _native.NativeRun(
             root=None if root is None else os.fspath(root),
             surface=surface,
             vibe=vibe,
             config=None if config is None else os.fspath(config),
             trust_project=trust_project,
+            present=None if on_card is None else presenter(on_card),
         )
         _open_runs.add(self)
 
