@@ -2,9 +2,11 @@
 //! script calling the extension module) beside the bare `agent-tools` binary, with the
 //! interpreter's own start and the extension's import as the parts it is made of.
 //!
-//! Arguments: `--venv DIR` (a venv with the package installed; default the one
-//! `cargo xtask wheel` tests in), `--binary FILE` (default the release binary in the target
-//! folder), `--runs N` (default 20). Each command runs `--version`, alternately, N times.
+//! Arguments: `--wheel FILE` (default the newest wheel in the target folder's `wheels`), which
+//! goes alone into a fresh venv (packages beside it, with their `.pth` files, would slow the
+//! interpreter's start), or `--venv DIR` (a venv that has the package already); `--binary FILE`
+//! (default the release binary in the target folder); `--runs N` (default 20). Each command
+//! runs `--version`, alternately, N times.
 
 use std::{
     path::PathBuf,
@@ -16,19 +18,29 @@ use anyhow::{Context, Result, bail};
 
 pub(crate) fn run(args: &[String]) -> Result<()> {
     let target = crate::wheel::target_dir();
-    let mut venv = target.join("wheel-test-venv");
+    let mut venv = None;
+    let mut wheel = None;
     let mut binary = target.join("release").join("agent-tools");
     let mut runs = 20usize;
     let mut args = args.iter();
     while let Some(arg) = args.next() {
         let mut value = || args.next().with_context(|| format!("{arg} needs a value"));
         match arg.as_str() {
-            "--venv" => venv = PathBuf::from(value()?),
+            "--venv" => venv = Some(PathBuf::from(value()?)),
+            "--wheel" => wheel = Some(PathBuf::from(value()?)),
             "--binary" => binary = PathBuf::from(value()?),
             "--runs" => runs = value()?.parse().context("--runs: give a number of runs")?,
-            other => bail!("bench python: unknown argument {other:?} (--venv, --binary, --runs)"),
+            other => {
+                bail!(
+                    "bench python: unknown argument {other:?} (--wheel, --venv, --binary, --runs)"
+                )
+            }
         }
     }
+    let venv = match venv {
+        Some(venv) => venv,
+        None => fresh_venv(&target, wheel)?,
+    };
     let python = venv.join("bin").join("python");
     let command = venv.join("bin").join("agent-tools");
     for (path, what) in [
@@ -81,6 +93,29 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// A new venv holding only the package, from `wheel` or the newest one `cargo xtask wheel` wrote.
+fn fresh_venv(target: &std::path::Path, wheel: Option<PathBuf>) -> Result<PathBuf> {
+    let wheel = match wheel {
+        Some(wheel) => wheel,
+        None => std::fs::read_dir(target.join("wheels"))
+            .context("no wheels folder; run `cargo xtask wheel --release` or give --wheel")?
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|e| e == "whl"))
+            .max_by_key(|p| p.metadata().and_then(|m| m.modified()).ok())
+            .context("no wheel in the wheels folder; run `cargo xtask wheel --release`")?,
+    };
+    let venv = target.join("bench-python-venv");
+    let _ = std::fs::remove_dir_all(&venv);
+    crate::run(Command::new("python3").arg("-m").arg("venv").arg(&venv))?;
+    crate::run(
+        Command::new(venv.join("bin").join("python"))
+            .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check"])
+            .arg(&wheel),
+    )?;
+    Ok(venv)
 }
 
 fn time_once(argv: &[String]) -> Result<Duration> {

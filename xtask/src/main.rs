@@ -22,8 +22,7 @@ usage: cargo xtask <command>
   ci      setup, fmt check, clippy -D warnings, doctests, cargo package, pip install . and its pytest, nextest
   test    nextest with the test environment (PATH with the venv and npm tools), after setup
   bench   run the benchmarks side by side with the reference tools and print ratios
-  wheel   build the Python wheel (--release: what users get, manylinux_2_28) and run its pytest
-          suite in a fresh venv (--no-test: build only, installing no test tools)
+  wheel   the Python wheel and its pytest suite (--release: manylinux_2_28; --no-test: build only)
 ";
 
 fn main() -> Result<()> {

@@ -118,7 +118,7 @@ def test_the_command_imports_only_the_extension_module() -> None:
     assert done.stdout.startswith("agent-tools "), done.stdout
     imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines() if "|" in line}
     assert "agent_tools._native" in imported, sorted(imported)
-    for heavy in ["agent_tools._run", "asyncio", "dataclasses", "concurrent.futures", "json"]:
+    for heavy in ["agent_tools._run", "asyncio", "dataclasses", "concurrent.futures", "json", "typing"]:
         assert heavy not in imported, f"the command imports {heavy}"
 
 

@@ -16,12 +16,17 @@ when the run is closed, when its ``with`` block exits, or when it is garbage col
 The same tools are served to MCP clients by the ``agent-tools mcp`` command of this package.
 """
 
-from typing import TYPE_CHECKING, Any
+from __future__ import annotations
 
 from ._native import AgentToolsError, RunClosedError, ToolNotFoundError
 from ._native import __version__ as _native_version
 
+# Not `typing.TYPE_CHECKING`: importing typing (and the `re` and `contextlib` it pulls in) is
+# most of what this file would cost the command; type checkers read this name the same way.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from ._cards import Answer, Card, CardOption, Skip
     from ._run import Image, Run, Text, ToolResult, ToolSpec
 
@@ -69,5 +74,5 @@ def __getattr__(name: str) -> Any:
     return value
 
 
-def __dir__() -> list:
+def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY))
