@@ -16,6 +16,8 @@ mod bench_eval;
 mod bench_files;
 #[path = "bench_http.rs"]
 mod bench_http;
+#[path = "bench_python.rs"]
+mod bench_python;
 
 type Bench = fn(&[String]) -> Result<()>;
 
@@ -43,6 +45,7 @@ const BENCHES: &[(&str, &str, Bench)] = &[
         "20 Streamable HTTP sessions of mixed calls on one checkout: latency, memory, servers",
         bench_http::run,
     ),
+    ("python", "start of the Python package's command vs the bare binary", bench_python::run),
 ];
 
 pub(crate) fn run(args: &[String]) -> Result<()> {

@@ -19,10 +19,10 @@ const USAGE: &str = "\
 usage: cargo xtask <command>
 
   setup   install what the tests need that this machine lacks (apt, a venv, npm)
-  ci      setup, fmt check, clippy -D warnings, doctests, cargo package, the wheel's pytest, nextest
+  ci      setup, fmt check, clippy -D warnings, doctests, cargo package, pip install . and its pytest, nextest
   test    nextest with the test environment (PATH with the venv and npm tools), after setup
   bench   run the benchmarks side by side with the reference tools and print ratios
-  wheel   build the agent-tools Python wheel (--release: what users get) and run its pytest suite
+  wheel   the Python wheel and its pytest suite (--release: manylinux_2_28; --no-test: build only)
 ";
 
 fn main() -> Result<()> {
@@ -37,11 +37,7 @@ fn main() -> Result<()> {
             nextest(&args[1..])
         }
         Some("bench") => bench::run(&args[1..]),
-        Some("wheel") => {
-            setup::run()?;
-            let release = args.iter().any(|a| a == "--release");
-            wheel::test(&wheel::build(if release { "release" } else { "dev" })?)
-        }
+        Some("wheel") => wheel::run_command(&args[1..]),
         _ => {
             #[allow(clippy::print_stderr)]
             {
@@ -99,8 +95,8 @@ fn ci() -> Result<()> {
             "--exclude",
             "agent-tools-e2e",
         ]))?;
-    // The wheel in the dev profile: it reuses what clippy and the tests build.
-    wheel::test(&wheel::build("dev")?)?;
+    // `pip install .` of this checkout in the dev profile: it reuses what clippy built.
+    wheel::test(wheel::Install::Checkout)?;
     nextest(&["--profile".into(), "ci".into()])
 }
 

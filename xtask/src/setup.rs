@@ -44,9 +44,13 @@ const PIP: &[&str] = &[
     "pytest==9.*",
     // lsp: basedpyright (bundles its own Node), the Python server of the lsp tests.
     "basedpyright==1.40.*",
-    // python: maturin builds the agent-tools wheel (`cargo xtask wheel`, and in `cargo xtask ci`).
-    "maturin==1.16.*",
 ];
+
+/// Python packages of the fresh venv the Python package is tested in (`cargo xtask wheel`),
+/// beside the package itself, which needs none of them: pytest, and the frameworks its adapters
+/// are tested with (`agent_tools.openai_agents`, `.langchain`, `.mcp`).
+pub(crate) const WHEEL_TEST_PIP: &[&str] =
+    &["pytest==9.*", "openai-agents==0.24.*", "langchain-core==1.8.*", "mcp==1.30.*"];
 
 /// The newest Python MCP SDK (2.x, `auto` mode speaks 2026-07-28), in a venv of its own beside
 /// the pinned 1.x one, so the end-to-end tests drive the host with both.

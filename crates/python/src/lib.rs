@@ -5,7 +5,9 @@
 //! JSON crosses the boundary as text, and the Python package (`python/agent_tools`) turns it
 //! into dataclasses, async variants and a context manager.
 
+mod command;
 mod errors;
 mod module;
+mod questions;
 mod run;
 mod runtime;

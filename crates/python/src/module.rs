@@ -3,6 +3,7 @@
 use pyo3::prelude::*;
 
 use crate::{
+    command,
     errors::{AgentToolsError, RunClosedError, ToolNotFoundError},
     run::{Cancel, NativeRun},
 };
@@ -11,6 +12,7 @@ use crate::{
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_function(wrap_pyfunction!(command::main, m)?)?;
     m.add_class::<NativeRun>()?;
     m.add_class::<Cancel>()?;
     m.add("AgentToolsError", py.get_type::<AgentToolsError>())?;

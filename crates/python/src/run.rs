@@ -17,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::{
     errors::{AgentToolsError, RunClosedError, ToolNotFoundError},
+    questions::HandlerPort,
     runtime::runtime,
 };
 
@@ -47,7 +48,9 @@ pub(crate) struct NativeRun {
 #[pymethods]
 impl NativeRun {
     #[new]
-    #[pyo3(signature = (root = None, surface = None, vibe = false, config = None, trust_project = false))]
+    /// `present(card_json, rejected_json) -> reply_json`, when given, answers the run's cards
+    /// (`ask_user` is then offered); without it approval cards are declined.
+    #[pyo3(signature = (root = None, surface = None, vibe = false, config = None, trust_project = false, present = None))]
     fn new(
         py: Python<'_>,
         root: Option<PathBuf>,
@@ -55,6 +58,7 @@ impl NativeRun {
         vibe: bool,
         config: Option<PathBuf>,
         trust_project: bool,
+        present: Option<Py<PyAny>>,
     ) -> PyResult<Self> {
         let surface = surface
             .map(|s| {
@@ -63,7 +67,7 @@ impl NativeRun {
             })
             .transpose()?;
         let rt = runtime()?;
-        let opening = Opening { root, surface, vibe, config, trust_project };
+        let opening = Opening { root, surface, vibe, config, trust_project, present };
         let run = py.detach(|| open(rt, opening)).map_err(AgentToolsError::new_err)?;
         let surface = run.surface();
         Ok(NativeRun {
@@ -200,13 +204,14 @@ struct Opening {
     vibe: bool,
     config: Option<PathBuf>,
     trust_project: bool,
+    present: Option<Py<PyAny>>,
 }
 
 /// Root, configuration and surface as the `agent-tools` binary resolves them (`trust_project` as
 /// `--trust-project`); `config`, a file the caller chose, replaces the configuration found from
 /// the root and the user's directory.
 fn open(rt: &tokio::runtime::Runtime, opening: Opening) -> Result<HostRun, String> {
-    let Opening { root, surface, vibe, config, trust_project } = opening;
+    let Opening { root, surface, vibe, config, trust_project, present } = opening;
     // Families may start background tasks while they attach.
     let _entered = rt.enter();
     let mut setup = host::prepare_run_trusting(root, surface, trust_project)?;
@@ -223,7 +228,11 @@ fn open(rt: &tokio::runtime::Runtime, opening: Opening) -> Result<HostRun, Strin
         }
         setup.config.apply_ceiling(setup.surface_kind.ceiling());
     }
-    Ok(setup.assemble(&Attach::default().with_vibe(vibe)))
+    let mut attach = Attach::default().with_vibe(vibe);
+    if let Some(present) = present {
+        attach = attach.with_questions(Arc::new(HandlerPort::new(present)), HandlerPort::target());
+    }
+    Ok(setup.assemble(&attach))
 }
 
 async fn call(

@@ -4,6 +4,7 @@ loudly elsewhere)."""
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 import time
@@ -76,3 +77,15 @@ def no_survivors(marker: str) -> Iterator[str]:
     """The marker, and after the test: every process carrying it is gone."""
     yield marker
     assert_no_survivors(marker)
+
+
+def require_module(name: str, package: str) -> None:
+    """Imports `name`; a missing package fails under CI and skips loudly elsewhere."""
+    try:
+        importlib.import_module(name)
+    except ImportError as e:
+        message = f"{package} is not installed ({e}); run the tests with `cargo xtask wheel`"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        sys.stderr.write(f"!!! SKIPPED: {message} !!!\n")
+        pytest.skip(message)

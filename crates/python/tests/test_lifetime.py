@@ -1,11 +1,14 @@
-"""A run's processes end with the run: on close, on leaving `with`, on garbage collection; and
-the asyncio variants, including cancelling a call."""
+"""A run's processes end with the run: on close, on leaving `with`, on garbage collection, with
+other Python threads running meanwhile; and the asyncio variants, including cancelling a call."""
 
 from __future__ import annotations
 
 import asyncio
 import gc
+import threading
+import time
 from pathlib import Path
+from typing import Callable
 
 import agent_tools
 from conftest import assert_no_survivors, processes_with
@@ -100,3 +103,67 @@ def test_pending_async_calls_leave_the_loops_default_executor_free(
     finished_first, results = asyncio.run(main())
     assert all(not r.is_error for r in results), [r.text for r in results]
     assert finished_first == 0, f"the default executor waited for {finished_first} tool call(s)"
+
+
+SIGTERM_DEAF_CHILD = {
+    # A process in the kernel's group that ignores SIGTERM (ready once it does): teardown waits
+    # out its grace period before it kills it, so ending the run takes half a second or more.
+    "code": "import subprocess, sys\n"
+            "child = subprocess.Popen([sys.executable, '-c', 'import signal, time; "
+            "signal.signal(signal.SIGTERM, signal.SIG_IGN); print(1, flush=True); time.sleep(120)'], "
+            "stdout=subprocess.PIPE)\n"
+            "child.stdout.readline() and 'started'",
+    "description": "start a child that ignores SIGTERM",
+}
+
+
+class Ticker:
+    """A Python thread counting while it gets the GIL."""
+
+    def __init__(self) -> None:
+        self.ticks = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.ticks += 1
+            time.sleep(0.001)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def _ticks_during(end_the_run: Callable[[], None]) -> int:
+    ticker = Ticker()
+    try:
+        before = ticker.ticks
+        end_the_run()
+        return ticker.ticks - before
+    finally:
+        ticker.stop()
+
+
+def test_close_lets_other_python_threads_run_while_it_tears_down(project: Path, no_survivors: str) -> None:
+    run = agent_tools.Run(project)
+    assert "started" in run.call("eval", SIGTERM_DEAF_CHILD).text
+    # Holding the GIL through the teardown would leave the ticker at most one tick.
+    ticks = _ticks_during(run.close)
+    assert ticks >= 10, f"another thread ran {ticks} time(s) while the run closed"
+
+
+def test_garbage_collection_lets_other_python_threads_run_while_it_tears_down(
+    project: Path, no_survivors: str
+) -> None:
+    run = agent_tools.Run(project)
+    assert "started" in run.call("eval", SIGTERM_DEAF_CHILD).text
+
+    def collect() -> None:
+        nonlocal run
+        del run
+        gc.collect()
+
+    ticks = _ticks_during(collect)
+    assert ticks >= 10, f"another thread ran {ticks} time(s) while the run was collected"

@@ -1,5 +1,6 @@
 //! The host binary's library side: command line, run assembly, and the three commands.
 
+mod entry;
 mod http;
 mod mcp;
 #[cfg(feature = "ask")]
@@ -23,6 +24,7 @@ use clap::{Parser, Subcommand};
 use crate::{Config, Registry, RegistryBuilder, RunInfo, SurfaceKind};
 
 pub use self::{
+    entry::{exit_status, main, main_with_args},
     http::{HttpOptions, serve_http},
     mcp::serve_stdio,
     status::status_report,
@@ -309,9 +311,9 @@ fn print_err(text: &str) {
     eprintln!("{text}");
 }
 
-/// Entry point of the `agent-tools` binary.
-pub fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+/// The command line `argv` (the program name first) run to its end: see [`main_with_args`].
+fn run_command_line(argv: Vec<std::ffi::OsString>) -> ExitCode {
+    let cli = match Cli::try_parse_from(argv) {
         Ok(cli) => cli,
         Err(e) => {
             let code = if e.use_stderr() { 2 } else { 0 };

@@ -2,4 +2,4 @@
 
 from agent_tools._cli import main
 
-main()
+raise SystemExit(main())

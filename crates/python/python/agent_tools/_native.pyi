@@ -1,8 +1,11 @@
 """Type stubs of the native extension module (see ``agent_tools`` for the documented API)."""
 
-from typing import Callable, Optional
+from typing import Callable, Optional, Sequence
 
 __version__: str
+
+def main(argv: Sequence[str]) -> int:
+    """Runs the ``agent-tools`` command line ``argv`` (program name first); its exit code."""
 
 class AgentToolsError(Exception): ...
 class ToolNotFoundError(AgentToolsError): ...
@@ -22,6 +25,7 @@ class NativeRun:
         vibe: bool = False,
         config: Optional[str] = None,
         trust_project: bool = False,
+        present: Optional[Callable[[str, Optional[str]], str]] = None,
     ) -> None: ...
     @property
     def root(self) -> str: ...
