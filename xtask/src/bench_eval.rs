@@ -331,10 +331,10 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
             starts[inside].iter().zip(&starts[host]).map(|(b, h)| b - h).collect();
         let added = spread(&added);
         println!(
-            "{what} in bubblewrap: start +{} ms over the host (per round: median, IQR {}–{}; goal < 20 ms: {}), round trip {} vs {} ms",
-            ms(added.median),
-            ms(added.p25),
-            ms(added.p75),
+            "{what} in bubblewrap: start {:+.1} ms against the host (per round: median, IQR {:+.1} to {:+.1} ms; goal < +20 ms: {}), round trip {} vs {} ms",
+            added.median,
+            added.p25,
+            added.p75,
             if added.median < 20.0 { "goal met" } else { "GOAL MISSED" },
             ms(trip_spread[inside].median),
             ms(trip_spread[host].median),
