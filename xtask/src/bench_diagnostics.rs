@@ -41,7 +41,7 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
     cmd.args([
         "test",
         "-p",
-        "agent-tools",
+        "builtin-agent-tools",
         "--lib",
         "--",
         "families::lsp::diagnostics::tests::bench_diagnostics_on_write",

@@ -180,7 +180,7 @@ mod tests {
                 }
             }
         }
-        // `cargo test -p agent-tools every_list -- --nocapture` prints the figures for
+        // `cargo test -p builtin-agent-tools every_list -- --nocapture` prints the figures for
         // BENCHMARKS.md.
         println!("{}", figures.join("\n"));
         #[cfg(feature = "ask")]
