@@ -61,6 +61,9 @@ pub struct CapsuleConfig {
     pub read_write: Vec<PathBuf>,
     /// For `bwrap`: more paths hidden, besides the usual secret locations.
     pub hide: Vec<PathBuf>,
+    /// For `bwrap`: secret locations hidden by default that the capsule may see (`~/.claude`
+    /// for a worker that is Claude Code).
+    pub expose: Vec<PathBuf>,
     /// For `bwrap`: project paths read-only inside (default `.git` and `agent-tools.toml`).
     pub protect: Option<Vec<PathBuf>>,
     /// For `bwrap`: environment variables passed in besides the allow-list (an API key a worker
@@ -86,6 +89,7 @@ pub fn make(root: &Path, config: &CapsuleConfig) -> Result<Arc<dyn Capsule>, Str
                 network: config.network,
                 read_write: expand(&config.read_write),
                 hide: expand(&config.hide),
+                expose: expand(&config.expose),
                 protect: config.protect.clone(),
                 pass_env: config.env.clone(),
                 home,

@@ -236,3 +236,30 @@ fn the_folder_of_a_killed_host_is_swept_by_the_next_capsule() {
     assert!(f.capsule.tmp_on_host().exists(), "a live host's folder is kept");
     drop(other);
 }
+
+#[test]
+fn a_secret_location_the_user_exposes_is_seen() {
+    if !bwrap_available() {
+        return;
+    }
+    let project = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    for dir in [".ssh", ".claude"] {
+        std::fs::create_dir(home.path().join(dir)).unwrap();
+        std::fs::write(home.path().join(dir).join("key"), dir).unwrap();
+    }
+    let capsule = Bwrap::start(BwrapOptions {
+        project: project.path().to_path_buf(),
+        home: Some(home.path().to_path_buf()),
+        expose: vec![home.path().join(".claude")],
+        ..BwrapOptions::default()
+    })
+    .unwrap();
+    let home = home.path().display();
+    let out = run_inside(
+        &capsule,
+        project.path(),
+        &format!("cat {home}/.claude/key; echo; cat {home}/.ssh/key || echo ssh-hidden"),
+    );
+    assert!(out.contains(".claude") && out.contains("ssh-hidden"), "{out}");
+}

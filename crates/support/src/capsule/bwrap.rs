@@ -75,6 +75,9 @@ pub struct BwrapOptions {
     pub read_write: Vec<PathBuf>,
     /// More paths hidden (an empty folder or an empty file in their place).
     pub hide: Vec<PathBuf>,
+    /// Paths of [`HIDDEN_IN_HOME`] (or below them) the user lets the capsule see, such as an
+    /// agent CLI's own credentials for a worker (`~/.claude`).
+    pub expose: Vec<PathBuf>,
     /// Project paths (relative to it) read-only inside; `None`: [`PROTECTED_IN_PROJECT`].
     pub protect: Option<Vec<PathBuf>>,
     /// Environment variables passed on besides [`super::PASSED_ENV`].
@@ -166,6 +169,7 @@ impl Bwrap {
             .flat_map(|home| HIDDEN_IN_HOME.iter().map(move |p| home.join(p)))
             .chain(options.hide.iter().cloned())
             .filter(|p| p.symlink_metadata().is_ok())
+            .filter(|p| !options.expose.iter().any(|shown| p.starts_with(shown)))
             .collect();
         hidden.dedup();
         let protected: Vec<PathBuf> = options
