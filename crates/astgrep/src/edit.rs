@@ -162,6 +162,9 @@ enum Seg {
     Var(usize),
 }
 
+/// Parses a template as ast-grep does: `$NAME` or `$$NAME` is one capture, `$$$NAME` a list;
+/// a name starts with `A`–`Z` or `_` and runs over `A`–`Z`, `0`–`9`, `_` (so `$Abc` is `$A`
+/// then `bc`, and `$$$$A` is `$` then `$$$A`); any other `$` is text.
 fn compile_template(lang: Lang, rewrite: &str, names: &[String]) -> Result<Vec<Seg>, AstError> {
     let bare: Vec<&str> = names.iter().map(|n| n.trim_start_matches('$')).collect();
     let bytes = rewrite.as_bytes();
@@ -176,30 +179,37 @@ fn compile_template(lang: Lang, rewrite: &str, names: &[String]) -> Result<Vec<S
             continue;
         }
         let start = i;
-        while i < bytes.len() && bytes[i] == b'$' {
-            i += 1;
+        let mut dollars = 1;
+        while dollars < 3 && bytes.get(start + dollars) == Some(&b'$') {
+            dollars += 1;
         }
-        let dollars = i - start;
-        let name_start = i;
-        while i < bytes.len()
-            && (bytes[i].is_ascii_uppercase() || bytes[i].is_ascii_digit() || bytes[i] == b'_')
+        let name_start = start + dollars;
+        let first_ok = bytes.get(name_start).is_some_and(|b| b.is_ascii_uppercase() || *b == b'_');
+        if !first_ok {
+            // Not a metavariable here: this `$` is text, and the next one may start one.
+            text.push('$');
+            i = start + 1;
+            continue;
+        }
+        let mut end = name_start;
+        while end < bytes.len()
+            && (bytes[end].is_ascii_uppercase()
+                || bytes[end].is_ascii_digit()
+                || bytes[end] == b'_')
         {
-            i += 1;
+            end += 1;
         }
-        let name = &rewrite[name_start..i];
-        let follows_lower = bytes.get(i).is_some_and(|b| b.is_ascii_lowercase());
-        let is_var = (dollars == 1 || dollars == 3)
-            && !name.is_empty()
-            && !name.as_bytes()[0].is_ascii_digit()
-            && !follows_lower;
-        if !is_var {
-            text.push_str(&rewrite[start..i]);
+        let name = &rewrite[name_start..end];
+        let spelled = &rewrite[start..end];
+        i = end;
+        if lang == Lang::Bash && dollars == 2 {
+            // `$$` is the shell's process id: `$$NAME` is that, then text.
+            text.push_str(spelled);
             continue;
         }
         if name.starts_with('_') {
             return Err(AstError::Rewrite(format!(
-                "`{}` binds nothing, so it cannot be substituted; name it in the pattern (`$X`) to reuse it",
-                &rewrite[start..i]
+                "`{spelled}` binds nothing, so it cannot be substituted; name it in the pattern (`$X`) to reuse it"
             )));
         }
         match bare.iter().position(|b| *b == name) {
@@ -209,15 +219,25 @@ fn compile_template(lang: Lang, rewrite: &str, names: &[String]) -> Result<Vec<S
                 }
                 segs.push(Seg::Var(index));
             }
-            None if lang == Lang::Bash => text.push_str(&rewrite[start..i]),
+            None if lang == Lang::Bash => text.push_str(spelled),
             None => {
                 return Err(AstError::Rewrite(format!(
-                    "`{}` is not bound by the pattern; the pattern binds {}",
-                    &rewrite[start..i],
+                    "`{spelled}` is not bound by the pattern; the pattern binds {}{}",
                     if names.is_empty() {
                         "no metavariables".to_string()
                     } else {
                         names.join(", ")
+                    },
+                    if rewrite[end..].starts_with(|c: char| c.is_ascii_lowercase()) {
+                        format!(
+                            " (a name is uppercase letters, digits and `_`, so `{spelled}{}` reads as `{spelled}` then text)",
+                            rewrite[end..]
+                                .chars()
+                                .take_while(char::is_ascii_alphanumeric)
+                                .collect::<String>()
+                        )
+                    } else {
+                        String::new()
                     }
                 )));
             }
