@@ -249,6 +249,22 @@ fn compile_template(lang: Lang, rewrite: &str, names: &[String]) -> Result<Vec<S
     Ok(segs)
 }
 
+/// The text of `range` with the indentation of its first line taken off its later lines: what
+/// a transformation reads of a multi-line capture, as in ast-grep.
+fn deindented(src: &str, range: std::ops::Range<usize>) -> String {
+    let text = &src[range.clone()];
+    if !text.contains('\n') {
+        return text.to_string();
+    }
+    let from = line_indent(src, range.start);
+    let lines: Vec<&str> = text
+        .split('\n')
+        .enumerate()
+        .map(|(i, l)| if i == 0 { l } else { l.strip_prefix(from).unwrap_or(l.trim_start()) })
+        .collect();
+    lines.join("\n")
+}
+
 fn line_indent(src: &str, offset: usize) -> &str {
     let line_start = src[..offset].rfind('\n').map_or(0, |i| i + 1);
     let line = &src[line_start..];
@@ -319,7 +335,19 @@ fn expand(segs: &[Seg], m: &RawMatch, src: &str, values: &[String]) -> String {
                     out.push_str(&indent);
                 }
                 if let Some(v) = values.get(*index - m.captures.len()) {
-                    out.push_str(v);
+                    // A transformed value is de-indented text (see `Template::values`): its
+                    // later lines take the indentation of the line it lands on, as ast-grep
+                    // indents it.
+                    let to = current_indent(&out);
+                    for (i, line) in v.split('\n').enumerate() {
+                        if i > 0 {
+                            out.push('\n');
+                            if !line.trim().is_empty() {
+                                out.push_str(&to);
+                            }
+                        }
+                        out.push_str(line);
+                    }
                 }
             }
             Seg::Var(index) => 'var: {
@@ -508,7 +536,7 @@ impl<'a> Template<'a> {
                 .iter()
                 .position(|n| n.trim_start_matches('$') == name)
                 .and_then(|at| m.captures.get(at).cloned().flatten())
-                .map(|r| src[r].to_string());
+                .map(|r| deindented(src, r));
             let text = from_capture.or_else(|| {
                 self.transforms[..i]
                     .iter()

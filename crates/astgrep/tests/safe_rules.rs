@@ -280,6 +280,18 @@ fn a_range_whose_start_is_after_its_end_is_refused() {
         json!({"range": {"start": {"line": 3, "column": 0}, "end": {"line": 1, "column": 4}}}),
     );
     assert!(e.contains("`rule.range`") && e.contains("after `end`"), "{e}");
+    // As the CLI compares them, on one line a start column with no end column is after it;
+    // no start column, or none on either side, is fine.
+    for (start, end, refused) in [
+        (json!({"line": 0, "column": 10}), json!({"line": 0, "column": 5}), true),
+        (json!({"line": 0, "column": 10}), json!({"line": 0}), true),
+        (json!({"line": 5}), json!({"line": 3}), true),
+        (json!({"line": 0}), json!({"line": 0, "column": 17}), false),
+        (json!({"line": 0}), json!({"line": 0}), false),
+    ] {
+        let rule = json!({"kind": "identifier", "range": {"start": start, "end": end}});
+        assert_eq!(RuleSet::compile(Lang::Python, &rule).is_err(), refused, "{rule}");
+    }
 }
 
 #[test]

@@ -783,10 +783,9 @@ fn range(path: &str, v: &Value) -> Result<Rule, AstError> {
         Ok((as_u64(&format!("{at}.line"), p.get("line"))?, column))
     };
     let (start, end) = (point("start")?, point("end")?);
-    let after = match (start, end) {
-        ((sl, Some(sc)), (el, Some(ec))) => (sl, sc) > (el, ec),
-        ((sl, _), (el, _)) => sl > el,
-    };
+    // As ast-grep compares them: a missing column sorts before every column, so on one line a
+    // start column with no end column is refused too.
+    let after = start.0 > end.0 || (start.0 == end.0 && start.1 > end.1);
     if after {
         let show = |(line, column): (usize, Option<usize>)| match column {
             Some(c) => format!("{line}:{c}"),
