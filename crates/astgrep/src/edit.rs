@@ -162,6 +162,9 @@ enum Seg {
     Var(usize),
 }
 
+/// Parses a template as ast-grep does: `$NAME` or `$$NAME` is one capture, `$$$NAME` a list;
+/// a name starts with `A`–`Z` or `_` and runs over `A`–`Z`, `0`–`9`, `_` (so `$Abc` is `$A`
+/// then `bc`, and `$$$$A` is `$` then `$$$A`); any other `$` is text.
 fn compile_template(lang: Lang, rewrite: &str, names: &[String]) -> Result<Vec<Seg>, AstError> {
     let bare: Vec<&str> = names.iter().map(|n| n.trim_start_matches('$')).collect();
     let bytes = rewrite.as_bytes();
@@ -176,30 +179,37 @@ fn compile_template(lang: Lang, rewrite: &str, names: &[String]) -> Result<Vec<S
             continue;
         }
         let start = i;
-        while i < bytes.len() && bytes[i] == b'$' {
-            i += 1;
+        let mut dollars = 1;
+        while dollars < 3 && bytes.get(start + dollars) == Some(&b'$') {
+            dollars += 1;
         }
-        let dollars = i - start;
-        let name_start = i;
-        while i < bytes.len()
-            && (bytes[i].is_ascii_uppercase() || bytes[i].is_ascii_digit() || bytes[i] == b'_')
+        let name_start = start + dollars;
+        let first_ok = bytes.get(name_start).is_some_and(|b| b.is_ascii_uppercase() || *b == b'_');
+        if !first_ok {
+            // Not a metavariable here: this `$` is text, and the next one may start one.
+            text.push('$');
+            i = start + 1;
+            continue;
+        }
+        let mut end = name_start;
+        while end < bytes.len()
+            && (bytes[end].is_ascii_uppercase()
+                || bytes[end].is_ascii_digit()
+                || bytes[end] == b'_')
         {
-            i += 1;
+            end += 1;
         }
-        let name = &rewrite[name_start..i];
-        let follows_lower = bytes.get(i).is_some_and(|b| b.is_ascii_lowercase());
-        let is_var = (dollars == 1 || dollars == 3)
-            && !name.is_empty()
-            && !name.as_bytes()[0].is_ascii_digit()
-            && !follows_lower;
-        if !is_var {
-            text.push_str(&rewrite[start..i]);
+        let name = &rewrite[name_start..end];
+        let spelled = &rewrite[start..end];
+        i = end;
+        if lang == Lang::Bash && dollars == 2 {
+            // `$$` is the shell's process id: `$$NAME` is that, then text.
+            text.push_str(spelled);
             continue;
         }
         if name.starts_with('_') {
             return Err(AstError::Rewrite(format!(
-                "`{}` binds nothing, so it cannot be substituted; name it in the pattern (`$X`) to reuse it",
-                &rewrite[start..i]
+                "`{spelled}` binds nothing, so it cannot be substituted; name it in the pattern (`$X`) to reuse it"
             )));
         }
         match bare.iter().position(|b| *b == name) {
@@ -209,15 +219,25 @@ fn compile_template(lang: Lang, rewrite: &str, names: &[String]) -> Result<Vec<S
                 }
                 segs.push(Seg::Var(index));
             }
-            None if lang == Lang::Bash => text.push_str(&rewrite[start..i]),
+            None if lang == Lang::Bash => text.push_str(spelled),
             None => {
                 return Err(AstError::Rewrite(format!(
-                    "`{}` is not bound by the pattern; the pattern binds {}",
-                    &rewrite[start..i],
+                    "`{spelled}` is not bound by the pattern; the pattern binds {}{}",
                     if names.is_empty() {
                         "no metavariables".to_string()
                     } else {
                         names.join(", ")
+                    },
+                    if rewrite[end..].starts_with(|c: char| c.is_ascii_lowercase()) {
+                        format!(
+                            " (a name is uppercase letters, digits and `_`, so `{spelled}{}` reads as `{spelled}` then text)",
+                            rewrite[end..]
+                                .chars()
+                                .take_while(char::is_ascii_alphanumeric)
+                                .collect::<String>()
+                        )
+                    } else {
+                        String::new()
                     }
                 )));
             }
@@ -227,6 +247,22 @@ fn compile_template(lang: Lang, rewrite: &str, names: &[String]) -> Result<Vec<S
         segs.push(Seg::Text(text));
     }
     Ok(segs)
+}
+
+/// The text of `range` with the indentation of its first line taken off its later lines: what
+/// a transformation reads of a multi-line capture, as in ast-grep.
+fn deindented(src: &str, range: std::ops::Range<usize>) -> String {
+    let text = &src[range.clone()];
+    if !text.contains('\n') {
+        return text.to_string();
+    }
+    let from = line_indent(src, range.start);
+    let lines: Vec<&str> = text
+        .split('\n')
+        .enumerate()
+        .map(|(i, l)| if i == 0 { l } else { l.strip_prefix(from).unwrap_or(l.trim_start()) })
+        .collect();
+    lines.join("\n")
 }
 
 fn line_indent(src: &str, offset: usize) -> &str {
@@ -299,7 +335,19 @@ fn expand(segs: &[Seg], m: &RawMatch, src: &str, values: &[String]) -> String {
                     out.push_str(&indent);
                 }
                 if let Some(v) = values.get(*index - m.captures.len()) {
-                    out.push_str(v);
+                    // A transformed value is de-indented text (see `Template::values`): its
+                    // later lines take the indentation of the line it lands on, as ast-grep
+                    // indents it.
+                    let to = current_indent(&out);
+                    for (i, line) in v.split('\n').enumerate() {
+                        if i > 0 {
+                            out.push('\n');
+                            if !line.trim().is_empty() {
+                                out.push_str(&to);
+                            }
+                        }
+                        out.push_str(line);
+                    }
                 }
             }
             Seg::Var(index) => 'var: {
@@ -488,7 +536,7 @@ impl<'a> Template<'a> {
                 .iter()
                 .position(|n| n.trim_start_matches('$') == name)
                 .and_then(|at| m.captures.get(at).cloned().flatten())
-                .map(|r| src[r].to_string());
+                .map(|r| deindented(src, r));
             let text = from_capture.or_else(|| {
                 self.transforms[..i]
                     .iter()

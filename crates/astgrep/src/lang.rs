@@ -270,16 +270,20 @@ impl Lang {
                 (Member, &[s!("impl __Sgx { ", " }"), s!("struct __Sgx { ", " }")]),
                 (Declaration, &[s!("", "")]),
             ],
+            // A decorator or annotation alone (`@pytest.fixture`, `@Component()`, `@Override`)
+            // parses only before what it decorates: the last declaration scaffold of Python,
+            // JS/TS and Java.
             Lang::Python => &[
                 (Statement, &[s!("", "")]),
                 (Expression, &[s!("__sgx = (", ")")]),
                 (Member, &[s!("class __Sgx:\n    ", "\n")]),
+                (Declaration, &[s!("", "\ndef __sgx(): pass\n")]),
             ],
             Lang::Javascript | Lang::Typescript | Lang::Tsx => &[
                 (Statement, &[s!("function __sgx() { ", " }"), s!("function __sgx() { ", "; }")]),
                 (Expression, &[s!("(", ");"), s!("__sgx = ", ";")]),
                 (Member, &[s!("class __Sgx { ", " }"), s!("({ ", " });")]),
-                (Declaration, &[s!("", "")]),
+                (Declaration, &[s!("", ""), s!("", "\nclass __Sgx {}")]),
             ],
             Lang::Go => &[
                 (Statement, &[s!("package p\nfunc __sgx() { ", " }")]),
@@ -315,7 +319,7 @@ impl Lang {
                 ),
                 (Expression, &[s!("class __S { Object __x = ", "; }")]),
                 (Member, &[s!("class __S { ", " }")]),
-                (Declaration, &[s!("", "")]),
+                (Declaration, &[s!("", ""), s!("", "\nclass __Sgx {}")]),
             ],
             Lang::Json => {
                 &[(Expression, &[s!("", "")]), (Member, &[s!("{ ", " }"), s!("[ ", " ]")])]

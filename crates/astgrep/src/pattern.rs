@@ -440,7 +440,7 @@ fn first_of_kind<'t>(
 /// grammar wants a whole element (statement, member, arm, pair) or a terminator the grammar
 /// wanted after one: `match $X { $$$ }`, `{ $$$ }` in Java (`;` missing after `$$$`).
 ///
-/// An ERROR metavariable right after another named node (`foo($A $B)`) is not: that is a
+/// An ERROR `$X` right after another named node (`foo($A $B)`) is not: that is a
 /// malformed pattern, not a list element.
 fn errors_at_metavariables(lang: Lang, root: Node<'_>, src: &[u8]) -> bool {
     let mut stack = vec![root];
@@ -463,8 +463,12 @@ fn errors_at_metavariables(lang: Lang, root: Node<'_>, src: &[u8]) -> bool {
         }
         if node.is_error() {
             let text = src[node.byte_range()].trim_ascii();
-            if metavar_of(lang, text).is_none() {
-                return false;
+            let Some((_, dollars)) = metavar_of(lang, text) else { return false };
+            seen_error = true;
+            // `$$$` may stand for zero or more of whatever the grammar wanted there
+            // (`class $C $$$_ { … }`: the heritage clauses), even right after a named node.
+            if dollars == 3 {
+                continue;
             }
             let mut prev = node.prev_sibling();
             while let Some(p) = prev.filter(|p| p.is_extra()) {
@@ -757,6 +761,17 @@ impl Builder<'_> {
     }
 }
 
+/// `$NAME`, `$$NAME`, `$$$NAME` or `$$$` exactly (a name of uppercase letters, digits and `_`,
+/// not starting with a digit).
+fn is_metavariable_spelling(text: &str) -> bool {
+    let name = text.trim_start_matches('$');
+    let dollars = text.len() - name.len();
+    (1..=3).contains(&dollars)
+        && (!name.is_empty() || dollars == 3)
+        && !name.starts_with(|c: char| c.is_ascii_digit())
+        && name.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
+}
+
 /// The pattern with metavariables spelled so the grammar accepts them.
 pub(crate) struct Substituted {
     pub(crate) text: String,
@@ -775,10 +790,18 @@ pub(crate) fn substitute(lang: Lang, pattern: &str) -> Result<Substituted, AstEr
     };
     let quotes = lang.quotes();
     let mut in_string: Option<char> = None;
+    // The closing quote of a string whose whole content is one metavariable (`"$A"`).
+    let mut closing: Option<usize> = None;
     let mut i = 0;
     while i < bytes.len() {
         let Some(c) = pattern[i..].chars().next() else { break };
         let len = c.len_utf8();
+        if closing == Some(i) {
+            closing = None;
+            push(&mut text, &mut map, &pattern[i..i + len], i);
+            i += len;
+            continue;
+        }
         if let Some(q) = in_string {
             if c == '\\' {
                 let next_len = pattern[i + 1..].chars().next().map_or(0, char::len_utf8);
@@ -794,6 +817,18 @@ pub(crate) fn substitute(lang: Lang, pattern: &str) -> Result<Substituted, AstEr
             continue;
         }
         if quotes.contains(&c) {
+            // As in ast-grep, a string holding exactly one metavariable (`f("$A")`) captures
+            // its content; any other `$` in a string is text. Not in bash, whose single-quoted
+            // strings never expand.
+            if lang != Lang::Bash
+                && let Some(end) = pattern[i + len..].find(c).map(|e| i + len + e)
+                && is_metavariable_spelling(&pattern[i + len..end])
+            {
+                closing = Some(end);
+                push(&mut text, &mut map, &pattern[i..i + len], i);
+                i += len;
+                continue;
+            }
             in_string = Some(c);
             push(&mut text, &mut map, &pattern[i..i + len], i);
             i += len;

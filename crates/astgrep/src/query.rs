@@ -32,6 +32,14 @@ impl Query<'_> {
         }
     }
 
+    /// Whether the query applies to the file at `rel` (a rule's `files` and `ignores`).
+    pub(crate) fn applies_to(&self, rel: &str) -> bool {
+        match self {
+            Query::Pattern(_) => true,
+            Query::Rule(r) => r.applies_to(rel),
+        }
+    }
+
     /// Capture names, indexed like `RawMatch::captures`.
     pub(crate) fn metavariables(&self) -> Vec<String> {
         match self {

@@ -486,9 +486,14 @@ pub(crate) fn explain_empty(
         ));
     } else {
         out.push_str(&format!(
-            "scanned {} {lang} {}: {} skipped by the literal pre-filter{}, {} parsed{}, {} not parsed{}\n",
+            "scanned {} {lang} {}: {}{} skipped by the literal pre-filter{}, {} parsed{}, {} not parsed{}\n",
             stats.files_scanned,
             plural(stats.files_scanned, "file", "files"),
+            if stats.excluded_by_globs > 0 {
+                format!("{} left out by the rule's `files`/`ignores`, ", stats.excluded_by_globs)
+            } else {
+                String::new()
+            },
             stats.prefiltered,
             if info.literals.is_empty() {
                 String::new()

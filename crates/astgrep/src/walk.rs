@@ -66,6 +66,9 @@ pub struct ScanStats {
     pub files_scanned: usize,
     /// Of those, skipped because they lack a word the pattern requires.
     pub prefiltered: usize,
+    /// Of those, skipped because the rule's `files`/`ignores` leave them out.
+    #[serde(default)]
+    pub excluded_by_globs: usize,
     /// Parsed and matched.
     pub parsed: usize,
     /// Parsed, but with syntax errors (still searched).
@@ -167,6 +170,7 @@ pub(crate) struct Scan<T> {
 struct Counters {
     scanned: AtomicUsize,
     prefiltered: AtomicUsize,
+    excluded: AtomicUsize,
     parsed: AtomicUsize,
     syntax: AtomicUsize,
     binary: AtomicUsize,
@@ -202,6 +206,11 @@ pub(crate) fn scan<T: Send>(
             && let Some(progress) = &options.progress
         {
             (progress.0)(scanned);
+        }
+        let rel = rel_path(&scope.root, path);
+        if !query.applies_to(&rel) {
+            counters.excluded.fetch_add(1, Ordering::Relaxed);
+            return Ok(());
         }
         // Read by handle beneath the root: a folder swapped for a symlink during the walk can
         // never make the search read (and a rewrite stage) a file outside the root.
@@ -262,7 +271,6 @@ pub(crate) fn scan<T: Send>(
             counters.syntax.fetch_add(1, Ordering::Relaxed);
         }
         let (matches, budget_hits) = query.find_all(root, src.as_bytes(), options.step_budget);
-        let rel = rel_path(&scope.root, path);
         if let Some(&first) = budget_hits.first() {
             let mut b = budget.lock().unwrap_or_else(|e| e.into_inner());
             b.0 += budget_hits.len();
@@ -356,6 +364,7 @@ pub(crate) fn scan<T: Send>(
     let stats = ScanStats {
         files_scanned: get(&c.scanned),
         prefiltered: get(&c.prefiltered),
+        excluded_by_globs: get(&c.excluded),
         parsed: get(&c.parsed),
         with_syntax_errors: get(&c.syntax),
         not_parsed: get(&c.binary) + get(&c.non_utf8) + get(&c.large) + get(&c.unreadable),

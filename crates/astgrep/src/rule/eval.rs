@@ -35,7 +35,7 @@ impl<'r> Evaluator<'r> {
         let mut cursor = root.walk();
         loop {
             let node = cursor.node();
-            if self.set.kinds.contains(&self.set.data.canon(node.kind_id())) {
+            if self.set.tries(self.set.data.canon(node.kind_id())) {
                 let mut env = Env::new();
                 if self.eval(&self.set.rule, node, src, &mut env, 0)
                     && self.constraints_hold(src, &mut env)
@@ -52,6 +52,8 @@ impl<'r> Evaluator<'r> {
         }
     }
 
+    /// Whether every constraint holds for its single-node capture. What a constraint's own
+    /// patterns bind joins the match (usable in `fix`), as in ast-grep.
     fn constraints_hold<'t>(&mut self, src: &[u8], env: &mut Env<'t>) -> bool {
         for (name, rule) in &self.set.constraints {
             let Some(Capture::One(node)) =
@@ -59,8 +61,7 @@ impl<'r> Evaluator<'r> {
             else {
                 continue;
             };
-            let mut scratch = env.clone();
-            if !self.eval(rule, node, src, &mut scratch, 0) {
+            if !self.try_at(rule, node, src, env, 0) {
                 return false;
             }
         }
@@ -213,7 +214,7 @@ impl<'r> Evaluator<'r> {
         edits: &mut Vec<(std::ops::Range<usize>, String)>,
     ) -> bool {
         for rule in rules {
-            if !rule.kinds.contains(&rule.data.canon(node.kind_id())) {
+            if !rule.tries(rule.data.canon(node.kind_id())) {
                 continue;
             }
             let mut inner = Evaluator {
@@ -288,14 +289,14 @@ impl<'r> Evaluator<'r> {
                     && at(*end, e.row, node.end_byte(), e.column)
             }
             Rule::NthChild(nth) => {
+                // As ast-grep counts: every named sibling, comments included (they are named
+                // nodes), or only those `ofRule` matches, each tried on its own copy of the
+                // bindings; the node's own `ofRule` bindings then join the match.
                 let Some(parent) = node.parent() else { return false };
                 let mut position = 0i64;
                 let mut count = 0i64;
                 let mut cursor = parent.walk();
                 for sibling in parent.named_children(&mut cursor) {
-                    if sibling.is_extra() {
-                        continue;
-                    }
                     let counted = match &nth.of {
                         Some(of) => {
                             let mut scratch = env.clone();
@@ -316,12 +317,13 @@ impl<'r> Evaluator<'r> {
                 if nth.reverse {
                     position = count - position + 1;
                 }
-                if nth.a == 0 {
+                let at = if nth.a == 0 {
                     position == nth.b
                 } else {
                     let k = position - nth.b;
                     k % nth.a == 0 && k / nth.a >= 0
-                }
+                };
+                at && nth.of.as_ref().is_none_or(|of| self.try_at(of, node, src, env, depth))
             }
             Rule::Inside(rel) => {
                 let mut child = node;

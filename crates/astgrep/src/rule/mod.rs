@@ -3,6 +3,7 @@
 
 mod eval;
 mod parse;
+mod selector;
 mod transform;
 
 use std::collections::HashMap;
@@ -31,11 +32,23 @@ pub struct RuleSet {
     /// `rewriters` by id, for `rewrite` transforms (each with its own rule, transforms and fix;
     /// a rewriter's `vars` include those of the rule around it). Empty inside a rewriter.
     pub(crate) rewriters: Vec<(String, RuleSet)>,
-    /// Canonical kinds a match can have; the traversal tries only these.
-    pub(crate) kinds: Vec<u16>,
+    /// Canonical kinds a match can have; the traversal tries only these. `None` (a rewriter
+    /// without a kind) tries every node.
+    pub(crate) kinds: Option<Vec<u16>>,
     pub(crate) literals: Vec<String>,
     /// The rule as given, as compact JSON.
     pub(crate) source: String,
+    /// `files` and `ignores`: which files (by path relative to the root) the rule applies to.
+    pub(crate) globs: Option<FileGlobs>,
+}
+
+/// A rule config's `files` (a file must match one, when given) and `ignores` (it must match
+/// none), matched against the path relative to the root as ast-grep matches them against the
+/// path relative to its project.
+#[derive(Debug)]
+pub(crate) struct FileGlobs {
+    pub(crate) files: Option<globset::GlobSet>,
+    pub(crate) ignores: Option<globset::GlobSet>,
 }
 
 /// `fix`: the template and the relations that widen the replaced range to a sibling (the
@@ -135,5 +148,19 @@ impl RuleSet {
     /// The `fix` template of the config, if it has one.
     pub fn fix_template(&self) -> Option<&str> {
         self.fix.as_ref().map(|f| f.template.as_str())
+    }
+
+    /// Whether the rule applies to the file at `rel` (relative to the root, `/`-separated),
+    /// by its `files` and `ignores`.
+    pub fn applies_to(&self, rel: &str) -> bool {
+        self.globs.as_ref().is_none_or(|g| {
+            g.files.as_ref().is_none_or(|f| f.is_match(rel))
+                && g.ignores.as_ref().is_none_or(|i| !i.is_match(rel))
+        })
+    }
+
+    /// Whether a node of canonical kind `kind` can match.
+    pub(crate) fn tries(&self, kind: u16) -> bool {
+        self.kinds.as_ref().is_none_or(|k| k.contains(&kind))
     }
 }

@@ -15,8 +15,9 @@ use crate::{
 
 const RULE_KEYS: &str = "pattern, kind, regex, nthChild, range, inside, has, follows, precedes, \
                          all, any, not, matches";
-const CONFIG_KEYS: &str = "rule, constraints, utils, transform, fix, language, strictness (and \
-                           id, message, severity, note, url, metadata, labels, which are ignored)";
+const CONFIG_KEYS: &str = "rule, constraints, utils, transform, fix, rewriters, files, ignores, \
+                           language, strictness (and id, message, severity, note, url, metadata, \
+                           labels, which only describe a report)";
 
 fn err(path: &str, what: impl std::fmt::Display) -> AstError {
     AstError::Rule(format!("`{path}`: {what}"))
@@ -52,6 +53,12 @@ pub(super) fn compile(lang: Lang, value: &Value) -> Result<RuleSet, AstError> {
         ids.push(id.to_string());
     }
     let mut set = compile_core(lang, value, None, &ids)?;
+    let top_utils: Vec<(String, &Value)> = value
+        .get("utils")
+        .and_then(Value::as_object)
+        .map(|u| u.iter().map(|(k, v)| (k.clone(), v)).collect())
+        .unwrap_or_default();
+    let transforms: Vec<String> = set.transforms.iter().map(|(n, _)| n.clone()).collect();
     for (r, id) in list.iter().zip(&ids) {
         let in_rewriter = |e: AstError| match e {
             AstError::Rule(m) => AstError::Rule(format!("in rewriter `{id}`: {m}")),
@@ -63,18 +70,105 @@ pub(super) fn compile(lang: Lang, value: &Value) -> Result<RuleSet, AstError> {
                 "needs `rule` and `fix`: what to find inside the captured code and what to write",
             ));
         }
-        let compiled = compile_core(lang, r, Some(&set.vars), &ids).map_err(in_rewriter)?;
+        let upper = Upper { vars: &set.vars, transforms: &transforms, utils: &top_utils };
+        let compiled = compile_core(lang, r, Some(upper), &ids).map_err(in_rewriter)?;
         set.rewriters.push((id.clone(), compiled));
     }
     Ok(set)
 }
 
-/// Compiles one rule config: the top one (`upper` None) or a rewriter, which also sees the
-/// metavariables the top rule binds (`upper`). `rewriters` are the ids `rewrite` may name.
+/// What a rewriter sees of the rule config around it: the metavariables its rule binds, the
+/// names of its transforms (which a rewriter cannot read: they are computed after it runs) and
+/// its utility rules (a rewriter's own `utils` of the same name win).
+#[derive(Clone, Copy)]
+struct Upper<'a> {
+    vars: &'a [String],
+    transforms: &'a [String],
+    utils: &'a [(String, &'a Value)],
+}
+
+/// Report-only keys of a rule config: checked for their type as ast-grep checks them, then
+/// ignored.
+fn check_report_keys(config: &Map<String, Value>) -> Result<(), AstError> {
+    // A number or `true` reads as its text in ast-grep's YAML; a list or a map does not.
+    for key in ["id", "message", "note", "url", "language"] {
+        if let Some(v) = config.get(key)
+            && !(v.is_string() || v.is_number() || v.is_boolean())
+        {
+            return Err(err(key, "must be a string"));
+        }
+    }
+    if let Some(v) = config.get("severity") {
+        let known = ["hint", "info", "warning", "error", "off"];
+        if !v.as_str().is_some_and(|s| known.contains(&s)) {
+            return Err(err("severity", format!("must be one of {}", known.join(", "))));
+        }
+    }
+    if let Some(v) = config.get("metadata")
+        && !v.is_object()
+    {
+        return Err(err("metadata", "must be an object mapping names to values"));
+    }
+    Ok(())
+}
+
+/// `labels`: each key a metavariable the rule or its constraints bind (`vars`, with `$`), each
+/// value `{style: primary|secondary, message?}` (other keys ignored), as ast-grep requires;
+/// labels only decorate a report, so they are then ignored.
+fn check_labels(labels: &Value, vars: &[String]) -> Result<(), AstError> {
+    let labels = labels.as_object().ok_or_else(|| {
+        err("labels", "must map metavariable names to {\"style\": \"primary\" or \"secondary\", \"message\": …}")
+    })?;
+    for (name, label) in labels {
+        let at = format!("labels.{name}");
+        if !vars.iter().any(|v| v.trim_start_matches('$') == name) {
+            return Err(err(
+                &at,
+                format!(
+                    "`{name}` must be a metavariable bound in `rule` or `constraints` (bound: {}); \
+                     name it without `$`",
+                    if vars.is_empty() { "none".to_string() } else { vars.join(", ") }
+                ),
+            ));
+        }
+        let Some(label) = label.as_object() else {
+            return Err(err(&at, "must be an object with `style` and optionally `message`"));
+        };
+        if !label
+            .get("style")
+            .and_then(Value::as_str)
+            .is_some_and(|s| s == "primary" || s == "secondary")
+        {
+            return Err(err(&format!("{at}.style"), "is required: `primary` or `secondary`"));
+        }
+        if label.get("message").is_some_and(|m| !m.is_string()) {
+            return Err(err(&format!("{at}.message"), "must be a string"));
+        }
+    }
+    Ok(())
+}
+
+/// A metavariable name used as a key (`constraints`, `transform`): ast-grep takes it without
+/// `$`, and a `$` there names nothing the rule binds.
+fn bare_key(section: &str, name: &str) -> Result<String, AstError> {
+    if let Some(bare) = name.strip_prefix('$') {
+        return Err(err(
+            &format!("{section}.{name}"),
+            format!(
+                "keys of `{section}` are names without `$`: write `{}`",
+                bare.trim_start_matches('$')
+            ),
+        ));
+    }
+    Ok(name.to_string())
+}
+
+/// Compiles one rule config: the top one (`upper` None) or a rewriter, which also sees what
+/// the top rule defines (`upper`). `rewriters` are the ids `rewrite` may name.
 fn compile_core(
     lang: Lang,
     value: &Value,
-    upper: Option<&[String]>,
+    upper: Option<Upper<'_>>,
     rewriters: &[String],
 ) -> Result<RuleSet, AstError> {
     let data = lang.data()?;
@@ -98,10 +192,11 @@ fn compile_core(
                         "belong at the top of the rule config, not inside a rewriter",
                     ));
                 }
+                "files" | "ignores" if upper.is_none() => {}
                 "files" | "ignores" => {
                     return Err(err(
-                        &format!("rule.{key}"),
-                        "file globs are not supported here; narrow the search with `path`",
+                        key,
+                        "belong at the top of the rule config, not inside a rewriter",
                     ));
                 }
                 other => {
@@ -112,6 +207,7 @@ fn compile_core(
                 }
             }
         }
+        check_report_keys(config)?;
         if let Some(s) = config.get("strictness") {
             strictness = parse_strictness("strictness", s)?;
         }
@@ -123,6 +219,12 @@ fn compile_core(
                 )
             })?;
             util_values = utils.iter().map(|(k, v)| (k.clone(), v)).collect();
+        }
+    }
+    // A rewriter may use the utility rules of the config around it.
+    for (name, v) in upper.map(|u| u.utils).unwrap_or_default() {
+        if !util_values.iter().any(|(n, _)| n == name) {
+            util_values.push((name.clone(), v));
         }
     }
     let util_names: HashSet<String> = util_values.iter().map(|(k, _)| k.clone()).collect();
@@ -147,12 +249,15 @@ fn compile_core(
                 )
             })?;
             for (name, v) in c {
-                let bare = name.trim_start_matches('$');
-                constraints.push((bare.to_string(), p.rule(&format!("constraints.{name}"), v)?));
+                let bare = bare_key("constraints", name)?;
+                constraints.push((bare, p.rule(&format!("constraints.{name}"), v)?));
             }
         }
+        if let Some(labels) = config.get("labels") {
+            check_labels(labels, &p.vars)?;
+        }
         // A rewriter also sees what the rule around it bound.
-        for v in upper.unwrap_or_default() {
+        for v in upper.map(|u| u.vars).unwrap_or_default() {
             let bare = v.trim_start_matches('$');
             if !p.vars.iter().any(|o| o.trim_start_matches('$') == bare) {
                 p.vars.push(v.clone());
@@ -164,7 +269,7 @@ fn compile_core(
             })?;
             for (name, v) in t {
                 let compiled = Transform::parse(&format!("transform.{name}"), v)?;
-                transforms.push((name.trim_start_matches('$').to_string(), compiled));
+                transforms.push((bare_key("transform", name)?, compiled));
             }
             transforms = super::transform::order(transforms, &p.vars)?;
             super::transform::check_rewrites(&transforms, &p.vars, rewriters)?;
@@ -179,16 +284,23 @@ fn compile_core(
         let mut seen = HashSet::new();
         potential_kinds(&rule, &utils, &mut seen, 0)
     };
-    let Some(mut kinds) = kinds else {
-        return Err(err(
-            "rule",
-            "needs a positive `kind`, or a `pattern` other than a lone `$X` (directly, in `all`, in \
+    // A rewriter is tried at every node of the capture it rewrites, so it needs no kind.
+    let kinds = match kinds {
+        Some(mut kinds) => {
+            kinds.sort_unstable();
+            kinds.dedup();
+            Some(kinds)
+        }
+        None if upper.is_some() => None,
+        None => {
+            return Err(err(
+                "rule",
+                "needs a positive `kind`, or a `pattern` other than a lone `$X` (directly, in `all`, in \
              every branch of `any`, or through `matches`) so it knows which nodes to try, as \
              ast-grep requires; add for example `\"kind\": \"call_expression\"` beside the other keys",
-        ));
+            ));
+        }
     };
-    kinds.sort_unstable();
-    kinds.dedup();
     let mut literals = Vec::new();
     required_literals(&rule, &utils, &mut literals, 0);
     literals.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
@@ -205,12 +317,36 @@ fn compile_core(
             ));
         }
     }
+    let upper_transforms = upper.map(|u| u.transforms).unwrap_or_default();
     for template in fix.iter().map(|f| &f.template).chain(&other_fixes) {
         crate::edit::check_fix(lang, template, &p.vars, &transforms).map_err(|e| match e {
-            AstError::Rewrite(why) => err("fix", why),
+            AstError::Rewrite(why) => {
+                match upper_transforms.iter().find(|t| why.starts_with(&format!("`${t}` "))) {
+                    Some(t) => err(
+                        "fix",
+                        format!(
+                            "`${t}` is a transform of the rule config around this rewriter; a \
+                             rewriter runs before those are computed (ast-grep would write \
+                             nothing for it), so its fix may use the rule's captures ({}) and \
+                             its own transforms",
+                            upper.map(|u| u.vars.join(", ")).unwrap_or_default()
+                        ),
+                    ),
+                    None => err("fix", why),
+                }
+            }
             other => other,
         })?;
     }
+    let globs = match config {
+        Some(config) if config.contains_key("files") || config.contains_key("ignores") => {
+            Some(super::FileGlobs {
+                files: config.get("files").map(|v| glob_set("files", v)).transpose()?,
+                ignores: config.get("ignores").map(|v| glob_set("ignores", v)).transpose()?,
+            })
+        }
+        _ => None,
+    };
     Ok(RuleSet {
         lang,
         data,
@@ -224,7 +360,47 @@ fn compile_core(
         kinds,
         literals,
         source: serde_json::to_string(value).unwrap_or_default(),
+        globs,
     })
+}
+
+/// `files` or `ignores`: a list of globs, each a string or `{glob, caseInsensitive}`.
+fn glob_set(key: &str, v: &Value) -> Result<globset::GlobSet, AstError> {
+    let items = v.as_array().ok_or_else(|| {
+        err(key, "must be a list of globs such as [\"src/**/*.ts\"], relative to the root")
+    })?;
+    let mut set = globset::GlobSetBuilder::new();
+    for (i, item) in items.iter().enumerate() {
+        let at = format!("{key}[{i}]");
+        let (glob, case_insensitive) = match item {
+            Value::String(g) => (g.as_str(), false),
+            Value::Object(o) => {
+                let g = o.get("glob").and_then(Value::as_str).ok_or_else(|| {
+                    err(&format!("{at}.glob"), "is required: the glob, as a string")
+                })?;
+                let ci = match o.get("caseInsensitive") {
+                    None => false,
+                    Some(Value::Bool(b)) => *b,
+                    Some(_) => {
+                        return Err(err(&format!("{at}.caseInsensitive"), "must be true or false"));
+                    }
+                };
+                (g, ci)
+            }
+            _ => {
+                return Err(err(
+                    &at,
+                    "must be a glob string or {\"glob\": …, \"caseInsensitive\": …}",
+                ));
+            }
+        };
+        let glob = globset::GlobBuilder::new(glob)
+            .case_insensitive(case_insensitive)
+            .build()
+            .map_err(|e| err(&at, format!("invalid glob: {e}")))?;
+        set.add(glob);
+    }
+    set.build().map_err(|e| err(key, format!("invalid globs: {e}")))
 }
 
 fn parse_strictness(path: &str, v: &Value) -> Result<Strictness, AstError> {
@@ -261,7 +437,8 @@ impl Parser<'_> {
             }
         }
         let mut parts = Vec::new();
-        // Atomic rules first, so relational and composite parts see their bindings.
+        // Atomic rules first, then composite, then relational (ast-grep's order), so later
+        // parts see the bindings of earlier ones.
         if let Some(p) = obj.get("pattern") {
             parts.push(self.pattern(&format!("{path}.pattern"), p)?);
         }
@@ -280,17 +457,6 @@ impl Parser<'_> {
         }
         if let Some(r) = obj.get("range") {
             parts.push(range(&format!("{path}.range"), r)?);
-        }
-        for key in ["inside", "has", "follows", "precedes"] {
-            if let Some(r) = obj.get(key) {
-                let relation = Box::new(self.relation(&format!("{path}.{key}"), r)?);
-                parts.push(match key {
-                    "inside" => Rule::Inside(relation),
-                    "has" => Rule::Has(relation),
-                    "follows" => Rule::Follows(relation),
-                    _ => Rule::Precedes(relation),
-                });
-            }
         }
         for key in ["all", "any"] {
             if let Some(list) = obj.get(key) {
@@ -326,6 +492,20 @@ impl Parser<'_> {
                 ));
             }
             parts.push(Rule::Matches(name.to_string()));
+        }
+        // Relational parts last, as ast-grep orders them: they see what the node's own
+        // parts bound.
+        for key in ["inside", "has", "precedes", "follows"] {
+            if let Some(r) = obj.get(key) {
+                let at = format!("{path}.{key}");
+                let relation = Box::new(self.relation(&at, r, matches!(key, "inside" | "has"))?);
+                parts.push(match key {
+                    "inside" => Rule::Inside(relation),
+                    "has" => Rule::Has(relation),
+                    "follows" => Rule::Follows(relation),
+                    _ => Rule::Precedes(relation),
+                });
+            }
         }
         if parts.is_empty() {
             return Err(err(
@@ -398,8 +578,16 @@ impl Parser<'_> {
         Ok(Rule::Pattern(Box::new(pattern)))
     }
 
+    /// `kind`: a node kind's name, or a selector over kinds (`call_expression > identifier`).
     fn kind(&self, path: &str, v: &Value) -> Result<Rule, AstError> {
-        let name = v.as_str().ok_or_else(|| err(path, "must be a node kind name, as a string"))?;
+        let text = v.as_str().ok_or_else(|| err(path, "must be a node kind name, as a string"))?;
+        if !super::selector::is_selector(text) {
+            return self.kind_name(path, text.trim());
+        }
+        super::selector::parse(path, text, &mut |name| self.kind_name(path, name))
+    }
+
+    fn kind_name(&self, path: &str, name: &str) -> Result<Rule, AstError> {
         let id = self.data.language.id_for_node_kind(name, true);
         if id == 0 {
             let language = &self.data.language;
@@ -482,7 +670,9 @@ impl Parser<'_> {
         Ok(Rule::NthChild(Box::new(nth)))
     }
 
-    fn relation(&mut self, path: &str, v: &Value) -> Result<Relation, AstError> {
+    /// A relational rule at `path`; `field` is allowed only where it means something (`has`,
+    /// `inside`), as in ast-grep.
+    fn relation(&mut self, path: &str, v: &Value, with_field: bool) -> Result<Relation, AstError> {
         let obj: &Map<String, Value> = v
             .as_object()
             .ok_or_else(|| err(path, format!("must be a rule object with any of {RULE_KEYS}")))?;
@@ -501,6 +691,13 @@ impl Parser<'_> {
         };
         let field = match obj.get("field") {
             None => None,
+            Some(_) if !with_field => {
+                return Err(err(
+                    &format!("{path}.field"),
+                    "is only supported in `has` and `inside`: it names the field the related node \
+                     sits in below or above; for siblings, describe the sibling with a rule",
+                ));
+            }
             Some(f) => {
                 let at = format!("{path}.field");
                 let name =
@@ -557,12 +754,13 @@ impl Parser<'_> {
                         err("fix.template", "is required: the replacement text, as a string")
                     })?
                     .to_string();
+                // ast-grep accepts a `field` here and ignores it; so does this crate.
                 let expand_start = match obj.get("expandStart") {
-                    Some(r) => Some(self.relation("fix.expandStart", r)?),
+                    Some(r) => Some(self.relation("fix.expandStart", r, true)?),
                     None => None,
                 };
                 let expand_end = match obj.get("expandEnd") {
-                    Some(r) => Some(self.relation("fix.expandEnd", r)?),
+                    Some(r) => Some(self.relation("fix.expandEnd", r, true)?),
                     None => None,
                 };
                 Ok(Fix { template, expand_start, expand_end })
@@ -585,10 +783,9 @@ fn range(path: &str, v: &Value) -> Result<Rule, AstError> {
         Ok((as_u64(&format!("{at}.line"), p.get("line"))?, column))
     };
     let (start, end) = (point("start")?, point("end")?);
-    let after = match (start, end) {
-        ((sl, Some(sc)), (el, Some(ec))) => (sl, sc) > (el, ec),
-        ((sl, _), (el, _)) => sl > el,
-    };
+    // As ast-grep compares them: a missing column sorts before every column, so on one line a
+    // start column with no end column is refused too.
+    let after = start.0 > end.0 || (start.0 == end.0 && start.1 > end.1);
     if after {
         let show = |(line, column): (usize, Option<usize>)| match column {
             Some(c) => format!("{line}:{c}"),
@@ -608,7 +805,7 @@ fn range(path: &str, v: &Value) -> Result<Rule, AstError> {
 }
 
 /// `An+B`, `2n`, `-n+3`, `odd`, `even`, or a number.
-fn parse_formula(s: &str) -> Option<(i64, i64)> {
+pub(super) fn parse_formula(s: &str) -> Option<(i64, i64)> {
     let s: String =
         s.chars().filter(|c| !c.is_whitespace()).collect::<String>().to_ascii_lowercase();
     match s.as_str() {
@@ -693,6 +890,10 @@ fn potential_kinds(
     match rule {
         Rule::Pattern(p) => p.root_kind().map(|k| vec![k]),
         Rule::Kind(k) => Some(vec![*k]),
+        // ast-grep: a node counted by `ofRule` is one `ofRule` matches.
+        Rule::NthChild(nth) => {
+            nth.of.as_ref().and_then(|of| potential_kinds(of, utils, seen, depth + 1))
+        }
         Rule::All(rules) => {
             let mut out: Option<Vec<u16>> = None;
             for r in rules {
