@@ -133,6 +133,10 @@ pub(crate) enum Install<'a> {
 
 /// Installs the package into a new venv and runs its pytest suite with it.
 pub(crate) fn test(install: Install<'_>) -> Result<()> {
+    // The old route copied a binary into the package's source folder; a checkout that built
+    // with it would ship that stale copy beside the extension.
+    let _ =
+        std::fs::remove_dir_all(crate::project_root().join("crates/python/python/agent_tools/bin"));
     let venv = target_dir().join("wheel-test-venv");
     let _ = std::fs::remove_dir_all(&venv);
     run(Command::new("python3").arg("-m").arg("venv").arg(&venv))?;
