@@ -207,8 +207,12 @@ impl ChildKernel {
         // SIGKILL), and a teardown that also finds what a cell started and detached.
         let Spawned { mut child, group } =
             process::spawn(tokio::process::Command::from(std_cmd)).await.map_err(|e| {
-                let place =
-                    if capsule.signals_reach_the_program() { "" } else { " in the run's capsule" };
+                // Under a wrapper, say which capsule: one that could not be made says why here.
+                let place = if capsule.signals_reach_the_program() {
+                    String::new()
+                } else {
+                    format!(" in the run's capsule ({})", capsule.describe())
+                };
                 format!("cannot start {}{place}: {e}", python.display())
             })?;
         drop(cmd_read);

@@ -85,6 +85,7 @@ async fn a_prefix_that_cannot_start_is_a_clear_error() {
     let (status, text) = check(&kernels, "1").await;
     assert_eq!(status, CellStatus::Unavailable);
     assert!(text.contains("cannot start") && text.contains("in the run's capsule"), "{text}");
+    assert!(text.contains("/nonexistent/capsule-wrapper"), "which capsule: {text}");
 }
 
 /// bubblewrap, or a loud skip outside CI (CI installs it, so there a missing one fails).
