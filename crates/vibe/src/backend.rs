@@ -29,7 +29,7 @@ impl WorkerTier {
 }
 
 /// What a worker may do at most: the permission tier, never above its caller's surface.
-pub use agent_tools_support::Tier as Ceiling;
+pub use agent_tools_support::Tier;
 
 /// One attempt to start.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,7 +39,7 @@ pub struct StartRequest {
     pub label: String,
     pub tier: WorkerTier,
     /// The most the worker may do; never above its caller's surface.
-    pub ceiling: Ceiling,
+    pub ceiling: Tier,
     /// The whole briefing: the brief and every message sent since.
     pub briefing: String,
     /// How many pieces the briefing has (1 for the brief alone).
@@ -120,7 +120,7 @@ pub trait WorkerBackend: Send + Sync {
     /// The ceiling a worker of `tier` gets when its caller's surface allows `caller`: never
     /// above `caller`. An error says why it cannot run (nothing configured for the tier, or
     /// nothing that can run under this ceiling). Called before anything starts.
-    fn plan(&self, tier: WorkerTier, caller: Ceiling) -> Result<Ceiling, String>;
+    fn plan(&self, tier: WorkerTier, caller: Tier) -> Result<Tier, String>;
 
     /// Starts one attempt and returns promptly; output and the end go to `events`.
     /// An error carries the root cause (for example why the program could not be spawned).

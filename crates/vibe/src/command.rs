@@ -21,7 +21,7 @@ use tokio::{
 
 use crate::{
     backend::{
-        Ceiling, ExitReport, StartRequest, StopReport, Stream, WorkerBackend, WorkerEvents,
+        ExitReport, StartRequest, StopReport, Stream, Tier, WorkerBackend, WorkerEvents,
         WorkerHandle, WorkerTier,
     },
     buffer::Utf8Carry,
@@ -59,9 +59,9 @@ impl CommandBackend {
         self
     }
 
-    fn command_for(&self, tier: WorkerTier, ceiling: Ceiling) -> Result<&CommandLine, String> {
+    fn command_for(&self, tier: WorkerTier, ceiling: Tier) -> Result<&CommandLine, String> {
         let commands = self.config.tier(tier);
-        let (command, setting) = if ceiling >= Ceiling::Exec {
+        let (command, setting) = if ceiling >= Tier::Exec {
             (commands.command.as_ref(), "command")
         } else {
             (commands.read_only_command.as_ref(), "read_only_command")
@@ -72,12 +72,12 @@ impl CommandBackend {
 
 #[async_trait]
 impl WorkerBackend for CommandBackend {
-    fn plan(&self, tier: WorkerTier, caller: Ceiling) -> Result<Ceiling, String> {
+    fn plan(&self, tier: WorkerTier, caller: Tier) -> Result<Tier, String> {
         let name = tier.as_str();
         let commands = self.config.tier(tier);
-        if caller >= Ceiling::Exec {
+        if caller >= Tier::Exec {
             return match &commands.command {
-                Some(_) => Ok(Ceiling::Exec),
+                Some(_) => Ok(Tier::Exec),
                 None => Err(format!(
                     "no command is configured for {name} workers: set `vibe.{name}.command` in \
                      agent-tools.toml (the agent command that reads its briefing on stdin, for \
@@ -86,7 +86,7 @@ impl WorkerBackend for CommandBackend {
             };
         }
         match (&commands.read_only_command, &commands.command) {
-            (Some(_), _) => Ok(Ceiling::Read),
+            (Some(_), _) => Ok(Tier::Read),
             (None, Some(command)) => Err(format!(
                 "this surface is limited to {}-tier tools, and a {name} worker runs `{}`, which \
                  may change files or run commands; starting it would delegate around that limit. \

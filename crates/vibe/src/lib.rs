@@ -25,7 +25,7 @@ pub use crate::{
         DEFAULT_WAIT_SECONDS, KillArgs, ListArgs, MAX_WAIT_SECONDS, SendArgs, SpawnArgs, WaitArgs,
     },
     backend::{
-        Ceiling, ExitReport, StartRequest, StopReport, Stream, WorkerBackend, WorkerEvent,
+        ExitReport, StartRequest, StopReport, Stream, Tier, WorkerBackend, WorkerEvent,
         WorkerEvents, WorkerHandle, WorkerTier,
     },
     command::{

@@ -5,7 +5,7 @@
 use std::{sync::Arc, time::Duration};
 
 use agent_tools_vibe::{
-    Ceiling, CommandBackend, CommandLine, Roster, RosterError, RosterSettings, TierCommands,
+    CommandBackend, CommandLine, Roster, RosterError, RosterSettings, Tier, TierCommands,
     VibeConfig, WorkerState, WorkerTier, render_kill, render_list, render_send, render_spawn,
     render_wait,
 };
@@ -87,8 +87,7 @@ impl Fixture {
     }
 
     fn spawn(&self, brief: &str, label: &str) -> String {
-        let report =
-            self.roster.spawn(brief, label, WorkerTier::Fast, Ceiling::Exec).expect("spawn");
+        let report = self.roster.spawn(brief, label, WorkerTier::Fast, Tier::Exec).expect("spawn");
         report.worker.id
     }
 
@@ -196,10 +195,8 @@ fn timeless_text(text: &str) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_spawned_worker_completes_with_its_output_as_the_result() {
     let f = Fixture::with("echo.sh");
-    let report = f
-        .roster
-        .spawn("Rename foo to bar.", "rename foo", WorkerTier::Fast, Ceiling::Exec)
-        .unwrap();
+    let report =
+        f.roster.spawn("Rename foo to bar.", "rename foo", WorkerTier::Fast, Tier::Exec).unwrap();
     assert_eq!(report.worker.id, "w1");
     assert_eq!(report.worker.state, WorkerState::Running, "spawn returns at once, running");
     insta::assert_snapshot!(render_spawn(&report), @r#"w1 started: "rename foo" (fast worker, exec ceiling), briefing revision 1. It runs in the background (slots 1/4 in use); collect it with vibe_wait w1, or see every worker with vibe_list."#);
@@ -236,7 +233,7 @@ async fn a_failing_worker_is_failed_with_its_exit_code_and_stderr() {
 async fn a_worker_beyond_the_slot_limit_is_queued_and_starts_when_a_slot_frees() {
     let f = Fixture::new(RosterSettings { slots: 1, ..settings() }, Some("block.sh"), None, None);
     f.spawn("first", "first");
-    let second = f.roster.spawn("second", "second", WorkerTier::Fast, Ceiling::Exec).unwrap();
+    let second = f.roster.spawn("second", "second", WorkerTier::Fast, Tier::Exec).unwrap();
     assert_eq!(second.worker.state, WorkerState::Queued);
     assert_eq!(second.queue_position, Some(1));
     insta::assert_snapshot!(render_spawn(&second), @r#"w2 queued: "second" (fast worker, exec ceiling) waits for a slot (1/1 in use; place 1 in the queue). It starts by itself when a slot frees; vibe_wait w2 waits for it."#);
@@ -261,7 +258,7 @@ async fn a_worker_beyond_the_slot_limit_is_queued_and_starts_when_a_slot_frees()
 async fn send_appends_to_the_briefing_and_restarts_a_running_worker() {
     let f = Fixture::with("block.sh");
     f.spawn("Write the parser.", "parser");
-    let report = f.roster.send("w1", "Also handle comments.", Ceiling::Exec).await.unwrap();
+    let report = f.roster.send("w1", "Also handle comments.", Tier::Exec).await.unwrap();
     assert_eq!(report.previous_state, WorkerState::Running);
     assert!(report.interrupted.is_some(), "the running attempt was interrupted");
     assert_eq!(report.worker.revision, 2);
@@ -290,7 +287,7 @@ async fn send_to_a_settled_worker_starts_a_new_attempt() {
     let f = Fixture::with("echo.sh");
     f.spawn("First pass.", "pass");
     f.wait("w1", 60.0).await;
-    let report = f.roster.send("w1", "Second pass.", Ceiling::Exec).await.unwrap();
+    let report = f.roster.send("w1", "Second pass.", Tier::Exec).await.unwrap();
     assert_eq!(report.previous_state, WorkerState::Completed);
     assert!(report.interrupted.is_none());
     insta::assert_snapshot!(render_send(&report), @"w1 had completed; started attempt 2 with briefing revision 2. Nothing was interrupted.");
@@ -404,7 +401,7 @@ async fn list_shows_every_worker_with_its_fields_and_the_slots() {
         None,
         Some("echo.sh"),
     );
-    f.roster.spawn("Review w1.", "review", WorkerTier::Good, Ceiling::Exec).unwrap();
+    f.roster.spawn("Review w1.", "review", WorkerTier::Good, Tier::Exec).unwrap();
     f.wait("w1", 60.0).await;
     f.spawn("Block.", "blocker");
     f.spawn("Block too.", "second blocker");
@@ -422,7 +419,7 @@ async fn list_shows_every_worker_with_its_fields_and_the_slots() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_read_only_caller_without_a_read_only_command_is_refused_with_the_reason() {
     let f = Fixture::with("echo.sh");
-    let err = f.roster.spawn("Edit files.", "editor", WorkerTier::Fast, Ceiling::Read).unwrap_err();
+    let err = f.roster.spawn("Edit files.", "editor", WorkerTier::Fast, Tier::Read).unwrap_err();
     let RosterError::Refused(message) = &err else { panic!("{err:?}") };
     insta::assert_snapshot!(message.replace(&f.marker, "[marker]"), @"this surface is limited to read-tier tools, and a fast worker runs `exec env AGENT_TOOLS_VIBE_TEST_MARKER=[marker] sh ./echo.sh`, which may change files or run commands; starting it would delegate around that limit. Set `vibe.fast.read_only_command` in agent-tools.toml to a command that cannot write (for example the agent CLI in its read-only mode), or spawn from a surface that allows exec-tier tools");
     assert!(f.roster.list().workers.is_empty(), "nothing was started");
@@ -432,9 +429,8 @@ async fn a_read_only_caller_without_a_read_only_command_is_refused_with_the_reas
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_read_only_caller_gets_the_read_only_command_with_a_read_ceiling() {
     let f = Fixture::new(settings(), Some("fail.sh"), Some("echo.sh"), None);
-    let report =
-        f.roster.spawn("Look around.", "explorer", WorkerTier::Fast, Ceiling::Read).unwrap();
-    assert_eq!(report.worker.ceiling, Ceiling::Read);
+    let report = f.roster.spawn("Look around.", "explorer", WorkerTier::Fast, Tier::Read).unwrap();
+    assert_eq!(report.worker.ceiling, Tier::Read);
     let done = f.wait("w1", 60.0).await;
     assert!(done.worker.result.unwrap().output.contains("ceiling=read"));
     f.end().await;
@@ -444,7 +440,7 @@ async fn a_read_only_caller_gets_the_read_only_command_with_a_read_ceiling() {
 async fn a_read_only_caller_cannot_restart_a_writing_worker_with_new_orders() {
     let f = Fixture::with("block.sh");
     f.spawn("Refactor.", "refactor");
-    let err = f.roster.send("w1", "Now delete everything.", Ceiling::Read).await.unwrap_err();
+    let err = f.roster.send("w1", "Now delete everything.", Tier::Read).await.unwrap_err();
     assert!(matches!(err, RosterError::Refused(_)), "{err:?}");
     let list = f.roster.list();
     assert_eq!(list.workers[0].revision, 1, "the briefing did not change");
@@ -455,7 +451,7 @@ async fn a_read_only_caller_cannot_restart_a_writing_worker_with_new_orders() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tier_without_a_command_is_an_error_naming_the_setting() {
     let f = Fixture::with("echo.sh");
-    let err = f.roster.spawn("Design it.", "design", WorkerTier::Good, Ceiling::Exec).unwrap_err();
+    let err = f.roster.spawn("Design it.", "design", WorkerTier::Good, Tier::Exec).unwrap_err();
     insta::assert_snapshot!(err.to_string(), @"no command is configured for good workers: set `vibe.good.command` in agent-tools.toml (the agent command that reads its briefing on stdin, for example a coding-agent CLI in non-interactive mode)");
     f.end().await;
 }
@@ -471,7 +467,7 @@ async fn a_command_that_cannot_start_fails_with_the_root_cause() {
         ..VibeConfig::default()
     };
     let roster = Roster::new(Arc::new(CommandBackend::new(dir.path(), config)), settings());
-    roster.spawn("Anything.", "ghost", WorkerTier::Fast, Ceiling::Exec).unwrap();
+    roster.spawn("Anything.", "ghost", WorkerTier::Fast, Tier::Exec).unwrap();
     let done = roster.wait("w1", Duration::from_secs(60), &CancellationToken::new()).await.unwrap();
     assert_eq!(done.worker.state, WorkerState::Failed);
     let detail = done.worker.result.unwrap().detail;
@@ -522,7 +518,7 @@ async fn when_the_run_ends_no_worker_process_is_left() {
     );
     f.spawn("a", "a");
     f.spawn("b", "b");
-    f.roster.spawn("c", "c", WorkerTier::Good, Ceiling::Exec).unwrap();
+    f.roster.spawn("c", "c", WorkerTier::Good, Tier::Exec).unwrap();
     f.spawn("d", "queued");
     let roster = f.roster.clone();
     let marker = f.marker.clone();
@@ -530,7 +526,7 @@ async fn when_the_run_ends_no_worker_process_is_left() {
     let list = roster.list();
     assert!(list.workers.iter().all(|w| w.state == WorkerState::Killed), "{list:?}");
     assert_eq!(list.slots_used, 0);
-    let err = roster.spawn("late", "late", WorkerTier::Fast, Ceiling::Exec).unwrap_err();
+    let err = roster.spawn("late", "late", WorkerTier::Fast, Tier::Exec).unwrap_err();
     assert_eq!(err, RosterError::Closed);
     assert_no_survivors(&marker);
 }

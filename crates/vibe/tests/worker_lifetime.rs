@@ -3,7 +3,7 @@
 use std::{path::Path, time::Duration};
 
 use agent_tools_vibe::{
-    Ceiling, CommandBackend, CommandLine, ExitReport, StartRequest, TierCommands, VibeConfig,
+    CommandBackend, CommandLine, ExitReport, StartRequest, Tier, TierCommands, VibeConfig,
     WorkerBackend, WorkerEvent, WorkerEvents, WorkerTier,
 };
 
@@ -37,7 +37,7 @@ fn check_started_from_a_passing_thread() -> (ExitReport, String) {
             worker_id: "w1".into(),
             label: "outlives its starter".into(),
             tier: WorkerTier::Fast,
-            ceiling: Ceiling::Exec,
+            ceiling: Tier::Exec,
             briefing: "Wait for the release.".into(),
             revision: 1,
             attempt: 1,

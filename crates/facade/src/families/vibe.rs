@@ -5,8 +5,8 @@
 use std::{path::Path, sync::Arc, time::Duration};
 
 use agent_tools_vibe::{
-    Ceiling, CommandBackend, DEFAULT_WAIT_SECONDS, KillArgs, ListArgs, MAX_WAIT_SECONDS, Roster,
-    SendArgs, SpawnArgs, WaitArgs, WorkerBackend, tools,
+    CommandBackend, DEFAULT_WAIT_SECONDS, KillArgs, ListArgs, MAX_WAIT_SECONDS, Roster, SendArgs,
+    SpawnArgs, WaitArgs, WorkerBackend, tools,
 };
 use async_trait::async_trait;
 use serde_json::Value;
@@ -116,7 +116,7 @@ impl Tool for VibeTool {
     async fn call(&self, ctx: &CallContext, args: Value) -> ToolResult {
         let name = self.spec.name.as_str();
         // A worker's ceiling is the same tier type as the surface's.
-        let caller: Ceiling = ctx.surface.ceiling;
+        let caller: Tier = ctx.surface.ceiling;
         let outcome = match self.op {
             Op::Spawn => match parse_args::<SpawnArgs>(name, args) {
                 Ok(a) => self

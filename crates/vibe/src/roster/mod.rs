@@ -24,7 +24,7 @@ pub use self::reports::{
 };
 use self::worker::{Control, State, StopWhy, Worker, round};
 use crate::{
-    backend::{Ceiling, StopReport, WorkerBackend, WorkerTier},
+    backend::{StopReport, Tier, WorkerBackend, WorkerTier},
     buffer::TailBuffer,
     error::RosterError,
 };
@@ -115,7 +115,7 @@ impl Roster {
         brief: &str,
         label: &str,
         tier: WorkerTier,
-        caller: Ceiling,
+        caller: Tier,
     ) -> Result<SpawnReport, RosterError> {
         if brief.trim().is_empty() {
             return Err(RosterError::Invalid(
@@ -176,7 +176,7 @@ impl Roster {
         &self,
         id: &str,
         message: &str,
-        caller: Ceiling,
+        caller: Tier,
     ) -> Result<SendReport, RosterError> {
         if message.trim().is_empty() {
             return Err(RosterError::Invalid("`message` is empty; say what should change".into()));

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use crate::backend::{Ceiling, StopReport, WorkerTier};
+use crate::backend::{StopReport, Tier, WorkerTier};
 
 /// Where a worker is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
@@ -74,7 +74,7 @@ pub struct WorkerView {
     pub label: String,
     pub tier: WorkerTier,
     pub state: WorkerState,
-    pub ceiling: Ceiling,
+    pub ceiling: Tier,
     /// How many pieces the briefing has: 1 for the brief, +1 per `vibe_send`.
     pub revision: usize,
     /// Attempts started so far (0 while first queued).
@@ -125,7 +125,7 @@ pub struct SendReport {
     pub interrupted: Option<Interrupted>,
     /// Set when the restart runs under a lower ceiling than before (the caller's surface is lower).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub ceiling_lowered_from: Option<Ceiling>,
+    pub ceiling_lowered_from: Option<Tier>,
 }
 
 /// The attempt a `send` interrupted.

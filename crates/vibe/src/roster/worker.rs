@@ -10,7 +10,7 @@ use tokio::{
 
 use super::{WorkerResult, WorkerState, WorkerView};
 use crate::{
-    backend::{Ceiling, StopReport, WorkerTier},
+    backend::{StopReport, Tier, WorkerTier},
     buffer::TailBuffer,
     error::RosterError,
 };
@@ -34,7 +34,7 @@ pub(super) struct Worker {
     pub(super) id: String,
     pub(super) label: String,
     pub(super) tier: WorkerTier,
-    pub(super) ceiling: Ceiling,
+    pub(super) ceiling: Tier,
     pub(super) briefing: Vec<String>,
     pub(super) state: WorkerState,
     pub(super) attempt: u32,
