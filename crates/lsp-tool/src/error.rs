@@ -7,8 +7,8 @@ use serde::Serialize;
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum LspError {
     /// No server can serve this here (the intersection rule failed, or none is configured).
-    #[error("{resource}: {reason}; {fix}")]
-    Unavailable { resource: String, reason: String, fix: String },
+    #[error("{0}")]
+    Unavailable(#[from] agent_tools_support::Unavailable),
     /// The arguments do not address anything (a line past the end, a symbol not on the line).
     #[error("{0}")]
     Invalid(String),

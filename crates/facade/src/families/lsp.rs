@@ -14,8 +14,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use crate::{
-    CallContext, Config, RegistryBuilder, RunResource, Tier, Tool, ToolResult, ToolSpec,
-    Unavailable, parse_args,
+    CallContext, Config, RegistryBuilder, RunResource, Tier, Tool, ToolResult, ToolSpec, parse_args,
 };
 
 #[path = "diagnostics.rs"]
@@ -110,9 +109,7 @@ fn into_result(tool: &str, outcome: Result<LspOutput, LspError>, max_chars: usiz
             }
             result
         }
-        Err(LspError::Unavailable { resource, reason, fix }) => {
-            Unavailable::new(resource, reason, fix).into()
-        }
+        Err(LspError::Unavailable(unavailable)) => unavailable.into(),
         Err(e) => ToolResult::error(format!("{tool}: {e}")),
     }
 }

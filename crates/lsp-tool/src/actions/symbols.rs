@@ -1,6 +1,7 @@
 //! `symbols`: workspace symbol search (after the project is loaded) and a file's outline,
 //! both paged with `offset`.
 
+use agent_tools_support::Unavailable;
 use lsp_types::{
     DocumentSymbolParams, DocumentSymbolResponse, OneOf, SymbolKind, TextDocumentIdentifier,
     WorkspaceSymbolParams, WorkspaceSymbolResponse,
@@ -28,12 +29,12 @@ impl Supervisor {
         // Servers already started for roots the scan did not reach count too.
         let running = self.running();
         if targets.is_empty() && running.is_empty() {
-            return Err(LspError::Unavailable {
+            return Err(LspError::Unavailable(Unavailable {
                 resource: "lsp".into(),
                 reason: "no language in this workspace has both a root marker and a server binary"
                     .into(),
                 fix: "call lsp with action `status` to see what is missing".into(),
-            });
+            }));
         }
         targets.sort_by(|a, b| (&a.def.id, &a.root.root).cmp(&(&b.def.id, &b.root.root)));
         let mut servers: Vec<Arc<Server>> = Vec::new();

@@ -2,6 +2,7 @@
 //! binary that runs), the languages present in the run's root, and the flags a server's
 //! version understands.
 
+use agent_tools_support::Unavailable;
 use std::{path::Path, sync::Arc};
 
 use super::Supervisor;
@@ -37,7 +38,7 @@ impl Supervisor {
         let shown = display_relative(&self.inner.root, path);
         let Some((def, language_id)) = self.def_for(path)? else {
             let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
-            return Err(LspError::Unavailable {
+            return Err(LspError::Unavailable(Unavailable {
                 resource: "lsp".into(),
                 reason: if ext.is_empty() {
                     format!("{shown} has no file extension, so no language server is known for it")
@@ -45,7 +46,7 @@ impl Supervisor {
                     format!("no language server is configured for .{ext} files ({shown})")
                 },
                 fix: "add one under [lsp.servers.<id>] in agent-tools.toml".into(),
-            });
+            }));
         };
         let root = discover::find_root(&def, &self.inner.root, path);
         let project_root = root.as_ref().map_or_else(
@@ -62,7 +63,7 @@ impl Supervisor {
         if let Some(c) = &command
             && let Err(failure) = self.probe(c, &def)
         {
-            return Err(LspError::Unavailable {
+            return Err(LspError::Unavailable(Unavailable {
                 resource: format!("lsp ({})", def.display_languages()),
                 reason: format!(
                     "{} resolves but does not run (`{} {}` says: {failure})",
@@ -71,11 +72,11 @@ impl Supervisor {
                     def.version_args.as_deref().unwrap_or_default().join(" ")
                 ),
                 fix: def.install_hint.clone(),
-            });
+            }));
         }
         match (root, command) {
             (Some(root), Some(command)) => Ok(Target { def, language_id, root, command }),
-            (root, command) => Err(LspError::Unavailable {
+            (root, command) => Err(LspError::Unavailable(Unavailable {
                 resource: format!("lsp ({})", def.display_languages()),
                 reason: missing_half(
                     self.allow_project_code(),
@@ -90,7 +91,7 @@ impl Supervisor {
                 } else {
                     format!("create one of {} at the project's root", def.root_markers.join(", "))
                 },
-            }),
+            })),
         }
     }
 
