@@ -23,7 +23,9 @@ use tokio::{
     time::Instant,
 };
 
-use agent_tools_support::process::{self, ProcessGroup, Spawned};
+use agent_tools_support::process::{
+    CgroupJoin, ProcessGroup, SpawnOptions, Spawned, WeakProcessGroup,
+};
 
 use crate::{
     cell::{Done, Event, KernelIo, Utf8Stream},
@@ -84,7 +86,9 @@ pub(crate) struct ChildKernel {
     /// The kernel's process tree; dropping it kills the tree.
     group: ProcessGroup,
     pgid: i32,
-    cmd: pipe::Sender,
+    /// Frames for the runner, written in order by one task (a large tool result neither blocks
+    /// a thread nor is cut); closed once a write failed (the kernel is gone).
+    cmd: mpsc::UnboundedSender<Vec<u8>>,
     rx: mpsc::UnboundedReceiver<Raw>,
     /// Events taken off `rx` between cells (to see whether the kernel is gone), read first.
     backlog: VecDeque<Raw>,
@@ -137,6 +141,20 @@ fn set_nonblocking(fd: &OwnedFd) -> std::io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// The task that writes queued frames to the runner's command pipe, whole and in order, for as
+/// long as the pipe takes them.
+fn write_frames(mut pipe: pipe::Sender) -> mpsc::UnboundedSender<Vec<u8>> {
+    let (frames, mut queue) = mpsc::unbounded_channel::<Vec<u8>>();
+    tokio::spawn(async move {
+        while let Some(bytes) = queue.recv().await {
+            if pipe.write_all(&bytes).await.is_err() {
+                break;
+            }
+        }
+    });
+    frames
 }
 
 fn encode_frame(value: &Value) -> Vec<u8> {
@@ -205,8 +223,14 @@ impl ChildKernel {
         }
         // The support crate's spawn: an own process group, death with the host (even by
         // SIGKILL), and a teardown that also finds what a cell started and detached.
-        let Spawned { mut child, group } =
-            process::spawn(tokio::process::Command::from(std_cmd)).await.map_err(|e| {
+        // A runner started directly starts nothing before its first command, so it may join
+        // its cgroup while it boots (the join waits for the kernel); a wrapper forks at once.
+        let join = if signal_directly { CgroupJoin::AfterStart } else { CgroupJoin::BeforeExec };
+        let Spawned { mut child, group } = SpawnOptions::new()
+            .cgroup_join(join)
+            .spawn(tokio::process::Command::from(std_cmd))
+            .await
+            .map_err(|e| {
                 // Under a wrapper, say which capsule: one that could not be made says why here.
                 let place = if capsule.signals_reach_the_program() {
                     String::new()
@@ -220,8 +244,9 @@ impl ChildKernel {
         let pgid = child.id().map_or(0, |p| p as i32);
         set_nonblocking(&cmd_write).map_err(|e| format!("kernel pipe: {e}"))?;
         set_nonblocking(&evt_read).map_err(|e| format!("kernel pipe: {e}"))?;
-        let cmd =
+        let pipe =
             pipe::Sender::from_owned_fd(cmd_write).map_err(|e| format!("kernel pipe: {e}"))?;
+        let cmd = write_frames(pipe);
         let events =
             pipe::Receiver::from_owned_fd(evt_read).map_err(|e| format!("kernel pipe: {e}"))?;
         let (tx, rx) = mpsc::unbounded_channel();
@@ -264,9 +289,10 @@ impl ChildKernel {
         let mut runner = Vec::with_capacity(program.runner.len() + 4);
         runner.extend_from_slice(&(program.runner.len() as u32).to_be_bytes());
         runner.extend_from_slice(program.runner.as_bytes());
-        if let Err(e) = kernel.cmd.write_all(&runner).await {
+        // An interpreter that does not take it dies or never says hello: both are seen below.
+        if kernel.cmd.send(runner).is_err() {
             let how = kernel.wait_dead().await;
-            return Err(format!("the interpreter did not take the runner ({e}); {how}"));
+            return Err(format!("the interpreter did not take the runner; {how}"));
         }
         let deadline = Instant::now() + START_TIMEOUT;
         loop {
@@ -299,9 +325,9 @@ impl ChildKernel {
         }
     }
 
-    /// The kernel's process group (its pid), 0 once it is gone.
-    pub(crate) fn pgid(&self) -> i32 {
-        self.pgid
+    /// The kernel's tree, for a shutdown that must kill it from outside; empty once it is gone.
+    pub(crate) fn group(&self) -> WeakProcessGroup {
+        if self.pgid > 0 { self.group.downgrade() } else { WeakProcessGroup::default() }
     }
 
     fn remember_stderr(&mut self, text: &str) {
@@ -344,32 +370,16 @@ impl ChildKernel {
         self.token_seen = [false; 2];
         self.ready.clear();
         let frame = json!({"t": "exec", "cell": cell, "code": code, "token": self.token});
-        match self.cmd.write_all(&encode_frame(&frame)).await {
-            Ok(()) => Ok(()),
-            Err(e) => {
-                let how = self.wait_dead().await;
-                Err(format!("the kernel is gone ({e}): {how}"))
-            }
+        if self.cmd.send(encode_frame(&frame)).is_err() {
+            let how = self.wait_dead().await;
+            return Err(format!("the kernel is gone (its command pipe is closed): {how}"));
         }
+        Ok(())
     }
 
+    /// Queues `frame` for the runner; a kernel that is gone is seen by the event loop.
     fn send_now(&mut self, frame: &Value) {
-        let bytes = encode_frame(frame);
-        // Small frames fit the pipe buffer; the runner's reader thread drains it continuously.
-        let mut written = 0;
-        let started = std::time::Instant::now();
-        while written < bytes.len() {
-            match self.cmd.try_write(&bytes[written..]) {
-                Ok(n) => written += n,
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                    if started.elapsed() > Duration::from_secs(5) {
-                        return;
-                    }
-                    std::thread::sleep(Duration::from_millis(1));
-                }
-                Err(_) => return,
-            }
-        }
+        let _ = self.cmd.send(encode_frame(frame));
     }
 
     /// Handles one raw event, queueing what the cell loop should see.
@@ -598,10 +608,7 @@ impl KernelIo for ChildKernel {
             // extension holds the GIL; Node's stops the synchronous part of a cell that runs
             // before its reader thread is up. The runners ignore SIGINT outside user code, so a
             // signal that lands after the cell ended is harmless.
-            // SAFETY: signalling our own child process.
-            unsafe {
-                libc::kill(self.pgid, libc::SIGINT);
-            }
+            let _ = self.group.signal_leader(libc::SIGINT);
         }
         if self.frame_too {
             // Under a capsule the pid is the prefix's: the runner's reader thread takes it.

@@ -6,7 +6,7 @@ use std::{
     path::{Path, PathBuf},
     sync::{
         Arc,
-        atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering},
+        atomic::{AtomicBool, AtomicU64, Ordering},
     },
     time::Duration,
 };
@@ -14,6 +14,7 @@ use std::{
 use agent_tools_support::{
     capsule::{Capsule, OnHost},
     duration::human as human_duration,
+    process::WeakProcessGroup,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -72,7 +73,8 @@ struct Slot {
 #[derive(Default)]
 struct SlotHandle {
     slot: tokio::sync::Mutex<Slot>,
-    pgid: AtomicI32,
+    /// The kernel's tree while one runs (weak: the kernel owns it).
+    group: parking_lot::Mutex<WeakProcessGroup>,
     js_interrupt: parking_lot::Mutex<Option<Arc<AtomicBool>>>,
 }
 
@@ -167,7 +169,7 @@ impl Kernels {
             && let Some(kernel) = slot.kernel.take()
         {
             kernel.shutdown().await;
-            handle.pgid.store(0, Ordering::SeqCst);
+            *handle.group.lock() = WeakProcessGroup::default();
             slot.lost = Some("reset was requested".into());
             slot.in_flight = false;
             slot.carry = None;
@@ -360,7 +362,7 @@ impl Kernels {
         program: &Path,
         handle: &SlotHandle,
     ) -> Result<(Kernel, String, String, Option<String>), String> {
-        handle.pgid.store(kernel_pgid(&kernel), Ordering::SeqCst);
+        *handle.group.lock() = kernel.group();
         let info = kernel.info.clone();
         let interpreter = if info.executable.is_empty() {
             program.display().to_string()
@@ -492,25 +494,18 @@ async fn end_kernel(slot: &mut Slot, handle: &SlotHandle, why: String) {
     if let Some(kernel) = slot.kernel.take() {
         kernel.shutdown().await;
     }
-    handle.pgid.store(0, Ordering::SeqCst);
+    *handle.group.lock() = WeakProcessGroup::default();
     slot.lost = Some(why);
 }
 
 fn kill_from_outside(handle: &SlotHandle) {
-    let pgid = handle.pgid.swap(0, Ordering::SeqCst);
-    if pgid > 0 {
-        // SAFETY: signalling the process group of a kernel this manager started.
-        unsafe {
-            libc::kill(-pgid, libc::SIGKILL);
-        }
+    let group = std::mem::take(&mut *handle.group.lock());
+    if let Some(group) = group.upgrade() {
+        let _ = group.signal(libc::SIGKILL);
     }
     if let Some(flag) = handle.js_interrupt.lock().as_ref() {
         flag.store(true, Ordering::SeqCst);
     }
-}
-
-fn kernel_pgid(kernel: &ChildKernel) -> i32 {
-    kernel.pgid()
 }
 
 fn kernel_interrupt(kernel: &JsKernel) -> Arc<AtomicBool> {

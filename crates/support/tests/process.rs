@@ -8,7 +8,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use agent_tools_support::process::{self, ProcessGroup, SpawnOptions, Spawned};
+use agent_tools_support::process::{self, CgroupJoin, ProcessGroup, SpawnOptions, Spawned};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 /// A shell that starts a background grandchild and a double-forked, `setsid` descendant (in
@@ -366,21 +366,13 @@ impl Drop for KillOnDrop {
 }
 
 #[tokio::test]
-#[allow(clippy::print_stderr)] // the loud skip outside CI
 async fn a_daemon_that_left_the_group_cleared_its_environment_and_lost_its_parent_is_ended() {
     // The classic daemon: `setsid`, a cleared environment, and its parent gone (it is the
     // host's now, as the subreaper): no mark, no group, no parentage. Only the cgroup holds it.
     let script = "setsid env -i sh -c 'sleep 300 & echo $!'; exec sleep 300";
     let Spawned { mut child, group } = process::spawn(sh(script)).await.unwrap();
     let daemon = pids(&mut child, 1).await[0];
-    let Some(cgroup) = group.cgroup().map(std::path::Path::to_path_buf) else {
-        let ci = std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "false");
-        assert!(!ci, "CI has no writable cgroup v2 hierarchy for the tree");
-        eprintln!(
-            "\n!!! SKIPPED: no writable cgroup v2 hierarchy here (root or a delegated subtree) !!!\n"
-        );
-        return;
-    };
+    let Some(cgroup) = cgroup_or_skip(&group) else { return };
     eventually("the daemon is the host's child, out of the group, without the mark", || {
         let stat = std::fs::read_to_string(format!("/proc/{daemon}/stat")).unwrap_or_default();
         let fields: Vec<&str> =
@@ -400,4 +392,46 @@ async fn a_daemon_that_left_the_group_cleared_its_environment_and_lost_its_paren
     child.wait().await.unwrap();
     drop(group);
     assert!(!cgroup.exists(), "the cgroup {} is left", cgroup.display());
+}
+
+#[tokio::test]
+async fn a_program_that_joins_its_cgroup_while_it_boots_keeps_what_it_starts_later_in_it() {
+    // What the kernels do: the runner joins after its exec and is given input only once the
+    // spawn has returned, so the daemon its first command starts is born in the cgroup.
+    let script = "read go; setsid env -i sh -c 'sleep 300 & echo $!'; exec sleep 300";
+    let mut command = sh(script);
+    command.stdin(Stdio::piped());
+    let Spawned { mut child, group } =
+        SpawnOptions::new().cgroup_join(CgroupJoin::AfterStart).spawn(command).await.unwrap();
+    let Some(cgroup) = cgroup_or_skip(&group) else { return };
+    let procs = std::fs::read_to_string(cgroup.join("cgroup.procs")).unwrap();
+    assert!(
+        procs.lines().any(|l| l.trim() == group.pid().to_string()),
+        "the leader is in its cgroup when the spawn returns: {procs:?}"
+    );
+
+    child.stdin.take().unwrap().write_all(b"go\n").await.unwrap();
+    let daemon = pids(&mut child, 1).await[0];
+    assert!(group.members().contains(&(daemon as u32)), "the daemon is found through the cgroup");
+    let report = group.terminate(Duration::from_secs(30)).await;
+
+    assert!(report.survivors.is_empty(), "{report}");
+    assert!(!running(daemon), "the daemon survived: {report}");
+    child.wait().await.unwrap();
+    drop(group);
+    assert!(!cgroup.exists(), "the cgroup {} is left", cgroup.display());
+}
+
+/// The tree's cgroup folder; None (after a loud skip) where none can be made outside CI.
+#[allow(clippy::print_stderr)] // the loud skip outside CI
+fn cgroup_or_skip(group: &ProcessGroup) -> Option<std::path::PathBuf> {
+    let cgroup = group.cgroup().map(std::path::Path::to_path_buf);
+    if cgroup.is_none() {
+        let ci = std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "false");
+        assert!(!ci, "CI has no writable cgroup v2 hierarchy for the tree");
+        eprintln!(
+            "\n!!! SKIPPED: no writable cgroup v2 hierarchy here (root or a delegated subtree) !!!\n"
+        );
+    }
+    cgroup
 }

@@ -286,19 +286,8 @@ impl Server {
         // The leader is reaped by its exit task and orphans by the subreaper; until then they
         // are zombies of the group. Return once the group is empty (bounded).
         let _ = tokio::time::timeout(Duration::from_secs(2), self.exited.cancelled()).await;
-        let until = Instant::now() + Duration::from_secs(2);
-        while process_group_alive(self.pid) && Instant::now() < until {
-            if self.exited.is_cancelled() {
-                // Orphans of the tree are re-parented to this process (the subreaper) and
-                // would stay zombies of the group: reap them. The leader was reaped already.
-                // SAFETY: waitpid with WNOHANG on our own children has no preconditions.
-                while unsafe {
-                    libc::waitpid(-(self.pid as libc::pid_t), std::ptr::null_mut(), libc::WNOHANG)
-                } > 0
-                {}
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        // Orphans of the tree re-parented to the host (the subreaper) are reaped meanwhile.
+        self.group.wait_empty(Duration::from_secs(2)).await;
         self.rpc.closed().cancel();
     }
 
@@ -313,17 +302,9 @@ impl Server {
     }
 }
 
-fn libc_killpg(pid: u32, signal: i32) -> i32 {
-    if pid == 0 {
-        return -1;
-    }
-    // SAFETY: killpg has no memory-safety preconditions.
-    unsafe { libc::killpg(pid as libc::pid_t, signal) }
-}
-
 /// Whether a process group still has members (for tests of orphan freedom).
 pub fn process_group_alive(pgid: u32) -> bool {
-    libc_killpg(pgid, 0) == 0
+    agent_tools_support::process::group_exists(pgid)
 }
 
 /// Runs futures concurrently and collects their outputs in order (no extra dependency).

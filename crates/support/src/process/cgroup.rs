@@ -55,6 +55,12 @@ impl Cgroup {
         }
     }
 
+    /// Moves process `pid` (all its threads) into the cgroup; false where it could not (it
+    /// has exited, or the host may not move it).
+    pub(super) fn add(&self, pid: i32) -> bool {
+        std::fs::write(self.dir.join("cgroup.procs"), pid.to_string()).is_ok()
+    }
+
     /// Pids of the processes in the cgroup now.
     pub(super) fn members(&self) -> Vec<i32> {
         std::fs::read_to_string(self.dir.join("cgroup.procs"))

@@ -8,7 +8,7 @@ use std::{
 
 use super::{
     janitor,
-    teardown::{Teardown, signal_group, teardown},
+    teardown::{Teardown, reap, signal_group, teardown},
     tree::TreeId,
     watchdog::Watchdog,
 };
@@ -31,7 +31,26 @@ struct Inner {
     ended: Mutex<Option<Teardown>>,
 }
 
+/// A reference to a tree that does not keep it alive: what may signal it from outside its
+/// owner (a shutdown that must kill a busy kernel) without a number that could be reused.
+#[derive(Debug, Clone, Default)]
+pub struct WeakProcessGroup {
+    inner: std::sync::Weak<Inner>,
+}
+
+impl WeakProcessGroup {
+    /// The tree, while a [`ProcessGroup`] of it is still held.
+    pub fn upgrade(&self) -> Option<ProcessGroup> {
+        self.inner.upgrade().map(|inner| ProcessGroup { inner })
+    }
+}
+
 impl ProcessGroup {
+    /// A reference that does not keep the tree alive.
+    pub fn downgrade(&self) -> WeakProcessGroup {
+        WeakProcessGroup { inner: Arc::downgrade(&self.inner) }
+    }
+
     pub(super) fn new(id: TreeId, watchdog: Option<Watchdog>) -> Self {
         ProcessGroup {
             inner: Arc::new(Inner { id, watchdog: Mutex::new(watchdog), ended: Mutex::new(None) }),
@@ -69,6 +88,41 @@ impl ProcessGroup {
             Ok(())
         } else {
             Err(std::io::Error::last_os_error())
+        }
+    }
+
+    /// Sends `signal` to the spawned process alone (not what it started), while it still is
+    /// the process spawned: a kernel's interrupt goes to the interpreter, not to its children.
+    pub fn signal_leader(&self, signal: i32) -> std::io::Result<()> {
+        let id = &self.inner.id;
+        if !id.leader_exists() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                format!("process {} has ended", id.leader),
+            ));
+        }
+        // SAFETY: kill(2) on the leader just verified by its start time; no memory is involved.
+        if unsafe { libc::kill(id.leader, signal) } == 0 {
+            Ok(())
+        } else {
+            Err(std::io::Error::last_os_error())
+        }
+    }
+
+    /// Waits up to `within` until no process of the group is left, zombies included, reaping
+    /// the zombies re-parented to the host (never the leader, whose `Child` owns its status);
+    /// true once the group is empty.
+    pub async fn wait_empty(&self, within: Duration) -> bool {
+        let until = std::time::Instant::now() + within;
+        loop {
+            if !super::group_exists(self.pid()) {
+                return true;
+            }
+            reap(&self.inner.id.find().orphan_zombies);
+            if std::time::Instant::now() >= until {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
 

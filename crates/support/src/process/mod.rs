@@ -58,7 +58,10 @@ use self::{
     tree::{Lineage, TreeId},
     watchdog::Watchdog,
 };
-pub use self::{group::ProcessGroup, teardown::Teardown};
+pub use self::{
+    group::{ProcessGroup, WeakProcessGroup},
+    teardown::Teardown,
+};
 
 /// The start time of process `pid` (clock ticks since boot): with the pid it names one process
 /// for good. None when it is gone.
@@ -88,11 +91,29 @@ pub struct SpawnedStd {
 #[derive(Debug, Clone)]
 pub struct SpawnOptions {
     watchdog: bool,
+    cgroup_join: CgroupJoin,
+}
+
+/// When the leader joins its tree's cgroup (where one can be made).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CgroupJoin {
+    /// Between fork and exec: nothing the program does escapes it. The join waits for the
+    /// kernel (a write to `cgroup.procs` waits for an RCU grace period: 1–15 ms, longer under
+    /// load), and the program's start waits with it.
+    #[default]
+    BeforeExec,
+    /// Moved by the host right after the exec, while the program boots; the spawn returns once
+    /// it is in. For a program that starts nothing of its own before it is given input (the
+    /// kernels' runners): whatever it starts afterwards is born in the cgroup. A program that
+    /// forks at once (a shell, a wrapper such as bubblewrap) must use [`BeforeExec`](Self::BeforeExec):
+    /// a child forked before the move stays outside (teardown still finds it by its lineage
+    /// mark and process group).
+    AfterStart,
 }
 
 impl Default for SpawnOptions {
     fn default() -> Self {
-        SpawnOptions { watchdog: true }
+        SpawnOptions { watchdog: true, cgroup_join: CgroupJoin::BeforeExec }
     }
 }
 
@@ -108,11 +129,17 @@ impl SpawnOptions {
         self
     }
 
+    /// When the leader joins its cgroup (default: [`CgroupJoin::BeforeExec`]).
+    pub fn cgroup_join(mut self, when: CgroupJoin) -> Self {
+        self.cgroup_join = when;
+        self
+    }
+
     /// Starts `command` (its program, arguments, pipes, directory and environment as set) in
     /// a tree of its own, registered with the current Tokio runtime.
     pub async fn spawn(&self, mut command: tokio::process::Command) -> io::Result<Spawned> {
         let lineage = Lineage::new();
-        let cgroup = prepare(command.as_std_mut(), &lineage, self.watchdog);
+        let cgroup = self.prepare(command.as_std_mut(), &lineage);
         let child = spawner::spawn_tokio(command).await?;
         let pid = child.id().ok_or_else(|| io::Error::other("the spawned process has no pid"))?;
         let group = self.track(pid, lineage, cgroup);
@@ -122,7 +149,7 @@ impl SpawnOptions {
     /// [`spawn`](Self::spawn) for blocking code.
     pub fn spawn_std(&self, mut command: std::process::Command) -> io::Result<SpawnedStd> {
         let lineage = Lineage::new();
-        let cgroup = prepare(&mut command, &lineage, self.watchdog);
+        let cgroup = self.prepare(&mut command, &lineage);
         let child = spawner::spawn_std(command)?;
         let group = self.track(child.id(), lineage, cgroup);
         Ok(SpawnedStd { child, group })
@@ -132,7 +159,13 @@ impl SpawnOptions {
         let leader = pid as i32;
         // Read before anyone can reap the leader: a zombie still has its stat.
         let leader_start = tree::stat(leader).map(|info| info.start);
-        // The leader joined before its exec, or could not (then the cgroup is of no use).
+        // The leader joined before its exec, or joins now, or could not (then the cgroup is of
+        // no use).
+        if self.cgroup_join == CgroupJoin::AfterStart
+            && let Some(cgroup) = &cgroup
+        {
+            cgroup.add(leader);
+        }
         let cgroup = cgroup.filter(|c| c.contains(leader)).map(std::sync::Arc::new);
         let watchdog = if self.watchdog {
             match Watchdog::start(leader, &lineage, cgroup.as_deref()) {
@@ -162,6 +195,13 @@ pub fn spawn_std(command: std::process::Command) -> io::Result<SpawnedStd> {
     SpawnOptions::new().spawn_std(command)
 }
 
+/// Whether any process of process group `pgid` exists, zombies included (`killpg(pgid, 0)`).
+pub fn group_exists(pgid: u32) -> bool {
+    let Ok(pgid) = libc::pid_t::try_from(pgid) else { return false };
+    // SAFETY: signal 0 only checks; no memory is involved.
+    pgid > 1 && unsafe { libc::killpg(pgid, 0) } == 0
+}
+
 /// Whether spawned trees get a cgroup of their own here (a writable cgroup v2 hierarchy: root,
 /// or a delegated subtree). Without one, a descendant that leaves the group, clears its
 /// environment and loses its parent is out of reach.
@@ -169,20 +209,20 @@ pub fn cgroup_available() -> bool {
     Cgroup::create().is_some()
 }
 
-/// Readies `command` for a tree of its own; its cgroup, where one can be made. Only a tree with
-/// a watchdog gets one: the watchdog removes it if the host dies first (a short-lived helper
-/// without one would leave an empty cgroup folder behind).
-fn prepare(
-    command: &mut std::process::Command,
-    lineage: &Lineage,
-    watchdog: bool,
-) -> Option<Cgroup> {
-    use std::os::unix::process::CommandExt;
-    command.env(&lineage.name, "1").process_group(0);
-    spawner::die_with_host(command);
-    let cgroup = if watchdog { Cgroup::create() } else { None };
-    if let Some(cgroup) = &cgroup {
-        cgroup.join_on_exec(command);
+impl SpawnOptions {
+    /// Readies `command` for a tree of its own; its cgroup, where one can be made. Only a tree
+    /// with a watchdog gets one: the watchdog removes it if the host dies first (a short-lived
+    /// helper without one would leave an empty cgroup folder behind).
+    fn prepare(&self, command: &mut std::process::Command, lineage: &Lineage) -> Option<Cgroup> {
+        use std::os::unix::process::CommandExt;
+        command.env(&lineage.name, "1").process_group(0);
+        spawner::die_with_host(command);
+        let cgroup = if self.watchdog { Cgroup::create() } else { None };
+        if let Some(cgroup) = &cgroup
+            && self.cgroup_join == CgroupJoin::BeforeExec
+        {
+            cgroup.join_on_exec(command);
+        }
+        cgroup
     }
-    cgroup
 }

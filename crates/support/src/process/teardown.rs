@@ -172,7 +172,7 @@ fn reap_orphans<'a>(seen: impl Iterator<Item = &'a ProcInfo>, leader: i32) {
     reap(&zombies);
 }
 
-fn reap(zombies: &[i32]) {
+pub(super) fn reap(zombies: &[i32]) {
     for pid in zombies {
         let mut status = 0;
         // SAFETY: waitpid(2) on one pid, a zombie child of the host; `status` is a local.
