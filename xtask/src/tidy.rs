@@ -72,31 +72,73 @@ fn no_trailing_whitespace_in_sources() {
     assert!(offenders.is_empty(), "trailing whitespace:\n{}", offenders.join("\n"));
 }
 
+/// The workspace's crates and, for each, the workspace crates it depends on (normal and build
+/// dependencies; dev-dependencies are the tests' business), from `cargo metadata`.
+fn crate_graph() -> Vec<(String, Vec<String>)> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let output = std::process::Command::new(cargo)
+        .args(["metadata", "--format-version", "1", "--no-deps", "--offline"])
+        .current_dir(project_root())
+        .output()
+        .expect("cargo metadata runs");
+    assert!(output.status.success(), "cargo metadata: {}", String::from_utf8_lossy(&output.stderr));
+    let metadata: serde_json::Value =
+        serde_json::from_slice(&output.stdout).expect("cargo metadata prints JSON");
+    let packages = metadata["packages"].as_array().expect("packages");
+    let members: Vec<&str> = packages.iter().filter_map(|p| p["name"].as_str()).collect();
+    packages
+        .iter()
+        .map(|package| {
+            let internal = package["dependencies"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|d| d["kind"].as_str() != Some("dev"))
+                .filter_map(|d| d["name"].as_str())
+                .filter(|name| members.contains(name))
+                .map(str::to_string)
+                .collect();
+            (package["name"].as_str().unwrap_or_default().to_string(), internal)
+        })
+        .collect()
+}
+
+/// The family crates: each depends on the support crate and on no other workspace crate.
+const FAMILIES: [&str; 6] = [
+    "agent-tools-ask",
+    "agent-tools-astgrep",
+    "agent-tools-debug",
+    "agent-tools-eval",
+    "agent-tools-lsp",
+    "agent-tools-vibe",
+];
+
 #[test]
 fn family_crates_depend_on_no_other_family_and_not_on_the_facade() {
-    let root = project_root();
-    let internal = [
-        "agent-tools",
-        "agent-tools-ask",
-        "agent-tools-astgrep",
-        "agent-tools-debug",
-        "agent-tools-eval",
-        "agent-tools-lsp",
-        "agent-tools-vibe",
-        "agent-tools-python",
-    ];
-    let mut violations = Vec::new();
-    for dir in ["ask", "astgrep", "debug", "eval", "lsp-tool", "vibe"] {
-        let manifest = std::fs::read_to_string(root.join("crates").join(dir).join("Cargo.toml"))
-            .unwrap_or_default();
-        for line in manifest.lines() {
-            let key = line.split('=').next().unwrap_or("").trim();
-            if internal.contains(&key) {
-                violations.push(format!("crates/{dir} depends on {key}"));
-            }
-        }
+    let graph = crate_graph();
+    for family in FAMILIES {
+        assert!(graph.iter().any(|(name, _)| name == family), "{family} is not in the workspace");
     }
+    let violations: Vec<String> = graph
+        .iter()
+        .filter(|(name, _)| FAMILIES.contains(&name.as_str()))
+        .flat_map(|(name, deps)| {
+            deps.iter()
+                .filter(|d| *d != "agent-tools-support")
+                .map(move |d| format!("{name} depends on {d}"))
+        })
+        .collect();
     assert!(violations.is_empty(), "family crates must stay independent: {violations:?}");
+}
+
+#[test]
+fn the_support_crate_is_a_leaf() {
+    let graph = crate_graph();
+    let (_, deps) = graph
+        .iter()
+        .find(|(name, _)| name == "agent-tools-support")
+        .expect("agent-tools-support is in the workspace");
+    assert!(deps.is_empty(), "agent-tools-support depends on workspace crates: {deps:?}");
 }
 
 /// Where a line of library code (tests, examples and test binaries excluded, and everything
@@ -134,16 +176,8 @@ fn mechanism_violations(patterns: &[&str], allow_marker: &str) -> Vec<String> {
     found
 }
 
-#[test]
-fn only_the_support_crate_starts_processes() {
-    let found = mechanism_violations(&[".spawn()", ".output()"], "tidy: not a spawn");
-    assert!(
-        found.is_empty(),
-        "start processes through agent_tools_support::process (own group, death with the host, \
-         teardown of descendants):\n{}",
-        found.join("\n")
-    );
-}
+// Starting and signalling processes outside the support crate is a compile-time rule:
+// `disallowed-methods` in clippy.toml, which CI's clippy run enforces.
 
 #[test]
 fn only_the_support_crate_writes_files_by_path() {
@@ -165,13 +199,4 @@ fn only_the_support_crate_writes_files_by_path() {
          `tidy: private folder` comment:\n{}",
         found.join("\n")
     );
-}
-
-#[test]
-fn the_support_crate_is_a_leaf() {
-    let manifest = std::fs::read_to_string(project_root().join("crates/support/Cargo.toml"))
-        .unwrap_or_default();
-    let internal: Vec<&str> =
-        manifest.lines().filter(|l| l.trim_start().starts_with("agent-tools")).collect();
-    assert!(internal.is_empty(), "agent-tools-support depends on workspace crates: {internal:?}");
 }

@@ -11,6 +11,8 @@
 //!   event, then stackTrace + scopes + variables (the same facts), blocking std I/O, no framework.
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
+// Tests, examples and test programs start and signal programs directly, on purpose.
+#![allow(clippy::disallowed_methods)]
 
 use std::{
     io::{BufRead, BufReader, Write},

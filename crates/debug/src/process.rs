@@ -47,6 +47,7 @@ impl ProcRef {
     }
 
     /// Sends `signal` if this is still the same process.
+    #[allow(clippy::disallowed_methods)] // a debuggee the adapter started, checked by start time
     pub fn signal(&self, signal: i32) -> bool {
         if self.pid <= 1 || !self.alive() {
             return false;
@@ -62,6 +63,7 @@ impl ProcRef {
 }
 
 /// Sends `signal` to every process of group `pgid`. False if the group is empty.
+#[allow(clippy::disallowed_methods)] // a debuggee's own group, found by its leader
 pub fn signal_group(pgid: i32, signal: i32) -> bool {
     if pgid <= 1 {
         return false;

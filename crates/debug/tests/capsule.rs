@@ -2,7 +2,10 @@
 //! delve is reached on the capsule's own loopback, the debuggee meets the walls (a read-only
 //! system, no network), and nothing is left when the session ends.
 
-#![allow(clippy::print_stderr)] // a skipped test says so loudly
+#![allow(clippy::print_stderr)]
+// a skipped test says so loudly
+// Tests, examples and test programs start and signal programs directly, on purpose.
+#![allow(clippy::disallowed_methods)]
 
 mod support;
 

@@ -14,6 +14,8 @@
 //! - `quit`.
 
 #![allow(clippy::print_stdout)]
+// Tests, examples and test programs start and signal programs directly, on purpose.
+#![allow(clippy::disallowed_methods)]
 
 use std::{
     collections::HashMap,

@@ -2,6 +2,8 @@
 //! TypeScript SDKs, the Inspector CLI, Claude Code, Codex, the conformance suite).
 
 #![allow(clippy::print_stderr, unreachable_pub)]
+// Tests, examples and test programs start and signal programs directly, on purpose.
+#![allow(clippy::disallowed_methods)]
 
 mod ask_over_mcp;
 mod astgrep_over_mcp;

@@ -8,6 +8,8 @@
 //! walks through; see `Script` below.
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
+// Tests, examples and test programs start and signal programs directly, on purpose.
+#![allow(clippy::disallowed_methods)]
 
 use std::{
     collections::{BTreeMap, HashMap},
