@@ -142,7 +142,9 @@ async fn lifecycle(real: Real, file: &str, line: u32, symbol: &str, expect: &str
     let again = real.ok(args).await;
     assert!(again.contains(expect), "the call after a SIGKILL answers: {again}");
     let status = real.ok(json!({"action": "status"})).await;
-    assert!(status.contains("crashed 1 time(s)") && status.contains("— ready"), "{status}");
+    // A restarted clangd may still be indexing in the background when it answers.
+    let running = status.contains("— ready") || status.contains("— indexing");
+    assert!(status.contains("crashed 1 time(s)") && running, "{status}");
     real.finish().await;
 }
 

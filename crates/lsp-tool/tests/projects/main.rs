@@ -85,6 +85,19 @@ impl Project {
         self.call(args.clone()).await.unwrap_or_else(|e| panic!("lsp {args} failed: {e}"))
     }
 
+    /// [`ok`](Self::ok), asked again while the server says it is not ready (what a model does
+    /// with "try again shortly"): a cold server on a loaded machine may need more than one
+    /// deadline for its first answer. Bounded: a server that never becomes ready fails.
+    async fn ok_once_ready(&self, args: Value) -> String {
+        for _ in 0..8 {
+            match self.call(args.clone()).await {
+                Err(LspError::NotReady(_)) => continue,
+                other => return other.unwrap_or_else(|e| panic!("lsp {args} failed: {e}")),
+            }
+        }
+        panic!("lsp {args}: the server was not ready after 8 tries")
+    }
+
     async fn rename(
         &self,
         file: &str,

@@ -42,7 +42,7 @@ async fn a_signature_change_reports_the_broken_caller_in_another_python_file() {
 async fn break_a_caller(p: &Project, caller: &str, callee: &str, old: &str, new: &str) -> String {
     // The model looked at the caller first (a cold server's first answer can take longer
     // than a write's deadline).
-    p.ok(json!({"action": "diagnostics", "file": caller})).await;
+    p.ok_once_ready(json!({"action": "diagnostics", "file": caller})).await;
     let cancel = CancellationToken::new();
     let caller = p.root.join(caller);
     let before = std::fs::read(&caller).expect("read caller");
