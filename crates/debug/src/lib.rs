@@ -29,6 +29,7 @@
 
 pub mod adapters;
 mod config;
+pub mod dap_types;
 mod error;
 mod launch;
 pub mod output;

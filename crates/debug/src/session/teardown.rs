@@ -4,11 +4,10 @@
 
 use std::time::Duration;
 
-use serde_json::json;
-
 use super::Session;
 use crate::{
     adapters::AdapterKind,
+    dap_types::{Disconnect, DisconnectArguments},
     process::{ProcRef, describe_status, group_members, signal_group, wait_until},
     response::{OUTPUT_CHARS, TeardownReport},
 };
@@ -34,8 +33,9 @@ impl Session {
         if !gone && !self.client.is_closed() {
             self.shared.update(|s| s.disconnecting = true);
             let terminate = self.owns_debuggee;
-            let args = json!({"restart": false, "terminateDebuggee": terminate});
-            match self.client.request("disconnect", args, self.config.disconnect_timeout()).await {
+            let args =
+                DisconnectArguments { restart: Some(false), terminate_debuggee: Some(terminate) };
+            match self.client.request::<Disconnect>(args, self.config.disconnect_timeout()).await {
                 Ok(_) => report.steps.push(format!(
                     "disconnect ({}): acknowledged",
                     if terminate {
