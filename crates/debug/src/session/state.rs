@@ -3,7 +3,7 @@
 
 use std::{collections::VecDeque, sync::Arc, time::Duration};
 
-use agent_tools_support::capsule::Capsule;
+use agent_tools_support::{capsule::Capsule, process::KnownProcess};
 
 use parking_lot::Mutex;
 use tokio::{
@@ -18,7 +18,6 @@ use crate::{
         RunInTerminalArguments, RunInTerminalBody, StartDebugging, StoppedBody,
     },
     output::OutputRing,
-    process::ProcRef,
     protocol::{DapClient, Incoming},
 };
 
@@ -52,7 +51,7 @@ pub(crate) struct State {
     /// The debuggee's pid from the `process` event.
     pub process_pid: Option<i32>,
     /// Processes to kill at teardown if still alive (debuggees, terminal children).
-    pub debuggees: Vec<ProcRef>,
+    pub debuggees: Vec<KnownProcess>,
     pub output: OutputRing,
     /// The adapter's console messages and stderr.
     pub log: VecDeque<String>,
@@ -93,7 +92,7 @@ impl State {
         }
     }
 
-    pub(crate) fn remember(&mut self, proc: ProcRef) {
+    pub(crate) fn remember(&mut self, proc: KnownProcess) {
         if !self.debuggees.contains(&proc) {
             self.debuggees.push(proc);
         }
@@ -272,7 +271,7 @@ fn apply_process(shared: &Shared, body: &ProcessBody) {
         .and_then(|p| if under == 0 { Some(p) } else { shared.capsule.host_pid(p, under) })
         .and_then(|p| i32::try_from(p).ok())
     {
-        let proc = ProcRef::of(pid);
+        let proc = KnownProcess::of(pid);
         shared.update(|s| {
             s.process_pid = Some(pid);
             if let Some(p) = proc {
@@ -402,7 +401,7 @@ async fn run_in_terminal(
         forward_lines(shared.clone(), stderr, "stderr", false);
     }
     shared.update(|s| {
-        if let Some(p) = ProcRef::of(pid) {
+        if let Some(p) = KnownProcess::of(pid) {
             s.remember(p);
         }
         s.process_pid.get_or_insert(pid);

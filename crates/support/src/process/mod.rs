@@ -46,6 +46,7 @@
 mod cgroup;
 mod group;
 mod janitor;
+mod known;
 mod spawner;
 mod teardown;
 mod tree;
@@ -58,7 +59,11 @@ use self::{
     tree::{Lineage, TreeId},
     watchdog::Watchdog,
 };
-pub use self::{group::ProcessGroup, teardown::Teardown};
+pub use self::{
+    group::ProcessGroup,
+    known::{KnownProcess, descendants, family, group_members, group_of, kill_group},
+    teardown::Teardown,
+};
 
 /// The start time of process `pid` (clock ticks since boot): with the pid it names one process
 /// for good. None when it is gone.
