@@ -118,3 +118,38 @@ impl IncomingRequest {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn parse(command: &str, arguments: Value) -> IncomingRequest {
+        IncomingRequest::parse(RequestMessage { seq: 4, command: command.into(), arguments })
+    }
+
+    #[test]
+    fn reverse_requests_are_read_by_command_and_anything_else_is_refused_with_a_reason() {
+        let run = parse(
+            "runInTerminal",
+            json!({"kind": "integrated", "args": ["/bin/prog", "-v"], "env": {"A": "1", "B": null}}),
+        );
+        assert_eq!((run.seq, run.command()), (4, "runInTerminal"));
+        let Reverse::RunInTerminal(arguments) = run.request else { panic!("not runInTerminal") };
+        assert_eq!(arguments.args, ["/bin/prog", "-v"]);
+        let env = arguments.env.unwrap();
+        assert_eq!((env["A"].as_deref(), env["B"].as_deref()), (Some("1"), None));
+        let Reverse::Unsupported { why, .. } = parse("runInTerminal", json!({"args": [1]})).request
+        else {
+            panic!("malformed arguments were accepted");
+        };
+        assert!(why.contains("not the protocol's"), "{why}");
+        let unknown = parse("handshake", Value::Null);
+        assert_eq!(unknown.command(), "handshake");
+        assert!(
+            matches!(unknown.request, Reverse::Unsupported { why, .. } if why.contains("unknown request `handshake`"))
+        );
+        assert!(matches!(parse("startDebugging", Value::Null).request, Reverse::StartDebugging(_)));
+    }
+}
