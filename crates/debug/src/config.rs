@@ -73,14 +73,3 @@ impl DebugConfig {
         Duration::from_millis(self.disconnect_timeout_ms)
     }
 }
-
-/// `1800` → `30 min`, `1798` → `29 min`, `90` → `90 s`, `7200` → `2 h`.
-pub fn human_seconds(secs: u64) -> String {
-    if secs >= 3600 && secs.is_multiple_of(3600) {
-        format!("{} h", secs / 3600)
-    } else if secs >= 120 {
-        format!("{} min", secs / 60)
-    } else {
-        format!("{secs} s")
-    }
-}

@@ -29,6 +29,7 @@
 
 pub mod adapters;
 mod config;
+pub mod dap_types;
 mod error;
 mod launch;
 pub mod output;
@@ -44,7 +45,7 @@ mod supervisor;
 
 pub use crate::{
     adapters::{AdapterKind, AdapterReport, ExceptionMode, SearchEnv},
-    config::{AdapterCommands, DebugConfig, human_seconds},
+    config::{AdapterCommands, DebugConfig},
     error::DebugError,
     output::{OutputChunk, OutputEntry},
     progress::{CallScope, ProgressPort},
@@ -53,6 +54,9 @@ pub use crate::{
     response::*,
     supervisor::{DebugSupervisor, adapter_reports},
 };
+
+/// The one duration wording (support's), kept here for callers that word the debug limits.
+pub use agent_tools_support::duration::human_seconds;
 
 /// The tool's name.
 pub const TOOL_NAME: &str = "debug";

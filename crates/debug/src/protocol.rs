@@ -1,10 +1,12 @@
 //! The Debug Adapter Protocol on the wire: Content-Length framing (the support crate's bounded
-//! reader and deadline-bound writer), and a client that correlates
-//! responses by `request_seq`, hands events and reverse requests to the session, and fails every
-//! pending request clearly when the adapter goes away.
+//! reader and deadline-bound writer), and a client that sends typed requests
+//! ([`crate::dap_types::Request`]), correlates responses by `request_seq`, hands events and
+//! reverse requests to the session parsed, and fails every pending request clearly when the
+//! adapter goes away.
 
 use std::{
     collections::HashMap,
+    marker::PhantomData,
     sync::{
         Arc,
         atomic::{AtomicI64, Ordering},
@@ -14,11 +16,17 @@ use std::{
 
 use agent_tools_support::framing::{FrameReader, FrameWriter};
 use parking_lot::Mutex;
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
 use tokio::{
     io::{AsyncRead, AsyncWrite},
     sync::{mpsc, oneshot},
     task::JoinHandle,
+};
+
+use crate::dap_types::{
+    ErrorBody, ErrorMessage, Event, EventMessage, IncomingRequest, Message, OutgoingRequest,
+    OutgoingResponse, Request, ResponseMessage, ReverseRequest,
 };
 
 /// Largest message body we accept; a broken adapter must not make us allocate without bound.
@@ -26,7 +34,7 @@ const MAX_BODY: usize = 64 * 1024 * 1024;
 /// How long a write may make no progress before the adapter counts as not reading.
 const WRITE_DEADLINE: Duration = Duration::from_secs(10);
 
-/// A response from the adapter.
+/// A response from the adapter, its body still raw (see [`PendingResponse::wait`]).
 #[derive(Debug, Clone)]
 pub struct Response {
     pub success: bool,
@@ -36,12 +44,12 @@ pub struct Response {
 }
 
 impl Response {
-    fn from_value(value: &Value) -> Self {
+    fn from_message(message: ResponseMessage) -> Self {
         Response {
-            success: value["success"].as_bool().unwrap_or(false),
-            command: value["command"].as_str().unwrap_or_default().to_string(),
-            message: value["message"].as_str().map(str::to_string),
-            body: value.get("body").cloned().unwrap_or(Value::Null),
+            success: message.success,
+            command: message.command,
+            message: message.message,
+            body: message.body,
         }
     }
 
@@ -53,17 +61,12 @@ impl Response {
         {
             parts.push(message.clone());
         }
-        if let Some(format) = self.body["error"]["format"].as_str() {
-            let mut text = format.to_string();
-            if let Some(vars) = self.body["error"]["variables"].as_object() {
-                for (key, value) in vars {
-                    let value = value.as_str().map_or_else(|| value.to_string(), str::to_string);
-                    text = text.replace(&format!("{{{key}}}"), &value);
-                }
-            }
-            if !parts.iter().any(|p| p == &text) {
-                parts.push(text);
-            }
+        let error =
+            serde_json::from_value::<ErrorBody>(self.body.clone()).ok().and_then(|b| b.error);
+        if let Some(text) = error.as_ref().and_then(ErrorMessage::text)
+            && !parts.iter().any(|p| p == &text)
+        {
+            parts.push(text);
         }
         if parts.is_empty() { "the adapter gave no reason".to_string() } else { parts.join(": ") }
     }
@@ -72,16 +75,9 @@ impl Response {
 /// Something the adapter sent that is not a response.
 #[derive(Debug, Clone)]
 pub enum Incoming {
-    Event {
-        event: String,
-        body: Value,
-    },
+    Event(Event),
     /// A reverse request (`runInTerminal`, `startDebugging`, …); it must be answered.
-    Request {
-        seq: i64,
-        command: String,
-        arguments: Value,
-    },
+    Request(IncomingRequest),
     /// The connection ended; the text says how.
     Closed(String),
 }
@@ -95,6 +91,8 @@ pub enum DapError {
     Closed(String),
     #[error("`{command}` failed: {message}")]
     Failed { command: String, message: String },
+    #[error("the adapter's answer to `{command}` is not what the protocol says ({message})")]
+    Malformed { command: String, message: String },
 }
 
 type Waiter = oneshot::Sender<Result<Response, DapError>>;
@@ -121,21 +119,17 @@ pub struct DapClient {
 /// A request that was sent and whose response has not been awaited yet.
 ///
 /// It can be polled repeatedly (inside `select!` loops) and remembers its result.
-pub struct PendingResponse {
-    command: String,
+pub struct PendingResponse<R: Request> {
     rx: Option<oneshot::Receiver<Result<Response, DapError>>>,
     done: Option<Result<Response, DapError>>,
+    request: PhantomData<fn() -> R>,
 }
 
-impl PendingResponse {
+impl<R: Request> PendingResponse<R> {
     /// Waits at most `timeout` for the response; a failed response is an error.
-    pub async fn wait(mut self, timeout: Duration) -> Result<Value, DapError> {
+    pub async fn wait(mut self, timeout: Duration) -> Result<R::Body, DapError> {
         let response = self.wait_raw(timeout).await?;
-        if response.success {
-            Ok(response.body)
-        } else {
-            Err(DapError::Failed { command: self.command, message: response.error_text() })
-        }
+        body_of::<R>(response)
     }
 
     /// Waits at most `timeout` for the response, failed or not. Cancel-safe.
@@ -155,7 +149,7 @@ impl PendingResponse {
                 result
             }
             Err(_) => {
-                Err(DapError::Timeout { command: self.command.clone(), secs: timeout.as_secs() })
+                Err(DapError::Timeout { command: R::COMMAND.to_string(), secs: timeout.as_secs() })
             }
         }
     }
@@ -180,9 +174,26 @@ impl PendingResponse {
         self.done.clone()
     }
 
-    pub fn command(&self) -> &str {
-        &self.command
+    pub fn command(&self) -> &'static str {
+        R::COMMAND
     }
+}
+
+/// The typed body of a successful response to `R`; a failed one is an error. A missing body
+/// reads as an empty one.
+pub fn body_of<R: Request>(response: Response) -> Result<R::Body, DapError> {
+    if !response.success {
+        return Err(DapError::Failed {
+            command: R::COMMAND.to_string(),
+            message: response.error_text(),
+        });
+    }
+    let body =
+        if response.body.is_null() { Value::Object(Default::default()) } else { response.body };
+    serde_json::from_value(body).map_err(|e| DapError::Malformed {
+        command: R::COMMAND.to_string(),
+        message: e.to_string(),
+    })
 }
 
 impl DapClient {
@@ -213,9 +224,18 @@ impl DapClient {
             .map_err(|e| DapError::Closed(format!("cannot write to the adapter: {e}")))
     }
 
-    /// Sends a request without waiting for its response.
-    pub async fn send(&self, command: &str, arguments: Value) -> Result<PendingResponse, DapError> {
+    /// Sends the request `R` without waiting for its response.
+    pub async fn send<R: Request>(
+        &self,
+        arguments: R::Arguments,
+    ) -> Result<PendingResponse<R>, DapError> {
         let seq = self.next_seq();
+        let message =
+            OutgoingRequest { seq, kind: "request", command: R::COMMAND, arguments: &arguments };
+        let message = serde_json::to_value(&message).map_err(|e| DapError::Malformed {
+            command: R::COMMAND.to_string(),
+            message: format!("its arguments cannot be written: {e}"),
+        })?;
         let (tx, rx) = oneshot::channel();
         {
             let mut pending = self.pending.lock();
@@ -224,46 +244,66 @@ impl DapClient {
             }
             pending.waiters.insert(seq, tx);
         }
-        let message =
-            json!({"seq": seq, "type": "request", "command": command, "arguments": arguments});
-        tracing::trace!(seq, command, "dap ->");
+        tracing::trace!(seq, command = R::COMMAND, "dap ->");
         if let Err(e) = self.write(&message).await {
             self.pending.lock().waiters.remove(&seq);
             return Err(e);
         }
-        Ok(PendingResponse { command: command.to_string(), rx: Some(rx), done: None })
+        Ok(PendingResponse { rx: Some(rx), done: None, request: PhantomData })
     }
 
-    /// Sends a request and waits at most `timeout` for a successful response body.
-    pub async fn request(
+    /// Sends the request `R` and waits at most `timeout` for its successful response body.
+    pub async fn request<R: Request>(
         &self,
-        command: &str,
-        arguments: Value,
+        arguments: R::Arguments,
         timeout: Duration,
-    ) -> Result<Value, DapError> {
-        self.send(command, arguments).await?.wait(timeout).await
+    ) -> Result<R::Body, DapError> {
+        self.send::<R>(arguments).await?.wait(timeout).await
     }
 
-    /// Answers a reverse request.
-    pub async fn respond(
+    /// Answers the reverse request `R`: its body, or why it was refused.
+    pub async fn respond<R: ReverseRequest>(
+        &self,
+        request_seq: i64,
+        answer: Result<R::Body, &str>,
+    ) -> Result<(), DapError> {
+        match answer {
+            Ok(body) => self.answer(request_seq, R::COMMAND, true, None, body).await,
+            Err(message) => self.refuse(request_seq, R::COMMAND, message).await,
+        }
+    }
+
+    /// Refuses a reverse request, whatever its command.
+    pub async fn refuse(
+        &self,
+        request_seq: i64,
+        command: &str,
+        message: &str,
+    ) -> Result<(), DapError> {
+        self.answer(request_seq, command, false, Some(message), Value::Null).await
+    }
+
+    async fn answer<B: Serialize>(
         &self,
         request_seq: i64,
         command: &str,
         success: bool,
         message: Option<&str>,
-        body: Value,
+        body: B,
     ) -> Result<(), DapError> {
-        let mut response = json!({
-            "seq": self.next_seq(),
-            "type": "response",
-            "request_seq": request_seq,
-            "command": command,
-            "success": success,
-            "body": body,
-        });
-        if let Some(message) = message {
-            response["message"] = Value::String(message.to_string());
-        }
+        let response = OutgoingResponse {
+            seq: self.next_seq(),
+            kind: "response",
+            request_seq,
+            command,
+            success,
+            message,
+            body,
+        };
+        let response = serde_json::to_value(&response).map_err(|e| DapError::Malformed {
+            command: command.to_string(),
+            message: format!("our answer cannot be written: {e}"),
+        })?;
         self.write(&response).await
     }
 
@@ -316,34 +356,33 @@ async fn read_loop<R: AsyncRead + Unpin>(
 }
 
 fn dispatch(message: Value, pending: &Mutex<Pending>, tx: &mpsc::UnboundedSender<Incoming>) {
-    tracing::trace!(
-        kind = message["type"].as_str().unwrap_or("?"),
-        command = message["command"].as_str().unwrap_or(""),
-        event = message["event"].as_str().unwrap_or(""),
-        request_seq = message["request_seq"].as_i64().unwrap_or(0),
-        "dap <-"
-    );
-    match message["type"].as_str() {
-        Some("response") => {
+    let message = match serde_json::from_value::<Message>(message) {
+        Ok(message) => message,
+        Err(e) => {
+            tracing::debug!(error = %e, "dap <- a message that is not the protocol's; ignored");
+            return;
+        }
+    };
+    match message {
+        Message::Response(response) => {
+            tracing::trace!(
+                request_seq = response.request_seq,
+                command = response.command,
+                "dap <- response"
+            );
             // Correlate by `request_seq` only: some adapters send an empty `command` on errors.
-            let Some(request_seq) = message["request_seq"].as_i64() else { return };
-            let waiter = pending.lock().waiters.remove(&request_seq);
+            let waiter = pending.lock().waiters.remove(&response.request_seq);
             if let Some(waiter) = waiter {
-                let _ = waiter.send(Ok(Response::from_value(&message)));
+                let _ = waiter.send(Ok(Response::from_message(response)));
             }
         }
-        Some("event") => {
-            let event = message["event"].as_str().unwrap_or_default().to_string();
-            let body = message.get("body").cloned().unwrap_or(Value::Null);
-            let _ = tx.send(Incoming::Event { event, body });
+        Message::Event(EventMessage { event, body }) => {
+            tracing::trace!(event, "dap <- event");
+            let _ = tx.send(Incoming::Event(Event::parse(&event, body)));
         }
-        Some("request") => {
-            let _ = tx.send(Incoming::Request {
-                seq: message["seq"].as_i64().unwrap_or(0),
-                command: message["command"].as_str().unwrap_or_default().to_string(),
-                arguments: message.get("arguments").cloned().unwrap_or(Value::Null),
-            });
+        Message::Request(request) => {
+            tracing::trace!(seq = request.seq, command = request.command, "dap <- request");
+            let _ = tx.send(Incoming::Request(IncomingRequest::parse(request)));
         }
-        _ => {}
     }
 }

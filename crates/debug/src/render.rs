@@ -4,7 +4,9 @@ use std::fmt::Write as _;
 
 use agent_tools_support::words::count;
 
-use crate::{adapters::AdapterReport, config::human_seconds, output::OutputChunk, response::*};
+use agent_tools_support::duration::human_seconds;
+
+use crate::{adapters::AdapterReport, output::OutputChunk, response::*};
 
 /// Renders `outcome` as the text the model reads.
 pub fn render(outcome: &DebugOutcome) -> String {

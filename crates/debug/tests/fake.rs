@@ -10,9 +10,8 @@ mod support;
 
 use std::path::PathBuf;
 
-use agent_tools_debug::{
-    AdapterCommands, DebugConfig, DebugOutcome, RunState, SearchEnv, process::ProcRef,
-};
+use agent_tools_debug::{AdapterCommands, DebugConfig, DebugOutcome, RunState, SearchEnv};
+use agent_tools_support::process::KnownProcess;
 use serde_json::{Value, json};
 use support::*;
 
@@ -266,7 +265,7 @@ async fn reverse_requests_are_answered_run_in_terminal_runs_and_start_debugging_
         let cmd = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
         let env = std::fs::read(entry.path().join("environ")).unwrap_or_default();
         if cmd.starts_with(b"sleep\x00300") && env.windows(10).any(|w| w == b"FAKE_DAP=1") {
-            terminal_pid = ProcRef::of(pid).filter(|p| procs.iter().all(|q| q.pid != p.pid));
+            terminal_pid = KnownProcess::of(pid).filter(|p| procs.iter().all(|q| q.pid != p.pid));
         }
     }
     let terminal = terminal_pid.expect("the runInTerminal child runs");
@@ -285,7 +284,7 @@ async fn an_adapter_that_ignores_sigterm_is_killed_and_so_is_its_debuggee_in_ano
     let launched = h.ok(json!({"operation": "launch", "program": "bin/main.dart"})).await;
     let procs = session_processes(&launched);
     let DebugOutcome::Started(started) = &launched else { unreachable!() };
-    let debuggee = ProcRef::of(started.session.debuggee_pid.unwrap()).unwrap();
+    let debuggee = KnownProcess::of(started.session.debuggee_pid.unwrap()).unwrap();
     assert!(debuggee.leads_group(), "the fake starts its debuggee in a group of its own");
     let DebugOutcome::Terminated(report) = h.ok(json!({"operation": "terminate"})).await else {
         panic!()

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::{AdapterKind, is_elf};
-use crate::schema::bare_enum;
+use crate::{dap_types::Capabilities, schema::bare_enum};
 
 /// Which exceptions stop the program: `uncaught` (the default: exceptions, panics and crashes
 /// that nothing catches), `all` (every raise, caught or not) or `none`.
@@ -213,7 +213,7 @@ pub fn attach_is_direct(kind: AdapterKind) -> bool {
 pub fn exception_filters(
     kind: AdapterKind,
     mode: ExceptionMode,
-    capabilities: &Value,
+    capabilities: &Capabilities,
 ) -> Vec<String> {
     let wanted: &[&str] = match (kind, mode) {
         (_, ExceptionMode::None) => &[],
@@ -227,18 +227,7 @@ pub fn exception_filters(
         // delve stops on panics by itself and offers no filters.
         (AdapterKind::Delve, _) => &[],
     };
-    let offered: Vec<&str> = capabilities["exceptionBreakpointFilters"]
-        .as_array()
-        .map(|filters| filters.iter().filter_map(|f| f["filter"].as_str()).collect())
-        .unwrap_or_default();
-    wanted.iter().filter(|w| offered.contains(w)).map(|w| w.to_string()).collect()
-}
-
-/// Whether the adapter offers the exception filter `filter`.
-pub fn offers_filter(capabilities: &Value, filter: &str) -> bool {
-    capabilities["exceptionBreakpointFilters"]
-        .as_array()
-        .is_some_and(|filters| filters.iter().any(|f| f["filter"] == filter))
+    wanted.iter().filter(|w| capabilities.offers_filter(w)).map(|w| w.to_string()).collect()
 }
 
 #[cfg(test)]
@@ -269,8 +258,10 @@ mod tests {
 
     #[test]
     fn exception_filters_are_limited_to_what_the_adapter_offers() {
-        let caps =
-            json!({"exceptionBreakpointFilters": [{"filter": "raised"}, {"filter": "uncaught"}]});
+        let caps: Capabilities = serde_json::from_value(
+            json!({"exceptionBreakpointFilters": [{"filter": "raised"}, {"filter": "uncaught"}]}),
+        )
+        .unwrap();
         assert_eq!(
             exception_filters(AdapterKind::Debugpy, ExceptionMode::Uncaught, &caps),
             ["uncaught"]

@@ -13,7 +13,7 @@ use self::probe::{go_binary, minor, parse_delve_version, parse_go_version};
 pub use self::{
     arguments::{
         ExceptionMode, LaunchSpec, StdinSource, attach_arguments, attach_is_direct,
-        exception_filters, launch_arguments, offers_filter,
+        exception_filters, launch_arguments,
     },
     kind::{AdapterKind, adapter_for_program, find_marker, go_module_dir, is_elf, looks_like_rust},
     probe::{

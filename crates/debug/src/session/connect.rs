@@ -3,7 +3,6 @@
 
 use std::{path::Path, sync::Arc, time::Duration};
 
-use serde_json::Value;
 use tokio::{
     io::{AsyncBufReadExt, BufReader},
     task::JoinHandle,
@@ -18,6 +17,7 @@ use super::{
 };
 use crate::{
     adapters::{self, AdapterKind},
+    dap_types::Capabilities,
     error::DebugError,
     protocol::{BoxRead, BoxWrite, DapClient},
 };
@@ -123,7 +123,7 @@ impl Session {
             client,
             shared,
             process,
-            capabilities: Value::Null,
+            capabilities: Capabilities::default(),
             temp: Some(temp),
             deadline: Instant::now() + opts.config.ttl(),
             owns_debuggee: matches!(opts.target, Target::Launch(_)),

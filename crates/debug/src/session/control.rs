@@ -4,15 +4,40 @@
 use std::time::Duration;
 
 use crate::progress::CallScope;
-use serde_json::json;
 use tokio::time::Instant;
 
 use super::*;
 use crate::{
     adapters::{AdapterKind, ExceptionMode},
+    dap_types::{
+        Continue, Disconnect, DisconnectArguments, Next, NoArguments, Pause, StackTrace,
+        StackTraceArguments, StepIn, StepOut, ThreadArguments, Threads,
+    },
     error::DebugError,
+    protocol::DapError,
     response::*,
 };
+
+/// How `continue` and the steps let the program run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Motion {
+    Continue,
+    StepOver,
+    StepIn,
+    StepOut,
+}
+
+impl Motion {
+    /// The operation as the user names it.
+    fn what(self) -> &'static str {
+        match self {
+            Motion::Continue => "continue",
+            Motion::StepOver => "step over",
+            Motion::StepIn => "step in",
+            Motion::StepOut => "step out",
+        }
+    }
+}
 
 pub(super) enum Wait {
     Stopped,
@@ -122,9 +147,8 @@ impl Session {
                             self.shared.read(|s| s.stop.as_ref().and_then(|x| x.thread_id));
                         if let Err(e) = self
                             .client
-                            .request(
-                                "continue",
-                                json!({"threadId": thread.unwrap_or(0)}),
+                            .request::<Continue>(
+                                ThreadArguments { thread_id: thread.unwrap_or(0) },
                                 self.config.request_timeout(),
                             )
                             .await
@@ -216,17 +240,12 @@ impl Session {
         let (Some(thread), "function breakpoint") = (stop.thread_id, stop.reason.as_str()) else {
             return false;
         };
-        let args = json!({"threadId": thread, "startFrame": 0, "levels": 2});
-        let Ok(body) = self.client.request("stackTrace", args, self.config.request_timeout()).await
+        let args = StackTraceArguments { thread_id: thread, start_frame: 0, levels: 2 };
+        let Ok(body) = self.client.request::<StackTrace>(args, self.config.request_timeout()).await
         else {
             return false;
         };
-        let names: Vec<&str> = body["stackFrames"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|f| f["name"].as_str())
-            .collect();
+        let names: Vec<&str> = body.stack_frames.iter().map(|f| f.name.as_str()).collect();
         names.len() == 2 && names.iter().all(|n| *n == super::snapshot::GO_TEST_FAIL)
     }
 
@@ -237,14 +256,8 @@ impl Session {
         {
             // delve sends no `exited` event; it prints the exit status when we disconnect.
             self.shared.update(|s| s.disconnecting = true);
-            let _ = self
-                .client
-                .request(
-                    "disconnect",
-                    json!({"terminateDebuggee": true}),
-                    self.config.disconnect_timeout(),
-                )
-                .await;
+            let args = DisconnectArguments { restart: None, terminate_debuggee: Some(true) };
+            let _ = self.client.request::<Disconnect>(args, self.config.disconnect_timeout()).await;
             let mut rx = self.shared.subscribe();
             let deadline = Instant::now() + Duration::from_secs(2);
             while !self.shared.read(|s| s.gone.is_some() || s.exit_code.is_some()) {
@@ -364,22 +377,17 @@ impl Session {
     /// `continue`, `next`, `stepIn`, `stepOut`: resume, then wait for the next stop.
     pub(crate) async fn resume(
         &mut self,
-        command: &str,
+        motion: Motion,
         thread_id: Option<i64>,
         wait: Duration,
         cancel: &CallScope<'_>,
     ) -> Result<RunState, DebugError> {
-        let what = match command {
-            "continue" => "continue",
-            "next" => "step over",
-            "stepIn" => "step in",
-            _ => "step out",
-        };
+        let what = motion.what();
         if let Some(unseen) = self.unseen_instead_of(what).await {
             return Ok(unseen);
         }
         let (running, epoch) = self.shared.read(|s| (s.running || s.epoch == 0, s.epoch));
-        if command == "continue" && running && !self.finished() {
+        if motion == Motion::Continue && running && !self.finished() {
             // Already running (an earlier wait ended first): wait for the next stop again.
             return Ok(self.wait_state(epoch, wait, cancel).await);
         }
@@ -391,14 +399,18 @@ impl Session {
             s.pausing = false;
             s.epoch
         });
-        let result = self
-            .client
-            .request(command, json!({"threadId": thread}), self.config.request_timeout())
-            .await;
+        let args = ThreadArguments { thread_id: thread };
+        let timeout = self.config.request_timeout();
+        let result = match motion {
+            Motion::Continue => self.client.request::<Continue>(args, timeout).await.map(drop),
+            Motion::StepOver => self.client.request::<Next>(args, timeout).await.map(drop),
+            Motion::StepIn => self.client.request::<StepIn>(args, timeout).await.map(drop),
+            Motion::StepOut => self.client.request::<StepOut>(args, timeout).await.map(drop),
+        };
         match result {
-            Ok(_) => {}
+            Ok(()) => {}
             // The adapter went away mid-request: report it as the state it leaves us in.
-            Err(crate::protocol::DapError::Closed(_)) => {}
+            Err(DapError::Closed(_)) => {}
             Err(e) => {
                 self.shared.update(|s| {
                     if s.epoch == after {
@@ -439,7 +451,7 @@ impl Session {
         };
         self.shared.update(|s| s.pausing = true);
         self.client
-            .request("pause", json!({"threadId": thread}), self.config.request_timeout())
+            .request::<Pause>(ThreadArguments { thread_id: thread }, self.config.request_timeout())
             .await
             .map_err(|e| DebugError::adapter(format!("pause: {e}")))?;
         Ok(self.wait_state(epoch, wait, cancel).await)
@@ -449,9 +461,12 @@ impl Session {
         if let Some(t) = self.shared.read(|s| s.stop.as_ref().and_then(|x| x.thread_id)) {
             return Some(t);
         }
-        let body =
-            self.client.request("threads", json!({}), self.config.request_timeout()).await.ok()?;
-        body["threads"].as_array()?.first()?["id"].as_i64()
+        let body = self
+            .client
+            .request::<Threads>(NoArguments {}, self.config.request_timeout())
+            .await
+            .ok()?;
+        Some(body.threads.first()?.id)
     }
 
     /// Writes `text` to the program's stdin (an empty text closes it); when the program is

@@ -4,17 +4,29 @@
 use std::{path::Path, time::Duration};
 
 use crate::progress::CallScope;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::time::Instant;
 
 use super::*;
 use crate::{
     adapters::ExceptionMode,
     adapters::{self, AdapterKind},
+    dap_types::{
+        Attach, Breakpoint, BreakpointsBody, ConfigurationDone, FunctionBreakpoint, Initialize,
+        InitializeArguments, Launch, NoArguments, Request, SetBreakpoints, SetBreakpointsArguments,
+        SetExceptionBreakpoints, SetExceptionBreakpointsArguments, SetFunctionBreakpoints,
+        SetFunctionBreakpointsArguments, Source, SourceBreakpoint, Threads,
+    },
     error::DebugError,
-    protocol::PendingResponse,
+    protocol::{DapError, PendingResponse},
     response::*,
 };
+
+/// The request that starts the program, with its adapter's own arguments.
+enum StartRequest {
+    Launch(Value),
+    Attach(Value),
+}
 
 /// How often to nudge an adapter that answered `launch` but has not sent `initialized` yet.
 const POKE_EVERY: Duration = Duration::from_millis(200);
@@ -28,12 +40,14 @@ impl Session {
     ) -> Result<StartedView, DebugError> {
         let deadline = Instant::now() + opts.config.launch_timeout();
         self.initialize(deadline, &opts.cancel).await?;
-        let (command, arguments) = self.start_request(opts)?;
-        // Never await the launch response here: debugpy answers it only after configurationDone.
-        let mut launch = self.client.send(command, arguments).await?;
-        self.await_initialized(opts, command, &mut launch, deadline).await?;
-        let (breakpoints, filters) = self.configure(opts, deadline).await?;
-        self.await_launch_response(command, launch, deadline).await?;
+        let (breakpoints, filters) = match self.start_request(opts)? {
+            StartRequest::Launch(arguments) => {
+                self.start_program::<Launch>(opts, arguments, deadline).await?
+            }
+            StartRequest::Attach(arguments) => {
+                self.start_program::<Attach>(opts, arguments, deadline).await?
+            }
+        };
         let wait = if matches!(opts.target, Target::Attach { .. }) && opts.breakpoints.is_empty() {
             Duration::ZERO
         } else {
@@ -43,35 +57,48 @@ impl Session {
         Ok(StartedView { session: self.view(), breakpoints, exception_filters: filters, state })
     }
 
+    /// `launch` or `attach` (`R`), not awaited: debugpy answers it only after
+    /// configurationDone. Then `initialized`, the configuration, and its response.
+    async fn start_program<R: Request<Arguments = Value>>(
+        &mut self,
+        opts: &StartOptions<'_>,
+        arguments: Value,
+        deadline: Instant,
+    ) -> Result<(Vec<BreakpointView>, Vec<String>), DebugError> {
+        let mut launch = self.client.send::<R>(arguments).await?;
+        self.await_initialized(opts, &mut launch, deadline).await?;
+        let configured = self.configure(opts, deadline).await?;
+        self.await_launch_response(launch, deadline).await?;
+        Ok(configured)
+    }
+
     /// `initialize`: the adapter's capabilities (and lldb-dap's version, which it says there).
     async fn initialize(
         &mut self,
         deadline: Instant,
         cancel: &CallScope<'_>,
     ) -> Result<(), DebugError> {
-        let init = json!({
-            "clientID": "agent-tools",
-            "clientName": "agent-tools",
-            "adapterID": self.kind.adapter_id(),
-            "locale": "en",
-            "pathFormat": "path",
-            "linesStartAt1": true,
-            "columnsStartAt1": true,
-            "supportsVariableType": true,
-            "supportsVariablePaging": true,
-            "supportsRunInTerminalRequest": true,
-            "supportsStartDebuggingRequest": false,
-            "supportsProgressReporting": false,
-            "supportsMemoryReferences": false,
-            "supportsInvalidatedEvent": false,
-        });
-        let pending = self.client.send("initialize", init).await?;
+        let init = InitializeArguments {
+            client_id: "agent-tools",
+            client_name: "agent-tools",
+            adapter_id: self.kind.adapter_id(),
+            locale: "en",
+            path_format: "path",
+            lines_start_at1: true,
+            columns_start_at1: true,
+            supports_variable_type: true,
+            supports_variable_paging: true,
+            supports_run_in_terminal_request: true,
+            supports_start_debugging_request: false,
+            supports_progress_reporting: false,
+            supports_memory_references: false,
+            supports_invalidated_event: false,
+        };
+        let pending = self.client.send::<Initialize>(init).await?;
         self.capabilities = self.await_response(pending, deadline, cancel).await?;
-        if self.capabilities.is_null() {
-            self.capabilities = json!({});
-        }
         if self.version.is_none()
-            && let Some(version) = self.capabilities["__lldb"]["version"].as_str()
+            && let Some(version) =
+                self.capabilities.lldb.as_ref().and_then(|l| l.version.as_deref())
         {
             self.version = Some(version.to_string());
         }
@@ -79,10 +106,7 @@ impl Session {
     }
 
     /// The `launch` or `attach` request and its arguments for this adapter.
-    fn start_request(
-        &mut self,
-        opts: &StartOptions<'_>,
-    ) -> Result<(&'static str, Value), DebugError> {
+    fn start_request(&mut self, opts: &StartOptions<'_>) -> Result<StartRequest, DebugError> {
         Ok(match &opts.target {
             Target::Launch(spec) => {
                 let mut spec = spec.clone();
@@ -102,7 +126,7 @@ impl Session {
                     self.notes
                         .push("justMyCode is off: breakpoints and steps reach library code".into());
                 }
-                ("launch", adapters::launch_arguments(self.kind, &spec))
+                StartRequest::Launch(adapters::launch_arguments(self.kind, &spec))
             }
             Target::Attach { how, program, cwd } => {
                 let (port, pid) = match how {
@@ -111,20 +135,20 @@ impl Session {
                 };
                 let args =
                     adapters::attach_arguments(self.kind, port, pid, program.as_deref(), cwd);
-                ("attach", args)
+                StartRequest::Attach(args)
             }
         })
     }
 
     /// Waits for `initialized` after `command`, nudging an adapter that answered but has not
     /// flushed it, and fails when the adapter exits, refuses `command` or takes too long.
-    async fn await_initialized(
+    async fn await_initialized<R: Request>(
         &self,
         opts: &StartOptions<'_>,
-        command: &str,
-        launch: &mut PendingResponse,
+        launch: &mut PendingResponse<R>,
         deadline: Instant,
     ) -> Result<(), DebugError> {
+        let command = R::COMMAND;
         let mut rx = self.shared.subscribe();
         let mut last_poke: Option<Instant> = None;
         let started = Instant::now();
@@ -158,7 +182,7 @@ impl Session {
                 // lldb-dap can leave `process`/`initialized` unflushed behind its launch response
                 // until its next reply: any request pushes them out.
                 last_poke = Some(now);
-                let _ = self.client.send("threads", json!({})).await;
+                let _ = self.client.send::<Threads>(NoArguments {}).await;
             }
             tokio::select! {
                 _ = launch.wait_raw(deadline - now), if !answered => {}
@@ -189,27 +213,29 @@ impl Session {
         let mut sent = Vec::new();
         for (file, request) in opts.breakpoints {
             let pending =
-                self.client.send("setBreakpoints", breakpoint_args(self.kind, file, request)).await;
+                self.client.send::<SetBreakpoints>(breakpoint_args(self.kind, file, request)).await;
             sent.push((file, request, pending));
         }
         self.function_breakpoints(opts).await;
         let panic_breakpoint = if self.kind == AdapterKind::Lldb
             && opts.rust
             && opts.exceptions != ExceptionMode::None
-            && self.capabilities["supportsFunctionBreakpoints"].as_bool().unwrap_or(false)
+            && self.capabilities.supports_function_breakpoints.unwrap_or(false)
         {
             // A Rust panic is not a signal: break where the panic machinery starts unwinding.
-            let args = json!({"breakpoints": [{"name": "rust_panic"}]});
-            Some(self.client.send("setFunctionBreakpoints", args).await)
+            let args = SetFunctionBreakpointsArguments {
+                breakpoints: vec![FunctionBreakpoint { name: "rust_panic".into() }],
+            };
+            Some(self.client.send::<SetFunctionBreakpoints>(args).await)
         } else {
             None
         };
         let filters = self.exception_filters_to_send(opts);
-        let offers_filters = self.capabilities["exceptionBreakpointFilters"]
-            .as_array()
-            .is_some_and(|f| !f.is_empty());
+        let offers_filters =
+            self.capabilities.exception_breakpoint_filters.as_ref().is_some_and(|f| !f.is_empty());
         let exception_breakpoints = if offers_filters || !filters.is_empty() {
-            Some(self.client.send("setExceptionBreakpoints", json!({"filters": filters})).await)
+            let args = SetExceptionBreakpointsArguments { filters: filters.clone() };
+            Some(self.client.send::<SetExceptionBreakpoints>(args).await)
         } else {
             None
         };
@@ -239,8 +265,8 @@ impl Session {
             self.notes
                 .push("delve always stops on panics; `exceptions: none` has no effect".into());
         }
-        if self.capabilities["supportsConfigurationDoneRequest"].as_bool().unwrap_or(true) {
-            let pending = self.client.send("configurationDone", json!({})).await?;
+        if self.capabilities.supports_configuration_done_request.unwrap_or(true) {
+            let pending = self.client.send::<ConfigurationDone>(NoArguments {}).await?;
             self.await_response(pending, deadline, &opts.cancel).await?;
         }
         Ok((breakpoints, filters))
@@ -260,14 +286,15 @@ impl Session {
         let mut function_breakpoints = Vec::new();
         if delve_entry {
             // delve's own entry stop is on a thread without frames: stop at main.main instead.
-            function_breakpoints.push(json!({"name": "main.main"}));
+            function_breakpoints.push(FunctionBreakpoint { name: "main.main".into() });
         }
         if go_test_failures {
-            function_breakpoints.push(json!({"name": super::snapshot::GO_TEST_FAIL}));
+            function_breakpoints
+                .push(FunctionBreakpoint { name: super::snapshot::GO_TEST_FAIL.into() });
         }
         if !function_breakpoints.is_empty() {
-            let args = json!({"breakpoints": function_breakpoints});
-            if let Ok(p) = self.client.send("setFunctionBreakpoints", args).await {
+            let args = SetFunctionBreakpointsArguments { breakpoints: function_breakpoints };
+            if let Ok(p) = self.client.send::<SetFunctionBreakpoints>(args).await {
                 let _ = p.wait(timeout).await;
                 if delve_entry {
                     self.notes.push(
@@ -287,7 +314,7 @@ impl Session {
             adapters::exception_filters(self.kind, opts.exceptions, &self.capabilities);
         if opts.python_test
             && opts.exceptions == ExceptionMode::Uncaught
-            && adapters::offers_filter(&self.capabilities, "userUnhandled")
+            && self.capabilities.offers_filter("userUnhandled")
         {
             // pytest catches every failure, so `uncaught` never fires: stop where the failure
             // leaves the test's code for pytest's.
@@ -298,17 +325,17 @@ impl Session {
 
     /// The launch response (the program runs to its first stop meanwhile), then what the
     /// session watches: the program's descendants and the stdin it was given.
-    async fn await_launch_response(
+    async fn await_launch_response<R: Request>(
         &mut self,
-        command: &str,
-        mut launch: PendingResponse,
+        mut launch: PendingResponse<R>,
         deadline: Instant,
     ) -> Result<(), DebugError> {
+        let command = R::COMMAND;
         // Answered while the program runs to its first stop, so that stop's snapshot needs no
         // extra round trip to name its thread. Only debugpy: delve lists a placeholder thread
         // while the program runs.
         if self.kind == AdapterKind::Debugpy {
-            self.early_threads = self.client.send("threads", json!({})).await.ok();
+            self.early_threads = self.client.send::<Threads>(NoArguments {}).await.ok();
         }
         let now = Instant::now();
         let response = match launch.wait_raw(deadline.saturating_duration_since(now)).await {
@@ -330,29 +357,28 @@ impl Session {
         Ok(())
     }
 
-    pub(super) async fn await_response(
+    pub(super) async fn await_response<R: Request>(
         &self,
-        mut pending: PendingResponse,
+        mut pending: PendingResponse<R>,
         deadline: Instant,
         cancel: &CallScope<'_>,
-    ) -> Result<Value, DebugError> {
-        let command = pending.command().to_string();
+    ) -> Result<R::Body, DebugError> {
+        let command = R::COMMAND;
         let limit = deadline.saturating_duration_since(Instant::now()).min(
-            self.config.request_timeout().max(if command == "initialize" {
+            self.config.request_timeout().max(if command == Initialize::COMMAND {
                 Duration::from_secs(20)
             } else {
                 Duration::ZERO
             }),
         );
         tokio::select! {
-            response = pending.wait_raw(limit) => {
-                let response = response?;
-                if response.success {
-                    Ok(response.body)
-                } else {
-                    Err(DebugError::adapter(format!("`{command}` failed: {}", response.error_text())))
+            response = pending.wait_raw(limit) => match crate::protocol::body_of::<R>(response?) {
+                Ok(body) => Ok(body),
+                Err(DapError::Failed { message, .. }) => {
+                    Err(DebugError::adapter(format!("`{command}` failed: {message}")))
                 }
-            }
+                Err(e) => Err(e.into()),
+            },
             _ = cancel.cancelled() => Err(DebugError::adapter(format!("`{command}` was cancelled"))),
         }
     }
@@ -381,8 +407,7 @@ impl Session {
     ) -> Vec<BreakpointView> {
         let result = self
             .client
-            .request(
-                "setBreakpoints",
+            .request::<SetBreakpoints>(
                 breakpoint_args(self.kind, file, request),
                 self.config.request_timeout(),
             )
@@ -415,14 +440,14 @@ impl Session {
                 else {
                     continue;
                 };
-                if let Some(verified) = change["verified"].as_bool() {
+                if let Some(verified) = change.verified {
                     view.verified = verified;
                 }
-                if let Some(line) = change["line"].as_u64().and_then(|l| u32::try_from(l).ok()) {
+                if let Some(line) = change.line.and_then(|l| u32::try_from(l).ok()) {
                     view.line = Some(line);
                 }
-                if let Some(message) = change["message"].as_str() {
-                    view.message = Some(message.to_string());
+                if let Some(message) = &change.message {
+                    view.message = Some(message.clone());
                 }
             }
         });
@@ -433,25 +458,25 @@ impl Session {
         &self,
         file: &Path,
         request: &BreakpointRequest,
-        result: Result<Value, crate::protocol::DapError>,
+        result: Result<BreakpointsBody, DapError>,
     ) -> Vec<BreakpointView> {
         let shown = display_path(&file.display().to_string(), &self.root);
-        let placed = match &result {
-            Ok(body) => body["breakpoints"].as_array().cloned().unwrap_or_default(),
-            Err(_) => Vec::new(),
+        let placed: &[Breakpoint] = match &result {
+            Ok(body) => &body.breakpoints,
+            Err(_) => &[],
         };
         request
             .lines
             .iter()
             .enumerate()
             .map(|(i, asked)| {
-                let bp = placed.get(i).cloned().unwrap_or(Value::Null);
+                let bp = placed.get(i).cloned().unwrap_or_default();
                 let mut view = pending_view(&shown, asked);
-                view.line = bp["line"].as_u64().and_then(|l| u32::try_from(l).ok());
-                view.verified = bp["verified"].as_bool().unwrap_or(false);
-                view.adapter_id = bp["id"].as_i64();
+                view.line = bp.line.and_then(|l| u32::try_from(l).ok());
+                view.verified = bp.verified.unwrap_or(false);
+                view.adapter_id = bp.id;
                 view.message = match &result {
-                    Ok(_) => bp["message"].as_str().map(str::to_string),
+                    Ok(_) => bp.message,
                     Err(e) => Some(e.to_string()),
                 };
                 if self.kind == AdapterKind::Lldb
@@ -495,32 +520,29 @@ pub(super) fn breakpoint_args(
     kind: AdapterKind,
     file: &Path,
     request: &BreakpointRequest,
-) -> Value {
-    let breakpoints: Vec<Value> = request
+) -> SetBreakpointsArguments {
+    let breakpoints = request
         .lines
         .iter()
-        .map(|asked| {
-            let mut bp = json!({"line": asked.line});
-            if let Some(c) = &asked.condition {
-                bp["condition"] = json!(c);
-            }
-            if let Some(h) = &asked.hit_condition {
-                bp["hitCondition"] = json!(adapter_hit_condition(kind, h));
-            }
-            if let Some(m) = &asked.log_message {
-                bp["logMessage"] = json!(m);
-            }
-            bp
+        .map(|asked| SourceBreakpoint {
+            line: asked.line,
+            condition: asked.condition.clone(),
+            hit_condition: asked.hit_condition.as_deref().map(|h| adapter_hit_condition(kind, h)),
+            log_message: asked.log_message.clone(),
         })
         .collect();
     let lines: Vec<u32> = request.lines.iter().map(|b| b.line).collect();
     let name = file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    json!({
-        "source": {"path": file.display().to_string(), "name": name},
-        "breakpoints": breakpoints,
-        "lines": lines,
-        "sourceModified": false,
-    })
+    SetBreakpointsArguments {
+        source: Source {
+            name: Some(name),
+            path: Some(file.display().to_string()),
+            presentation_hint: None,
+        },
+        breakpoints,
+        lines,
+        source_modified: false,
+    }
 }
 
 /// A hit condition as `kind` reads it. A bare number means "from the Nth hit on" everywhere:

@@ -1,11 +1,19 @@
 //! Looking closer at a stopped program: the session view and status, threads, stack, scopes,
 //! variables, evaluate and output.
 
-use serde_json::{Value, json};
 use tokio::time::Instant;
 
 use super::{handles::HandleKind, *};
-use crate::{error::DebugError, response::*};
+use crate::{
+    dap_types::{
+        Evaluate, EvaluateArguments, NoArguments, Scopes, ScopesArguments, SetVariable,
+        SetVariableArguments, StackTrace, StackTraceArguments, Threads, Variable, Variables,
+        VariablesArguments,
+    },
+    error::DebugError,
+    protocol::DapError,
+    response::*,
+};
 
 impl Session {
     /// The session as `status` and `launch` show it.
@@ -63,15 +71,12 @@ impl Session {
         if self.finished() {
             self.require_stopped("list threads")?;
         }
-        let body = self.client.request("threads", json!({}), self.config.request_timeout()).await?;
-        let all: Vec<ThreadView> = body["threads"]
-            .as_array()
+        let body =
+            self.client.request::<Threads>(NoArguments {}, self.config.request_timeout()).await?;
+        let all: Vec<ThreadView> = body
+            .threads
             .into_iter()
-            .flatten()
-            .map(|t| ThreadView {
-                id: t["id"].as_i64().unwrap_or(0),
-                name: t["name"].as_str().unwrap_or_default().to_string(),
-            })
+            .map(|t| ThreadView { id: t.id, name: t.name.unwrap_or_default() })
             .collect();
         let more = all.len().saturating_sub(MAX_THREADS);
         Ok((all.into_iter().take(MAX_THREADS).collect(), more))
@@ -82,27 +87,11 @@ impl Session {
         let thread = self.thread_or_default(thread_id);
         let epoch = self.shared.read(|s| s.epoch);
         self.handles.begin_stop(epoch);
-        let body = self
-            .client
-            .request(
-                "stackTrace",
-                json!({"threadId": thread, "startFrame": 0, "levels": MAX_FRAMES}),
-                self.config.request_timeout(),
-            )
-            .await?;
-        let frames: Vec<FrameView> = body["stackFrames"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .take(MAX_FRAMES)
-            .map(|f| self.frame_view(f))
-            .collect();
-        Ok(StackView {
-            stop: epoch,
-            thread_id: thread,
-            frames,
-            total: body["totalFrames"].as_u64(),
-        })
+        let args = StackTraceArguments { thread_id: thread, start_frame: 0, levels: MAX_FRAMES };
+        let body = self.client.request::<StackTrace>(args, self.config.request_timeout()).await?;
+        let frames: Vec<FrameView> =
+            body.stack_frames.iter().take(MAX_FRAMES).map(|f| self.frame_view(f)).collect();
+        Ok(StackView { stop: epoch, thread_id: thread, frames, total: body.total_frames })
     }
 
     pub(super) fn running(&self) -> bool {
@@ -121,23 +110,27 @@ impl Session {
         let handle = self.handles.resolve(frame_id, HandleKind::Frame, self.running())?;
         let body = self
             .client
-            .request("scopes", json!({"frameId": handle.adapter_id}), self.config.request_timeout())
+            .request::<Scopes>(
+                ScopesArguments { frame_id: handle.adapter_id },
+                self.config.request_timeout(),
+            )
             .await?;
-        let scopes = body["scopes"].as_array().cloned().unwrap_or_default();
-        let views = scopes
-            .iter()
-            .filter_map(|s| {
-                let reference = s["variablesReference"].as_i64().filter(|r| *r > 0)?;
-                let count = match (s["namedVariables"].as_u64(), s["indexedVariables"].as_u64()) {
-                    (None, None) => None,
-                    (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
-                };
-                Some(ScopeView {
-                    name: s["name"].as_str().unwrap_or("?").to_string(),
-                    reference: self.handles.add(HandleKind::Reference, reference, count),
-                    expensive: s["expensive"].as_bool().unwrap_or(false),
+        let views = body
+            .scopes
+            .into_iter()
+            .filter(|s| s.variables_reference > 0)
+            .map(|s| {
+                let count = s.count();
+                ScopeView {
+                    reference: self.handles.add(
+                        HandleKind::Reference,
+                        s.variables_reference,
+                        count,
+                    ),
+                    name: s.name,
+                    expensive: s.expensive,
                     count,
-                })
+                }
             })
             .collect();
         Ok((frame_id, views))
@@ -150,13 +143,13 @@ impl Session {
     ) -> Result<VariablesView, DebugError> {
         let handle = self.handles.resolve(reference, HandleKind::Reference, self.running())?;
         let paged = start > 0 || handle.children.is_some_and(|c| c > MAX_CHILDREN as u64);
-        let mut args = json!({"variablesReference": handle.adapter_id});
-        if paged {
-            args["start"] = json!(start);
-            args["count"] = json!(MAX_CHILDREN + 1);
-        }
-        let body = self.client.request("variables", args, self.config.request_timeout()).await?;
-        let mut vars: Vec<Value> = body["variables"].as_array().cloned().unwrap_or_default();
+        let args = VariablesArguments {
+            variables_reference: handle.adapter_id,
+            start: paged.then_some(start),
+            count: paged.then_some(MAX_CHILDREN as u64 + 1),
+        };
+        let body = self.client.request::<Variables>(args, self.config.request_timeout()).await?;
+        let mut vars: Vec<Variable> = body.variables;
         if paged && vars.len() > MAX_CHILDREN + 1 {
             // The adapter ignored start/count: page here.
             vars = vars.into_iter().skip(usize::try_from(start).unwrap_or(usize::MAX)).collect();
@@ -179,21 +172,26 @@ impl Session {
         // A running program has no frame to evaluate in (debugpy would answer a NameError).
         self.require_stopped("evaluate")?;
         let frame_id = frame_id.or(self.default_frame);
-        let mut args = json!({"expression": expression, "context": self.kind.evaluate_context()});
+        let mut args = EvaluateArguments {
+            expression: expression.to_string(),
+            frame_id: None,
+            context: self.kind.evaluate_context(),
+        };
         if let Some(id) = frame_id {
             let handle = self.handles.resolve(id, HandleKind::Frame, self.running())?;
-            args["frameId"] = json!(handle.adapter_id);
+            args.frame_id = Some(handle.adapter_id);
         }
         let body =
-            self.client.request("evaluate", args, self.config.request_timeout()).await.map_err(
+            self.client.request::<Evaluate>(args, self.config.request_timeout()).await.map_err(
                 |e| match e {
-                    crate::protocol::DapError::Failed { message, .. } => DebugError::adapter(
-                        format!("evaluating `{expression}` failed: {}", evaluate_error(&message)),
-                    ),
+                    DapError::Failed { message, .. } => DebugError::adapter(format!(
+                        "evaluating `{expression}` failed: {}",
+                        evaluate_error(&message)
+                    )),
                     other => other.into(),
                 },
             )?;
-        let result = self.variable_view(&body, Some(expression));
+        let result = self.variable_view(&body.into_variable(expression), Some(expression));
         Ok(EvaluateView { expression: expression.to_string(), frame_id, result })
     }
 
@@ -205,26 +203,29 @@ impl Session {
         value: &str,
     ) -> Result<VariableView, DebugError> {
         self.require_stopped("set a variable")?;
-        if !self.capabilities["supportsSetVariable"].as_bool().unwrap_or(false) {
+        if !self.capabilities.supports_set_variable.unwrap_or(false) {
             return Err(DebugError::usage(format!(
                 "the {} adapter cannot set variables; `evaluate` an assignment instead",
                 self.kind.id()
             )));
         }
         let handle = self.handles.resolve(reference, HandleKind::Reference, self.running())?;
-        let args = json!({"variablesReference": handle.adapter_id, "name": name, "value": value});
-        let body = self
-            .client
-            .request("setVariable", args, self.config.request_timeout())
-            .await
-            .map_err(|e| match e {
-                crate::protocol::DapError::Failed { message, .. } => DebugError::adapter(format!(
-                    "setting `{name}` to `{value}` failed: {}",
-                    evaluate_error(&message)
-                )),
-                other => other.into(),
-            })?;
-        Ok(self.variable_view(&body, Some(name)))
+        let args = SetVariableArguments {
+            variables_reference: handle.adapter_id,
+            name: name.to_string(),
+            value: value.to_string(),
+        };
+        let body =
+            self.client.request::<SetVariable>(args, self.config.request_timeout()).await.map_err(
+                |e| match e {
+                    DapError::Failed { message, .. } => DebugError::adapter(format!(
+                        "setting `{name}` to `{value}` failed: {}",
+                        evaluate_error(&message)
+                    )),
+                    other => other.into(),
+                },
+            )?;
+        Ok(self.variable_view(&body.into_variable(name), Some(name)))
     }
 
     pub(crate) fn output(&self, since: Option<u64>) -> OutputView {

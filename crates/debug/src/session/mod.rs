@@ -20,7 +20,6 @@ use std::{
     time::Duration,
 };
 
-use serde_json::Value;
 use tokio::{task::JoinHandle, time::Instant};
 use tokio_util::sync::CancellationToken;
 
@@ -31,6 +30,7 @@ use crate::{
     adapters::ExceptionMode,
     adapters::{AdapterCommand, AdapterKind, LaunchSpec},
     config::DebugConfig,
+    dap_types::{Capabilities, Threads},
     error::DebugError,
     protocol::{DapClient, PendingResponse},
     response::*,
@@ -39,6 +39,7 @@ use crate::{
 use self::connect::AdapterProcess;
 pub(crate) use self::{
     connect::attach_recipe,
+    control::Motion,
     handshake::{check_hit_condition, pending_view},
     snapshot::is_library_path,
 };
@@ -112,7 +113,7 @@ pub(crate) struct Session {
     client: Arc<DapClient>,
     pub(crate) shared: Arc<Shared>,
     process: Option<AdapterProcess>,
-    capabilities: Value,
+    capabilities: Capabilities,
     temp: Option<tempfile::TempDir>,
     pub(crate) deadline: Instant,
     owns_debuggee: bool,
@@ -134,7 +135,7 @@ pub(crate) struct Session {
     reported_stop: u64,
     /// The thread list asked for as the program starts (debugpy, which answers every request
     /// only after a round trip to the program): the first stop names its thread from it.
-    early_threads: Option<PendingResponse>,
+    early_threads: Option<PendingResponse<Threads>>,
     torn_down: bool,
 }
 

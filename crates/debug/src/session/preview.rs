@@ -5,10 +5,12 @@
 
 use std::{future::Future, pin::Pin};
 
-use serde_json::{Value, json};
-
 use super::Session;
-use crate::{adapters::AdapterKind, response::MAX_VALUE_CHARS};
+use crate::{
+    adapters::AdapterKind,
+    dap_types::{Variable, Variables, VariablesArguments},
+    response::MAX_VALUE_CHARS,
+};
 
 /// Children shown in a preview.
 const PREVIEW_CHILDREN: usize = 4;
@@ -18,50 +20,49 @@ const PREVIEW_DEPTH: u8 = 2;
 impl Session {
     /// `var` with its value completed by a preview of its children, where lldb's summary
     /// leaves them out; other adapters' values already say what they hold.
-    pub(super) async fn with_preview(&self, mut var: Value) -> Value {
+    pub(super) async fn with_preview(&self, mut var: Variable) -> Variable {
         if self.kind != AdapterKind::Lldb {
             return var;
         }
-        let value = var["value"].as_str().unwrap_or_default().trim().to_string();
         if let Some(preview) = self.preview(&var, PREVIEW_DEPTH).await {
-            var["value"] = json!(combine(&value, &preview));
+            var.value = combine(var.value.trim(), &preview);
         }
         var
     }
 
     fn preview<'a>(
         &'a self,
-        var: &'a Value,
+        var: &'a Variable,
         depth: u8,
     ) -> Pin<Box<dyn Future<Output = Option<String>> + Send + 'a>> {
         Box::pin(async move {
-            let reference = var["variablesReference"].as_i64().filter(|r| *r > 0)?;
-            let value = var["value"].as_str().unwrap_or_default().trim();
+            let reference = Some(var.variables_reference).filter(|r| *r > 0)?;
+            let value = var.value.trim();
             if depth == 0 || !needs_preview(value) {
                 return None;
             }
-            let args = json!({
-                "variablesReference": reference,
-                "start": 0,
-                "count": PREVIEW_CHILDREN + 1,
-            });
+            let args = VariablesArguments {
+                variables_reference: reference,
+                start: Some(0),
+                count: Some(PREVIEW_CHILDREN as u64 + 1),
+            };
             let body =
-                self.client.request("variables", args, self.config.request_timeout()).await.ok()?;
-            let children = body["variables"].as_array()?;
+                self.client.request::<Variables>(args, self.config.request_timeout()).await.ok()?;
+            let children = body.variables;
             if children.is_empty() {
                 return None;
             }
             let mut parts = Vec::new();
             for child in children.iter().take(PREVIEW_CHILDREN) {
-                let name = child["name"].as_str().unwrap_or("?");
-                let shown = child["value"].as_str().unwrap_or_default().trim();
+                let name = child.name.as_str();
+                let shown = child.value.trim();
                 let shown = match self.preview(child, depth - 1).await {
                     Some(inner) => combine(shown, &inner),
                     None => shown.to_string(),
                 };
                 parts.push(if name.is_empty() { shown } else { format!("{name} = {shown}") });
             }
-            let known = var["indexedVariables"].as_u64().or(var["namedVariables"].as_u64());
+            let known = var.indexed_variables.or(var.named_variables);
             if children.len() > PREVIEW_CHILDREN
                 || known.is_some_and(|n| n > PREVIEW_CHILDREN as u64)
             {

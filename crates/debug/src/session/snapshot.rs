@@ -3,10 +3,17 @@
 
 use std::path::Path;
 
-use serde_json::{Value, json};
-
 use super::{handles::HandleKind, *};
-use crate::{adapters::AdapterKind, error::DebugError, response::*};
+use crate::{
+    adapters::AdapterKind,
+    dap_types::{
+        Evaluate, EvaluateArguments, ExceptionInfo, NoArguments, Scopes, ScopesArguments,
+        StackFrame, StackTrace, StackTraceArguments, ThreadArguments, Threads, Variable, Variables,
+        VariablesArguments,
+    },
+    error::DebugError,
+    response::*,
+};
 
 impl Session {
     /// The stop snapshot of the current stop.
@@ -17,34 +24,36 @@ impl Session {
         let timeout = self.config.request_timeout();
         let mut notes = Vec::new();
         let client = self.client.clone();
-        let stack_args =
-            |thread: i64| json!({"threadId": thread, "startFrame": 0, "levels": MAX_FRAMES});
+        let stack_args = |thread: i64| StackTraceArguments {
+            thread_id: thread,
+            start_frame: 0,
+            levels: MAX_FRAMES,
+        };
         let early_threads = self.early_threads.take();
         let (threads, stack) = match stop.thread_id {
             Some(thread) => {
                 let threads_request = async {
                     if let Some(pending) = early_threads
                         && let Ok(list) = pending.wait(timeout).await
-                        && thread_name(&list, thread).is_some()
+                        && list.name_of(thread).is_some()
                     {
                         return Ok(list);
                     }
-                    client.request("threads", json!({}), timeout).await
+                    client.request::<Threads>(NoArguments {}, timeout).await
                 };
                 let (threads, stack) = tokio::join!(
                     threads_request,
-                    client.request("stackTrace", stack_args(thread), timeout),
+                    client.request::<StackTrace>(stack_args(thread), timeout),
                 );
                 (threads.ok(), Some((thread, stack)))
             }
             None => {
-                let threads = client.request("threads", json!({}), timeout).await.ok();
-                let first =
-                    threads.as_ref().and_then(|t| t["threads"].as_array()?.first()?["id"].as_i64());
+                let threads = client.request::<Threads>(NoArguments {}, timeout).await.ok();
+                let first = threads.as_ref().and_then(|t| Some(t.threads.first()?.id));
                 let stack = match first {
                     Some(thread) => Some((
                         thread,
-                        client.request("stackTrace", stack_args(thread), timeout).await,
+                        client.request::<StackTrace>(stack_args(thread), timeout).await,
                     )),
                     None => None,
                 };
@@ -54,14 +63,14 @@ impl Session {
         let thread = stack.as_ref().map(|(id, _)| {
             let name = threads
                 .as_ref()
-                .and_then(|t| thread_name(t, *id))
+                .and_then(|t| t.name_of(*id))
                 .unwrap_or_else(|| format!("thread {id}"));
             ThreadView { id: *id, name }
         });
         let mut frames = Vec::new();
         match &stack {
             Some((_, Ok(body))) => {
-                for frame in body["stackFrames"].as_array().into_iter().flatten().take(MAX_FRAMES) {
+                for frame in body.stack_frames.iter().take(MAX_FRAMES) {
                     frames.push((self.frame_view(frame), frame.clone()));
                 }
                 if frames.is_empty() {
@@ -88,17 +97,17 @@ impl Session {
         self.default_frame = chosen.as_ref().map(|(f, _)| f.frame_id);
 
         let wants_info = stop.reason == "exception"
-            && self.capabilities["supportsExceptionInfoRequest"].as_bool().unwrap_or(false);
+            && self.capabilities.supports_exception_info_request.unwrap_or(false);
         let info_request = async {
             match (&thread, wants_info) {
                 (Some(thread), true) => client
-                    .request("exceptionInfo", json!({"threadId": thread.id}), timeout)
+                    .request::<ExceptionInfo>(ThreadArguments { thread_id: thread.id }, timeout)
                     .await
                     .ok(),
                 _ => None,
             }
         };
-        let frame_id = chosen.as_ref().and_then(|(_, raw)| raw["id"].as_i64());
+        let frame_id = chosen.as_ref().and_then(|(_, raw)| raw.id);
         let locals_request = async {
             match frame_id {
                 Some(id) => Some(self.locals(id).await),
@@ -114,11 +123,10 @@ impl Session {
                 details: None,
             };
             if let Some(info) = info {
-                view.id = info["exceptionId"].as_str().map(str::to_string).or(view.id);
-                view.description =
-                    info["description"].as_str().map(str::to_string).or(view.description);
-                view.break_mode = info["breakMode"].as_str().map(str::to_string);
-                view.details = info["details"]["stackTrace"].as_str().map(|t| cut(t, 1500).0);
+                view.id = info.exception_id.or(view.id);
+                view.description = info.description.or(view.description);
+                view.break_mode = info.break_mode;
+                view.details = info.details.and_then(|d| d.stack_trace).map(|t| cut(&t, 1500).0);
             }
             view.id = view.id.as_deref().map(without_debugpy_note);
             view.description = view.description.as_deref().map(without_debugpy_note);
@@ -140,8 +148,8 @@ impl Session {
         let source = chosen
             .as_ref()
             .and_then(|(_, raw)| {
-                let path = raw["source"]["path"].as_str()?;
-                let line = u32::try_from(raw["line"].as_u64()?).ok()?;
+                let path = raw.source.as_ref()?.path.as_deref()?;
+                let line = u32::try_from(raw.line).ok()?;
                 Some(source_lines(Path::new(path), line))
             })
             .unwrap_or_default();
@@ -171,7 +179,7 @@ impl Session {
         // report it as the failure it is, with the message the test logged.
         if go_test_failed && exception.is_none() {
             reason = "exception".into();
-            let top = frames.first().and_then(|(_, raw)| raw["id"].as_i64());
+            let top = frames.first().and_then(|(_, raw)| raw.id);
             exception = Some(ExceptionView {
                 id: Some("test failed".into()),
                 description: match top {
@@ -217,11 +225,14 @@ impl Session {
     /// What a failing Go test logged so far (`t.Errorf`'s message), read in delve's frame
     /// `frame_id` of `testing.(*common).Fail`.
     async fn go_test_message(&self, frame_id: i64) -> Option<String> {
-        let args =
-            json!({"expression": "string(c.output)", "frameId": frame_id, "context": "repl"});
+        let args = EvaluateArguments {
+            expression: "string(c.output)".into(),
+            frame_id: Some(frame_id),
+            context: "repl",
+        };
         let body =
-            self.client.request("evaluate", args, self.config.request_timeout()).await.ok()?;
-        let quoted = body["result"].as_str()?;
+            self.client.request::<Evaluate>(args, self.config.request_timeout()).await.ok()?;
+        let quoted = body.result.as_str();
         let text: String = serde_json::from_str(quoted).unwrap_or_else(|_| quoted.to_string());
         let lines: Vec<&str> = text.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
         (!lines.is_empty()).then(|| lines.join("\n"))
@@ -233,33 +244,26 @@ impl Session {
         frame_id: i64,
     ) -> Result<(Vec<VariableView>, usize, Option<u64>), DebugError> {
         let timeout = self.config.request_timeout();
-        let scopes = self.client.request("scopes", json!({"frameId": frame_id}), timeout).await?;
-        let scopes = scopes["scopes"].as_array().cloned().unwrap_or_default();
+        let scopes =
+            self.client.request::<Scopes>(ScopesArguments { frame_id }, timeout).await?.scopes;
         let scope = scopes
             .iter()
-            .find(|s| s["presentationHint"] == "locals")
-            .or_else(|| {
-                scopes.iter().find(|s| {
-                    s["name"].as_str().is_some_and(|n| n.to_ascii_lowercase().starts_with("local"))
-                })
-            })
-            .or_else(|| scopes.iter().find(|s| !s["expensive"].as_bool().unwrap_or(false)));
+            .find(|s| s.presentation_hint.as_deref() == Some("locals"))
+            .or_else(|| scopes.iter().find(|s| s.name.to_ascii_lowercase().starts_with("local")))
+            .or_else(|| scopes.iter().find(|s| !s.expensive));
         let Some(scope) = scope else { return Ok((Vec::new(), 0, None)) };
-        let Some(reference) = scope["variablesReference"].as_i64().filter(|r| *r > 0) else {
+        let reference = scope.variables_reference;
+        if reference <= 0 {
             return Ok((Vec::new(), 0, None));
-        };
-        let count = scope["namedVariables"].as_u64();
-        let body = self
-            .client
-            .request("variables", json!({"variablesReference": reference}), timeout)
-            .await?;
-        let all: Vec<Value> = body["variables"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default()
+        }
+        let count = scope.named_variables;
+        let args = VariablesArguments { variables_reference: reference, start: None, count: None };
+        let body = self.client.request::<Variables>(args, timeout).await?;
+        let all: Vec<Variable> = body
+            .variables
             .into_iter()
             .filter(|v| {
-                let name = v["name"].as_str().unwrap_or_default();
+                let name = v.name.as_str();
                 // pytest's assertion rewriting leaves `@py_assert1` and the like in the frame.
                 !matches!(name, "special variables" | "function variables" | "class variables")
                     && !name.starts_with("@py_")
@@ -275,29 +279,29 @@ impl Session {
         Ok((shown, all.len().saturating_sub(SNAPSHOT_LOCALS), Some(handle)))
     }
 
-    pub(super) fn frame_view(&mut self, frame: &Value) -> FrameView {
-        let adapter_id = frame["id"].as_i64().unwrap_or(0);
+    pub(super) fn frame_view(&mut self, frame: &StackFrame) -> FrameView {
+        let adapter_id = frame.id.unwrap_or(0);
         let frame_id = self.handles.add(HandleKind::Frame, adapter_id, None);
-        let path = frame["source"]["path"].as_str().filter(|p| !p.is_empty());
-        let hint = frame["presentationHint"].as_str().unwrap_or_default();
-        let source_hint = frame["source"]["presentationHint"].as_str().unwrap_or_default();
+        let source = frame.source.as_ref();
+        let path = source.and_then(|s| s.path.as_deref()).filter(|p| !p.is_empty());
+        let hint = frame.presentation_hint.as_deref().unwrap_or_default();
+        let source_hint = source.and_then(|s| s.presentation_hint.as_deref()).unwrap_or_default();
         let inside =
             path.is_some_and(|p| Path::new(p).starts_with(&self.root) && !is_library_path(p));
         FrameView {
             frame_id,
-            name: tidy_frame_name(frame["name"].as_str().unwrap_or("?")),
+            name: tidy_frame_name(&frame.name),
             path: path.map(|p| display_path(p, &self.root)),
-            line: frame["line"].as_u64().and_then(|l| u32::try_from(l).ok()).filter(|l| *l > 0),
-            column: frame["column"].as_u64().and_then(|c| u32::try_from(c).ok()).filter(|c| *c > 0),
+            line: u32::try_from(frame.line).ok().filter(|l| *l > 0),
+            column: u32::try_from(frame.column).ok().filter(|c| *c > 0),
             library: !inside || hint == "subtle" || hint == "label" || source_hint == "deemphasize",
         }
     }
 
-    pub(super) fn variable_view(&mut self, var: &Value, name: Option<&str>) -> VariableView {
+    pub(super) fn variable_view(&mut self, var: &Variable, name: Option<&str>) -> VariableView {
         // lldb pads its summaries with spaces, and shows a string's newlines as they are (Rust's
         // `&str`): a value is one line, with the escapes the language would write.
-        let raw =
-            var["value"].as_str().or_else(|| var["result"].as_str()).unwrap_or_default().trim();
+        let raw = var.value.trim();
         let escaped;
         let raw = if self.kind == AdapterKind::Lldb && raw.contains(['\n', '\r', '\t']) {
             escaped = raw.replace('\n', "\\n").replace('\r', "\\r").replace('\t', "\\t");
@@ -306,19 +310,14 @@ impl Session {
             raw
         };
         let (value, cut_chars) = cut(raw, MAX_VALUE_CHARS);
-        let children = match (var["namedVariables"].as_u64(), var["indexedVariables"].as_u64()) {
-            (None, None) => None,
-            (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
-        };
-        let reference = var["variablesReference"]
-            .as_i64()
+        let children = var.children();
+        let reference = Some(var.variables_reference)
             .filter(|r| *r > 0)
             .map(|r| self.handles.add(HandleKind::Reference, r, children));
         VariableView {
-            name: name
-                .map_or_else(|| var["name"].as_str().unwrap_or("?").to_string(), str::to_string),
+            name: name.unwrap_or(&var.name).to_string(),
             value,
-            type_name: var["type"].as_str().filter(|t| !t.is_empty()).map(str::to_string),
+            type_name: var.type_name.clone().filter(|t| !t.is_empty()),
             cut_chars,
             reference,
             children,
@@ -424,13 +423,6 @@ pub(super) fn source_lines(path: &Path, line: u32) -> Vec<SourceLine> {
         .filter(|(n, _)| *n >= first && *n <= last)
         .map(|(n, l)| SourceLine { line: n, text: cut(l, 200).0, current: n == line })
         .collect()
-}
-
-/// The name a `threads` response gives the thread `id`.
-fn thread_name(threads: &Value, id: i64) -> Option<String> {
-    threads["threads"].as_array()?.iter().find(|t| t["id"].as_i64() == Some(id))?["name"]
-        .as_str()
-        .map(str::to_string)
 }
 
 #[cfg(test)]

@@ -3,10 +3,9 @@
 
 use std::{collections::VecDeque, sync::Arc, time::Duration};
 
-use agent_tools_support::capsule::Capsule;
+use agent_tools_support::{capsule::Capsule, process::KnownProcess};
 
 use parking_lot::Mutex;
-use serde_json::{Value, json};
 use tokio::{
     io::{AsyncBufReadExt, AsyncRead, BufReader},
     sync::{mpsc, watch},
@@ -14,8 +13,11 @@ use tokio::{
 
 use crate::{
     adapters::AdapterKind,
+    dap_types::{
+        Breakpoint, Event, IncomingRequest, OutputBody, ProcessBody, Reverse, RunInTerminal,
+        RunInTerminalArguments, RunInTerminalBody, StartDebugging, StoppedBody,
+    },
     output::OutputRing,
-    process::ProcRef,
     protocol::{DapClient, Incoming},
 };
 
@@ -49,7 +51,7 @@ pub(crate) struct State {
     /// The debuggee's pid from the `process` event.
     pub process_pid: Option<i32>,
     /// Processes to kill at teardown if still alive (debuggees, terminal children).
-    pub debuggees: Vec<ProcRef>,
+    pub debuggees: Vec<KnownProcess>,
     pub output: OutputRing,
     /// The adapter's console messages and stderr.
     pub log: VecDeque<String>,
@@ -72,7 +74,7 @@ pub(crate) struct State {
     /// The inode of the pipe or FIFO the program's stdin is, while it is open.
     pub stdin_inode: Option<u64>,
     /// The latest `breakpoint` event of each breakpoint id (verified later, moved).
-    pub breakpoint_changes: std::collections::HashMap<i64, Value>,
+    pub breakpoint_changes: std::collections::HashMap<i64, Breakpoint>,
 }
 
 impl State {
@@ -90,7 +92,7 @@ impl State {
         }
     }
 
-    pub(crate) fn remember(&mut self, proc: ProcRef) {
+    pub(crate) fn remember(&mut self, proc: KnownProcess) {
         if !self.debuggees.contains(&proc) {
             self.debuggees.push(proc);
         }
@@ -191,10 +193,8 @@ pub(crate) async fn pump(
     while let Some(incoming) = rx.recv().await {
         tracing::trace!(?incoming, "pump");
         match incoming {
-            Incoming::Event { event, body } => apply_event(&shared, kind, &event, &body),
-            Incoming::Request { seq, command, arguments } => {
-                reverse_request(&shared, &client, seq, &command, &arguments).await;
-            }
+            Incoming::Event(event) => apply_event(&shared, kind, event),
+            Incoming::Request(request) => reverse_request(&shared, &client, request).await,
             Incoming::Closed(reason) => {
                 shared.update(|s| {
                     if s.gone.is_none() {
@@ -207,95 +207,106 @@ pub(crate) async fn pump(
     }
 }
 
-pub(crate) fn apply_event(shared: &Shared, kind: AdapterKind, event: &str, body: &Value) {
+pub(crate) fn apply_event(shared: &Shared, kind: AdapterKind, event: Event) {
     match event {
-        "initialized" => shared.update(|s| s.initialized = true),
-        "stopped" => shared.update(|s| {
+        Event::Initialized => shared.update(|s| s.initialized = true),
+        Event::Stopped(body) => shared.update(|s| {
             s.epoch += 1;
             s.running = false;
-            s.stop = Some(StopEvent {
-                reason: body["reason"].as_str().unwrap_or("unknown").to_string(),
-                description: body["description"].as_str().map(str::to_string),
-                text: body["text"].as_str().map(str::to_string),
-                thread_id: body["threadId"].as_i64(),
-                all_threads_stopped: body["allThreadsStopped"].as_bool().unwrap_or(false),
-            });
+            s.stop = Some(StopEvent::from(body));
         }),
-        "breakpoint" => {
-            let breakpoint = &body["breakpoint"];
-            if let Some(id) = breakpoint["id"].as_i64() {
+        Event::Breakpoint(body) => {
+            if let Some(id) = body.breakpoint.id {
                 shared.update(|s| {
-                    if body["reason"] == "removed" {
+                    if body.reason.as_deref() == Some("removed") {
                         s.breakpoint_changes.remove(&id);
                     } else {
-                        s.breakpoint_changes.insert(id, breakpoint.clone());
+                        s.breakpoint_changes.insert(id, body.breakpoint);
                     }
                 });
             }
         }
-        "continued" => shared.update(|s| {
+        Event::Continued(_) => shared.update(|s| {
             s.running = true;
             s.pausing = false;
         }),
-        "exited" => shared.update(|s| {
+        Event::Exited(body) => shared.update(|s| {
             s.exited = true;
             s.running = false;
             // The adapter did report it, only later than the tracker noticed.
             s.unreported_exit = None;
-            if let Some(code) = body["exitCode"].as_i64() {
+            if let Some(code) = body.exit_code {
                 s.exit_code = Some(code);
             }
         }),
-        "terminated" => shared.update(|s| {
+        Event::Terminated => shared.update(|s| {
             s.terminated = true;
             s.running = false;
         }),
-        "process" => {
-            // In a capsule the adapter reports its own PID namespace's number.
-            let under = shared.adapter_pid.load(std::sync::atomic::Ordering::SeqCst);
-            if let Some(pid) = body["systemProcessId"]
-                .as_i64()
-                .and_then(|p| u32::try_from(p).ok())
-                .and_then(|p| if under == 0 { Some(p) } else { shared.capsule.host_pid(p, under) })
-                .and_then(|p| i32::try_from(p).ok())
+        Event::Process(body) => apply_process(shared, &body),
+        Event::Output(body) => apply_output(shared, kind, &body),
+        Event::Thread(_) | Event::Module(_) | Event::Capabilities(_) | Event::Other { .. } => {}
+    }
+}
+
+impl From<StoppedBody> for StopEvent {
+    fn from(body: StoppedBody) -> Self {
+        StopEvent {
+            reason: body.reason.unwrap_or_else(|| "unknown".into()),
+            description: body.description,
+            text: body.text,
+            thread_id: body.thread_id,
+            all_threads_stopped: body.all_threads_stopped.unwrap_or(false),
+        }
+    }
+}
+
+/// The debuggee's pid, in our PID namespace.
+fn apply_process(shared: &Shared, body: &ProcessBody) {
+    // In a capsule the adapter reports its own PID namespace's number.
+    let under = shared.adapter_pid.load(std::sync::atomic::Ordering::SeqCst);
+    if let Some(pid) = body
+        .system_process_id
+        .and_then(|p| u32::try_from(p).ok())
+        .and_then(|p| if under == 0 { Some(p) } else { shared.capsule.host_pid(p, under) })
+        .and_then(|p| i32::try_from(p).ok())
+    {
+        let proc = KnownProcess::of(pid);
+        shared.update(|s| {
+            s.process_pid = Some(pid);
+            if let Some(p) = proc {
+                s.remember(p);
+            }
+        });
+    }
+}
+
+/// The program's output into the ring; the adapter's own messages into the log.
+fn apply_output(shared: &Shared, kind: AdapterKind, body: &OutputBody) {
+    let text = body.output.as_str();
+    let category = body.category.as_deref().unwrap_or("console");
+    match category {
+        // After `disconnect`, what an adapter prints is its own shutdown noise
+        // (lldb-dap sends its stderr, crash trace included, as output events).
+        "stdout" | "stderr" => shared.update(|s| {
+            if s.disconnecting || is_lldb_noise(kind, text) {
+                s.log_line(text);
+            } else {
+                s.output.push(category, text);
+            }
+        }),
+        "telemetry" => {}
+        _ => shared.update(|s| {
+            // delve says how the program ended only on its console.
+            if kind == AdapterKind::Delve
+                && let Some(code) = parse_delve_exit(text)
             {
-                let proc = ProcRef::of(pid);
-                shared.update(|s| {
-                    s.process_pid = Some(pid);
-                    if let Some(p) = proc {
-                        s.remember(p);
-                    }
-                });
+                s.exit_code = Some(code);
+                s.exited = true;
+                s.unreported_exit = None;
             }
-        }
-        "output" => {
-            let text = body["output"].as_str().unwrap_or_default();
-            let category = body["category"].as_str().unwrap_or("console");
-            match category {
-                // After `disconnect`, what an adapter prints is its own shutdown noise
-                // (lldb-dap sends its stderr, crash trace included, as output events).
-                "stdout" | "stderr" => shared.update(|s| {
-                    if s.disconnecting || is_lldb_noise(kind, text) {
-                        s.log_line(text);
-                    } else {
-                        s.output.push(category, text);
-                    }
-                }),
-                "telemetry" => {}
-                _ => shared.update(|s| {
-                    // delve says how the program ended only on its console.
-                    if kind == AdapterKind::Delve
-                        && let Some(code) = parse_delve_exit(text)
-                    {
-                        s.exit_code = Some(code);
-                        s.exited = true;
-                        s.unreported_exit = None;
-                    }
-                    s.log_line(text);
-                }),
-            }
-        }
-        _ => {}
+            s.log_line(text);
+        }),
     }
 }
 
@@ -314,36 +325,32 @@ fn parse_delve_exit(text: &str) -> Option<i64> {
     rest.split(|c: char| !(c.is_ascii_digit() || c == '-')).next()?.parse().ok()
 }
 
-async fn reverse_request(
-    shared: &Arc<Shared>,
-    client: &DapClient,
-    seq: i64,
-    command: &str,
-    arguments: &Value,
-) {
-    let answer = match command {
-        "runInTerminal" => match run_in_terminal(shared, arguments).await {
+async fn reverse_request(shared: &Arc<Shared>, client: &DapClient, request: IncomingRequest) {
+    let seq = request.seq;
+    let command = request.command().to_string();
+    let answer = match request.request {
+        Reverse::RunInTerminal(arguments) => match run_in_terminal(shared, &arguments).await {
             Ok(pid) => {
                 shared.update(|s| s.log_line(format!("runInTerminal: started pid {pid}")));
-                client.respond(seq, command, true, None, json!({"processId": pid})).await
+                let body =
+                    RunInTerminalBody { process_id: Some(i64::from(pid)), ..Default::default() };
+                client.respond::<RunInTerminal>(seq, Ok(body)).await
             }
             Err(e) => {
                 let message = format!("runInTerminal failed: {e}");
                 shared.update(|s| s.log_line(message.clone()));
-                client.respond(seq, command, false, Some(&message), Value::Null).await
+                client.respond::<RunInTerminal>(seq, Err(message.as_str())).await
             }
         },
-        "startDebugging" => {
+        Reverse::StartDebugging(arguments) => {
             let message = "startDebugging is not supported: agent-tools debugs one process per \
                            session and does not follow child processes; start the child on its \
                            own and `attach` to it";
-            shared.update(|s| s.log_line(format!("refused startDebugging: {arguments}")));
-            client.respond(seq, command, false, Some(message), Value::Null).await
+            let shown = serde_json::to_string(&arguments).unwrap_or_default();
+            shared.update(|s| s.log_line(format!("refused startDebugging: {shown}")));
+            client.respond::<StartDebugging>(seq, Err(message)).await
         }
-        other => {
-            let message = format!("unknown request `{other}`: this client does not support it");
-            client.respond(seq, command, false, Some(&message), Value::Null).await
-        }
+        Reverse::Unsupported { command, why } => client.refuse(seq, &command, &why).await,
     };
     if let Err(e) = answer {
         shared.update(|s| s.log_line(format!("could not answer `{command}`: {e}")));
@@ -351,11 +358,11 @@ async fn reverse_request(
 }
 
 /// Runs the debuggee of a `runInTerminal` request as our child, output captured.
-async fn run_in_terminal(shared: &Arc<Shared>, arguments: &Value) -> Result<i32, String> {
-    let argv: Vec<String> = arguments["args"]
-        .as_array()
-        .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
-        .unwrap_or_default();
+async fn run_in_terminal(
+    shared: &Arc<Shared>,
+    arguments: &RunInTerminalArguments,
+) -> Result<i32, String> {
+    let argv = &arguments.args;
     let Some(program) = argv.first() else {
         return Err("the request has no `args`".into());
     };
@@ -373,16 +380,14 @@ async fn run_in_terminal(shared: &Arc<Shared>, arguments: &Value) -> Result<i32,
         None
     };
     command.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
-    if let Some(cwd) = arguments["cwd"].as_str().filter(|c| !c.is_empty()) {
+    if let Some(cwd) = arguments.cwd.as_deref().filter(|c| !c.is_empty()) {
         command.current_dir(cwd);
     }
-    if let Some(env) = arguments["env"].as_object() {
-        for (key, value) in env {
-            match value.as_str() {
-                Some(v) => command.env(key, v),
-                None => command.env_remove(key),
-            };
-        }
+    for (key, value) in arguments.env.iter().flatten() {
+        match value {
+            Some(v) => command.env(key, v),
+            None => command.env_remove(key),
+        };
     }
     let agent_tools_support::process::Spawned { mut child, group } =
         agent_tools_support::process::spawn(command)
@@ -396,7 +401,7 @@ async fn run_in_terminal(shared: &Arc<Shared>, arguments: &Value) -> Result<i32,
         forward_lines(shared.clone(), stderr, "stderr", false);
     }
     shared.update(|s| {
-        if let Some(p) = ProcRef::of(pid) {
+        if let Some(p) = KnownProcess::of(pid) {
             s.remember(p);
         }
         s.process_pid.get_or_insert(pid);
@@ -485,6 +490,8 @@ pub(crate) async fn wait_for_pipes(shared: &Shared, within: Duration) {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     #[test]
@@ -499,20 +506,17 @@ mod tests {
         apply_event(
             &shared,
             AdapterKind::Lldb,
-            "output",
-            &json!({"category": "stdout", "output": "hi\r\n"}),
+            Event::parse("output", json!({"category": "stdout", "output": "hi\r\n"})),
         );
         apply_event(
             &shared,
             AdapterKind::Lldb,
-            "output",
-            &json!({"category": "telemetry", "output": "x"}),
+            Event::parse("output", json!({"category": "telemetry", "output": "x"})),
         );
         apply_event(
             &shared,
             AdapterKind::Lldb,
-            "stopped",
-            &json!({"reason": "breakpoint", "threadId": 7}),
+            Event::parse("stopped", json!({"reason": "breakpoint", "threadId": 7})),
         );
         shared.read(|s| {
             assert_eq!(s.epoch, 1);

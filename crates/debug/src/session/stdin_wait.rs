@@ -3,7 +3,7 @@
 
 use std::os::unix::fs::MetadataExt;
 
-use crate::process::ProcRef;
+use agent_tools_support::process::KnownProcess;
 
 /// `read`, `pread64` and `readv` on this architecture.
 #[cfg(target_arch = "aarch64")]
@@ -17,7 +17,7 @@ pub(super) fn inode_of(file: &std::fs::File) -> Option<u64> {
 }
 
 /// Whether one of `procs` has a thread blocked reading its fd 0, and fd 0 is `stdin_inode`.
-pub(super) fn reading_stdin(procs: &[ProcRef], stdin_inode: u64) -> bool {
+pub(super) fn reading_stdin(procs: &[KnownProcess], stdin_inode: u64) -> bool {
     procs.iter().filter(|p| p.alive()).any(|p| {
         let ours = std::fs::metadata(format!("/proc/{}/fd/0", p.pid))
             .is_ok_and(|m| m.ino() == stdin_inode);

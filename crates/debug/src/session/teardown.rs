@@ -4,12 +4,13 @@
 
 use std::time::Duration;
 
-use serde_json::json;
+use agent_tools_support::process::{KnownProcess, kill_group};
 
 use super::Session;
 use crate::{
     adapters::AdapterKind,
-    process::{ProcRef, describe_status, group_members, signal_group, wait_until},
+    dap_types::{Disconnect, DisconnectArguments},
+    process::{describe_status, wait_until},
     response::{OUTPUT_CHARS, TeardownReport},
 };
 
@@ -34,8 +35,9 @@ impl Session {
         if !gone && !self.client.is_closed() {
             self.shared.update(|s| s.disconnecting = true);
             let terminate = self.owns_debuggee;
-            let args = json!({"restart": false, "terminateDebuggee": terminate});
-            match self.client.request("disconnect", args, self.config.disconnect_timeout()).await {
+            let args =
+                DisconnectArguments { restart: Some(false), terminate_debuggee: Some(terminate) };
+            match self.client.request::<Disconnect>(args, self.config.disconnect_timeout()).await {
                 Ok(_) => report.steps.push(format!(
                     "disconnect ({}): acknowledged",
                     if terminate {
@@ -76,16 +78,16 @@ impl Session {
         }
 
         if self.owns_debuggee {
-            let debuggees: Vec<ProcRef> = self.shared.read(|s| s.debuggees.clone());
+            let debuggees: Vec<KnownProcess> = self.shared.read(|s| s.debuggees.clone());
             for proc in debuggees {
                 if !proc.alive() {
                     continue;
                 }
                 if proc.leads_group() {
                     // delve starts the program in a process group of its own.
-                    signal_group(proc.pid, libc::SIGKILL);
+                    proc.kill_group();
                 } else {
-                    proc.signal(libc::SIGKILL);
+                    proc.kill();
                 }
                 report.killed.push(format!("program pid {} (SIGKILL)", proc.pid));
             }
@@ -96,12 +98,10 @@ impl Session {
             self.remember_descendants();
             let (leftovers, groups) = self.shared.read(|s| (s.debuggees.clone(), s.groups.clone()));
             for group in groups {
-                if !group_members(group).is_empty() {
-                    signal_group(group, libc::SIGKILL);
-                }
+                kill_group(group);
             }
             for proc in leftovers.iter().filter(|p| p.alive()) {
-                proc.signal(libc::SIGKILL);
+                proc.kill();
                 report.killed.push(format!("pid {} the program left behind (SIGKILL)", proc.pid));
             }
         }
@@ -118,7 +118,7 @@ impl Session {
             let _ = tokio::time::timeout(Duration::from_secs(1), child.wait()).await;
         }
         if self.owns_debuggee {
-            let debuggees: Vec<ProcRef> = self.shared.read(|s| s.debuggees.clone());
+            let debuggees: Vec<KnownProcess> = self.shared.read(|s| s.debuggees.clone());
             let _ =
                 wait_until(Duration::from_secs(2), || debuggees.iter().all(|p| !p.alive())).await;
             let survivors: Vec<String> =
@@ -182,15 +182,13 @@ impl Drop for Session {
         self.cancel.cancel();
         if self.owns_debuggee {
             for group in self.shared.read(|s| s.groups.clone()) {
-                if !group_members(group).is_empty() {
-                    signal_group(group, libc::SIGKILL);
-                }
+                kill_group(group);
             }
             for proc in self.shared.read(|s| s.debuggees.clone()) {
                 if proc.leads_group() {
-                    signal_group(proc.pid, libc::SIGKILL);
+                    proc.kill_group();
                 } else {
-                    proc.signal(libc::SIGKILL);
+                    proc.kill();
                 }
             }
         }

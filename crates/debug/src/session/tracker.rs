@@ -8,7 +8,7 @@ use std::{sync::Arc, time::Duration};
 use tokio::task::JoinHandle;
 
 use super::state::Shared;
-use crate::process::{ProcRef, family, group_of};
+use agent_tools_support::process::{KnownProcess, family, group_of};
 
 /// How often the processes are looked at.
 const EVERY: Duration = Duration::from_millis(200);
@@ -66,7 +66,7 @@ fn notice_unreported_exit(shared: &Shared, dead_since: &mut Option<tokio::time::
     let Some(pid) = pid else { return };
     let alive = shared
         .read(|s| s.debuggees.iter().find(|p| p.pid == pid).copied())
-        .or_else(|| ProcRef::of(pid))
+        .or_else(|| KnownProcess::of(pid))
         .is_some_and(|p| p.alive());
     if alive {
         *dead_since = None;

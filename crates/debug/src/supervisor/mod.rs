@@ -15,7 +15,7 @@ mod breakpoints;
 mod operations;
 mod start;
 
-use agent_tools_support::capsule::Capsule;
+use agent_tools_support::{capsule::Capsule, duration::human_seconds};
 use parking_lot::Mutex;
 use tokio::{task::JoinHandle, time::Instant};
 use tokio_util::sync::CancellationToken;
@@ -24,7 +24,7 @@ use crate::progress::CallScope;
 
 use crate::{
     adapters::{self, AdapterCommand, AdapterKind, AdapterReport, Probes, SearchEnv},
-    config::{DebugConfig, human_seconds},
+    config::DebugConfig,
     error::DebugError,
     launch,
     request::{DebugArgs, Operation},

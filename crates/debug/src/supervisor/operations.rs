@@ -8,7 +8,7 @@ use crate::{
     progress::CallScope,
     request::{DebugArgs, Operation},
     response::*,
-    session::Session,
+    session::{Motion, Session},
 };
 
 pub(super) async fn session_op(
@@ -20,16 +20,16 @@ pub(super) async fn session_op(
     let op = args.operation;
     Ok(match op {
         Operation::Continue => {
-            DebugOutcome::Run(session.resume("continue", args.thread_id, wait, cancel).await?)
+            DebugOutcome::Run(session.resume(Motion::Continue, args.thread_id, wait, cancel).await?)
         }
         Operation::StepOver => {
-            DebugOutcome::Run(session.resume("next", args.thread_id, wait, cancel).await?)
+            DebugOutcome::Run(session.resume(Motion::StepOver, args.thread_id, wait, cancel).await?)
         }
         Operation::StepIn => {
-            DebugOutcome::Run(session.resume("stepIn", args.thread_id, wait, cancel).await?)
+            DebugOutcome::Run(session.resume(Motion::StepIn, args.thread_id, wait, cancel).await?)
         }
         Operation::StepOut => {
-            DebugOutcome::Run(session.resume("stepOut", args.thread_id, wait, cancel).await?)
+            DebugOutcome::Run(session.resume(Motion::StepOut, args.thread_id, wait, cancel).await?)
         }
         Operation::Pause => DebugOutcome::Run(session.pause(args.thread_id, wait, cancel).await?),
         Operation::Threads => {

@@ -13,8 +13,8 @@ use std::{
 use agent_tools_debug::{
     DebugArgs, DebugConfig, DebugError, DebugOutcome, DebugSupervisor, RunState, SearchEnv,
     StopSnapshot, VariableView,
-    process::{ProcRef, descendants},
 };
+use agent_tools_support::process::{KnownProcess, descendants};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -159,12 +159,12 @@ impl Harness {
 
     /// Launches a fixture that starts a child which outlives it and prints `child pid N`: the
     /// launch's outcome and the running child.
-    pub async fn launch_forker(&self, program: &str) -> (DebugOutcome, ProcRef) {
+    pub async fn launch_forker(&self, program: &str) -> (DebugOutcome, KnownProcess) {
         let launched = self.ok(json!({"operation": "launch", "program": program})).await;
         let text = agent_tools_debug::render(&launched);
         let all = self.all_output().await;
         let child = child_pid(&all).unwrap_or_else(|| panic!("no child pid in {all:?}\n{text}"));
-        let child = ProcRef::of(child).expect("the child runs");
+        let child = KnownProcess::of(child).expect("the child runs");
         (launched, child)
     }
 
@@ -226,25 +226,25 @@ pub fn local(stop: &StopSnapshot, name: &str) -> Option<String> {
 }
 
 /// The adapter's and the program's processes, and everything below the adapter, right now.
-pub fn session_processes(outcome: &DebugOutcome) -> Vec<ProcRef> {
+pub fn session_processes(outcome: &DebugOutcome) -> Vec<KnownProcess> {
     let DebugOutcome::Started(s) = outcome else { panic!("not a start: {outcome:?}") };
     let mut procs = Vec::new();
     if let Some(pid) = s.session.adapter_pid {
-        procs.extend(ProcRef::of(pid));
+        procs.extend(KnownProcess::of(pid));
         procs.extend(descendants(pid));
     }
     if let Some(pid) = s.session.debuggee_pid {
-        procs.extend(ProcRef::of(pid));
+        procs.extend(KnownProcess::of(pid));
     }
     assert!(!procs.is_empty(), "the session has no processes to watch: {outcome:?}");
     procs
 }
 
 /// Asserts every process in `procs` is gone (zombies count as gone).
-pub fn assert_gone(procs: &[ProcRef]) {
+pub fn assert_gone(procs: &[KnownProcess]) {
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     loop {
-        let alive: Vec<&ProcRef> = procs.iter().filter(|p| p.alive()).collect();
+        let alive: Vec<&KnownProcess> = procs.iter().filter(|p| p.alive()).collect();
         if alive.is_empty() {
             return;
         }

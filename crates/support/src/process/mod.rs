@@ -49,6 +49,7 @@
 mod cgroup;
 mod group;
 mod janitor;
+mod known;
 mod spawner;
 mod teardown;
 mod tree;
@@ -63,6 +64,7 @@ use self::{
 };
 pub use self::{
     group::{ProcessGroup, WeakProcessGroup},
+    known::{KnownProcess, descendants, family, group_members, group_of, kill_group},
     teardown::Teardown,
 };
 

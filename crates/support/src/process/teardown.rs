@@ -142,7 +142,7 @@ pub(super) fn signal_group(pgid: i32, signal: i32) {
 
 /// Signals exactly the process `process` names: through a pidfd opened before its start time
 /// is checked, so a pid the kernel has since given to another process is never signalled.
-fn signal_exact(process: &ProcInfo, signal: Signal) -> bool {
+pub(super) fn signal_exact(process: &ProcInfo, signal: Signal) -> bool {
     let Some(pid) = Pid::from_raw(process.pid) else { return false };
     match pidfd_open(pid, PidfdFlags::empty()) {
         Ok(pidfd) => process.running() && pidfd_send_signal(&pidfd, signal).is_ok(),

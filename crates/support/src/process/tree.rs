@@ -64,7 +64,8 @@ impl ProcInfo {
     }
 }
 
-fn all_processes() -> Vec<ProcInfo> {
+/// Every process `/proc` lists now.
+pub(super) fn all_processes() -> Vec<ProcInfo> {
     let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
     dir.flatten()
         .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
