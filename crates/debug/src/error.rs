@@ -4,8 +4,8 @@
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum DebugError {
     /// An adapter cannot be used here: which, why (facts), and how to fix it.
-    #[error("{resource}: {reason}; {fix}")]
-    Unavailable { resource: String, reason: String, fix: String },
+    #[error("{0}")]
+    Unavailable(#[from] agent_tools_support::Unavailable),
     /// The call itself is wrong (a missing argument, a path outside the root, no session).
     #[error("{0}")]
     Usage(String),

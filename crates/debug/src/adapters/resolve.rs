@@ -1,6 +1,7 @@
 //! Resolving how to start an adapter for a root (a configured command, or the built-in
 //! lookup with its probes), or why it cannot start, and the `adapters` report.
 
+use agent_tools_support::Unavailable;
 use std::path::{Path, PathBuf};
 
 use schemars::JsonSchema;
@@ -75,17 +76,19 @@ pub fn resolve_with(
         AdapterKind::Delve => &config.commands.delve,
     };
     if configured.as_ref().is_some_and(|argv| argv.is_empty() || argv[0].is_empty()) {
-        return Err(DebugError::Unavailable {
+        return Err(DebugError::Unavailable(Unavailable {
             resource: format!("debug adapter {}", kind.id()),
             reason: format!("[debug.commands] {} is empty", kind.id()),
             fix: "give the full command line, or remove the entry to use the built-in lookup"
                 .into(),
-        });
+        }));
     }
-    let unavailable = |reason: String| DebugError::Unavailable {
-        resource: format!("debug adapter {}", kind.id()),
-        reason,
-        fix: kind.install_hint().to_string(),
+    let unavailable = |reason: String| {
+        DebugError::Unavailable(Unavailable {
+            resource: format!("debug adapter {}", kind.id()),
+            reason,
+            fix: kind.install_hint().to_string(),
+        })
     };
     match kind {
         AdapterKind::Debugpy => {
@@ -197,11 +200,11 @@ pub fn resolve_with(
                     if let (Some(d), Some(g)) = (&version, &go_version)
                         && let Err(problem) = delve_go_fit(d, g)
                     {
-                        return Err(DebugError::Unavailable {
+                        return Err(DebugError::Unavailable(Unavailable {
                             resource: "debug adapter delve".into(),
                             reason: problem,
                             fix: kind.install_hint().to_string(),
-                        });
+                        }));
                     }
                     if let Some(g) = go_version {
                         notes.push(format!("builds with go{g}"));
@@ -255,7 +258,7 @@ pub fn report(
             }
             (Some(cmd.argv.clone()), cmd.version.clone())
         }
-        Err(DebugError::Unavailable { reason, .. }) => {
+        Err(DebugError::Unavailable(Unavailable { reason, .. })) => {
             problems.push(reason);
             (None, None)
         }

@@ -11,8 +11,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use crate::{
-    CallContext, Config, RegistryBuilder, RunResource, Tier, Tool, ToolResult, ToolSpec,
-    Unavailable, parse_args,
+    CallContext, Config, RegistryBuilder, RunResource, Tier, Tool, ToolResult, ToolSpec, parse_args,
 };
 
 impl RegistryBuilder {
@@ -52,9 +51,7 @@ impl Tool for DebugTool {
                 Ok(structured) => ToolResult::text(render(&outcome)).with_structured(structured),
                 Err(_) => ToolResult::text(render(&outcome)),
             },
-            Err(DebugError::Unavailable { resource, reason, fix }) => {
-                Unavailable::new(resource, reason, fix).into()
-            }
+            Err(DebugError::Unavailable(unavailable)) => unavailable.into(),
             Err(e) => ToolResult::error(format!("debug {op}: {e}")),
         }
     }
