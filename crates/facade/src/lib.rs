@@ -39,7 +39,7 @@ pub use crate::{
     tool::{
         Annotations, Before, CallContext, ChangedFile, Dispatched, DynTool, Effects, Image,
         MAX_CALL_DEPTH, Progress, ProgressSink, SurfaceInfo, Tier, Tool, ToolResult, ToolSpec,
-        fit_prefix, output_schema_for, parse_args, schema_for,
+        TypedTool, fit_prefix, output_schema_for, parse_args, schema_for,
     },
     validate::validate_args,
 };

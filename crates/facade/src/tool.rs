@@ -1,6 +1,7 @@
 //! The tool contract: `Tool`, `Tier`, `ToolSpec`, `ToolResult` and `CallContext`.
 
 mod schema;
+mod typed;
 
 use std::{
     fmt,
@@ -15,6 +16,8 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 pub use agent_tools_support::Tier;
+
+pub use self::typed::TypedTool;
 
 /// What the model sees of a tool: name, description, tier and argument schema.
 #[derive(Debug, Clone, PartialEq, Serialize)]

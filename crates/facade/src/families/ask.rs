@@ -10,8 +10,8 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    ApprovalDecision, ApprovalRequest, Approver, CallContext, Config, RegistryBuilder, Tier, Tool,
-    ToolResult, ToolSpec, parse_args,
+    ApprovalDecision, ApprovalRequest, Approver, CallContext, Config, RegistryBuilder, Tier,
+    ToolResult, ToolSpec, TypedTool,
 };
 
 impl RegistryBuilder {
@@ -69,16 +69,14 @@ struct AskTool {
 }
 
 #[async_trait]
-impl Tool for AskTool {
+impl TypedTool for AskTool {
+    type Args = AskRequest;
+
     fn spec(&self) -> &ToolSpec {
         &self.spec
     }
 
-    async fn call(&self, ctx: &CallContext, args: Value) -> ToolResult {
-        let request: AskRequest = match parse_args(agent_tools_ask::TOOL_NAME, args) {
-            Ok(r) => r,
-            Err(e) => return e,
-        };
+    async fn run(&self, ctx: &CallContext, request: AskRequest) -> ToolResult {
         match self.session.ask(&request, &ctx.cancel).await {
             Ok(response) => {
                 let structured = serde_json::to_value(&response).unwrap_or(Value::Null);

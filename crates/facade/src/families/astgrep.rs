@@ -16,11 +16,9 @@ use agent_tools_astgrep::{
 };
 use agent_tools_support::words::count;
 use async_trait::async_trait;
-use serde_json::Value;
 
 use crate::{
-    Before, CallContext, Config, RegistryBuilder, Tier, Tool, ToolResult, ToolSpec, fit_prefix,
-    parse_args,
+    Before, CallContext, Config, RegistryBuilder, Tier, ToolResult, ToolSpec, TypedTool, fit_prefix,
 };
 
 const FAMILY: &str = "astgrep";
@@ -143,16 +141,14 @@ impl AstGrep {
 }
 
 #[async_trait]
-impl Tool for AstGrep {
+impl TypedTool for AstGrep {
+    type Args = SearchRequest;
+
     fn spec(&self) -> &ToolSpec {
         &self.spec
     }
 
-    async fn call(&self, ctx: &CallContext, args: Value) -> ToolResult {
-        let request: SearchRequest = match parse_args("ast_grep", args) {
-            Ok(r) => r,
-            Err(e) => return e,
-        };
+    async fn run(&self, ctx: &CallContext, request: SearchRequest) -> ToolResult {
         let shared = self.shared.clone();
         let root = ctx.root.clone();
         let out = blocking(ctx, move |cancel, progress| {
@@ -230,16 +226,14 @@ impl AstEdit {
 }
 
 #[async_trait]
-impl Tool for AstEdit {
+impl TypedTool for AstEdit {
+    type Args = EditRequest;
+
     fn spec(&self) -> &ToolSpec {
         &self.spec
     }
 
-    async fn call(&self, ctx: &CallContext, args: Value) -> ToolResult {
-        let request: EditRequest = match parse_args("ast_edit", args) {
-            Ok(r) => r,
-            Err(e) => return e,
-        };
+    async fn run(&self, ctx: &CallContext, request: EditRequest) -> ToolResult {
         let shared = self.shared.clone();
         let root = ctx.root.clone();
         let out = blocking(ctx, move |cancel, progress| {
@@ -284,16 +278,14 @@ impl Resolve {
 }
 
 #[async_trait]
-impl Tool for Resolve {
+impl TypedTool for Resolve {
+    type Args = ResolveRequest;
+
     fn spec(&self) -> &ToolSpec {
         &self.spec
     }
 
-    async fn call(&self, _ctx: &CallContext, args: Value) -> ToolResult {
-        let request: ResolveRequest = match parse_args("resolve", args) {
-            Ok(r) => r,
-            Err(e) => return e,
-        };
+    async fn run(&self, _ctx: &CallContext, request: ResolveRequest) -> ToolResult {
         let shared = self.shared.clone();
         let staged = shared
             .staged_files
@@ -333,7 +325,7 @@ impl Tool for Resolve {
 mod tests {
     use super::*;
     use crate::{RunInfo, SurfaceKind};
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     fn registry() -> crate::Registry {
         RegistryBuilder::new().with_astgrep(AstgrepConfig::default()).build()

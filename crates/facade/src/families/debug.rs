@@ -8,10 +8,9 @@ use agent_tools_debug::{
     TOOL_DESCRIPTION, TOOL_NAME, adapter_reports, render,
 };
 use async_trait::async_trait;
-use serde_json::Value;
 
 use crate::{
-    CallContext, Config, RegistryBuilder, RunResource, Tier, Tool, ToolResult, ToolSpec, parse_args,
+    CallContext, Config, RegistryBuilder, RunResource, Tier, ToolResult, ToolSpec, TypedTool,
 };
 
 impl RegistryBuilder {
@@ -32,16 +31,14 @@ struct DebugTool {
 }
 
 #[async_trait]
-impl Tool for DebugTool {
+impl TypedTool for DebugTool {
+    type Args = DebugArgs;
+
     fn spec(&self) -> &ToolSpec {
         &self.spec
     }
 
-    async fn call(&self, ctx: &CallContext, args: Value) -> ToolResult {
-        let args: DebugArgs = match parse_args(TOOL_NAME, args) {
-            Ok(a) => a,
-            Err(e) => return e,
-        };
+    async fn run(&self, ctx: &CallContext, args: DebugArgs) -> ToolResult {
         let op = args.operation.as_str();
         let progress = ContextProgress(ctx);
         let scope = CallScope { cancel: &ctx.cancel, progress: Some(&progress) };

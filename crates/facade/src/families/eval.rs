@@ -14,8 +14,7 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use crate::{
-    CallContext, Config, Image, RegistryBuilder, RunResource, Tier, Tool, ToolResult, ToolSpec,
-    parse_args,
+    CallContext, Config, Image, RegistryBuilder, RunResource, Tier, ToolResult, ToolSpec, TypedTool,
 };
 
 const DESCRIPTION: &str = "Run a cell in this conversation's persistent kernel: variables and \
@@ -47,16 +46,14 @@ struct EvalTool {
 }
 
 #[async_trait]
-impl Tool for EvalTool {
+impl TypedTool for EvalTool {
+    type Args = EvalRequest;
+
     fn spec(&self) -> &ToolSpec {
         &self.spec
     }
 
-    async fn call(&self, ctx: &CallContext, args: Value) -> ToolResult {
-        let request: EvalRequest = match parse_args("eval", args) {
-            Ok(r) => r,
-            Err(e) => return e,
-        };
+    async fn run(&self, ctx: &CallContext, request: EvalRequest) -> ToolResult {
         let language = request.language.unwrap_or_default();
         let key = (ctx.conversation_id.clone(), language);
         // The kernels' configured ceiling is the same `Tier` (the support crate's).

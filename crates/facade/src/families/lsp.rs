@@ -14,7 +14,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use crate::{
-    CallContext, Config, RegistryBuilder, RunResource, Tier, Tool, ToolResult, ToolSpec, parse_args,
+    CallContext, Config, RegistryBuilder, RunResource, Tier, ToolResult, ToolSpec, TypedTool,
 };
 
 #[path = "diagnostics.rs"]
@@ -144,16 +144,14 @@ struct LspTool {
 }
 
 #[async_trait]
-impl Tool for LspTool {
+impl TypedTool for LspTool {
+    type Args = LspArgs;
+
     fn spec(&self) -> &ToolSpec {
         &self.spec
     }
 
-    async fn call(&self, ctx: &CallContext, args: Value) -> ToolResult {
-        let args: LspArgs = match parse_args("lsp", args) {
-            Ok(a) => a,
-            Err(e) => return e,
-        };
+    async fn run(&self, ctx: &CallContext, args: LspArgs) -> ToolResult {
         let action = args.action.as_str().to_string();
         let outcome =
             with_progress(ctx, &self.supervisor, &action, self.supervisor.call(args, &ctx.cancel))
@@ -168,16 +166,14 @@ struct RenameTool {
 }
 
 #[async_trait]
-impl Tool for RenameTool {
+impl TypedTool for RenameTool {
+    type Args = RenameArgs;
+
     fn spec(&self) -> &ToolSpec {
         &self.spec
     }
 
-    async fn call(&self, ctx: &CallContext, args: Value) -> ToolResult {
-        let args: RenameArgs = match parse_args("lsp_rename", args) {
-            Ok(a) => a,
-            Err(e) => return e,
-        };
+    async fn run(&self, ctx: &CallContext, args: RenameArgs) -> ToolResult {
         let call = self.supervisor.rename(args, &ctx.cancel);
         let outcome = with_progress(ctx, &self.supervisor, "rename", call).await;
         into_result("lsp_rename", outcome, ctx.max_output_chars)
@@ -190,16 +186,14 @@ struct CodeActionTool {
 }
 
 #[async_trait]
-impl Tool for CodeActionTool {
+impl TypedTool for CodeActionTool {
+    type Args = CodeActionArgs;
+
     fn spec(&self) -> &ToolSpec {
         &self.spec
     }
 
-    async fn call(&self, ctx: &CallContext, args: Value) -> ToolResult {
-        let args: CodeActionArgs = match parse_args("lsp_code_action", args) {
-            Ok(a) => a,
-            Err(e) => return e,
-        };
+    async fn run(&self, ctx: &CallContext, args: CodeActionArgs) -> ToolResult {
         let call = self.supervisor.apply_code_action(args, &ctx.cancel);
         let outcome = with_progress(ctx, &self.supervisor, "code action", call).await;
         into_result("lsp_code_action", outcome, ctx.max_output_chars)

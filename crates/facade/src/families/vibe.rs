@@ -2,18 +2,19 @@
 //! registered only while vibe mode is on, with the roster as a run resource (every worker is
 //! stopped when the run ends).
 
-use std::{path::Path, sync::Arc, time::Duration};
+use std::{marker::PhantomData, path::Path, sync::Arc, time::Duration};
 
 use agent_tools_vibe::{
-    CommandBackend, DEFAULT_WAIT_SECONDS, KillArgs, ListArgs, MAX_WAIT_SECONDS, Roster, SendArgs,
-    SpawnArgs, WaitArgs, WorkerBackend, tools,
+    CommandBackend, DEFAULT_WAIT_SECONDS, KillArgs, ListArgs, MAX_WAIT_SECONDS, Roster,
+    RosterError, SendArgs, SpawnArgs, WaitArgs, WorkerBackend, tools,
 };
 use async_trait::async_trait;
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::{
-    CallContext, Config, Effects, RegistryBuilder, RunResource, Tier, Tool, ToolResult, ToolSpec,
-    parse_args,
+    CallContext, Config, Effects, RegistryBuilder, RunResource, Tier, ToolResult, ToolSpec,
+    TypedTool,
 };
 
 impl RegistryBuilder {
@@ -24,44 +25,56 @@ impl RegistryBuilder {
         // What a worker does is what its ceiling allows: read-only exactly on a read-only
         // surface (whose workers get the read-only command or are refused).
         let workers = Effects::of(Tier::Exec).delegating();
-        let specs = [
-            (
-                Op::Spawn,
-                ToolSpec::new::<SpawnArgs>(tools::SPAWN, tools::SPAWN_DESCRIPTION, Tier::Read)
-                    .with_title("Start a background worker")
-                    .with_output_schema::<agent_tools_vibe::SpawnReport>()
-                    .with_effects(workers.idempotent(false)),
-            ),
-            (
-                Op::Send,
-                ToolSpec::new::<SendArgs>(tools::SEND, tools::SEND_DESCRIPTION, Tier::Read)
-                    .with_title("Brief a worker again")
-                    .with_output_schema::<agent_tools_vibe::SendReport>()
-                    .with_effects(workers.idempotent(false)),
-            ),
-            (
-                Op::Wait,
-                ToolSpec::new::<WaitArgs>(tools::WAIT, tools::WAIT_DESCRIPTION, Tier::Read)
-                    .with_title("Wait for workers")
-                    .with_output_schema::<agent_tools_vibe::WaitReport>(),
-            ),
-            (
-                Op::Kill,
-                ToolSpec::new::<KillArgs>(tools::KILL, tools::KILL_DESCRIPTION, Tier::Read)
-                    .with_title("Stop a worker")
-                    .with_output_schema::<agent_tools_vibe::KillReport>()
-                    .with_effects(workers.destructive(true)),
-            ),
-            (
-                Op::List,
-                ToolSpec::new::<ListArgs>(tools::LIST, tools::LIST_DESCRIPTION, Tier::Read)
-                    .with_title("List workers")
-                    .with_output_schema::<agent_tools_vibe::RosterView>(),
-            ),
-        ];
-        let builder = specs.into_iter().fold(self, |builder, (op, spec)| {
-            builder.with_tool("vibe", Arc::new(VibeTool { op, spec, roster: roster.clone() }))
-        });
+        let r = &roster;
+        let builder = self
+            .with_tool(
+                "vibe",
+                VibeTool::<SpawnArgs>::new(
+                    ToolSpec::new::<SpawnArgs>(tools::SPAWN, tools::SPAWN_DESCRIPTION, Tier::Read)
+                        .with_title("Start a background worker")
+                        .with_output_schema::<agent_tools_vibe::SpawnReport>()
+                        .with_effects(workers.idempotent(false)),
+                    r,
+                ),
+            )
+            .with_tool(
+                "vibe",
+                VibeTool::<SendArgs>::new(
+                    ToolSpec::new::<SendArgs>(tools::SEND, tools::SEND_DESCRIPTION, Tier::Read)
+                        .with_title("Brief a worker again")
+                        .with_output_schema::<agent_tools_vibe::SendReport>()
+                        .with_effects(workers.idempotent(false)),
+                    r,
+                ),
+            )
+            .with_tool(
+                "vibe",
+                VibeTool::<WaitArgs>::new(
+                    ToolSpec::new::<WaitArgs>(tools::WAIT, tools::WAIT_DESCRIPTION, Tier::Read)
+                        .with_title("Wait for workers")
+                        .with_output_schema::<agent_tools_vibe::WaitReport>(),
+                    r,
+                ),
+            )
+            .with_tool(
+                "vibe",
+                VibeTool::<KillArgs>::new(
+                    ToolSpec::new::<KillArgs>(tools::KILL, tools::KILL_DESCRIPTION, Tier::Read)
+                        .with_title("Stop a worker")
+                        .with_output_schema::<agent_tools_vibe::KillReport>()
+                        .with_effects(workers.destructive(true)),
+                    r,
+                ),
+            )
+            .with_tool(
+                "vibe",
+                VibeTool::<ListArgs>::new(
+                    ToolSpec::new::<ListArgs>(tools::LIST, tools::LIST_DESCRIPTION, Tier::Read)
+                        .with_title("List workers")
+                        .with_output_schema::<agent_tools_vibe::RosterView>(),
+                    r,
+                ),
+            );
         builder.with_resource(Arc::new(RosterResource(roster)))
     }
 }
@@ -88,19 +101,23 @@ pub(crate) fn attach(
     builder.with_vibe(Roster::new(Arc::new(backend), config.vibe.roster_settings()))
 }
 
-#[derive(Debug, Clone, Copy)]
-enum Op {
-    Spawn,
-    Send,
-    Wait,
-    Kill,
-    List,
-}
-
-struct VibeTool {
-    op: Op,
+/// One vibe tool: its arguments' type says what it does to the roster.
+struct VibeTool<A> {
     spec: ToolSpec,
     roster: Roster,
+    args: PhantomData<fn() -> A>,
+}
+
+impl<A: RosterCall> VibeTool<A> {
+    fn new(spec: ToolSpec, roster: &Roster) -> Arc<Self> {
+        Arc::new(VibeTool { spec, roster: roster.clone(), args: PhantomData })
+    }
+}
+
+/// What a vibe tool's arguments do to the roster; the caller's tier is a worker's ceiling.
+#[async_trait]
+trait RosterCall: DeserializeOwned + Send + 'static {
+    async fn apply(self, roster: &Roster, ctx: &CallContext) -> Result<ToolResult, RosterError>;
 }
 
 fn reply<T: serde::Serialize>(text: String, report: &T) -> ToolResult {
@@ -108,58 +125,63 @@ fn reply<T: serde::Serialize>(text: String, report: &T) -> ToolResult {
 }
 
 #[async_trait]
-impl Tool for VibeTool {
+impl RosterCall for SpawnArgs {
+    async fn apply(self, roster: &Roster, ctx: &CallContext) -> Result<ToolResult, RosterError> {
+        let caller: Tier = ctx.surface.ceiling;
+        let report =
+            roster.spawn(&self.brief, &self.label, self.tier.unwrap_or_default(), caller)?;
+        Ok(reply(agent_tools_vibe::render_spawn(&report), &report))
+    }
+}
+
+#[async_trait]
+impl RosterCall for SendArgs {
+    async fn apply(self, roster: &Roster, ctx: &CallContext) -> Result<ToolResult, RosterError> {
+        let caller: Tier = ctx.surface.ceiling;
+        let report = roster.send(&self.worker_id, &self.message, caller).await?;
+        Ok(reply(agent_tools_vibe::render_send(&report), &report))
+    }
+}
+
+#[async_trait]
+impl RosterCall for WaitArgs {
+    async fn apply(self, roster: &Roster, ctx: &CallContext) -> Result<ToolResult, RosterError> {
+        let seconds =
+            self.timeout_seconds.unwrap_or(DEFAULT_WAIT_SECONDS).clamp(1, MAX_WAIT_SECONDS);
+        let report =
+            roster.wait(&self.worker_id, Duration::from_secs(seconds), &ctx.cancel).await?;
+        Ok(reply(agent_tools_vibe::render_wait(&report), &report))
+    }
+}
+
+#[async_trait]
+impl RosterCall for KillArgs {
+    async fn apply(self, roster: &Roster, _ctx: &CallContext) -> Result<ToolResult, RosterError> {
+        let report = roster.kill(&self.worker_id).await?;
+        Ok(reply(agent_tools_vibe::render_kill(&report), &report))
+    }
+}
+
+#[async_trait]
+impl RosterCall for ListArgs {
+    async fn apply(self, roster: &Roster, _ctx: &CallContext) -> Result<ToolResult, RosterError> {
+        let view = roster.list();
+        Ok(reply(agent_tools_vibe::render_list(&view), &view))
+    }
+}
+
+#[async_trait]
+impl<A: RosterCall> TypedTool for VibeTool<A> {
+    type Args = A;
+
     fn spec(&self) -> &ToolSpec {
         &self.spec
     }
 
-    async fn call(&self, ctx: &CallContext, args: Value) -> ToolResult {
-        let name = self.spec.name.as_str();
-        // A worker's ceiling is the same tier type as the surface's.
-        let caller: Tier = ctx.surface.ceiling;
-        let outcome = match self.op {
-            Op::Spawn => match parse_args::<SpawnArgs>(name, args) {
-                Ok(a) => self
-                    .roster
-                    .spawn(&a.brief, &a.label, a.tier.unwrap_or_default(), caller)
-                    .map(|r| reply(agent_tools_vibe::render_spawn(&r), &r)),
-                Err(e) => return e,
-            },
-            Op::Send => match parse_args::<SendArgs>(name, args) {
-                Ok(a) => self
-                    .roster
-                    .send(&a.worker_id, &a.message, caller)
-                    .await
-                    .map(|r| reply(agent_tools_vibe::render_send(&r), &r)),
-                Err(e) => return e,
-            },
-            Op::Wait => match parse_args::<WaitArgs>(name, args) {
-                Ok(a) => {
-                    let seconds = a
-                        .timeout_seconds
-                        .unwrap_or(DEFAULT_WAIT_SECONDS)
-                        .clamp(1, MAX_WAIT_SECONDS);
-                    self.roster
-                        .wait(&a.worker_id, Duration::from_secs(seconds), &ctx.cancel)
-                        .await
-                        .map(|r| reply(agent_tools_vibe::render_wait(&r), &r))
-                }
-                Err(e) => return e,
-            },
-            Op::Kill => match parse_args::<KillArgs>(name, args) {
-                Ok(a) => self
-                    .roster
-                    .kill(&a.worker_id)
-                    .await
-                    .map(|r| reply(agent_tools_vibe::render_kill(&r), &r)),
-                Err(e) => return e,
-            },
-            Op::List => {
-                let view = self.roster.list();
-                Ok(reply(agent_tools_vibe::render_list(&view), &view))
-            }
-        };
-        outcome.unwrap_or_else(|e| ToolResult::error(format!("{name}: {e}")))
+    async fn run(&self, ctx: &CallContext, args: A) -> ToolResult {
+        args.apply(&self.roster, ctx)
+            .await
+            .unwrap_or_else(|e| ToolResult::error(format!("{}: {e}", self.spec.name)))
     }
 }
 

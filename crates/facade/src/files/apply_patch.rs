@@ -6,13 +6,12 @@ use agent_tools_support::journal::{Change, Expect};
 use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::Value;
 
 use super::{
     access::{self, Access},
     patch,
 };
-use crate::tool::{Before, CallContext, Tier, Tool, ToolResult, ToolSpec, parse_args};
+use crate::tool::{Before, CallContext, Tier, ToolResult, ToolSpec, TypedTool};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -45,16 +44,14 @@ impl Default for ApplyPatchTool {
 }
 
 #[async_trait]
-impl Tool for ApplyPatchTool {
+impl TypedTool for ApplyPatchTool {
+    type Args = ApplyPatchArgs;
+
     fn spec(&self) -> &ToolSpec {
         &self.spec
     }
 
-    async fn call(&self, ctx: &CallContext, args: Value) -> ToolResult {
-        let args: ApplyPatchArgs = match parse_args("apply_patch", args) {
-            Ok(a) => a,
-            Err(e) => return e,
-        };
+    async fn run(&self, ctx: &CallContext, args: ApplyPatchArgs) -> ToolResult {
         let sections = match patch::parse(&args.patch) {
             Ok(s) => s,
             Err(e) => return fail(e),

@@ -6,10 +6,9 @@ use agent_tools_support::journal::{Change, Expect};
 use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::Value;
 
 use super::access::{self, Access};
-use crate::tool::{Before, CallContext, Tier, Tool, ToolResult, ToolSpec, parse_args};
+use crate::tool::{Before, CallContext, Tier, ToolResult, ToolSpec, TypedTool};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -56,16 +55,14 @@ fn squash_whitespace(s: &str) -> String {
 }
 
 #[async_trait]
-impl Tool for EditTool {
+impl TypedTool for EditTool {
+    type Args = EditArgs;
+
     fn spec(&self) -> &ToolSpec {
         &self.spec
     }
 
-    async fn call(&self, ctx: &CallContext, args: Value) -> ToolResult {
-        let args: EditArgs = match parse_args("edit", args) {
-            Ok(a) => a,
-            Err(e) => return e,
-        };
+    async fn run(&self, ctx: &CallContext, args: EditArgs) -> ToolResult {
         if args.old_string.is_empty() {
             return ToolResult::error(
                 "edit: argument `old_string` is empty; give the exact text to replace (use `write` to create a file)",

@@ -14,7 +14,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::access::{self, Access, SNIFF_BYTES};
-use crate::tool::{CallContext, Tier, Tool, ToolResult, ToolSpec, fit_prefix, parse_args};
+use crate::tool::{CallContext, Tier, ToolResult, ToolSpec, TypedTool, fit_prefix};
 
 /// Lines `read` shows when no range is given.
 const DEFAULT_READ_LINES: usize = 2000;
@@ -84,16 +84,14 @@ impl Default for ReadTool {
 }
 
 #[async_trait]
-impl Tool for ReadTool {
+impl TypedTool for ReadTool {
+    type Args = ReadArgs;
+
     fn spec(&self) -> &ToolSpec {
         &self.spec
     }
 
-    async fn call(&self, ctx: &CallContext, args: Value) -> ToolResult {
-        let args: ReadArgs = match parse_args("read", args) {
-            Ok(a) => a,
-            Err(e) => return e,
-        };
+    async fn run(&self, ctx: &CallContext, args: ReadArgs) -> ToolResult {
         let cancel = ctx.cancel.clone();
         let max_chars = ctx.max_output_chars;
         access::run(ctx, "read", &[], move |access| read(&access, &args, &cancel, max_chars)).await

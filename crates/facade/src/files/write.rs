@@ -5,10 +5,9 @@ use agent_tools_support::words::count;
 use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::Value;
 
 use super::access::{self, Access};
-use crate::tool::{CallContext, Tier, Tool, ToolResult, ToolSpec, parse_args};
+use crate::tool::{CallContext, Tier, ToolResult, ToolSpec, TypedTool};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -42,16 +41,14 @@ impl Default for WriteTool {
 }
 
 #[async_trait]
-impl Tool for WriteTool {
+impl TypedTool for WriteTool {
+    type Args = WriteArgs;
+
     fn spec(&self) -> &ToolSpec {
         &self.spec
     }
 
-    async fn call(&self, ctx: &CallContext, args: Value) -> ToolResult {
-        let args: WriteArgs = match parse_args("write", args) {
-            Ok(a) => a,
-            Err(e) => return e,
-        };
+    async fn run(&self, ctx: &CallContext, args: WriteArgs) -> ToolResult {
         let path = args.path.clone();
         access::run(ctx, "write", &[&path], move |access| write(&access, &args)).await
     }
