@@ -21,6 +21,7 @@ mod error;
 mod families;
 pub mod files;
 mod registry;
+pub mod run;
 mod surface;
 mod tool;
 mod validate;

@@ -5,7 +5,7 @@ use std::{path::PathBuf, sync::Arc};
 
 use agent_tools::{
     Config, Progress, ProgressSink, Surface, SurfaceKind, ToolResult,
-    host::{self, Attach, HostRun},
+    run::{self, Attach, HostRun},
 };
 use parking_lot::RwLock;
 use pyo3::{
@@ -214,7 +214,7 @@ fn open(rt: &tokio::runtime::Runtime, opening: Opening) -> Result<HostRun, Strin
     let Opening { root, surface, vibe, config, trust_project, present } = opening;
     // Families may start background tasks while they attach.
     let _entered = rt.enter();
-    let mut setup = host::prepare_run_trusting(root, surface, trust_project)?;
+    let mut setup = run::prepare_run_trusting(root, surface, trust_project)?;
     if let Some(file) = config {
         let text = std::fs::read_to_string(&file).map_err(|e| {
             format!("config {}: {e}; give the path of an agent-tools.toml file", file.display())

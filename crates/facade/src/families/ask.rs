@@ -49,7 +49,6 @@ impl RegistryBuilder {
 }
 
 /// The host's attach step: `ask_user` when someone can answer, with the configured timeout.
-#[cfg_attr(not(feature = "host"), allow(dead_code))]
 pub(crate) fn attach(
     builder: RegistryBuilder,
     config: &Config,

@@ -67,13 +67,11 @@ impl RegistryBuilder {
 }
 
 /// Whether vibe mode is on for a run: `--vibe`, or `[vibe] enabled = true`.
-#[cfg_attr(not(feature = "host"), allow(dead_code))]
 pub(crate) fn vibe_mode(config: &Config, flag: bool) -> bool {
     flag || config.vibe.enabled
 }
 
 /// The host's attach step: the vibe tools with the command backend, while vibe mode is on.
-#[cfg_attr(not(feature = "host"), allow(dead_code))]
 pub(crate) fn attach(
     builder: RegistryBuilder,
     root: &Path,

@@ -21,7 +21,8 @@ use rmcp::transport::streamable_http_server::{
 };
 use tokio_util::sync::CancellationToken;
 
-use super::{Attach, RunSetup, mcp::SessionRuns};
+use super::mcp::SessionRuns;
+use crate::run::{Attach, RunSetup};
 
 mod expiry;
 mod jsonrpc;

@@ -21,11 +21,11 @@ use rmcp::{
 };
 
 use super::{
-    Attach, HostRun, RunSetup,
     progress::ProgressForwarder,
     tool_list::{ClientView, to_mcp_result, to_mcp_tool},
     transport::LineTransport,
 };
+use crate::run::{Attach, HostRun, RunSetup};
 
 /// How long a run's calls get to wind down after the client went away, before the run's
 /// resources are shut down under them.

@@ -63,7 +63,7 @@ pub fn status_report(root: &Path) -> crate::Result<StatusReport> {
     let config = Config::load(root)?;
     let capsule = crate::capsule::make_or_refuse(root, &config.capsule);
     let capsule_line = capsule.describe();
-    let registry = super::assemble_in(root, &config, &super::Attach::default(), capsule);
+    let registry = crate::run::assemble_in(root, &config, &crate::run::Attach::default(), capsule);
     let mut families: Vec<FamilyReport> = registry
         .families()
         .iter()

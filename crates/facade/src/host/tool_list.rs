@@ -109,7 +109,7 @@ mod tests {
     use super::{ClientView, listed_tokens, to_mcp_result, to_mcp_tool};
     use crate::{
         Config, SurfaceKind, Tier, ToolResult, ToolSpec,
-        host::{Attach, assemble},
+        run::{Attach, assemble},
     };
 
     /// The budget of a tool list: every tool's name, description and schema together, on the
