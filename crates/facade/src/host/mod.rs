@@ -1,6 +1,8 @@
 //! The host binary's library side: the command line and its three commands.
 
 mod entry;
+#[cfg(feature = "ask")]
+mod elicitation;
 mod http;
 mod mcp;
 #[cfg(feature = "ask")]

@@ -28,7 +28,7 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
 use super::{
-    mcp::elicitation,
+    elicitation,
     request_state::{self, Claims, StateKey},
 };
 use crate::ToolResult;
