@@ -84,6 +84,7 @@ fn family_crates_depend_on_no_other_family_and_not_on_the_facade() {
         "agent-tools-lsp",
         "agent-tools-vibe",
         "agent-tools-python",
+        "agent-tools-host",
     ];
     let mut violations = Vec::new();
     for dir in ["ask", "astgrep", "debug", "eval", "lsp-tool", "vibe"] {

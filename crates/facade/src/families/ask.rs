@@ -128,7 +128,6 @@ impl Approver for SessionApprover {
 }
 
 /// What `agent-tools status` says about questions and approvals here.
-#[cfg_attr(not(feature = "host"), allow(dead_code))]
 pub(crate) fn status_details(root: &Path, config: &Config) -> Vec<String> {
     let _ = root;
     vec![

@@ -171,7 +171,6 @@ impl RunResource for RosterResource {
 }
 
 /// What `agent-tools status` says about vibe here: the mode, the commands, the limits.
-#[cfg_attr(not(feature = "host"), allow(dead_code))]
 pub(crate) fn status_details(root: &Path, config: &Config) -> Vec<String> {
     let vibe = &config.vibe;
     let mut details = vec![if vibe.enabled {

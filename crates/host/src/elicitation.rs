@@ -2,9 +2,7 @@
 
 use std::{collections::BTreeMap, sync::Arc};
 
-use agent_tools_ask::{
-    Answer, Card, CardKind, QuestionPort, Rejection, Reply, SkipKind, Target,
-};
+use agent_tools_ask::{Answer, Card, CardKind, QuestionPort, Rejection, Reply, SkipKind, Target};
 use async_trait::async_trait;
 use rmcp::{
     Peer, RoleServer,
@@ -35,7 +33,7 @@ pub(super) fn port_for(
     if result.protocol_version >= ProtocolVersion::V_2026_07_28 {
         let client = &request.client_info;
         let target = Target::new(format!("the operator of {} {}", client.name, client.version));
-        return Some((Arc::new(crate::host::mrtr::MrtrPort), target));
+        return Some((Arc::new(crate::mrtr::MrtrPort), target));
     }
     let client = &request.client_info;
     let target = Target::new(format!("the operator of {} {}", client.name, client.version));
@@ -59,10 +57,7 @@ pub(super) fn modern_port_for(
     let client = meta
         .client_info()
         .map_or_else(|| "the MCP client".to_string(), |c| format!("{} {}", c.name, c.version));
-    Some((
-        Arc::new(crate::host::mrtr::MrtrPort),
-        Target::new(format!("the operator of {client}")),
-    ))
+    Some((Arc::new(crate::mrtr::MrtrPort), Target::new(format!("the operator of {client}"))))
 }
 
 struct ElicitationPort {
@@ -87,9 +82,8 @@ pub(crate) fn schema(card: &Card) -> ElicitationSchema {
     if !card.options.is_empty() {
         let labels: Vec<String> = card.options.iter().map(|o| o.numbered_label()).collect();
         let choice = if card.multi_select {
-            let multi = || {
-                EnumSchema::builder(labels.clone()).multiselect().title("Choose one or more")
-            };
+            let multi =
+                || EnumSchema::builder(labels.clone()).multiselect().title("Choose one or more");
             match multi().min_items(1) {
                 // Free text may stand in for a choice; otherwise at least one is needed.
                 Ok(at_least_one) if !card.allow_free_text => at_least_one.build(),
@@ -155,12 +149,7 @@ pub(crate) fn decode(card: &Card, content: Option<&Value>) -> Answer {
 
 #[async_trait]
 impl QuestionPort for ElicitationPort {
-    async fn present(
-        &self,
-        _target: &Target,
-        card: &Card,
-        rejected: Option<&Rejection>,
-    ) -> Reply {
+    async fn present(&self, _target: &Target, card: &Card, rejected: Option<&Rejection>) -> Reply {
         let params = ElicitRequestParams::FormElicitationParams {
             meta: None,
             message: message(card, rejected),
@@ -168,16 +157,14 @@ impl QuestionPort for ElicitationPort {
         };
         match self.peer.create_elicitation(params).await {
             Ok(result) => match result.action {
-                ElicitationAction::Accept => {
-                    Reply::Answered(decode(card, result.content.as_ref()))
-                }
+                ElicitationAction::Accept => Reply::Answered(decode(card, result.content.as_ref())),
                 ElicitationAction::Decline => Reply::Skipped { how: SkipKind::Declined },
                 ElicitationAction::Cancel => Reply::Skipped { how: SkipKind::Dismissed },
                 _ => Reply::Skipped { how: SkipKind::Dismissed },
             },
-            Err(e) => Reply::NoOperator {
-                reason: format!("the MCP client did not show the card: {e}"),
-            },
+            Err(e) => {
+                Reply::NoOperator { reason: format!("the MCP client did not show the card: {e}") }
+            }
         }
     }
 }

@@ -20,14 +20,14 @@ use rmcp::{
     service::{RequestContext, ServerInitializeError},
 };
 
+#[cfg(feature = "ask")]
+use super::elicitation;
 use super::{
     progress::ProgressForwarder,
     tool_list::{ClientView, to_mcp_result, to_mcp_tool},
     transport::LineTransport,
 };
-#[cfg(feature = "ask")]
-use super::elicitation;
-use crate::run::{Attach, HostRun, RunSetup};
+use agent_tools::run::{Attach, HostRun, RunSetup};
 
 /// How long a run's calls get to wind down after the client went away, before the run's
 /// resources are shut down under them.
@@ -338,7 +338,7 @@ impl ServerHandler for McpHost {
 async fn turn(
     state: &HostState,
     context: &RequestContext<RoleServer>,
-) -> Option<crate::Dispatched> {
+) -> Option<agent_tools::Dispatched> {
     use super::order::Arrival;
     let arrival = context.extensions.get::<Arrival>().copied().or_else(|| {
         context
@@ -362,9 +362,9 @@ fn client_view(context: &RequestContext<RoleServer>) -> ClientView {
 /// (the forwarder stops when dropped).
 fn call_context(
     run: &HostRun,
-    surface: &crate::Surface,
+    surface: &agent_tools::Surface,
     context: &RequestContext<RoleServer>,
-) -> (crate::CallContext, Option<ProgressForwarder>) {
+) -> (agent_tools::CallContext, Option<ProgressForwarder>) {
     let mut ctx = surface.context(&run.info, None);
     let forwarder = context
         .meta
@@ -426,7 +426,7 @@ impl McpHost {
                     Arc::new(CardChannel(events.clone()));
                 let (name, call_args, call_surface) =
                     (request.name.to_string(), args.clone(), surface.clone());
-                tokio::spawn(crate::tool::CALL_SCOPE.scope(Some(scope), async move {
+                tokio::spawn(agent_tools::CALL_SCOPE.scope(Some(scope), async move {
                     let result = call_surface.call(&ctx, &name, call_args).await;
                     drop(forwarder);
                     let _ = events.send(CallEvent::Done(result)).await;

@@ -1,37 +1,14 @@
-//! The host binary's library side: the command line and its three commands.
-
-mod entry;
-#[cfg(feature = "ask")]
-mod elicitation;
-mod http;
-mod mcp;
-#[cfg(feature = "ask")]
-mod mrtr;
-mod order;
-mod progress;
-#[cfg(feature = "ask")]
-mod request_state;
-mod status;
-mod tool_list;
-mod transport;
+//! The `agent-tools` command line: `mcp`, `call` and `status`, parsed and run to their end.
 
 use std::{io::IsTerminal, path::PathBuf, process::ExitCode};
 
-use clap::{Parser, Subcommand};
-
-use crate::{
+use agent_tools::{
     SurfaceKind,
     run::{Attach, prepare_run_trusting, resolve_root},
 };
+use clap::{Parser, Subcommand};
 
-pub use self::{
-    entry::{exit_status, main, main_with_args},
-    http::{HttpOptions, serve_http},
-    mcp::serve_stdio,
-    status::status_report,
-    tool_list::{listed_chars, listed_tokens},
-    transport::MAX_MESSAGE_BYTES,
-};
+use crate::{HttpOptions, serve_http, serve_stdio, status_report};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -62,7 +39,7 @@ struct RunArgs {
     /// The sandbox the run's kernels, debuggers and workers start in: `bwrap` (bubblewrap),
     /// `prefix` (`[capsule] prefix`) or `none` (also `[capsule] kind`).
     #[arg(long, value_name = "bwrap|prefix|none")]
-    capsule: Option<crate::capsule::CapsuleKind>,
+    capsule: Option<agent_tools::capsule::CapsuleKind>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -137,12 +114,12 @@ fn print_result(command: &str, text: &str) -> Result<(), ExitCode> {
 }
 
 #[allow(clippy::print_stderr)]
-fn print_err(text: &str) {
+pub(crate) fn print_err(text: &str) {
     eprintln!("{text}");
 }
 
 /// The command line `argv` (the program name first) run to its end: see [`main_with_args`].
-fn run_command_line(argv: Vec<std::ffi::OsString>) -> ExitCode {
+pub(crate) fn run_command_line(argv: Vec<std::ffi::OsString>) -> ExitCode {
     let cli = match Cli::try_parse_from(argv) {
         Ok(cli) => cli,
         Err(e) => {
