@@ -123,6 +123,25 @@ pub struct RunSetup {
 }
 
 impl RunSetup {
+    /// The run `info` with `config`: its surface is `surface` when given, else the
+    /// configuration's `[mcp] surface` (default `build`), and the configuration is held to that
+    /// surface's ceiling.
+    pub fn new(
+        info: RunInfo,
+        mut config: Config,
+        surface: Option<SurfaceKind>,
+    ) -> Result<RunSetup, String> {
+        let surface_kind = match surface {
+            Some(s) => s,
+            None => match &config.mcp.surface {
+                Some(s) => s.parse().map_err(|e| format!("config mcp.surface: {e}"))?,
+                None => SurfaceKind::Build,
+            },
+        };
+        config.apply_ceiling(surface_kind.ceiling());
+        Ok(RunSetup { info, config, surface_kind })
+    }
+
     /// The run's capsule is `kind` when given (`--capsule`), else the configuration's; checked
     /// here once, so a sandbox that cannot be made stops the host before any run starts.
     pub fn with_capsule(
@@ -160,20 +179,30 @@ pub fn prepare_run_trusting(
     trust_project: bool,
 ) -> Result<RunSetup, String> {
     let root = resolve_root(root)?;
-    let mut config = Config::load_trusting(&root, trust_project).map_err(|e| e.to_string())?;
-    let surface_kind = match surface {
-        Some(s) => s,
-        None => match &config.mcp.surface {
-            Some(s) => s.parse().map_err(|e| format!("config mcp.surface: {e}"))?,
-            None => SurfaceKind::Build,
-        },
-    };
-    config.apply_ceiling(surface_kind.ceiling());
-    Ok(RunSetup { info: RunInfo::new(root), config, surface_kind })
+    let config = Config::load_trusting(&root, trust_project).map_err(|e| e.to_string())?;
+    RunSetup::new(RunInfo::new(root), config, surface)
 }
 
 /// Starts a run for `args`: root, configuration, registry (with nothing beyond the configuration
 /// attached: no question port, vibe mode only if the configuration turns it on).
 pub fn start_run(root: Option<PathBuf>, surface: Option<SurfaceKind>) -> Result<HostRun, String> {
     Ok(prepare_run(root, surface)?.assemble(&Attach::default()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_runs_surface_is_the_given_one_else_the_configurations_else_build() {
+        let parse = |text: &str| Config::parse(text, Path::new("agent-tools.toml")).unwrap();
+        let setup = |config: Config, surface| RunSetup::new(RunInfo::new("/"), config, surface);
+        let plan = parse("[mcp]\nsurface = \"plan\"\n");
+        assert_eq!(setup(plan.clone(), None).unwrap().surface_kind, SurfaceKind::Plan);
+        let given = setup(plan, Some(SurfaceKind::Build)).unwrap();
+        assert_eq!(given.surface_kind, SurfaceKind::Build);
+        assert_eq!(setup(Config::default(), None).unwrap().surface_kind, SurfaceKind::Build);
+        let err = setup(parse("[mcp]\nsurface = \"nope\"\n"), None).unwrap_err();
+        assert!(err.starts_with("config mcp.surface: "), "{err}");
+    }
 }
