@@ -37,13 +37,7 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
         Some(i) => args.get(i + 1).context("a number after --runs")?.parse().context("--runs")?,
         None => 5,
     };
-    crate::run(crate::cargo().args([
-        "build",
-        "--quiet",
-        "--release",
-        "-p",
-        "builtin-agent-tools",
-    ]))?;
+    crate::run(crate::cargo().args(["build", "--quiet", "--release", "-p", "agent-tools-host"]))?;
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| crate::project_root().join("target"));

@@ -38,7 +38,7 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
     let release = args.iter().any(|a| a == "--release");
     let profile = if release { "release" } else { "debug" };
     let mut build = crate::cargo();
-    build.args(["build", "--quiet", "-p", "builtin-agent-tools"]);
+    build.args(["build", "--quiet", "-p", "agent-tools-host"]);
     if release {
         build.arg("--release");
     }

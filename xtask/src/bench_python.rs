@@ -45,7 +45,7 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
     let command = venv.join("bin").join("agent-tools");
     for (path, what) in [
         (&command, "cargo xtask wheel --release"),
-        (&binary, "cargo build --release -p builtin-agent-tools"),
+        (&binary, "cargo build --release -p agent-tools-host"),
     ] {
         if !path.exists() {
             bail!(

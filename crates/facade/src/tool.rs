@@ -480,7 +480,7 @@ impl fmt::Debug for ProgressSink {
 tokio::task_local! {
     /// What a host attaches to one call and needs back deep inside it (the MCP host's channel
     /// for cards on 2026-07-28 connections). The surface carries it into the call's own task.
-    pub(crate) static CALL_SCOPE: Option<Arc<dyn std::any::Any + Send + Sync>>;
+    pub static CALL_SCOPE: Option<Arc<dyn std::any::Any + Send + Sync>>;
 }
 
 /// How deep nested calls (a cell calling a tool calling a cell) may go.

@@ -13,7 +13,7 @@ use pyo3::prelude::*;
 #[pyfunction]
 pub(crate) fn main(py: Python<'_>, argv: Vec<OsString>) -> u8 {
     let _default_sigint = DefaultSigint::install();
-    py.detach(|| agent_tools::host::exit_status(agent_tools::host::main_with_args(argv)))
+    py.detach(|| agent_tools_host::exit_status(agent_tools_host::main_with_args(argv)))
 }
 
 /// SIGINT at its default action until dropped, then the previous disposition again.

@@ -1,7 +1,7 @@
 //! Python bindings of the agent-tools registry: the `agent_tools._native` extension module.
 //!
-//! The layer is thin on purpose: a run is assembled by the facade's host
-//! (`agent_tools::host::prepare_run` and `RunSetup::assemble`, as the `agent-tools` binary does),
+//! The layer is thin on purpose: a run is assembled by the facade's run assembly
+//! (`agent_tools::run::prepare_run` and `RunSetup::assemble`, as the `agent-tools` binary does),
 //! JSON crosses the boundary as text, and the Python package (`python/agent_tools`) turns it
 //! into dataclasses, async variants and a context manager.
 

@@ -5,7 +5,7 @@ use std::{path::PathBuf, sync::Arc};
 
 use agent_tools::{
     Config, Progress, ProgressSink, Surface, SurfaceKind, ToolResult,
-    host::{self, Attach, HostRun},
+    run::{self, Attach, HostRun, RunSetup},
 };
 use parking_lot::RwLock;
 use pyo3::{
@@ -214,19 +214,13 @@ fn open(rt: &tokio::runtime::Runtime, opening: Opening) -> Result<HostRun, Strin
     let Opening { root, surface, vibe, config, trust_project, present } = opening;
     // Families may start background tasks while they attach.
     let _entered = rt.enter();
-    let mut setup = host::prepare_run_trusting(root, surface, trust_project)?;
+    let mut setup = run::prepare_run_trusting(root, surface, trust_project)?;
     if let Some(file) = config {
         let text = std::fs::read_to_string(&file).map_err(|e| {
             format!("config {}: {e}; give the path of an agent-tools.toml file", file.display())
         })?;
-        setup.config = Config::parse(&text, &file).map_err(|e| e.to_string())?;
-        if surface.is_none() {
-            setup.surface_kind = match &setup.config.mcp.surface {
-                Some(s) => s.parse().map_err(|e| format!("config mcp.surface: {e}"))?,
-                None => SurfaceKind::Build,
-            };
-        }
-        setup.config.apply_ceiling(setup.surface_kind.ceiling());
+        let config = Config::parse(&text, &file).map_err(|e| e.to_string())?;
+        setup = RunSetup::new(setup.info, config, surface)?;
     }
     let mut attach = Attach::default().with_vibe(vibe);
     if let Some(present) = present {

@@ -49,7 +49,6 @@ impl RegistryBuilder {
 }
 
 /// The host's attach step: `ask_user` when someone can answer, with the configured timeout.
-#[cfg_attr(not(feature = "host"), allow(dead_code))]
 pub(crate) fn attach(
     builder: RegistryBuilder,
     config: &Config,
@@ -127,7 +126,6 @@ impl Approver for SessionApprover {
 }
 
 /// What `agent-tools status` says about questions and approvals here.
-#[cfg_attr(not(feature = "host"), allow(dead_code))]
 pub(crate) fn status_details(root: &Path, config: &Config) -> Vec<String> {
     let _ = root;
     vec![

@@ -24,7 +24,7 @@ use crate::Config;
 
 /// Facts `agent-tools status` shows for an attached family: what resolves, what is missing.
 #[allow(clippy::match_single_binding, reason = "one arm per family, each behind its feature")]
-pub(crate) fn status_details(family: &str, root: &Path, config: &Config) -> Vec<String> {
+pub fn status_details(family: &str, root: &Path, config: &Config) -> Vec<String> {
     let _ = (root, config);
     match family {
         // Each family adds one arm: `#[cfg(feature = "x")] "x" => x::status_details(root, config),`

@@ -80,13 +80,11 @@ impl RegistryBuilder {
 }
 
 /// Whether vibe mode is on for a run: `--vibe`, or `[vibe] enabled = true`.
-#[cfg_attr(not(feature = "host"), allow(dead_code))]
 pub(crate) fn vibe_mode(config: &Config, flag: bool) -> bool {
     flag || config.vibe.enabled
 }
 
 /// The host's attach step: the vibe tools with the command backend, while vibe mode is on.
-#[cfg_attr(not(feature = "host"), allow(dead_code))]
 pub(crate) fn attach(
     builder: RegistryBuilder,
     root: &Path,
@@ -195,7 +193,6 @@ impl RunResource for RosterResource {
 }
 
 /// What `agent-tools status` says about vibe here: the mode, the commands, the limits.
-#[cfg_attr(not(feature = "host"), allow(dead_code))]
 pub(crate) fn status_details(root: &Path, config: &Config) -> Vec<String> {
     let vibe = &config.vibe;
     let mut details = vec![if vibe.enabled {

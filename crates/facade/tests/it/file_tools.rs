@@ -370,46 +370,6 @@ fn concurrent_patches_edits_and_writes_of_one_file_all_land_in_turn() {
 }
 
 #[test]
-fn two_hosts_editing_one_file_lose_nothing_and_a_refusal_says_why() {
-    let project = Project::new(&[("log.txt", "start\nend\n")]);
-    let host = |n: usize| {
-        let root = project.dir.path().to_path_buf();
-        std::thread::spawn(move || {
-            (0..10)
-                .map(|k| {
-                    let marker = format!("host {n} edit {k}");
-                    let output = std::process::Command::new(env!("CARGO_BIN_EXE_agent-tools"))
-                        .arg("call")
-                        .arg("edit")
-                        .arg(insert_edit(&marker).to_string())
-                        .arg("--root")
-                        .arg(&root)
-                        .output()
-                        .expect("run the host");
-                    (marker, output)
-                })
-                .collect::<Vec<_>>()
-        })
-    };
-    let (a, b) = (host(0), host(1));
-    let outcomes: Vec<_> = a.join().unwrap().into_iter().chain(b.join().unwrap()).collect();
-    let log = project.read("log.txt");
-    for (marker, output) in outcomes {
-        let text = String::from_utf8_lossy(&output.stdout).into_owned()
-            + &String::from_utf8_lossy(&output.stderr);
-        if output.status.success() {
-            assert!(
-                log.contains(&format!("{marker}\n")),
-                "{marker} reported done but lost:\n{log}"
-            );
-        } else {
-            assert!(text.contains("changed since it was read"), "{marker}: {text}");
-            assert!(!log.contains(&format!("{marker}\n")), "{marker} refused but written");
-        }
-    }
-}
-
-#[test]
 fn special_files_are_refused_at_once_by_every_file_tool() {
     let project = Project::new(&[("ok.txt", "fine\n")]);
     let fifo = project.dir.path().join("pipe");

@@ -1,5 +1,5 @@
 //! The `agent-tools` host binary: `mcp`, `call` and `status`.
 
 fn main() -> std::process::ExitCode {
-    agent_tools::host::main()
+    agent_tools_host::main()
 }

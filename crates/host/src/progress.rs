@@ -13,7 +13,7 @@ use rmcp::{
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::{Progress, ProgressSink};
+use agent_tools::{Progress, ProgressSink};
 
 /// At most two notifications a second.
 pub(super) const MIN_INTERVAL: Duration = Duration::from_millis(500);
@@ -100,7 +100,7 @@ mod tests {
     use tokio_util::sync::CancellationToken;
 
     use super::{MIN_INTERVAL, forward};
-    use crate::Progress;
+    use agent_tools::Progress;
 
     fn report(progress: f64) -> Progress {
         Progress { progress, total: None, message: format!("{progress}") }

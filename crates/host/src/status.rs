@@ -4,7 +4,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::Config;
+use agent_tools::Config;
 
 /// One family as `status` reports it.
 #[derive(Debug, Clone, Serialize)]
@@ -59,11 +59,12 @@ const FAMILIES: &[(&str, bool, &str)] = &[
 ];
 
 /// Builds the report for `root` from the same assembly as a run.
-pub fn status_report(root: &Path) -> crate::Result<StatusReport> {
+pub fn status_report(root: &Path) -> agent_tools::Result<StatusReport> {
     let config = Config::load(root)?;
-    let capsule = crate::capsule::make_or_refuse(root, &config.capsule);
+    let capsule = agent_tools::capsule::make_or_refuse(root, &config.capsule);
     let capsule_line = capsule.describe();
-    let registry = super::assemble_in(root, &config, &super::Attach::default(), capsule);
+    let registry =
+        agent_tools::run::assemble_in(root, &config, &agent_tools::run::Attach::default(), capsule);
     let mut families: Vec<FamilyReport> = registry
         .families()
         .iter()
@@ -71,7 +72,7 @@ pub fn status_report(root: &Path) -> crate::Result<StatusReport> {
             family: f.name.clone(),
             attached: true,
             tools: f.tools.clone(),
-            details: match crate::families::status_details(&f.name, root, &config) {
+            details: match agent_tools::status_details(&f.name, root, &config) {
                 details if details.is_empty() => vec![format!("confined to {}", root.display())],
                 details => details,
             },
@@ -114,6 +115,6 @@ fn report_unattached(families: &mut Vec<FamilyReport>, family: &str, root: &Path
         family: family.to_string(),
         attached: false,
         tools: vec![],
-        details: crate::families::status_details(family, root, config),
+        details: agent_tools::status_details(family, root, config),
     });
 }

@@ -21,7 +21,8 @@ use rmcp::transport::streamable_http_server::{
 };
 use tokio_util::sync::CancellationToken;
 
-use super::{Attach, RunSetup, mcp::SessionRuns};
+use super::mcp::SessionRuns;
+use agent_tools::run::{Attach, RunSetup};
 
 mod expiry;
 mod jsonrpc;
@@ -68,7 +69,7 @@ impl HttpOptions {
     pub fn resolve(
         addr: &str,
         token_file: Option<&Path>,
-        config: &crate::McpConfig,
+        config: &agent_tools::McpConfig,
     ) -> Result<HttpOptions, String> {
         let addr = listen_address(addr)?;
         let token_file = token_file.or(config.http_token_file.as_deref());
@@ -168,7 +169,7 @@ pub async fn serve_http(
         sessions,
         arrivals: Default::default(),
     });
-    super::print_err(&format!(
+    crate::cli::print_err(&format!(
         "agent-tools mcp: serving MCP (Streamable HTTP) at http://{local}{MCP_PATH}{}",
         if gate.token.is_some() { " (bearer token required)" } else { "" }
     ));
@@ -285,7 +286,7 @@ fn mcp_service(
         move || {
             // Each session is a fresh run: its own id, cancellation and resources.
             let fresh = || RunSetup {
-                info: crate::RunInfo::new(setup.info.root.clone()),
+                info: agent_tools::RunInfo::new(setup.info.root.clone()),
                 config: setup.config.clone(),
                 surface_kind: setup.surface_kind,
             };

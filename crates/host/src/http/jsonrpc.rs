@@ -11,7 +11,7 @@ use hyper::{Request, Response, StatusCode, header};
 use serde_json::{Value, json};
 
 use super::{Body, McpService};
-use crate::host::transport::{bad_params, invalid_envelope, invalid_id_or_method};
+use crate::transport::{bad_params, invalid_envelope, invalid_id_or_method};
 
 /// What to do with a POST body.
 pub(super) enum Post {
@@ -98,7 +98,7 @@ pub(super) async fn serve_batch(
     items: Vec<Value>,
     service: &McpService,
     has_session: bool,
-    next_arrival: &(dyn Fn() -> crate::host::order::Arrival + Sync),
+    next_arrival: &(dyn Fn() -> crate::order::Arrival + Sync),
 ) -> Response<Body> {
     if !has_session {
         return error_response(

@@ -17,7 +17,7 @@ where
     I: IntoIterator<Item = T>,
     T: Into<OsString>,
 {
-    super::run_command_line(argv.into_iter().map(Into::into).collect())
+    crate::cli::run_command_line(argv.into_iter().map(Into::into).collect())
 }
 
 /// The number behind `code` (0 to 255), for a caller that hands it on as an integer (Python's

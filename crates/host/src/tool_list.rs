@@ -6,7 +6,7 @@ use std::sync::Arc;
 use base64::Engine;
 use rmcp::model::{CallToolResult, ContentBlock, Tool as McpTool, ToolAnnotations};
 
-use crate::{Tier, ToolResult, ToolSpec};
+use agent_tools::{Tier, ToolResult, ToolSpec};
 
 fn object(value: &serde_json::Value) -> serde_json::Map<String, serde_json::Value> {
     match value {
@@ -107,9 +107,9 @@ mod tests {
     use serde_json::json;
 
     use super::{ClientView, listed_tokens, to_mcp_result, to_mcp_tool};
-    use crate::{
+    use agent_tools::{
         Config, SurfaceKind, Tier, ToolResult, ToolSpec,
-        host::{Attach, assemble},
+        run::{Attach, assemble},
     };
 
     /// The budget of a tool list: every tool's name, description and schema together, on the
@@ -121,14 +121,14 @@ mod tests {
     /// The debug tool's own budget.
     const DEBUG_BUDGET_TOKENS: usize = 700;
 
-    fn registry(vibe: bool) -> crate::Registry {
+    fn registry(vibe: bool) -> agent_tools::Registry {
         registry_for(vibe, false)
     }
 
     /// The registry a client gets: `elicitation` when it declared form elicitation (Claude
     /// Code, the SDKs with an elicitation callback), which attaches a question port and so
     /// `ask_user`.
-    fn registry_for(vibe: bool, elicitation: bool) -> crate::Registry {
+    fn registry_for(vibe: bool, elicitation: bool) -> agent_tools::Registry {
         let root = Path::new(env!("CARGO_MANIFEST_DIR"));
         let attach = Attach::default().with_vibe(vibe);
         #[cfg(feature = "ask")]
@@ -180,7 +180,7 @@ mod tests {
                 }
             }
         }
-        // `cargo test -p builtin-agent-tools every_list -- --nocapture` prints the figures for
+        // `cargo test -p agent-tools-host every_list -- --nocapture` prints the figures for
         // BENCHMARKS.md.
         println!("{}", figures.join("\n"));
         #[cfg(feature = "ask")]
@@ -334,7 +334,10 @@ mod tests {
         let declared = ToolSpec::new::<serde_json::Value>("eval", "d", Tier::Exec)
             .with_output_schema::<serde_json::Value>();
         let figure = ToolResult::text("[image 1]").with_structured(json!({"image": 1})).with_image(
-            crate::Image { mime_type: "image/png".into(), data: vec![0x89, b'P', b'N', b'G'] },
+            agent_tools::Image {
+                mime_type: "image/png".into(),
+                data: vec![0x89, b'P', b'N', b'G'],
+            },
         );
         let codex =
             to_mcp_result(figure.clone(), Some(&declared), ClientView::of("codex-mcp-client"));

@@ -18,7 +18,7 @@ use std::{
 
 use tokio::sync::Notify;
 
-use crate::Dispatched;
+use agent_tools::Dispatched;
 
 /// The arrival number of a `tools/call` on its connection (or session): 1, 2, 3, …
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

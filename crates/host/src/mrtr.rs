@@ -28,10 +28,10 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
 use super::{
-    mcp::elicitation,
+    elicitation,
     request_state::{self, Claims, StateKey},
 };
-use crate::ToolResult;
+use agent_tools::ToolResult;
 
 /// The key of the one input request a round carries.
 const CARD_KEY: &str = "card";
@@ -43,7 +43,7 @@ pub(super) enum CallEvent {
 }
 
 /// The channel a call's cards travel on; it follows the call into its task (see
-/// `crate::tool::CALL_SCOPE`).
+/// `agent_tools::CALL_SCOPE`).
 #[derive(Clone)]
 pub(super) struct CardChannel(pub(super) mpsc::Sender<CallEvent>);
 
@@ -55,7 +55,7 @@ pub(super) struct MrtrPort;
 impl QuestionPort for MrtrPort {
     async fn present(&self, _target: &Target, card: &Card, rejected: Option<&Rejection>) -> Reply {
         let channel =
-            crate::tool::CALL_SCOPE.try_with(|scope| scope.clone()).ok().flatten().and_then(
+            agent_tools::CALL_SCOPE.try_with(|scope| scope.clone()).ok().flatten().and_then(
                 |scope: Arc<dyn Any + Send + Sync>| scope.downcast_ref::<CardChannel>().cloned(),
             );
         let Some(CardChannel(events)) = channel else {
