@@ -140,8 +140,13 @@ impl Registry {
 
     /// Ends every run-bound resource; after this no process started for the run remains.
     pub async fn shutdown(&self) {
+        // All at once: a resource slow to stop (a kernel that ignores SIGTERM, a server that
+        // does not answer `shutdown`) must not hold up the others' teardown.
+        let mut stopping = tokio::task::JoinSet::new();
         for resource in &self.resources {
-            resource.shutdown().await;
+            let resource = resource.clone();
+            stopping.spawn(async move { resource.shutdown().await });
         }
+        while stopping.join_next().await.is_some() {}
     }
 }

@@ -54,7 +54,7 @@ const FAMILIES: &[(&str, bool, &str)] = &[
     ("astgrep", cfg!(feature = "astgrep"), "ast_grep, ast_edit, resolve"),
     ("debug", cfg!(feature = "debug"), "debug"),
     ("eval", cfg!(feature = "eval"), "eval"),
-    ("lsp", cfg!(feature = "lsp"), "lsp, lsp_rename"),
+    ("lsp", cfg!(feature = "lsp"), "lsp, lsp_rename, lsp_code_action"),
     ("vibe", cfg!(feature = "vibe"), "vibe_spawn, vibe_send, vibe_wait, vibe_kill, vibe_list"),
 ];
 

@@ -4,6 +4,7 @@
 
 mod config;
 mod file_tools;
+mod shutdown;
 mod surfaces;
 
 use agent_tools::{RegistryBuilder, RunInfo, SurfaceKind, ToolResult};
