@@ -186,11 +186,21 @@ enum Skip {
     Unreadable(String),
 }
 
+/// What a scan does with each file that passes the pre-filter.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Work {
+    /// Parse it, match the query, and run the per-file step on a file with matches.
+    Match,
+    /// Parse it and stop: the floor a search cannot go below, for benchmarks.
+    ParseOnly,
+}
+
 /// Walks the scope, parses files that pass the pre-filter, and runs `per_file` on those with matches.
 pub(crate) fn scan<T: Send>(
     scope: &Scope,
     query: Query<'_>,
     options: &SearchOptions,
+    work: Work,
     per_file: &(dyn Fn(FileCtx<'_>) -> T + Sync),
 ) -> Result<Scan<T>, AstError> {
     let counters = Counters::default();
@@ -269,6 +279,9 @@ pub(crate) fn scan<T: Send>(
         let root = tree.root_node();
         if root.has_error() {
             counters.syntax.fetch_add(1, Ordering::Relaxed);
+        }
+        if work == Work::ParseOnly {
+            return Ok(());
         }
         let (matches, budget_hits) = query.find_all(root, src.as_bytes(), options.step_budget);
         if let Some(&first) = budget_hits.first() {

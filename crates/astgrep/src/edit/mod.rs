@@ -32,7 +32,7 @@ use crate::{
     pattern::first_error,
     rule::Transform,
     search::{Compiled, PatternInfo, plural, query_source, request_language},
-    walk::{FileCtx, ScanStats, SearchOptions, line_col, resolve_scope, scan},
+    walk::{FileCtx, ScanStats, SearchOptions, Work, line_col, resolve_scope, scan},
 };
 
 /// Structural rewrite, staged.
@@ -279,7 +279,8 @@ impl EditStore {
         let template =
             Template::new(scope.lang, rewrite, compiled.query().metavariables(), transforms)?;
         let info = compiled.info();
-        let scan = scan(&scope, compiled.query(), options, &|ctx| edit_file(ctx, &template))?;
+        let scan =
+            scan(&scope, compiled.query(), options, Work::Match, &|ctx| edit_file(ctx, &template))?;
         let mut unchanged_matches = 0;
         let mut edits: Vec<FileEdit> = Vec::new();
         for (_, outcome) in scan.files {
