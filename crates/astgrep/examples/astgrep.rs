@@ -6,7 +6,8 @@
 //! default 1024) between them. `--parse-only` walks, reads, pre-filters and parses the files the
 //! search would, without matching (the floor), and reports the same line without matches.
 //! `--rewrite TEXT` stages the rewrite (`ast_edit`) of every match of PATTERN under DIR (a file
-//! or folder) and accepts it (`resolve`), reporting `propose_ms` and `accept_ms`.
+//! or folder) and accepts it (`resolve`), reporting `propose_ms` and `accept_ms`;
+//! `--rewrite-file PATH` reads TEXT from a file (a long rewrite exceeds an argument's limit).
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
@@ -35,9 +36,18 @@ fn main() -> ExitCode {
     } else {
         (Some(pattern.clone()), None)
     };
-    if let Some(rewrite) = args.iter().position(|a| a == "--rewrite").and_then(|i| args.get(i + 1))
-    {
+    let flag = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1));
+    if let Some(rewrite) = flag("--rewrite") {
         return rewrite_and_accept(pattern, rule, language, dir, rewrite);
+    }
+    if let Some(file) = flag("--rewrite-file") {
+        return match std::fs::read_to_string(file) {
+            Ok(rewrite) => rewrite_and_accept(pattern, rule, language, dir, &rewrite),
+            Err(e) => {
+                eprintln!("cannot read the rewrite from {file}: {e}");
+                ExitCode::from(2)
+            }
+        };
     }
     let request = SearchRequest {
         pattern,

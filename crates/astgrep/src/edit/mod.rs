@@ -1,6 +1,7 @@
 //! `ast_edit` and `resolve`: rewrite templates, staged changes with unified diffs, and the
 //! all-or-nothing group write with a content-hash staleness check.
 
+mod diff;
 mod render;
 mod template;
 
@@ -25,7 +26,7 @@ pub use self::{
     template::{fix_source, rewrite_source},
 };
 
-use self::template::{Template, apply_rewrites};
+use self::template::{Rewritten, Template, apply_rewrites};
 use crate::{
     error::AstError,
     lang::ContextKind,
@@ -186,12 +187,9 @@ struct FileEdit {
 use agent_tools_support::journal::sha256;
 
 /// A file's rewrite, or the number of matches when the rewrite changes nothing.
-/// How long the diff of one file's rewrite may take before it is approximated.
-const DIFF_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(300);
-
 fn edit_file(ctx: FileCtx<'_>, template: &Template<'_>) -> Result<FileEdit, usize> {
     let src = ctx.src;
-    let (new, kept, skipped) = apply_rewrites(src, ctx.matches, template);
+    let Rewritten { text: new, edits, kept, skipped } = apply_rewrites(src, ctx.matches, template);
     if new == src {
         return Err(kept);
     }
@@ -206,15 +204,7 @@ fn edit_file(ctx: FileCtx<'_>, template: &Template<'_>) -> Result<FileEdit, usiz
             None
         }
     });
-    // Bounded in time: a line diff is quadratic in the lines changed (a 100k-line rewrite took
-    // 100 s); past the bound the hunks are coarser, never wrong.
-    let diff = similar::TextDiff::configure()
-        .timeout(DIFF_TIMEOUT)
-        .diff_lines(src, &new)
-        .unified_diff()
-        .context_radius(3)
-        .header(&format!("a/{}", ctx.rel), &format!("b/{}", ctx.rel))
-        .to_string();
+    let diff = diff::unified(src, &new, &edits, ctx.rel);
     Ok(FileEdit {
         staged: StagedFile {
             path: ctx.path.to_path_buf(),

@@ -1,5 +1,7 @@
 //! Rewrite templates: `$X` substitution with re-indentation, and a file's matches replaced.
 
+use std::ops::Range;
+
 use crate::{
     error::AstError,
     lang::Lang,
@@ -259,7 +261,7 @@ pub(super) fn apply_rewrites(
     src: &str,
     mut matches: Vec<RawMatch>,
     template: &Template<'_>,
-) -> (String, usize, usize) {
+) -> Rewritten {
     matches.sort_by(|a, b| a.range.start.cmp(&b.range.start).then(b.range.end.cmp(&a.range.end)));
     let mut kept: Vec<&RawMatch> = Vec::new();
     let mut skipped = 0;
@@ -273,15 +275,29 @@ pub(super) fn apply_rewrites(
         kept.push(m);
     }
     let mut new = String::with_capacity(src.len());
+    let mut edits = Vec::with_capacity(kept.len());
     let mut at = 0;
     for m in &kept {
         new.push_str(&src[at..m.replace.start]);
         let values = template.values(m, src);
+        let start = new.len();
         new.push_str(&expand(&template.segs, m, src, &values));
+        edits.push((m.replace.clone(), start..new.len()));
         at = m.replace.end;
     }
     new.push_str(&src[at..]);
-    (new, kept.len(), skipped)
+    Rewritten { text: new, edits, kept: kept.len(), skipped }
+}
+
+/// A file's text after its rewrite.
+pub(super) struct Rewritten {
+    pub(super) text: String,
+    /// For each replacement, in order: the byte range it replaced in the old text and the range
+    /// of its text in the new one.
+    pub(super) edits: Vec<(Range<usize>, Range<usize>)>,
+    /// Matches rewritten, and matches skipped because they lie inside (or overlap) one of those.
+    pub(super) kept: usize,
+    pub(super) skipped: usize,
 }
 
 /// Rewrites every match of `pattern` in `source` (one file's text) with the template
@@ -290,7 +306,7 @@ pub fn rewrite_source(pattern: &Pattern, rewrite: &str, source: &str) -> Result<
     let segs = compile_template(pattern.lang(), rewrite, &pattern.metavariables())?;
     let matches = crate::match_source(pattern, source);
     let template = Template { segs, transforms: &[], names: pattern.metavariables() };
-    Ok(apply_rewrites(source, matches, &template).0)
+    Ok(apply_rewrites(source, matches, &template).text)
 }
 
 /// Refuses a rule config's `fix` template that uses a metavariable the rule neither binds
@@ -325,7 +341,7 @@ pub fn fix_source(rules: &RuleSet, source: &str) -> Result<String, AstError> {
     })?;
     let template =
         Template::new(rules.lang(), fix, rules.metavariables().to_vec(), &rules.transforms)?;
-    Ok(apply_rewrites(source, rules.match_source(source), &template).0)
+    Ok(apply_rewrites(source, rules.match_source(source), &template).text)
 }
 
 /// A compiled rewrite: segments, and the transformations that compute extra variables.
