@@ -51,13 +51,16 @@ pub(crate) struct Anchors {
 }
 
 impl Anchors {
-    /// Every occurrence of `word` in `src`, overlapping ones included.
+    /// Every occurrence of `word` in `src` that can be the word of a token (see [`is_word_at`]),
+    /// overlapping ones included.
     pub(crate) fn of(src: &[u8], word: &[u8]) -> Anchors {
         let finder = memchr::memmem::Finder::new(word);
         let mut starts = Vec::new();
         let mut at = 0;
         while let Some(i) = src.get(at..).and_then(|rest| finder.find(rest)) {
-            starts.push(at + i);
+            if is_word_at(src, at + i, word) {
+                starts.push(at + i);
+            }
             at += i + 1;
         }
         Anchors { starts, len: word.len() }
@@ -68,6 +71,37 @@ impl Anchors {
         let i = self.starts.partition_point(|s| *s < start);
         self.starts.get(i).is_some_and(|s| s + self.len <= end)
     }
+}
+
+/// Whether the occurrence of a pattern's literal `word` (a maximal run of `A-Z a-z 0-9 _` in one
+/// of its tokens) at `at` in `src` can be that word of the same token in the code. A word that
+/// starts with a letter or `_` is a keyword, a name or a name-like part of a token, and the
+/// lexer takes the longest name, so in code its token is never followed by a name character
+/// and never preceded by a letter or `_` (a digit may precede it: Python reads `1if` as `1`
+/// `if`). So `let` in `delete` or `letter` is not an occurrence. A word starting with a digit
+/// is taken anywhere (`10or` is `10` `or`).
+pub(crate) fn is_word_at(src: &[u8], at: usize, word: &[u8]) -> bool {
+    let is_name = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    if !word.first().is_some_and(|b| b.is_ascii_alphabetic() || *b == b'_') {
+        return true;
+    }
+    let before = at.checked_sub(1).and_then(|i| src.get(i));
+    let after = src.get(at + word.len());
+    !before.is_some_and(|b| b.is_ascii_alphabetic() || *b == b'_')
+        && !after.is_some_and(|b| is_name(*b))
+}
+
+/// Whether `word` occurs in `src` as the word of a token could (see [`is_word_at`]).
+pub(crate) fn contains_word(finder: &memchr::memmem::Finder<'_>, src: &[u8]) -> bool {
+    let word = finder.needle();
+    let mut at = 0;
+    while let Some(i) = src.get(at..).and_then(|rest| finder.find(rest)) {
+        if is_word_at(src, at + i, word) {
+            return true;
+        }
+        at += i + 1;
+    }
+    false
 }
 
 /// Matches one pattern against trees of its language.

@@ -253,7 +253,7 @@ pub(crate) fn scan<T: Send>(
                 (Arc::from(src), None)
             }
         };
-        if !literals.iter().all(|f| f.find(src.as_bytes()).is_some()) {
+        if !literals.iter().all(|f| crate::matcher::contains_word(f, src.as_bytes())) {
             counters.prefiltered.fetch_add(1, Ordering::Relaxed);
             if let Some(cache) = &options.cache
                 && tree.is_none()

@@ -223,3 +223,22 @@ fn a_repeated_search_uses_the_parse_cache_and_sees_changed_files() {
     };
     assert_eq!(search(dir.path(), &req, &tiny).unwrap().total_matches, 2);
 }
+
+/// The literal pre-filter looks for the pattern's words as the code's tokens hold them: `let` in
+/// `delete` or `letter` is not a `let`, so that file is never parsed; a digit before a keyword
+/// (`1if`, which Python reads as `1` `if`) still counts, and so does a name next to other
+/// characters (`(let`, `let:`).
+#[test]
+fn the_pre_filter_finds_words_not_substrings() {
+    let dir = project(&[
+        ("a.rs", &b"fn delete() { let letter: u8 = 1; }\n"[..]),
+        ("b.rs", b"fn delete() { outlet(letters); }\n"),
+        ("c.py", b"x = 1if y else 2\n"),
+        ("d.py", b"x = elif_ if y else 2\n"),
+    ]);
+    let result = check(dir.path(), request("let $X: $T = $E;", None, Some("rust"))).unwrap();
+    assert_eq!(result.total_matches, 1);
+    assert_eq!((result.stats.prefiltered, result.stats.parsed), (1, 1), "{:?}", result.stats);
+    let result = check(dir.path(), request("$A if $B else $C", None, Some("python"))).unwrap();
+    assert_eq!(result.total_matches, 2, "{:?}", result.stats);
+}
