@@ -62,6 +62,6 @@ pub fn match_source(pattern: &Pattern, source: &str) -> Vec<RawMatch> {
     let mut parser = pattern.data.parser();
     let Some(tree) = parser.parse(source, None) else { return Vec::new() };
     query::Query::Pattern(pattern)
-        .find_all(tree.root_node(), source.as_bytes(), DEFAULT_STEP_BUDGET)
+        .find_all(tree.root_node(), source.as_bytes(), DEFAULT_STEP_BUDGET, true)
         .0
 }

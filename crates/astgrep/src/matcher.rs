@@ -37,7 +37,8 @@ pub struct RawMatch {
     /// What a rewrite replaces: from the first to the last code token the pattern's tokens and
     /// metavariables matched, so a trailing comment or `;` the pattern does not mention stays.
     pub replace: Range<usize>,
-    /// Block comments inside `replace` but outside every capture: a rewrite keeps them.
+    /// Block comments inside `replace` but outside every capture: a rewrite keeps them. Only
+    /// a rewrite reads them: `match_source` and `ast_edit` fill them, a search leaves them empty.
     pub comments: Vec<Range<usize>>,
     /// The values of a rule's `rewrite` transforms, by index in its transforms: computed while
     /// matching, where the captured nodes are at hand.
@@ -113,6 +114,9 @@ pub struct Matcher<'p> {
     exceeded: bool,
     /// Byte offsets of candidates abandoned because the step budget ran out.
     pub budget_hits: Vec<usize>,
+    /// Whether each match records its orphan block comments (`RawMatch::comments`), which
+    /// only a rewrite needs.
+    pub(crate) comments: bool,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -143,6 +147,7 @@ impl<'p> Matcher<'p> {
             steps: 0,
             exceeded: false,
             budget_hits: Vec::new(),
+            comments: true,
         }
     }
 
@@ -187,7 +192,9 @@ impl<'p> Matcher<'p> {
                 let mut env = Env::new();
                 if self.node(&nodes[0], node, src, &mut env) {
                     let mut found = self.finish(node.byte_range(), node.start_position(), env);
-                    found.comments = orphan_comments(node, src, &found);
+                    if self.comments {
+                        found.comments = orphan_comments(node, src, &found);
+                    }
                     out.push(found);
                 } else if self.exceeded {
                     self.budget_hits.push(node.start_byte());

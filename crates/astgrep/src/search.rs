@@ -297,7 +297,7 @@ fn search_query(
             .collect();
         FileMatches { total, views }
     };
-    let scan = scan(scope, query, options, Work::Match, &per_file)?;
+    let scan = scan(scope, query, options, Work::Search, &per_file)?;
     let total_matches = scan.files.iter().map(|(_, f)| f.total).sum();
     let files_with_matches = scan.files.len();
     let matches: Vec<MatchView> =

@@ -14,7 +14,13 @@ use serde::{Deserialize, Serialize};
 
 use agent_tools_support::fs::{Kind, Root};
 
-use crate::{cache::TreeCache, error::AstError, lang::Lang, matcher::RawMatch, query::Query};
+use crate::{
+    cache::{FileMatches, TreeCache},
+    error::AstError,
+    lang::Lang,
+    matcher::RawMatch,
+    query::Query,
+};
 
 /// Limits and plumbing a host passes to a search.
 #[derive(Debug, Clone)]
@@ -147,7 +153,7 @@ pub(crate) struct FileCtx<'a> {
     pub(crate) rel: &'a str,
     pub(crate) src: &'a str,
     pub(crate) tree: &'a tree_sitter::Tree,
-    pub(crate) matches: Vec<RawMatch>,
+    pub(crate) matches: &'a [RawMatch],
     pub(crate) parser: &'a mut tree_sitter::Parser,
 }
 
@@ -190,7 +196,9 @@ enum Skip {
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Work {
     /// Parse it, match the query, and run the per-file step on a file with matches.
-    Match,
+    Search,
+    /// As `Search`, and each match also records the comments a rewrite must keep.
+    Edit,
     /// Parse it and stop: the floor a search cannot go below, for benchmarks.
     ParseOnly,
 }
@@ -209,6 +217,8 @@ pub(crate) fn scan<T: Send>(
     let literals: Vec<memchr::memmem::Finder<'_>> =
         query.literals().iter().map(|l| memchr::memmem::Finder::new(l.as_bytes())).collect();
     let cancelled = || options.cancel.as_ref().is_some_and(|c| c.load(Ordering::Relaxed));
+    // What the matches of a file depend on besides its content.
+    let key = format!("{}\0{}\0{}", query.cache_key(), options.step_budget, work == Work::Edit);
 
     let visit = |path: &Path, parser: &mut tree_sitter::Parser| -> Result<(), Skip> {
         let scanned = counters.scanned.fetch_add(1, Ordering::Relaxed) + 1;
@@ -283,7 +293,25 @@ pub(crate) fn scan<T: Send>(
         if work == Work::ParseOnly {
             return Ok(());
         }
-        let (matches, budget_hits) = query.find_all(root, src.as_bytes(), options.step_budget);
+        // A search repeated with the same query on the same version of the file reuses its
+        // matches: an edit or a tool that changed the file changed its size or time.
+        let kept = match &options.cache {
+            Some(cache) => cache.matches(path, scope.lang, meta.len(), modified, &key),
+            None => None,
+        };
+        let found = match kept {
+            Some(found) => found,
+            None => {
+                let (matches, budget_hits) =
+                    query.find_all(root, src.as_bytes(), options.step_budget, work == Work::Edit);
+                let found = Arc::new(FileMatches { matches, budget_hits });
+                if let Some(cache) = &options.cache {
+                    cache.put_matches(path, scope.lang, meta.len(), modified, &key, found.clone());
+                }
+                found
+            }
+        };
+        let (matches, budget_hits) = (&found.matches, &found.budget_hits);
         if let Some(&first) = budget_hits.first() {
             let mut b = budget.lock().unwrap_or_else(|e| e.into_inner());
             b.0 += budget_hits.len();

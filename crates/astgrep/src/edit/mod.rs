@@ -270,7 +270,7 @@ impl EditStore {
             Template::new(scope.lang, rewrite, compiled.query().metavariables(), transforms)?;
         let info = compiled.info();
         let scan =
-            scan(&scope, compiled.query(), options, Work::Match, &|ctx| edit_file(ctx, &template))?;
+            scan(&scope, compiled.query(), options, Work::Edit, &|ctx| edit_file(ctx, &template))?;
         let mut unchanged_matches = 0;
         let mut edits: Vec<FileEdit> = Vec::new();
         for (_, outcome) in scan.files {

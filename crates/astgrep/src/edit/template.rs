@@ -259,14 +259,15 @@ fn expand(segs: &[Seg], m: &RawMatch, src: &str, values: &[String]) -> String {
 /// inside the matched node that the pattern does not mention stays.
 pub(super) fn apply_rewrites(
     src: &str,
-    mut matches: Vec<RawMatch>,
+    matches: &[RawMatch],
     template: &Template<'_>,
 ) -> Rewritten {
+    let mut matches: Vec<&RawMatch> = matches.iter().collect();
     matches.sort_by(|a, b| a.range.start.cmp(&b.range.start).then(b.range.end.cmp(&a.range.end)));
     let mut kept: Vec<&RawMatch> = Vec::new();
     let mut skipped = 0;
     let mut last_end = 0;
-    for m in &matches {
+    for m in matches {
         if !kept.is_empty() && m.range.start < last_end {
             skipped += 1;
             continue;
@@ -306,7 +307,7 @@ pub fn rewrite_source(pattern: &Pattern, rewrite: &str, source: &str) -> Result<
     let segs = compile_template(pattern.lang(), rewrite, &pattern.metavariables())?;
     let matches = crate::match_source(pattern, source);
     let template = Template { segs, transforms: &[], names: pattern.metavariables() };
-    Ok(apply_rewrites(source, matches, &template).text)
+    Ok(apply_rewrites(source, &matches, &template).text)
 }
 
 /// Refuses a rule config's `fix` template that uses a metavariable the rule neither binds
@@ -341,7 +342,7 @@ pub fn fix_source(rules: &RuleSet, source: &str) -> Result<String, AstError> {
     })?;
     let template =
         Template::new(rules.lang(), fix, rules.metavariables().to_vec(), &rules.transforms)?;
-    Ok(apply_rewrites(source, rules.match_source(source), &template).text)
+    Ok(apply_rewrites(source, &rules.match_source(source), &template).text)
 }
 
 /// A compiled rewrite: segments, and the transformations that compute extra variables.

@@ -59,9 +59,9 @@ pub struct Pattern {
     pub(crate) strictness: Strictness,
     /// Set by a `selector`: the kind every match must have.
     pub(crate) root_kind: Option<u16>,
-    context: ContextKind,
+    pub(crate) context: ContextKind,
     sexp: String,
-    source: String,
+    pub(crate) source: String,
 }
 
 impl Pattern {
