@@ -7,7 +7,11 @@
 //! `max_results` 1, so it reports a count); ast-grep runs `ast-grep run --json=stream`, whose
 //! lines are counted. Wall time and the child's CPU time (user + system, from
 //! `/proc/self/stat`) are both reported: on a shared machine CPU time is the steadier figure.
-//! Extra arguments: `--runs N`.
+//! Ratios are ours ÷ ast-grep (below 1: ours is faster). Beside each pattern, ours run with
+//! `--parse-only` (the same walk, reads, pre-filter and parses, no matching): the floor, and
+//! ours ÷ that. Last, one match rewritten to 100,000 lines (issue 27): ours stages and accepts it
+//! through the example (`--rewrite-file`), ast-grep runs `scan --rule` with that `fix` and `-U`;
+//! both must leave the same file. Extra arguments: `--runs N`.
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
@@ -28,6 +32,7 @@ const PATTERNS: &[(&str, &str, &str)] = &[
     ("rust", "rust", "$F($$$ARGS)"),
     ("python", "python", "print($$$ARGS)"),
     ("python", "python", "isinstance($X, $T)"),
+    ("python", "python", "$X.append($Y)"),
     ("python", "python", "with open($F) as $V: $$$B"),
     ("rust", "rust", RULE),
 ];
@@ -172,8 +177,9 @@ mod serde_like {
     }
 }
 
-fn ratio(theirs: Duration, ours: Duration) -> f64 {
-    theirs.as_secs_f64() / ours.as_secs_f64().max(1e-9)
+/// `a ÷ b`.
+fn ratio(a: Duration, b: Duration) -> f64 {
+    a.as_secs_f64() / b.as_secs_f64().max(1e-9)
 }
 
 fn median(mut v: Vec<Duration>) -> Duration {
@@ -220,13 +226,14 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
     }
     println!();
     println!(
-        "| pattern | lang | ours wall (s) | ast-grep wall (s) | wall ratio | ours CPU (s) | ast-grep CPU (s) | CPU ratio | ours matches | ast-grep matches | our context |"
+        "| pattern | lang | ours wall (s) | ast-grep wall (s) | wall ours ÷ ast-grep | ours CPU (s) | ast-grep CPU (s) | CPU ours ÷ ast-grep | parse-only CPU (s) | ours ÷ parse-only | ours matches | ast-grep matches | our context |"
     );
-    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|");
+    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|");
     let mut total_ours = Duration::ZERO;
     let mut total_sg = Duration::ZERO;
     let mut cpu_ours = Duration::ZERO;
     let mut cpu_sg = Duration::ZERO;
+    let mut cpu_floor = Duration::ZERO;
     let mut repeats: Vec<(String, Duration, Duration, u64)> = Vec::new();
     for (lang, corpus_name, pattern) in PATTERNS {
         let dir = corpus(corpus_name)?;
@@ -269,6 +276,7 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
             sg_out = b.stdout;
         }
         let (ours_matches, context) = ours_count(&ours_out)?;
+        let floor = timed(ours_cmd().arg("--parse-only"))?.cpu;
         // The same search twice in one process, sharing the parse cache: the second is what an
         // agent's repeated search costs.
         let repeated = timed(ours_cmd().args(["--repeat", "2", "--cache-mb", REPEAT_CACHE_MB]))?;
@@ -282,41 +290,132 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
         total_sg += ms;
         cpu_ours += co;
         cpu_sg += cs;
+        cpu_floor += floor;
         println!(
-            "| `{}` | {lang} | {:.2} | {:.2} | {:.2}× | {:.2} | {:.2} | {:.2}× | {ours_matches} | {sg_matches} | {context} |",
+            "| `{}` | {lang} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {ours_matches} | {sg_matches} | {context} |",
             pattern.replace('|', "\\|"),
             mo.as_secs_f64(),
             ms.as_secs_f64(),
-            ratio(ms, mo),
+            ratio(mo, ms),
             co.as_secs_f64(),
             cs.as_secs_f64(),
-            ratio(cs, co),
+            ratio(co, cs),
+            floor.as_secs_f64(),
+            ratio(co, floor),
         );
     }
     println!(
-        "| **all patterns** | | {:.2} | {:.2} | {:.2}× | {:.2} | {:.2} | {:.2}× | | | |",
+        "| **all patterns** | | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | | | |",
         total_ours.as_secs_f64(),
         total_sg.as_secs_f64(),
-        ratio(total_sg, total_ours),
+        ratio(total_ours, total_sg),
         cpu_ours.as_secs_f64(),
         cpu_sg.as_secs_f64(),
-        ratio(cpu_sg, cpu_ours),
+        ratio(cpu_ours, cpu_sg),
+        cpu_floor.as_secs_f64(),
+        ratio(cpu_ours, cpu_floor),
     );
     println!();
     println!(
         "Repeated search (second run in one process, parse cache shared; ast-grep re-parses):"
     );
     println!();
-    println!("| pattern | ours 2nd run (s) | ast-grep (s) | ratio | cache memory (MB) |");
+    println!("| pattern | ours 2nd run (s) | ast-grep (s) | ours ÷ ast-grep | cache memory (MB) |");
     println!("|---|---:|---:|---:|---:|");
     for (pattern, second, sg, mb) in repeats {
         println!(
-            "| `{}` | {:.2} | {:.2} | {:.2}× | {mb} |",
+            "| `{}` | {:.2} | {:.2} | {:.3} | {mb} |",
             pattern.replace('|', "\\|"),
             second.as_secs_f64(),
             sg.as_secs_f64(),
-            ratio(sg, second),
+            ratio(second, sg),
         );
     }
+    println!();
+    rewrite_100k(&ours, &sg, runs)
+}
+
+/// Lines of the one-match rewrite (issue 27: under a second end to end).
+const REWRITE_LINES: usize = 100_000;
+
+/// One match (`marker()`) rewritten to 100,000 lines: ours stages and accepts it in one process
+/// of the example, ast-grep runs `scan --rule` with that `fix` and `-U`; both files must end the
+/// same. Prints wall and CPU time of each process, and our in-process `ast_edit` and `resolve`
+/// times (medians).
+fn rewrite_100k(ours: &Path, sg: &Path, runs: usize) -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    let (ours_dir, theirs_dir) = (dir.path().join("ours"), dir.path().join("theirs"));
+    std::fs::create_dir_all(&ours_dir)?;
+    std::fs::create_dir_all(&theirs_dir)?;
+    let rewrite = vec!["x = 1"; REWRITE_LINES].join("\n");
+    let rewrite_file = dir.path().join("rewrite.txt");
+    std::fs::write(&rewrite_file, &rewrite)?;
+    let fix: String = rewrite.lines().map(|l| format!("  {l}\n")).collect();
+    let rule = dir.path().join("rule.yml");
+    std::fs::write(
+        &rule,
+        format!("id: expand\nlanguage: python\nrule:\n  pattern: marker()\nfix: |-\n{fix}"),
+    )?;
+    let source = "def f():\n    pass\n\nmarker()\n";
+    let (mut o_wall, mut o_cpu, mut s_wall, mut s_cpu) = (vec![], vec![], vec![], vec![]);
+    let (mut propose, mut accept) = (vec![], vec![]);
+    for _ in 0..runs.max(3) {
+        std::fs::write(ours_dir.join("one.py"), source)?;
+        std::fs::write(theirs_dir.join("one.py"), source)?;
+        let a = timed(
+            Command::new(ours)
+                .args(["marker()", "python"])
+                .arg(ours_dir.join("one.py"))
+                .arg("--rewrite-file")
+                .arg(&rewrite_file),
+        )?;
+        let line = String::from_utf8_lossy(&a.stdout).to_string();
+        let ms = |key: &str| -> Duration {
+            let at = line.find(&format!("\"{key}\":")).map_or(line.len(), |i| i + key.len() + 3);
+            let digits: String = line[at..].chars().take_while(char::is_ascii_digit).collect();
+            Duration::from_millis(digits.parse().unwrap_or(0))
+        };
+        propose.push(ms("propose_ms"));
+        accept.push(ms("accept_ms"));
+        let b = timed(
+            Command::new(sg)
+                .args(["scan", "--rule"])
+                .arg(&rule)
+                .arg("-U")
+                .arg(theirs_dir.join("one.py")),
+        )?;
+        let (x, y) = (
+            std::fs::read_to_string(ours_dir.join("one.py"))?,
+            std::fs::read_to_string(theirs_dir.join("one.py"))?,
+        );
+        if x != y {
+            bail!(
+                "the 100,000-line rewrites differ: ours {} lines, ast-grep's {}",
+                x.lines().count(),
+                y.lines().count()
+            );
+        }
+        o_wall.push(a.wall);
+        o_cpu.push(a.cpu);
+        s_wall.push(b.wall);
+        s_cpu.push(b.cpu);
+    }
+    println!("One match rewritten to {REWRITE_LINES} lines (median of {} runs):", o_wall.len());
+    println!();
+    println!("| | wall (ms) | CPU (ms) | ast_edit (ms) | resolve (ms) |");
+    println!("|---|---:|---:|---:|---:|");
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    println!(
+        "| ours (example: ast_edit + resolve accept, one process) | {:.0} | {:.0} | {:.0} | {:.0} |",
+        ms(median(o_wall)),
+        ms(median(o_cpu)),
+        ms(median(propose)),
+        ms(median(accept)),
+    );
+    println!(
+        "| ast-grep `scan --rule -U` | {:.0} | {:.0} | | |",
+        ms(median(s_wall)),
+        ms(median(s_cpu)),
+    );
     Ok(())
 }

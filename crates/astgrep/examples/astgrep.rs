@@ -3,14 +3,19 @@
 //! add `--show` to print the rendered result instead. A PATTERN starting with `{` is a rule
 //! (ast-grep's rule language, as JSON). `--repeat N` runs the search N times in one process and
 //! reports each run's milliseconds (`runs_ms`), sharing one parse cache (`--cache-mb N`,
-//! default 1024) between them.
+//! default 1024) between them. `--parse-only` walks, reads, pre-filters and parses the files the
+//! search would, without matching (the floor), and reports the same line without matches.
+//! `--rewrite TEXT` stages the rewrite (`ast_edit`) of every match of PATTERN under DIR (a file
+//! or folder) and accepts it (`resolve`), reporting `propose_ms` and `accept_ms`;
+//! `--rewrite-file PATH` reads TEXT from a file (a long rewrite exceeds an argument's limit).
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use std::{path::Path, process::ExitCode, sync::Arc, time::Instant};
 
 use agent_tools_astgrep::{
-    DEFAULT_CACHE_BYTES, SearchOptions, SearchRequest, TreeCache, render_search, search,
+    DEFAULT_CACHE_BYTES, EditRequest, EditStore, ResolveAction, ResolveRequest, SearchOptions,
+    SearchRequest, TreeCache, parse_only, render_search, search,
 };
 
 fn main() -> ExitCode {
@@ -31,6 +36,19 @@ fn main() -> ExitCode {
     } else {
         (Some(pattern.clone()), None)
     };
+    let flag = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1));
+    if let Some(rewrite) = flag("--rewrite") {
+        return rewrite_and_accept(pattern, rule, language, dir, rewrite);
+    }
+    if let Some(file) = flag("--rewrite-file") {
+        return match std::fs::read_to_string(file) {
+            Ok(rewrite) => rewrite_and_accept(pattern, rule, language, dir, &rewrite),
+            Err(e) => {
+                eprintln!("cannot read the rewrite from {file}: {e}");
+                ExitCode::from(2)
+            }
+        };
+    }
     let request = SearchRequest {
         pattern,
         rule,
@@ -56,6 +74,24 @@ fn main() -> ExitCode {
     let cache = Arc::new(TreeCache::new(cache_bytes));
     let options =
         SearchOptions { cache: (repeat > 1).then(|| cache.clone()), ..SearchOptions::default() };
+    if args.iter().any(|a| a == "--parse-only") {
+        let start = Instant::now();
+        return match parse_only(Path::new(dir), &request, &options) {
+            Ok(stats) => {
+                let line = serde_json::json!({
+                    "matches": 0,
+                    "stats": stats,
+                    "runs_ms": [start.elapsed().as_millis() as u64],
+                });
+                println!("{line}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("{e}");
+                ExitCode::from(1)
+            }
+        };
+    }
     let mut runs_ms = Vec::new();
     let mut last = None;
     for _ in 0..repeat {
@@ -83,6 +119,57 @@ fn main() -> ExitCode {
         "runs_ms": runs_ms,
         "cache_files": stats.files,
         "cache_mb": stats.bytes / (1024 * 1024),
+    });
+    println!("{line}");
+    ExitCode::SUCCESS
+}
+
+/// `ast_edit` of every match under `target` (a file or a folder, its parent taken as the root),
+/// then `resolve` accept; prints the replacement count and the time of each step.
+fn rewrite_and_accept(
+    pattern: Option<String>,
+    rule: Option<serde_json::Value>,
+    language: &str,
+    target: &str,
+    rewrite: &str,
+) -> ExitCode {
+    let target = Path::new(target);
+    let (root, path) = match (target.is_file(), target.parent(), target.file_name()) {
+        (true, Some(parent), Some(name)) => (parent, Some(name.to_string_lossy().to_string())),
+        _ => (target, None),
+    };
+    let store = EditStore::new();
+    let request = EditRequest {
+        pattern,
+        rule,
+        rewrite: Some(rewrite.to_string()),
+        path,
+        language: Some(language.to_string()),
+        context: None,
+    };
+    let start = Instant::now();
+    let proposal = match store.propose(root, &request, &SearchOptions::default()) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(1);
+        }
+    };
+    let propose_ms = start.elapsed().as_millis() as u64;
+    let Some(edit_id) = proposal.edit_id.clone() else {
+        eprintln!("nothing was staged: no match changed the code");
+        return ExitCode::from(1);
+    };
+    let start = Instant::now();
+    if let Err(e) = store.resolve(&ResolveRequest { edit_id, action: ResolveAction::Accept }) {
+        eprintln!("{e}");
+        return ExitCode::from(1);
+    }
+    let line = serde_json::json!({
+        "matches": proposal.replacements,
+        "diff_lines": proposal.diff.lines().count(),
+        "propose_ms": propose_ms,
+        "accept_ms": start.elapsed().as_millis() as u64,
     });
     println!("{line}");
     ExitCode::SUCCESS

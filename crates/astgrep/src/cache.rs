@@ -1,6 +1,9 @@
 //! Parsed files kept between searches of one run, within a memory budget: a repeated search
-//! over the same tree skips reading and parsing. An entry is valid while the file's size and
-//! modification time are unchanged; `resolve` also drops the files it wrote.
+//! over the same tree skips reading and parsing, and a search repeated with the same pattern
+//! also skips matching (each file keeps the matches of its last few queries, keyed by the
+//! query). An entry is valid while the file's size and modification time are unchanged;
+//! `resolve` also drops the files it wrote, so after an edit only the files it changed are read,
+//! parsed and matched again.
 
 use std::{
     collections::HashMap,
@@ -9,10 +12,29 @@ use std::{
     time::SystemTime,
 };
 
-use crate::lang::Lang;
+use crate::{lang::Lang, matcher::RawMatch};
 
 /// Bytes of memory a parsed tree takes per byte of source (measured on Rust crates: ~30).
 const BYTES_PER_SOURCE_BYTE: usize = 30;
+
+/// Queries whose matches one file keeps; a new one replaces the oldest.
+const QUERIES_PER_FILE: usize = 4;
+
+/// The matches of one query in one version of a file, and where candidates ran out of steps.
+#[derive(Debug, Default)]
+pub(crate) struct FileMatches {
+    pub(crate) matches: Vec<RawMatch>,
+    pub(crate) budget_hits: Vec<usize>,
+}
+
+impl FileMatches {
+    /// Estimated memory held.
+    fn cost(&self) -> usize {
+        let per_match = std::mem::size_of::<RawMatch>();
+        let captures: usize = self.matches.iter().map(|m| m.captures.len() * 24).sum();
+        64 + self.matches.len() * per_match + captures + self.budget_hits.len() * 8
+    }
+}
 
 /// A syntax tree that may move between threads: tree-sitter trees are not thread-safe to use
 /// concurrently, so the cache hands out a copy (`Tree::clone`, a cheap `ts_tree_copy`) made
@@ -31,7 +53,15 @@ struct Entry {
     src: Arc<str>,
     /// Absent for a file only read (the pre-filter dropped it): its text is kept, cheaply.
     tree: Option<Arc<SharedTree>>,
+    /// The matches of the last queries run on this version, by query key, oldest first.
+    matches: Vec<(String, Arc<FileMatches>, usize)>,
     cost: usize,
+}
+
+impl Entry {
+    fn valid(&self, lang: Lang, len: u64, modified: Option<SystemTime>) -> bool {
+        self.lang == lang && self.len == len && self.modified == modified && modified.is_some()
+    }
 }
 
 /// What the cache holds, for reports.
@@ -43,6 +73,8 @@ pub struct CacheStats {
     pub budget: usize,
     pub hits: u64,
     pub misses: u64,
+    /// Files whose matches were reused (the same query on the same version of the file).
+    pub match_hits: u64,
 }
 
 #[derive(Default)]
@@ -51,6 +83,7 @@ struct State {
     bytes: usize,
     hits: u64,
     misses: u64,
+    match_hits: u64,
 }
 
 /// Parsed files of one run, shared by its searches and edits.
@@ -86,6 +119,7 @@ impl TreeCache {
             budget: self.budget,
             hits: s.hits,
             misses: s.misses,
+            match_hits: s.match_hits,
         }
     }
 
@@ -98,9 +132,7 @@ impl TreeCache {
         modified: Option<SystemTime>,
     ) -> Option<(Arc<str>, Option<tree_sitter::Tree>)> {
         let mut s = self.lock();
-        let valid = s.entries.get(path).is_some_and(|e| {
-            e.lang == lang && e.len == len && e.modified == modified && modified.is_some()
-        });
+        let valid = s.entries.get(path).is_some_and(|e| e.valid(lang, len, modified));
         if !valid {
             s.misses += 1;
             return None;
@@ -139,7 +171,60 @@ impl TreeCache {
         }
         s.bytes += cost;
         let tree = tree.map(|t| Arc::new(SharedTree(Mutex::new(t.clone()))));
-        s.entries.insert(path.to_path_buf(), Entry { lang, len, modified, src, tree, cost });
+        let entry = Entry { lang, len, modified, src, tree, matches: Vec::new(), cost };
+        s.entries.insert(path.to_path_buf(), entry);
+    }
+
+    /// The matches of query `key` in the cached version `len`/`modified` of `path`, if kept.
+    pub(crate) fn matches(
+        &self,
+        path: &Path,
+        lang: Lang,
+        len: u64,
+        modified: Option<SystemTime>,
+        key: &str,
+    ) -> Option<Arc<FileMatches>> {
+        let mut s = self.lock();
+        let entry = s.entries.get(path).filter(|e| e.valid(lang, len, modified))?;
+        let found = entry.matches.iter().find(|(k, _, _)| k == key).map(|(_, m, _)| m.clone())?;
+        s.match_hits += 1;
+        Some(found)
+    }
+
+    /// Keeps the matches of query `key` with the cached version `len`/`modified` of `path`
+    /// (nothing when that version is not cached or the budget is spent).
+    pub(crate) fn put_matches(
+        &self,
+        path: &Path,
+        lang: Lang,
+        len: u64,
+        modified: Option<SystemTime>,
+        key: &str,
+        found: Arc<FileMatches>,
+    ) {
+        let cost = found.cost() + key.len();
+        let mut s = self.lock();
+        let budget = self.budget;
+        let State { entries, bytes, .. } = &mut *s;
+        let Some(entry) = entries.get_mut(path).filter(|e| e.valid(lang, len, modified)) else {
+            return;
+        };
+        if let Some(at) = entry.matches.iter().position(|(k, _, _)| k == key) {
+            let (_, _, old) = entry.matches.remove(at);
+            entry.cost -= old;
+            *bytes -= old;
+        }
+        if entry.matches.len() >= QUERIES_PER_FILE {
+            let (_, _, old) = entry.matches.remove(0);
+            entry.cost -= old;
+            *bytes -= old;
+        }
+        if *bytes + cost > budget {
+            return;
+        }
+        entry.matches.push((key.to_string(), found, cost));
+        entry.cost += cost;
+        *bytes += cost;
     }
 
     /// Drops the entries of files this run wrote.

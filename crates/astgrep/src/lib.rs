@@ -47,8 +47,8 @@ pub use crate::{
     rule::RuleSet,
     search::{
         CaptureView, DEFAULT_MAX_RESULTS, MAX_RESULTS_CAP, MatchView, PatternInfo, PayloadMatch,
-        SearchPayload, SearchRequest, SearchResult, render_payload, render_search, search,
-        search_compiled, search_payload,
+        SearchPayload, SearchRequest, SearchResult, parse_only, render_payload, render_search,
+        search, search_compiled, search_payload,
     },
     strictness::Strictness,
     walk::{BudgetNote, PROGRESS_EVERY, Progress, ScanStats, Scope, SearchOptions, resolve_scope},
@@ -62,6 +62,6 @@ pub fn match_source(pattern: &Pattern, source: &str) -> Vec<RawMatch> {
     let mut parser = pattern.data.parser();
     let Some(tree) = parser.parse(source, None) else { return Vec::new() };
     query::Query::Pattern(pattern)
-        .find_all(tree.root_node(), source.as_bytes(), DEFAULT_STEP_BUDGET)
+        .find_all(tree.root_node(), source.as_bytes(), DEFAULT_STEP_BUDGET, true)
         .0
 }

@@ -37,7 +37,8 @@ pub struct RawMatch {
     /// What a rewrite replaces: from the first to the last code token the pattern's tokens and
     /// metavariables matched, so a trailing comment or `;` the pattern does not mention stays.
     pub replace: Range<usize>,
-    /// Block comments inside `replace` but outside every capture: a rewrite keeps them.
+    /// Block comments inside `replace` but outside every capture: a rewrite keeps them. Only
+    /// a rewrite reads them: `match_source` and `ast_edit` fill them, a search leaves them empty.
     pub comments: Vec<Range<usize>>,
     /// The values of a rule's `rewrite` transforms, by index in its transforms: computed while
     /// matching, where the captured nodes are at hand.
@@ -51,13 +52,16 @@ pub(crate) struct Anchors {
 }
 
 impl Anchors {
-    /// Every occurrence of `word` in `src`, overlapping ones included.
+    /// Every occurrence of `word` in `src` that can be the word of a token (see [`is_word_at`]),
+    /// overlapping ones included.
     pub(crate) fn of(src: &[u8], word: &[u8]) -> Anchors {
         let finder = memchr::memmem::Finder::new(word);
         let mut starts = Vec::new();
         let mut at = 0;
         while let Some(i) = src.get(at..).and_then(|rest| finder.find(rest)) {
-            starts.push(at + i);
+            if is_word_at(src, at + i, word) {
+                starts.push(at + i);
+            }
             at += i + 1;
         }
         Anchors { starts, len: word.len() }
@@ -70,6 +74,37 @@ impl Anchors {
     }
 }
 
+/// Whether the occurrence of a pattern's literal `word` (a maximal run of `A-Z a-z 0-9 _` in one
+/// of its tokens) at `at` in `src` can be that word of the same token in the code. A word that
+/// starts with a letter or `_` is a keyword, a name or a name-like part of a token, and the
+/// lexer takes the longest name, so in code its token is never followed by a name character
+/// and never preceded by a letter or `_` (a digit may precede it: Python reads `1if` as `1`
+/// `if`). So `let` in `delete` or `letter` is not an occurrence. A word starting with a digit
+/// is taken anywhere (`10or` is `10` `or`).
+pub(crate) fn is_word_at(src: &[u8], at: usize, word: &[u8]) -> bool {
+    let is_name = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    if !word.first().is_some_and(|b| b.is_ascii_alphabetic() || *b == b'_') {
+        return true;
+    }
+    let before = at.checked_sub(1).and_then(|i| src.get(i));
+    let after = src.get(at + word.len());
+    !before.is_some_and(|b| b.is_ascii_alphabetic() || *b == b'_')
+        && !after.is_some_and(|b| is_name(*b))
+}
+
+/// Whether `word` occurs in `src` as the word of a token could (see [`is_word_at`]).
+pub(crate) fn contains_word(finder: &memchr::memmem::Finder<'_>, src: &[u8]) -> bool {
+    let word = finder.needle();
+    let mut at = 0;
+    while let Some(i) = src.get(at..).and_then(|rest| finder.find(rest)) {
+        if is_word_at(src, at + i, word) {
+            return true;
+        }
+        at += i + 1;
+    }
+    false
+}
+
 /// Matches one pattern against trees of its language.
 pub struct Matcher<'p> {
     pattern: &'p Pattern,
@@ -79,6 +114,9 @@ pub struct Matcher<'p> {
     exceeded: bool,
     /// Byte offsets of candidates abandoned because the step budget ran out.
     pub budget_hits: Vec<usize>,
+    /// Whether each match records its orphan block comments (`RawMatch::comments`), which
+    /// only a rewrite needs.
+    pub(crate) comments: bool,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -109,6 +147,7 @@ impl<'p> Matcher<'p> {
             steps: 0,
             exceeded: false,
             budget_hits: Vec::new(),
+            comments: true,
         }
     }
 
@@ -153,7 +192,9 @@ impl<'p> Matcher<'p> {
                 let mut env = Env::new();
                 if self.node(&nodes[0], node, src, &mut env) {
                     let mut found = self.finish(node.byte_range(), node.start_position(), env);
-                    found.comments = orphan_comments(node, src, &found);
+                    if self.comments {
+                        found.comments = orphan_comments(node, src, &found);
+                    }
                     out.push(found);
                 } else if self.exceeded {
                     self.budget_hits.push(node.start_byte());

@@ -40,6 +40,18 @@ impl Query<'_> {
         }
     }
 
+    /// What the query's matches depend on, as a key for the match cache: its language, its
+    /// text as given and how it was compiled (context, strictness, selector).
+    pub(crate) fn cache_key(&self) -> String {
+        match self {
+            Query::Pattern(p) => format!(
+                "pattern\0{:?}\0{:?}\0{:?}\0{:?}\0{}",
+                p.lang, p.context, p.strictness, p.root_kind, p.source
+            ),
+            Query::Rule(r) => format!("rule\0{:?}\0{}", r.lang, r.source),
+        }
+    }
+
     /// Capture names, indexed like `RawMatch::captures`.
     pub(crate) fn metavariables(&self) -> Vec<String> {
         match self {
@@ -48,7 +60,9 @@ impl Query<'_> {
         }
     }
 
-    /// Every match under `root`, and where a candidate ran out of steps. A pattern walks only
+    /// Every match under `root`, and where a candidate ran out of steps; with `comments`, each
+    /// match also holds the block comments a rewrite keeps (`RawMatch::comments`, which only a
+    /// rewrite reads: a search skips that walk over every match's subtree). A pattern walks only
     /// the subtrees holding its longest literal word (see `Matcher::find_all_near`); a rule
     /// walks everything, since its words may lie in related nodes outside the match.
     pub(crate) fn find_all(
@@ -56,11 +70,13 @@ impl Query<'_> {
         root: Node<'_>,
         src: &[u8],
         budget: u64,
+        comments: bool,
     ) -> (Vec<RawMatch>, Vec<usize>) {
         match self {
             Query::Pattern(p) => {
                 let anchors = p.literals().first().map(|word| Anchors::of(src, word.as_bytes()));
                 let mut matcher = Matcher::with_budget(p, budget);
+                matcher.comments = comments;
                 let found = matcher.find_all_near(root, src, anchors.as_ref());
                 (found, matcher.budget_hits)
             }

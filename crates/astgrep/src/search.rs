@@ -11,7 +11,9 @@ use crate::{
     pattern::Pattern,
     query::Query,
     rule::RuleSet,
-    walk::{BudgetNote, FileCtx, ScanStats, Scope, SearchOptions, line_col, resolve_scope, scan},
+    walk::{
+        BudgetNote, FileCtx, ScanStats, Scope, SearchOptions, Work, line_col, resolve_scope, scan,
+    },
 };
 
 /// Default number of matches shown.
@@ -230,6 +232,20 @@ pub fn search(
     search_query(&scope, compiled.query(), &compiled.info(), request.max_results, options)
 }
 
+/// Walks, reads, pre-filters and parses the files `search` would, without matching: what a
+/// search cannot go below, for benchmarks (`cargo xtask bench astgrep` shows ours ÷ this).
+pub fn parse_only(
+    root: &Path,
+    request: &SearchRequest,
+    options: &SearchOptions,
+) -> Result<ScanStats, AstError> {
+    let source = query_source(request.pattern.as_deref(), request.rule.as_ref())?;
+    let language = request_language(request.language.as_deref(), &source);
+    let scope = resolve_scope(root, request.path.as_deref(), language)?;
+    let compiled = Compiled::new(scope.lang, &source, request.context)?;
+    Ok(scan(&scope, compiled.query(), options, Work::ParseOnly, &|_| ())?.stats)
+}
+
 /// Runs a compiled pattern over a resolved scope.
 pub fn search_compiled(
     scope: &Scope,
@@ -281,7 +297,7 @@ fn search_query(
             .collect();
         FileMatches { total, views }
     };
-    let scan = scan(scope, query, options, &per_file)?;
+    let scan = scan(scope, query, options, Work::Search, &per_file)?;
     let total_matches = scan.files.iter().map(|(_, f)| f.total).sum();
     let files_with_matches = scan.files.len();
     let matches: Vec<MatchView> =

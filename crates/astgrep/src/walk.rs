@@ -14,7 +14,13 @@ use serde::{Deserialize, Serialize};
 
 use agent_tools_support::fs::{Kind, Root};
 
-use crate::{cache::TreeCache, error::AstError, lang::Lang, matcher::RawMatch, query::Query};
+use crate::{
+    cache::{FileMatches, TreeCache},
+    error::AstError,
+    lang::Lang,
+    matcher::RawMatch,
+    query::Query,
+};
 
 /// Limits and plumbing a host passes to a search.
 #[derive(Debug, Clone)]
@@ -147,7 +153,7 @@ pub(crate) struct FileCtx<'a> {
     pub(crate) rel: &'a str,
     pub(crate) src: &'a str,
     pub(crate) tree: &'a tree_sitter::Tree,
-    pub(crate) matches: Vec<RawMatch>,
+    pub(crate) matches: &'a [RawMatch],
     pub(crate) parser: &'a mut tree_sitter::Parser,
 }
 
@@ -186,11 +192,23 @@ enum Skip {
     Unreadable(String),
 }
 
+/// What a scan does with each file that passes the pre-filter.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Work {
+    /// Parse it, match the query, and run the per-file step on a file with matches.
+    Search,
+    /// As `Search`, and each match also records the comments a rewrite must keep.
+    Edit,
+    /// Parse it and stop: the floor a search cannot go below, for benchmarks.
+    ParseOnly,
+}
+
 /// Walks the scope, parses files that pass the pre-filter, and runs `per_file` on those with matches.
 pub(crate) fn scan<T: Send>(
     scope: &Scope,
     query: Query<'_>,
     options: &SearchOptions,
+    work: Work,
     per_file: &(dyn Fn(FileCtx<'_>) -> T + Sync),
 ) -> Result<Scan<T>, AstError> {
     let counters = Counters::default();
@@ -199,6 +217,8 @@ pub(crate) fn scan<T: Send>(
     let literals: Vec<memchr::memmem::Finder<'_>> =
         query.literals().iter().map(|l| memchr::memmem::Finder::new(l.as_bytes())).collect();
     let cancelled = || options.cancel.as_ref().is_some_and(|c| c.load(Ordering::Relaxed));
+    // What the matches of a file depend on besides its content.
+    let key = format!("{}\0{}\0{}", query.cache_key(), options.step_budget, work == Work::Edit);
 
     let visit = |path: &Path, parser: &mut tree_sitter::Parser| -> Result<(), Skip> {
         let scanned = counters.scanned.fetch_add(1, Ordering::Relaxed) + 1;
@@ -243,7 +263,7 @@ pub(crate) fn scan<T: Send>(
                 (Arc::from(src), None)
             }
         };
-        if !literals.iter().all(|f| f.find(src.as_bytes()).is_some()) {
+        if !literals.iter().all(|f| crate::matcher::contains_word(f, src.as_bytes())) {
             counters.prefiltered.fetch_add(1, Ordering::Relaxed);
             if let Some(cache) = &options.cache
                 && tree.is_none()
@@ -270,7 +290,28 @@ pub(crate) fn scan<T: Send>(
         if root.has_error() {
             counters.syntax.fetch_add(1, Ordering::Relaxed);
         }
-        let (matches, budget_hits) = query.find_all(root, src.as_bytes(), options.step_budget);
+        if work == Work::ParseOnly {
+            return Ok(());
+        }
+        // A search repeated with the same query on the same version of the file reuses its
+        // matches: an edit or a tool that changed the file changed its size or time.
+        let kept = match &options.cache {
+            Some(cache) => cache.matches(path, scope.lang, meta.len(), modified, &key),
+            None => None,
+        };
+        let found = match kept {
+            Some(found) => found,
+            None => {
+                let (matches, budget_hits) =
+                    query.find_all(root, src.as_bytes(), options.step_budget, work == Work::Edit);
+                let found = Arc::new(FileMatches { matches, budget_hits });
+                if let Some(cache) = &options.cache {
+                    cache.put_matches(path, scope.lang, meta.len(), modified, &key, found.clone());
+                }
+                found
+            }
+        };
+        let (matches, budget_hits) = (&found.matches, &found.budget_hits);
         if let Some(&first) = budget_hits.first() {
             let mut b = budget.lock().unwrap_or_else(|e| e.into_inner());
             b.0 += budget_hits.len();

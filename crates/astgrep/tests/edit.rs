@@ -292,3 +292,26 @@ fn accept_racing_a_folder_swap_puts_no_file_outside_the_root() {
     // Accepts did go through between swaps, so the loop exercised the write path.
     assert!(accepted > 0, "no accept of 200 was written ({swaps} swaps)");
 }
+
+/// Issue 27: one match rewritten to 100,000 lines gives one hunk, built from the replaced range
+/// (a whole-file line diff of that took 100 s, and 300 ms with a deadline and coarser hunks):
+/// the three lines of context before it, the removed line, every added line, and the context
+/// after it; the staged file is the rewrite.
+#[test]
+fn a_match_rewritten_to_100k_lines_gives_the_exact_hunk() {
+    let source = "def f():\n    pass\n\nmarker()\nprint(1)\n";
+    let dir = project(&[("one.py", source)]);
+    let store = EditStore::new();
+    let rewrite = vec!["x = 1"; 100_000].join("\n");
+    let p =
+        check(&store, dir.path(), "marker()", &rewrite, Some("one.py"), Some("python")).unwrap();
+    assert_eq!(p.replacements, 1);
+    let added: String = (0..100_000).map(|_| "+x = 1\n").collect();
+    let expected = format!(
+        "--- a/one.py\n+++ b/one.py\n@@ -1,5 +1,100004 @@\n def f():\n     pass\n \n-marker()\n{added} print(1)\n"
+    );
+    assert!(p.diff == expected, "diff starts {:?}", &p.diff[..p.diff.len().min(300)]);
+    assert_eq!(p.files[0].new_syntax_error, None);
+    resolve(&store, "edit_1", ResolveAction::Accept).unwrap();
+    assert_eq!(read(dir.path(), "one.py"), format!("def f():\n    pass\n\n{rewrite}\nprint(1)\n"));
+}

@@ -223,3 +223,46 @@ fn a_repeated_search_uses_the_parse_cache_and_sees_changed_files() {
     };
     assert_eq!(search(dir.path(), &req, &tiny).unwrap().total_matches, 2);
 }
+
+/// Issue 25: a search repeated after an edit matches again only the files the edit changed; the
+/// others' matches are kept per (query, file version), and a different query matches afresh.
+#[test]
+fn a_repeated_search_reuses_the_matches_of_unchanged_files() {
+    let dir = project(&[("a.py", "print(1)\n"), ("b.py", "print(2)\nprint(3)\n")]);
+    let cache = Arc::new(agent_tools_astgrep::TreeCache::new(64 * 1024 * 1024));
+    let options = SearchOptions { cache: Some(cache.clone()), ..SearchOptions::default() };
+    let req = request("print($X)", None, Some("python"));
+    assert_eq!(search(dir.path(), &req, &options).unwrap().total_matches, 3);
+    assert_eq!(cache.stats().match_hits, 0);
+    let again = search(dir.path(), &req, &options).unwrap();
+    assert_eq!((again.total_matches, cache.stats().match_hits), (3, 2), "{:?}", cache.stats());
+    std::fs::write(dir.path().join("a.py"), "print(1)\nprint(4)\nprint(5)\n").unwrap();
+    let after_edit = search(dir.path(), &req, &options).unwrap();
+    assert_eq!(after_edit.total_matches, 5);
+    assert_eq!(cache.stats().match_hits, 3, "only b.py's matches are reused");
+    let places: Vec<String> =
+        after_edit.matches.iter().map(|m| format!("{}:{}", m.file, m.line)).collect();
+    assert_eq!(places, ["a.py:1", "a.py:2", "a.py:3", "b.py:1", "b.py:2"]);
+    let other = request("print(2)", None, Some("python"));
+    assert_eq!(search(dir.path(), &other, &options).unwrap().total_matches, 1);
+    assert_eq!(cache.stats().match_hits, 3, "another query is matched afresh");
+}
+
+/// The literal pre-filter looks for the pattern's words as the code's tokens hold them: `let` in
+/// `delete` or `letter` is not a `let`, so that file is never parsed; a digit before a keyword
+/// (`1if`, which Python reads as `1` `if`) still counts, and so does a name next to other
+/// characters (`(let`, `let:`).
+#[test]
+fn the_pre_filter_finds_words_not_substrings() {
+    let dir = project(&[
+        ("a.rs", &b"fn delete() { let letter: u8 = 1; }\n"[..]),
+        ("b.rs", b"fn delete() { outlet(letters); }\n"),
+        ("c.py", b"x = 1if y else 2\n"),
+        ("d.py", b"x = elif_ if y else 2\n"),
+    ]);
+    let result = check(dir.path(), request("let $X: $T = $E;", None, Some("rust"))).unwrap();
+    assert_eq!(result.total_matches, 1);
+    assert_eq!((result.stats.prefiltered, result.stats.parsed), (1, 1), "{:?}", result.stats);
+    let result = check(dir.path(), request("$A if $B else $C", None, Some("python"))).unwrap();
+    assert_eq!(result.total_matches, 2, "{:?}", result.stats);
+}

@@ -1,6 +1,7 @@
 //! ast-grep's rule language: a rule object (or a whole rule config with `rule`, `constraints`,
 //! `utils`, `transform`, `fix`) compiled for one language, and its evaluation on a tree.
 
+mod config;
 mod eval;
 mod parse;
 mod selector;
@@ -110,7 +111,7 @@ impl RuleSet {
     /// Compiles a rule object, or a rule config holding `rule` (and `constraints`, `utils`,
     /// `transform`, `fix`), for `lang`. Errors name the key and say what would work.
     pub fn compile(lang: Lang, value: &serde_json::Value) -> Result<RuleSet, crate::AstError> {
-        parse::compile(lang, value)
+        config::compile(lang, value)
     }
 
     /// The `language` a rule config names, if any.

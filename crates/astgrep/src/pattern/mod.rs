@@ -1,6 +1,15 @@
 //! The pattern compiler: metavariable lint, expando, the context ladder and the compiled tree.
 
+mod expando;
+mod tree;
+
 use tree_sitter::Node;
+
+use self::tree::select_hole;
+pub(crate) use self::{
+    expando::{metavar_of, substitute},
+    tree::{first_error, named_text, significant_children},
+};
 
 use crate::{
     error::AstError,
@@ -50,9 +59,9 @@ pub struct Pattern {
     pub(crate) strictness: Strictness,
     /// Set by a `selector`: the kind every match must have.
     pub(crate) root_kind: Option<u16>,
-    context: ContextKind,
+    pub(crate) context: ContextKind,
     sexp: String,
-    source: String,
+    pub(crate) source: String,
 }
 
 impl Pattern {
@@ -531,122 +540,7 @@ fn bogus_parse(lang: Lang, data: &LangData, nodes: &[Node<'_>], src: &[u8]) -> O
     None
 }
 
-/// How many `$` a metavariable has: 1 (`$X`), 2 (`$$X`) or 3 (`$$$X`).
-pub(crate) type Dollars = u8;
-
-/// `Some((name, dollars))` when `text` (expando-spelled) is exactly one metavariable.
-pub(crate) fn metavar_of(lang: Lang, text: &[u8]) -> Option<(String, Dollars)> {
-    let text = std::str::from_utf8(text).ok()?;
-    let (mark, body) = match lang.expando() {
-        Expando::Dollar => ('$', text),
-        Expando::Char(c) => (c, text),
-        Expando::JsonString => ('µ', text.strip_prefix('"')?.strip_suffix('"')?),
-    };
-    let mut rest = body.strip_prefix(mark)?;
-    let mut dollars: Dollars = 1;
-    while dollars < 3
-        && let Some(r) = rest.strip_prefix(mark)
-    {
-        rest = r;
-        dollars += 1;
-    }
-    let name = rest;
-    if !name.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_') {
-        return None;
-    }
-    if name.as_bytes().first().is_some_and(u8::is_ascii_digit) {
-        return None;
-    }
-    if dollars != 3 && name.is_empty() {
-        return None;
-    }
-    if dollars == 2 && lang == Lang::Bash {
-        return None;
-    }
-    Some((name.to_string(), dollars))
-}
-
-/// Byte offset of the first ERROR or MISSING node in pre-order.
-pub(crate) fn first_error(root: Node<'_>) -> Option<usize> {
-    let mut cursor = root.walk();
-    loop {
-        let node = cursor.node();
-        if node.is_error() || node.is_missing() {
-            return Some(node.start_byte());
-        }
-        if node.has_error() && cursor.goto_first_child() {
-            continue;
-        }
-        if !crate::matcher::skip_subtree(&mut cursor) {
-            return None;
-        }
-    }
-}
-
-/// Children that take part in matching: no comments or other extras, no MISSING nodes.
-pub(crate) fn significant_children<'t>(node: Node<'t>, out: &mut Vec<Node<'t>>) {
-    out.clear();
-    let mut cursor = node.walk();
-    if cursor.goto_first_child() {
-        loop {
-            let child = cursor.node();
-            if !child.is_extra() && !child.is_missing() {
-                out.push(child);
-            }
-            if !cursor.goto_next_sibling() {
-                break;
-            }
-        }
-    }
-}
-
-/// The node(s) exactly filling `start..end`: the innermost single node, or siblings tiling it.
-fn select_hole(root: Node<'_>, start: usize, end: usize) -> Option<Vec<Node<'_>>> {
-    let node = root.descendant_for_byte_range(start, end)?;
-    // The file node itself is never the pattern: a fragment filling a whole scaffold-less file
-    // is its top-level children.
-    // Go wraps the statements of a block in a `statement_list`: several statements filling
-    // the hole are a sequence (matched among any statements), not that wrapper, and the
-    // terminators between them (`;` or a newline) are not part of it.
-    if node.kind() == "statement_list" && node.start_byte() == start && node.end_byte() == end {
-        let mut children = Vec::new();
-        significant_children(node, &mut children);
-        children.retain(Node::is_named);
-        if children.len() > 1 {
-            return Some(children);
-        }
-    }
-    if node.start_byte() == start && node.end_byte() == end && node.parent().is_some() {
-        // Prefer the innermost named node of that exact range.
-        let mut best = node;
-        if !best.is_named() {
-            let mut up = best.parent();
-            while let Some(p) = up {
-                if p.start_byte() != start || p.end_byte() != end {
-                    break;
-                }
-                if p.is_named() {
-                    best = p;
-                    break;
-                }
-                up = p.parent();
-            }
-        }
-        return Some(vec![best]);
-    }
-    let mut children = Vec::new();
-    significant_children(node, &mut children);
-    let inside: Vec<Node<'_>> =
-        children.into_iter().filter(|c| c.end_byte() > start && c.start_byte() < end).collect();
-    let first = inside.first()?;
-    let last = inside.last()?;
-    if first.start_byte() != start || last.end_byte() != end {
-        return None;
-    }
-    Some(inside)
-}
-
-fn is_ident_byte(b: u8) -> bool {
+pub(super) fn is_ident_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_'
 }
 
@@ -654,26 +548,6 @@ fn is_ident_byte(b: u8) -> bool {
 fn is_stringish(kind: &str) -> bool {
     (kind.contains("string") || kind.contains("template") || kind.contains("heredoc"))
         && !kind.contains("substitution")
-}
-
-/// The texts of the named leaves under `node`, concatenated: a string without its quotes.
-pub(crate) fn named_text(node: Node<'_>, src: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    let mut stack = vec![node];
-    while let Some(n) = stack.pop() {
-        if n.child_count() == 0 {
-            if n.is_named() {
-                out.extend_from_slice(&src[n.byte_range()]);
-            }
-            continue;
-        }
-        for i in (0..n.child_count()).rev() {
-            if let Some(c) = n.child(i as u32) {
-                stack.push(c);
-            }
-        }
-    }
-    out
 }
 
 struct Builder<'s> {
@@ -759,166 +633,6 @@ impl Builder<'_> {
             }
         }
     }
-}
-
-/// `$NAME`, `$$NAME`, `$$$NAME` or `$$$` exactly (a name of uppercase letters, digits and `_`,
-/// not starting with a digit).
-fn is_metavariable_spelling(text: &str) -> bool {
-    let name = text.trim_start_matches('$');
-    let dollars = text.len() - name.len();
-    (1..=3).contains(&dollars)
-        && (!name.is_empty() || dollars == 3)
-        && !name.starts_with(|c: char| c.is_ascii_digit())
-        && name.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
-}
-
-/// The pattern with metavariables spelled so the grammar accepts them.
-pub(crate) struct Substituted {
-    pub(crate) text: String,
-    /// For each byte of `text` (and one past the end), the byte offset in the original.
-    pub(crate) map: Vec<usize>,
-}
-
-/// Checks metavariable spelling and applies the language's expando.
-pub(crate) fn substitute(lang: Lang, pattern: &str) -> Result<Substituted, AstError> {
-    let bytes = pattern.as_bytes();
-    let mut text = String::with_capacity(pattern.len() + 8);
-    let mut map = Vec::with_capacity(pattern.len() + 9);
-    let push = |text: &mut String, map: &mut Vec<usize>, s: &str, orig: usize| {
-        text.push_str(s);
-        map.extend(std::iter::repeat_n(orig, s.len()));
-    };
-    let quotes = lang.quotes();
-    let mut in_string: Option<char> = None;
-    // The closing quote of a string whose whole content is one metavariable (`"$A"`).
-    let mut closing: Option<usize> = None;
-    let mut i = 0;
-    while i < bytes.len() {
-        let Some(c) = pattern[i..].chars().next() else { break };
-        let len = c.len_utf8();
-        if closing == Some(i) {
-            closing = None;
-            push(&mut text, &mut map, &pattern[i..i + len], i);
-            i += len;
-            continue;
-        }
-        if let Some(q) = in_string {
-            if c == '\\' {
-                let next_len = pattern[i + 1..].chars().next().map_or(0, char::len_utf8);
-                push(&mut text, &mut map, &pattern[i..i + 1 + next_len], i);
-                i += 1 + next_len;
-                continue;
-            }
-            if c == q {
-                in_string = None;
-            }
-            push(&mut text, &mut map, &pattern[i..i + len], i);
-            i += len;
-            continue;
-        }
-        if quotes.contains(&c) {
-            // As in ast-grep, a string holding exactly one metavariable (`f("$A")`) captures
-            // its content; any other `$` in a string is text. Not in bash, whose single-quoted
-            // strings never expand.
-            if lang != Lang::Bash
-                && let Some(end) = pattern[i + len..].find(c).map(|e| i + len + e)
-                && is_metavariable_spelling(&pattern[i + len..end])
-            {
-                closing = Some(end);
-                push(&mut text, &mut map, &pattern[i..i + len], i);
-                i += len;
-                continue;
-            }
-            in_string = Some(c);
-            push(&mut text, &mut map, &pattern[i..i + len], i);
-            i += len;
-            continue;
-        }
-        if c != '$' {
-            push(&mut text, &mut map, &pattern[i..i + len], i);
-            i += len;
-            continue;
-        }
-        let start = i;
-        let mut j = i;
-        while j < bytes.len() && bytes[j] == b'$' {
-            j += 1;
-        }
-        let dollars = j - start;
-        let name_start = j;
-        while j < bytes.len() && is_ident_byte(bytes[j]) {
-            j += 1;
-        }
-        let name = &pattern[name_start..j];
-        let prev_ident = start > 0 && is_ident_byte(bytes[start - 1]);
-        let next_ident = pattern[j..].chars().next().is_some_and(|c| c.is_alphanumeric());
-        let upper_ok = !name.as_bytes().first().is_some_and(u8::is_ascii_digit)
-            && name.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_');
-        let word_start =
-            (0..start).rev().take_while(|k| is_ident_byte(bytes[*k])).last().unwrap_or(start);
-        let word = &pattern[word_start..j];
-        let is_meta = if lang == Lang::Bash {
-            // In bash `$x`, `$1` and `$$` are ordinary expansions: only `$NAME` and `$$$NAME` are metavariables.
-            !prev_ident && upper_ok && ((dollars == 1 && !name.is_empty()) || dollars == 3)
-        } else {
-            if dollars == 1 && name.is_empty() {
-                false
-            } else if prev_ident || next_ident {
-                return Err(AstError::Pattern(format!(
-                    "`{word}`: a metavariable must stand for a whole node (an identifier, expression or \
-                     statement), so `$` cannot sit inside a name. Use `$NAME` for the whole name"
-                )));
-            } else if dollars > 3 || (dollars == 2 && name.is_empty()) {
-                return Err(AstError::Pattern(format!(
-                    "`{word}` is not a metavariable: use `$NAME` for one named node, `$$NAME` for one \
-                     node that may be a token, or `$$$NAME` for zero or more siblings"
-                )));
-            } else if !upper_ok {
-                let suggestion = name.to_ascii_uppercase();
-                let suggestion = if suggestion.as_bytes().first().is_some_and(u8::is_ascii_digit) {
-                    format!("X{suggestion}")
-                } else {
-                    suggestion
-                };
-                return Err(AstError::Pattern(format!(
-                    "`{word}` is not a metavariable: names are uppercase letters, digits and `_` \
-                     (write `{}{suggestion}`); `$_` matches any node without binding it",
-                    "$".repeat(dollars)
-                )));
-            } else {
-                true
-            }
-        };
-        if !is_meta {
-            push(&mut text, &mut map, &pattern[start..j], start);
-            i = j;
-            continue;
-        }
-        match lang.expando() {
-            Expando::Dollar => push(&mut text, &mut map, &pattern[start..j], start),
-            Expando::Char(e) => {
-                let marks: String = std::iter::repeat_n(e, dollars).collect();
-                push(&mut text, &mut map, &marks, start);
-                push(&mut text, &mut map, name, name_start);
-            }
-            Expando::JsonString => {
-                let quoted = start > 0 && bytes[start - 1] == b'"' && bytes.get(j) == Some(&b'"');
-                let marks: String = std::iter::repeat_n('µ', dollars).collect();
-                if quoted {
-                    push(&mut text, &mut map, &marks, start);
-                    push(&mut text, &mut map, name, name_start);
-                } else {
-                    push(&mut text, &mut map, "\"", start);
-                    push(&mut text, &mut map, &marks, start);
-                    push(&mut text, &mut map, name, name_start);
-                    push(&mut text, &mut map, "\"", j);
-                }
-            }
-        }
-        i = j;
-    }
-    map.push(pattern.len());
-    Ok(Substituted { text, map })
 }
 
 /// The compiled pattern as an S-expression: `(kind child …)`, tokens quoted, metavariables as `$X`.
