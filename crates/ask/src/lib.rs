@@ -1,18 +1,5 @@
 //! ask_user: question cards through a question port.
-//!
-//! A run asks its operator through an [`AskSession`]: the session numbers each card (1, 2, 3 …
-//! per run, questions and approvals alike), validates the request, shows the card through a
-//! narrow [`QuestionPort`], checks the answer (an invalid one goes back to the port, never to the
-//! model), returns the earlier outcome when the same question is asked again, and enforces the
-//! timeout (default 15 minutes).
-//!
-//! Outcomes follow one rule: nothing is ever invented. Answered returns the answer; skipped is a
-//! success that tells the model to go on under a stated assumption and not to ask again; timed
-//! out is an error with the same instruction; no operator is an error at once (fail-closed).
-//! Approval cards share the desk, and only an explicit "Allow" approves.
-//!
-//! Ports provided: [`ports::channel::channel_port`] (in-process, for harnesses and tests) and
-//! [`ports::terminal::TerminalPort`].
+#![doc = include_str!("../README.md")]
 
 mod card;
 mod config;

@@ -1,31 +1,5 @@
 //! A Debug Adapter Protocol client and the `debug` tool's domain API.
-//!
-//! [`DebugSupervisor`] keeps one debug session per conversation: it starts an adapter (debugpy,
-//! lldb-dap, delve or dart), runs the handshake in the order every one of them accepts, answers
-//! each operation of the `debug` tool within its limits, returns stop snapshots (reason, thread,
-//! top user frame with source lines, locals, new output) from the calls that let the program
-//! run, and ends sessions deterministically: on `terminate`, when the time limit passes, and at
-//! [`DebugSupervisor::shutdown`].
-//!
-//! ```no_run
-//! # async fn demo() -> Result<(), agent_tools_debug::DebugError> {
-//! use agent_tools_debug::{DebugArgs, DebugConfig, DebugSupervisor, Operation, render};
-//! use tokio_util::sync::CancellationToken;
-//!
-//! let debug = DebugSupervisor::new(DebugConfig::default());
-//! let root = std::path::Path::new("/work/project");
-//! let cancel = CancellationToken::new();
-//! let mut bp = DebugArgs::op(Operation::Breakpoints);
-//! bp.file = Some("app.py".into());
-//! bp.lines = Some(vec![12]);
-//! debug.call("conversation-1", root, bp, &cancel).await?;
-//! let mut launch = DebugArgs::op(Operation::Launch);
-//! launch.program = Some("app.py".into());
-//! let outcome = debug.call("conversation-1", root, launch, &cancel).await?;
-//! println!("{}", render(&outcome));
-//! debug.shutdown().await;
-//! # Ok(()) }
-//! ```
+#![doc = include_str!("../README.md")]
 
 pub mod adapters;
 mod config;

@@ -1,37 +1,5 @@
 //! Persistent Python and JavaScript kernels for the eval tool.
-//!
-//! A cell's variables, imports and loaded data persist between calls; the value of its last
-//! expression is returned as in a notebook; `display()`, pandas tables and matplotlib figures
-//! come back as rich output; `tool(name, args)` calls back into the host's tool registry through
-//! the narrow [`ToolBridge`] port, over the kernel's own pipe (no port, no socket, no token).
-//!
-//! - Python runs as a child process of the project's own interpreter (`.venv/bin/python`,
-//!   `venv/bin/python`, `python3` on PATH) with a stdlib-only runner shipped in this crate.
-//! - JavaScript runs on Node.js (a child process of `node`) when it resolves, else on QuickJS-NG
-//!   (rquickjs), embedded, on a thread of its own.
-//! - The cell timeout is an inactivity budget, suspended while a bridged call is pending.
-//!
-//! ```no_run
-//! # async fn demo() {
-//! use std::sync::Arc;
-//! use agent_tools_eval::{EvalConfig, EvalRequest, Kernels, NoBridge, NoProgress, render};
-//!
-//! let kernels = Kernels::new(EvalConfig::default());
-//! let request = EvalRequest {
-//!     code: "x = 21\nx * 2".into(),
-//!     description: "double a number".into(),
-//!     language: None,
-//!     reset: None,
-//! };
-//! let cancel = tokio_util::sync::CancellationToken::new();
-//! let report = kernels
-//!     .eval("conversation-1", std::path::Path::new("."), request, Arc::new(NoBridge), &cancel, &NoProgress)
-//!     .await
-//!     .unwrap();
-//! assert!(render(&report).ends_with("Out[1]: 42"));   // after a `[started Python 3.x …]` line
-//! kernels.shutdown().await;
-//! # }
-//! ```
+#![doc = include_str!("../README.md")]
 
 mod bridge;
 mod cell;

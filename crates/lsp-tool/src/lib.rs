@@ -1,22 +1,6 @@
 //! Language-server supervisor, the `lsp` tool, `lsp_rename`, `lsp_code_action` and
 //! diagnostics on write, usable without the facade.
-//!
-//! - [`Supervisor`]: one per run. Finds the server and root of a file (root marker ∧ binary,
-//!   one root per real project), starts one process per (server, root) lazily under a spawn
-//!   lock, answers every server request, tracks readiness, restarts crashed servers with a cap,
-//!   and shuts everything down. Without [`LspConfig::allow_project_code`] nothing the project
-//!   controls runs and nothing is left in its tree.
-//! - [`Supervisor::call`] runs the ten actions of `lsp` ([`LspArgs`] → [`LspResult`], whose
-//!   `render()` is the text);
-//!   [`Supervisor::rename`] runs `lsp_rename` ([`RenameArgs`] → [`RenameReport`]) and
-//!   [`Supervisor::apply_code_action`] `lsp_code_action` ([`CodeActionArgs`] →
-//!   [`CodeActionReport`]). Each returns model-facing text plus the same payload as data.
-//! - Diagnostics on write: [`Supervisor::diagnostics_after_write`] ([`WrittenFile`] →
-//!   [`WriteDiagnostics`]) over the run's [`Ledger`], for the written files and the files that
-//!   use what they changed (found by the server's references, or by name); the building blocks
-//!   [`Supervisor::sync_document`] and [`Supervisor::document_diagnostics`] stay public.
-//!
-//! Columns are converted in one place ([`encoding::convert_column`]); UTF-8 is offered first.
+#![doc = include_str!("../README.md")]
 
 mod actions;
 pub mod check;

@@ -5,7 +5,7 @@
 //! the user's state directory), then temp files beside their targets (created and renamed
 //! relative to the folder handles [`Root`] resolved, never by path), then hard-links each
 //! existing target to a backup name, then marks the record committed — the commit point — and
-//! renames. [`recover`], run when any run opens the root, finishes a committed group (roll
+//! renames. [`recover`](Journal::recover), run when any run opens the root, finishes a committed group (roll
 //! forward) and undoes a prepared one (roll back), and removes every temp file and backup. A
 //! group whose committing process is still alive is left alone: each record has a lock file
 //! held with `flock` for as long as its commit runs.
@@ -151,7 +151,7 @@ struct Record {
     created_dirs: Vec<Vec<u8>>,
 }
 
-/// What [`recover`] found and did.
+/// What [`recover`](Journal::recover) found and did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Recovery {
     pub rolled_forward: usize,

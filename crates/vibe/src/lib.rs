@@ -1,15 +1,5 @@
 //! Background workers: the vibe_* tools over a worker roster.
-//!
-//! A [`Roster`] owns one run's workers: short stable ids (`w1`, `w2` …), states (queued,
-//! running, stalled; settled as completed, failed, killed or timed out), a fixed number of slots
-//! with a queue behind them, the briefing history (each `send` appends a revision and restarts),
-//! a stall timer, a wall-clock budget per attempt, and a bounded, idempotent kill that always
-//! frees the slot. It runs workers through a narrow [`WorkerBackend`]; the [`CommandBackend`]
-//! runs an external agent command per tier (`[vibe.fast]`, `[vibe.good]` in `agent-tools.toml`)
-//! with the briefing on stdin, each attempt in its own process group.
-//!
-//! A worker's ceiling is never above its caller's surface: from a read-only surface, the tier's
-//! read-only command is used, or the spawn is refused with the reason.
+#![doc = include_str!("../README.md")]
 
 mod args;
 mod backend;

@@ -1,12 +1,24 @@
 //! The in-process channel port: cards arrive on a receiver; the harness replies to each.
 //!
-//! ```ignore
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() {
+//! # use std::sync::Arc;
+//! # use agent_tools_ask::{Answer, AskRequest, AskSession, OptionSpec, Reply, Target};
+//! # use agent_tools_ask::ports::channel::channel_port;
 //! let (port, mut inbox) = channel_port(8);
 //! let session = AskSession::new(Arc::new(port), Target::new("the harness"));
 //! // elsewhere:
-//! while let Some(presented) = inbox.recv().await {
-//!     presented.reply(Reply::Answered(Answer::options([2])));
-//! }
+//! tokio::spawn(async move {
+//!     while let Some(presented) = inbox.recv().await {
+//!         presented.reply(Reply::Answered(Answer::options([2])));
+//!     }
+//! });
+//! # let request = AskRequest::new("Which?", vec![OptionSpec::new("A"), OptionSpec::new("B")]);
+//! # let cancel = tokio_util::sync::CancellationToken::new();
+//! # let response = session.ask(&request, &cancel).await.unwrap();
+//! # assert!(response.render().contains("Chosen: 2. B"));
+//! # }
 //! ```
 
 use async_trait::async_trait;

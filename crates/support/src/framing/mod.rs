@@ -13,22 +13,31 @@
 //!   no progress for the deadline (the peer stopped reading its input) stops the writer with
 //!   [`FrameError::WriteDeadline`] instead of blocking forever; every later send fails with it.
 //!
-//! How to adopt (a server's stdout and stdin):
+//! How to adopt (a server's stdout and stdin; here `cat`, which sends every frame back):
 //!
-//! ```no_run
-//! # async fn run(mut child: tokio::process::Child) -> Result<(), agent_tools_support::framing::FrameError> {
-//! use std::time::Duration;
-//! use agent_tools_support::framing::{FrameReader, FrameWriter};
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::{process::Stdio, time::Duration};
+//! use agent_tools_support::{framing::{FrameReader, FrameWriter}, process};
 //! use serde_json::json;
 //!
+//! let mut command = tokio::process::Command::new("cat");
+//! command.stdin(Stdio::piped()).stdout(Stdio::piped());
+//! let process::Spawned { mut child, group } = process::spawn(command).await?;
 //! let mut reader = FrameReader::new(child.stdout.take().unwrap());
 //! let writer = FrameWriter::spawn(child.stdin.take().unwrap(), Duration::from_secs(10));
-//! writer.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}})).await?;
+//! let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}});
+//! writer.send(&initialize).await?;
+//! writer.close().await?; // what is queued is written, then the server's stdin is closed
+//! let mut received = Vec::new();
 //! while let Some(message) = reader.read_value().await? {
 //!     // dispatch `message`; replies from the reader task go through `writer.try_send`
-//! #   let _ = message;
+//!     received.push(message);
 //! }
-//! writer.close().await?; // what is queued is written, then the server's stdin is closed
+//! assert_eq!(received, [initialize]); // then a clean end of the stream: `Ok(None)`
+//! group.terminate(Duration::from_secs(2)).await;
+//! child.wait().await?;
 //! # Ok(()) }
 //! ```
 

@@ -23,20 +23,25 @@
 //!
 //! How to adopt (a language server, a checker, an adapter):
 //!
-//! ```no_run
-//! # async fn run() -> std::io::Result<()> {
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> std::io::Result<()> {
 //! use std::{process::Stdio, time::Duration};
 //! use agent_tools_support::process::{self, Spawned};
 //!
-//! let mut command = tokio::process::Command::new("basedpyright-langserver");
-//! command.arg("--stdio").stdin(Stdio::piped()).stdout(Stdio::piped());
+//! // A server would be `basedpyright-langserver --stdio`; `cat` stands in for it here.
+//! let mut command = tokio::process::Command::new("cat");
+//! command.stdin(Stdio::piped()).stdout(Stdio::piped());
 //! // Was: command.process_group(0).kill_on_drop(true).spawn()
 //! let Spawned { mut child, group } = process::spawn(command).await?;
 //! let stdout = child.stdout.take();
 //! // ... talk to it; keep `group` as long as the process should live ...
 //! let report = group.terminate(Duration::from_secs(2)).await;
 //! tracing::debug!("server ended: {report}");
+//! assert!(report.survivors.is_empty());
 //! let _ = child.wait().await; // the leader's exit status stays with its `Child`
+//! assert!(!process::group_exists(group.pid()));
+//! # drop(stdout);
 //! # Ok(()) }
 //! ```
 //!
