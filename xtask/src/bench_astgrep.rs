@@ -350,12 +350,8 @@ fn rewrite_100k(ours: &Path, sg: &Path, runs: usize) -> Result<()> {
     let rewrite = vec!["x = 1"; REWRITE_LINES].join("\n");
     let rewrite_file = dir.path().join("rewrite.txt");
     std::fs::write(&rewrite_file, &rewrite)?;
-    let fix: String = rewrite.lines().map(|l| format!("  {l}\n")).collect();
     let rule = dir.path().join("rule.yml");
-    std::fs::write(
-        &rule,
-        format!("id: expand\nlanguage: python\nrule:\n  pattern: marker()\nfix: |-\n{fix}"),
-    )?;
+    std::fs::write(&rule, expansion_rule(&rewrite))?;
     let source = "def f():\n    pass\n\nmarker()\n";
     let (mut o_wall, mut o_cpu, mut s_wall, mut s_cpu) = (vec![], vec![], vec![], vec![]);
     let (mut propose, mut accept) = (vec![], vec![]);
@@ -418,4 +414,10 @@ fn rewrite_100k(ours: &Path, sg: &Path, runs: usize) -> Result<()> {
         ms(median(s_cpu)),
     );
     Ok(())
+}
+
+/// An ast-grep rule that rewrites the one `marker()` call of a Python file to `rewrite`.
+pub(crate) fn expansion_rule(rewrite: &str) -> String {
+    let fix: String = rewrite.lines().map(|l| format!("  {l}\n")).collect();
+    format!("id: expand\nlanguage: python\nrule:\n  pattern: marker()\nfix: |-\n{fix}")
 }

@@ -141,12 +141,8 @@ fn rewrite_one_match(binary: &Path, ast_grep: &Path, runs: usize) -> Result<(Dur
     std::fs::create_dir_all(&ours_dir)?;
     std::fs::create_dir_all(&theirs_dir)?;
     let rewrite = vec!["x = 1"; LINES].join("\n");
-    let fix: String = rewrite.lines().map(|l| format!("  {l}\n")).collect();
     let rule = dir.path().join("rule.yml");
-    std::fs::write(
-        &rule,
-        format!("id: expand\nlanguage: python\nrule:\n  pattern: marker()\nfix: |-\n{fix}"),
-    )?;
+    std::fs::write(&rule, super::bench_astgrep::expansion_rule(&rewrite))?;
     let mut session = Session::start(binary, &ours_dir)?;
     let (mut ours, mut reference) = (Vec::new(), Vec::new());
     for _ in 0..runs {
