@@ -8,25 +8,25 @@
 use std::{
     collections::VecDeque,
     ffi::OsString,
-    os::fd::{AsRawFd, FromRawFd, OwnedFd},
+    os::fd::AsRawFd,
     path::{Path, PathBuf},
     process::Stdio,
     time::Duration,
 };
 
 use serde_json::{Value, json};
-use tokio::{
-    io::{AsyncReadExt, AsyncWriteExt},
-    net::unix::pipe,
-    process::{Child, ChildStderr, ChildStdout},
-    sync::mpsc,
-    time::Instant,
-};
+use tokio::{net::unix::pipe, process::Child, sync::mpsc, time::Instant};
 
 use agent_tools_support::process::{
     CgroupJoin, ProcessGroup, SpawnOptions, Spawned, WeakProcessGroup,
 };
 
+mod io;
+
+use self::io::{
+    Raw, cloexec_pipe, encode_frame, read_frames, read_stream, set_nonblocking, stderr_reader,
+    stdout_reader, write_frames,
+};
 use crate::{
     cell::{Done, Event, KernelIo, Utf8Stream},
     types::{CellError, StreamName},
@@ -38,15 +38,6 @@ const START_TIMEOUT: Duration = Duration::from_secs(60);
 const SYNC_TIMEOUT: Duration = Duration::from_secs(2);
 /// How much of stderr to keep for crash reports.
 const STDERR_TAIL: usize = 2048;
-
-#[derive(Debug)]
-enum Raw {
-    Frame(Value),
-    Bytes(StreamName, Vec<u8>),
-    /// The event pipe closed (or sent garbage): the kernel is gone.
-    EventsClosed(Option<String>),
-    StreamClosed(StreamName),
-}
 
 /// What to start: the interpreter, its arguments (a bootstrap that reads the runner from the
 /// command pipe), the runner itself and the environment.
@@ -119,50 +110,6 @@ fn stream_index(name: StreamName) -> usize {
         StreamName::Stdout => 0,
         StreamName::Stderr => 1,
     }
-}
-
-fn cloexec_pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0i32; 2];
-    // SAFETY: pipe2 writes two fds into the array on success.
-    let rc = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) };
-    if rc != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: both fds were just created and are owned by nobody else.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
-}
-
-fn set_nonblocking(fd: &OwnedFd) -> std::io::Result<()> {
-    // SAFETY: plain fcntl calls on an fd we own.
-    unsafe {
-        let flags = libc::fcntl(fd.as_raw_fd(), libc::F_GETFL);
-        if flags < 0 || libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, flags | libc::O_NONBLOCK) < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-    }
-    Ok(())
-}
-
-/// The task that writes queued frames to the runner's command pipe, whole and in order, for as
-/// long as the pipe takes them.
-fn write_frames(mut pipe: pipe::Sender) -> mpsc::UnboundedSender<Vec<u8>> {
-    let (frames, mut queue) = mpsc::unbounded_channel::<Vec<u8>>();
-    tokio::spawn(async move {
-        while let Some(bytes) = queue.recv().await {
-            if pipe.write_all(&bytes).await.is_err() {
-                break;
-            }
-        }
-    });
-    frames
-}
-
-fn encode_frame(value: &Value) -> Vec<u8> {
-    let body = serde_json::to_vec(value).unwrap_or_default();
-    let mut frame = Vec::with_capacity(body.len() + 4);
-    frame.extend_from_slice(&(body.len() as u32).to_be_bytes());
-    frame.extend_from_slice(&body);
-    frame
 }
 
 fn new_token() -> String {
@@ -701,62 +648,4 @@ pub(crate) fn describe_status(status: std::process::ExitStatus) -> String {
         };
     }
     "it ended".to_string()
-}
-
-fn stdout_reader(s: ChildStdout) -> Box<dyn tokio::io::AsyncRead + Unpin + Send> {
-    Box::new(s)
-}
-
-fn stderr_reader(s: ChildStderr) -> Box<dyn tokio::io::AsyncRead + Unpin + Send> {
-    Box::new(s)
-}
-
-async fn read_stream(
-    mut reader: Box<dyn tokio::io::AsyncRead + Unpin + Send>,
-    name: StreamName,
-    tx: mpsc::UnboundedSender<Raw>,
-) {
-    let mut buf = vec![0u8; 16 * 1024];
-    loop {
-        match reader.read(&mut buf).await {
-            Ok(0) | Err(_) => break,
-            Ok(n) => {
-                if tx.send(Raw::Bytes(name, buf[..n].to_vec())).is_err() {
-                    return;
-                }
-            }
-        }
-    }
-    let _ = tx.send(Raw::StreamClosed(name));
-}
-
-async fn read_frames(mut events: pipe::Receiver, tx: mpsc::UnboundedSender<Raw>) {
-    let mut head = [0u8; 4];
-    loop {
-        if events.read_exact(&mut head).await.is_err() {
-            let _ = tx.send(Raw::EventsClosed(None));
-            return;
-        }
-        let len = u32::from_be_bytes(head) as usize;
-        if len > 256 * 1024 * 1024 {
-            let _ = tx.send(Raw::EventsClosed(Some(format!("frame of {len} bytes"))));
-            return;
-        }
-        let mut body = vec![0u8; len];
-        if events.read_exact(&mut body).await.is_err() {
-            let _ = tx.send(Raw::EventsClosed(None));
-            return;
-        }
-        match serde_json::from_slice::<Value>(&body) {
-            Ok(frame) => {
-                if tx.send(Raw::Frame(frame)).is_err() {
-                    return;
-                }
-            }
-            Err(e) => {
-                let _ = tx.send(Raw::EventsClosed(Some(format!("bad frame: {e}"))));
-                return;
-            }
-        }
-    }
 }
