@@ -15,7 +15,7 @@ use serde::{Serialize, de::DeserializeOwned};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-pub use agent_tools_support::Tier;
+pub use agent_tools_support::{Before, Tier};
 
 pub use self::typed::TypedTool;
 
@@ -231,16 +231,6 @@ pub struct ChangedFile {
     pub path: PathBuf,
     /// What the file held before the call.
     pub before: Before,
-}
-
-/// A changed file's contents before the call.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Before {
-    /// The tool did not record it.
-    Unknown,
-    /// The file did not exist (the call created it).
-    Absent,
-    Contents(Arc<[u8]>),
 }
 
 impl ToolResult {

@@ -41,7 +41,7 @@ pub use crate::{
     config::{LspConfig, OnWriteConfig, ServerDef, ServerOverride, builtin_servers},
     diagnostics::{Diagnostic, Ledger, LedgerDelta, Severity},
     error::LspError,
-    on_write::{FileBefore, WrittenFile},
+    on_write::WrittenFile,
     pool::ServerPool,
     rename::{RenameArgs, RenameReport, RenamedFile},
     server::{DiagnosticMode, DiagnosticsWait, Progress, join_all, process_group_alive},
@@ -51,6 +51,7 @@ pub use crate::{
     },
     write_report::WriteDiagnostics,
 };
+pub use agent_tools_support::Before;
 
 /// The `lsp` tool's description for a model.
 pub const LSP_DESCRIPTION: &str = "Ask the language server about code. Address a symbol by file, \

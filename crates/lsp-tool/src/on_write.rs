@@ -13,6 +13,7 @@
 //! measured time. Files opened only for the check are closed afterwards. What is new is
 //! decided by the [`crate::Ledger`], locked only to read or update it.
 
+use agent_tools_support::Before;
 use std::{
     path::{Path, PathBuf},
     sync::Arc,
@@ -30,22 +31,12 @@ use crate::{
     write_report::WriteDiagnostics,
 };
 
-/// What a changed file held before the write, as the writer knows it.
-#[derive(Debug, Clone, PartialEq)]
-pub enum FileBefore {
-    /// The writer did not record it: the current diagnostics become the baseline.
-    Unknown,
-    /// The write created the file.
-    Absent,
-    Contents(Arc<[u8]>),
-}
-
 /// One file a write changed.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WrittenFile {
     /// Absolute path.
     pub path: PathBuf,
-    pub before: FileBefore,
+    pub before: Before,
 }
 
 /// Why a file's diagnostics were not had; `deadline` is the bound that applied to it.
@@ -166,10 +157,10 @@ impl Supervisor {
                     server,
                     language: target.language_id.clone(),
                     old: match &file.before {
-                        FileBefore::Contents(bytes) => String::from_utf8(bytes.to_vec()).ok(),
+                        Before::Contents(bytes) => String::from_utf8(bytes.to_vec()).ok(),
                         _ => None,
                     },
-                    created: file.before == FileBefore::Absent,
+                    created: file.before == Before::Absent,
                     deleted,
                 }),
                 Err(reason) => report

@@ -9,7 +9,7 @@
 use std::time::Instant;
 
 use agent_tools_lsp::{
-    FileBefore, LspConfig, Supervisor, WrittenFile,
+    Before, LspConfig, Supervisor, WrittenFile,
     testing::{require_program, setup_paths},
 };
 use serde_json::json;
@@ -96,7 +96,7 @@ async fn bench_diagnostics_on_write_on_a_3000_line_file() {
                 .diagnostics_after_write(
                     &[WrittenFile {
                         path: path.clone(),
-                        before: FileBefore::Contents(previous.clone().into_bytes().into()),
+                        before: Before::Contents(previous.clone().into_bytes().into()),
                     }],
                     &cancel,
                 )
@@ -289,7 +289,7 @@ async fn bench_diagnostics_on_write_with_the_impact_set() {
                     .diagnostics_after_write(
                         &[WrittenFile {
                             path: lib,
-                            before: FileBefore::Contents(before.into_bytes().into()),
+                            before: Before::Contents(before.into_bytes().into()),
                         }],
                         &cancel,
                     )

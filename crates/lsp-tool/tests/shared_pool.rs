@@ -15,7 +15,7 @@ use std::{
 };
 
 use agent_tools_lsp::{
-    FileBefore, LspArgs, LspConfig, ServerPool, Supervisor, SyncOutcome, WrittenFile,
+    Before, LspArgs, LspConfig, ServerPool, Supervisor, SyncOutcome, WrittenFile,
     process_group_alive,
     testing::{holders_of, require_program, setup_paths},
 };
@@ -100,7 +100,7 @@ async fn two_runs_on_one_pool_share_one_server_and_keep_their_own_ledgers_and_do
         .unwrap()
         .replace("return self.side * self.side", "return self.side * undefined_name");
     std::fs::write(&shapes, broken).expect("write shapes.py");
-    let written = [WrittenFile { path: shapes.clone(), before: FileBefore::Contents(before) }];
+    let written = [WrittenFile { path: shapes.clone(), before: Before::Contents(before) }];
     let report = a
         .diagnostics_after_write(&written, &CancellationToken::new())
         .await

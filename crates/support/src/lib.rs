@@ -1,6 +1,7 @@
 //! Mechanisms every agent-tools family needs once, written and tested once.
 #![doc = include_str!("../README.md")]
 
+mod before;
 pub mod capsule;
 pub mod duration;
 mod error;
@@ -13,4 +14,4 @@ mod unavailable;
 pub mod watch;
 pub mod words;
 
-pub use crate::{error::Error, tier::Tier, unavailable::Unavailable};
+pub use crate::{before::Before, error::Error, tier::Tier, unavailable::Unavailable};

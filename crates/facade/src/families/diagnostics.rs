@@ -7,13 +7,11 @@
 //! files the inner tool reports as changed, with what each held before, and appends the
 //! section. It never turns a successful write into a failure and never delays the write.
 
-use std::sync::Arc;
-
-use agent_tools_lsp::{FileBefore, Supervisor, WrittenFile};
+use agent_tools_lsp::{Supervisor, WrittenFile};
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use crate::{Before, CallContext, DynTool, Tool, ToolResult, ToolSpec};
+use crate::{CallContext, DynTool, Tool, ToolResult, ToolSpec};
 
 /// A file tool with diagnostics on write.
 pub(crate) struct DiagnosticsOnWrite {
@@ -24,14 +22,6 @@ pub(crate) struct DiagnosticsOnWrite {
 impl DiagnosticsOnWrite {
     pub(crate) fn new(inner: DynTool, supervisor: Supervisor) -> Self {
         DiagnosticsOnWrite { inner, supervisor }
-    }
-}
-
-fn before(before: &Before) -> FileBefore {
-    match before {
-        Before::Unknown => FileBefore::Unknown,
-        Before::Absent => FileBefore::Absent,
-        Before::Contents(bytes) => FileBefore::Contents(Arc::clone(bytes)),
     }
 }
 
@@ -49,7 +39,7 @@ impl Tool for DiagnosticsOnWrite {
         let files: Vec<WrittenFile> = result
             .changed_files
             .iter()
-            .map(|c| WrittenFile { path: c.path.clone(), before: before(&c.before) })
+            .map(|c| WrittenFile { path: c.path.clone(), before: c.before.clone() })
             .collect();
         ctx.report_progress(0.0, None, "waiting for the language server's diagnostics");
         let Some(report) = self.supervisor.diagnostics_after_write(&files, &ctx.cancel).await

@@ -17,8 +17,6 @@ use crate::{
     CallContext, Config, RegistryBuilder, RunResource, Tier, ToolResult, ToolSpec, TypedTool,
 };
 
-#[path = "diagnostics.rs"]
-mod diagnostics;
 
 impl RegistryBuilder {
     /// Attaches language servers to the run rooted at `root`: `lsp`, `lsp_rename`, the
@@ -81,7 +79,7 @@ impl RegistryBuilder {
     /// own) so that its result carries the diagnostics its change introduced.
     pub fn with_diagnostics_on_write(self, supervisor: Supervisor) -> Self {
         self.wrap_file_tools(|inner| {
-            Arc::new(diagnostics::DiagnosticsOnWrite::new(inner, supervisor.clone()))
+            Arc::new(super::diagnostics::DiagnosticsOnWrite::new(inner, supervisor.clone()))
         })
     }
 }

@@ -1,7 +1,7 @@
 //! Adapters from each family crate into the registry, one file per family.
 //!
 //! Each family file adds its `RegistryBuilder::with_<family>` (an inherent impl lives
-//! beside the adapter), implements `Tool` for its tools over the family crate's domain API,
+//! beside the adapter), implements `TypedTool` for its tools over the family crate's domain API,
 //! and offers `status_details` for `agent-tools status`. Each sits behind the cargo feature
 //! of the same name, so a harness that wants one family pays for no other.
 
@@ -13,6 +13,9 @@ pub(crate) mod ask;
 mod astgrep;
 #[cfg(feature = "debug")]
 mod debug;
+// Diagnostics on write: the wrapper the lsp family puts around the file tools.
+#[cfg(feature = "lsp")]
+mod diagnostics;
 #[cfg(feature = "eval")]
 mod eval;
 #[cfg(feature = "lsp")]

@@ -5,12 +5,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::{EditPlan, write_plan};
 use crate::{
-    error::LspError,
-    on_write::{FileBefore, WrittenFile},
-    paths::uri_from_path,
-    server::Server,
-    supervisor::Supervisor,
-    write_report::WriteDiagnostics,
+    Before, error::LspError, on_write::WrittenFile, paths::uri_from_path, server::Server,
+    supervisor::Supervisor, write_report::WriteDiagnostics,
 };
 
 /// How many edited files of one rename get a baseline from their earlier content.
@@ -35,9 +31,9 @@ impl Supervisor {
             .map(|(i, p)| WrittenFile {
                 path: p.clone(),
                 before: match std::fs::read(p) {
-                    Ok(_) if i >= MAX_BASELINES => FileBefore::Unknown,
-                    Ok(bytes) => FileBefore::Contents(bytes.into()),
-                    Err(_) => FileBefore::Absent,
+                    Ok(_) if i >= MAX_BASELINES => Before::Unknown,
+                    Ok(bytes) => Before::Contents(bytes.into()),
+                    Err(_) => Before::Absent,
                 },
             })
             .collect();

@@ -22,8 +22,7 @@ use std::{
 };
 
 use agent_tools_lsp::{
-    FileBefore, LspArgs, LspConfig, LspError, RenameArgs, Supervisor, WrittenFile,
-    process_group_alive,
+    Before, LspArgs, LspConfig, LspError, RenameArgs, Supervisor, WrittenFile, process_group_alive,
     testing::{require_program, setup_paths},
 };
 use serde_json::{Value, json};

@@ -11,7 +11,7 @@ async fn a_signature_change_reports_the_broken_caller_in_another_python_file() {
     let first = p
         .sup
         .diagnostics_after_write(
-            &[WrittenFile { path: test.clone(), before: FileBefore::Absent }],
+            &[WrittenFile { path: test.clone(), before: Before::Absent }],
             &CancellationToken::new(),
         )
         .await
@@ -26,7 +26,7 @@ async fn a_signature_change_reports_the_broken_caller_in_another_python_file() {
     let report = p
         .sup
         .diagnostics_after_write(
-            &[WrittenFile { path: pkg, before: FileBefore::Contents(old.into()) }],
+            &[WrittenFile { path: pkg, before: Before::Contents(old.into()) }],
             &CancellationToken::new(),
         )
         .await
@@ -49,7 +49,7 @@ async fn break_a_caller(p: &Project, caller: &str, callee: &str, old: &str, new:
     let first = p
         .sup
         .diagnostics_after_write(
-            &[WrittenFile { path: caller, before: FileBefore::Contents(before.into()) }],
+            &[WrittenFile { path: caller, before: Before::Contents(before.into()) }],
             &cancel,
         )
         .await
@@ -62,7 +62,7 @@ async fn break_a_caller(p: &Project, caller: &str, callee: &str, old: &str, new:
     let report = p
         .sup
         .diagnostics_after_write(
-            &[WrittenFile { path, before: FileBefore::Contents(text.into_bytes().into()) }],
+            &[WrittenFile { path, before: Before::Contents(text.into_bytes().into()) }],
             &cancel,
         )
         .await
@@ -142,7 +142,7 @@ async fn change_file(
     let report = p
         .sup
         .diagnostics_after_write(
-            &[WrittenFile { path, before: FileBefore::Contents(before.into()) }],
+            &[WrittenFile { path, before: Before::Contents(before.into()) }],
             &CancellationToken::new(),
         )
         .await
