@@ -30,6 +30,7 @@ mod query;
 mod rule;
 mod search;
 mod strictness;
+pub mod tools;
 mod walk;
 
 pub use crate::{

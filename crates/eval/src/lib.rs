@@ -30,6 +30,18 @@ pub use crate::{
 /// Where kernels run: the run's capsule (support's contract), on the host by default.
 pub use agent_tools_support::capsule::{Capsule, OnHost, Prefix};
 
+/// The name of the tool over this crate's kernels.
+pub const TOOL_NAME: &str = "eval";
+
+/// What the `eval` tool says it does, for every host that registers it.
+pub const TOOL_DESCRIPTION: &str = "Run a cell in this conversation's persistent kernel: variables and \
+imports persist, and the last expression's value is returned, as in a notebook. Python \
+(default) is the project's interpreter with IPython idioms (%pip, !cmd, %%bash, %time, obj?), \
+display(), DataFrames as tables and figures as images. JavaScript runs on Node.js (require, \
+import, top-level await, display()) or embedded QuickJS. tool(name, args) calls this \
+harness's other tools (JavaScript: await it). A cell silent for the inactivity budget (5 min) \
+is interrupted and its state survives; reset: true starts clean. One cell at a time.";
+
 /// The Python runner shipped in this crate (stdlib only), for inspection and tests.
 pub const PYTHON_RUNNER: &str = python::RUNNER;
 

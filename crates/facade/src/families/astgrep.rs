@@ -12,7 +12,7 @@ use std::{
 use agent_tools_astgrep::{
     AstError, AstgrepConfig, DEFAULT_CACHE_BYTES, EditRequest, EditStore, Lang, Progress,
     ResolveRequest, SearchOptions, SearchPayload, SearchRequest, TreeCache, render_payload,
-    render_proposal, render_resolution, search, search_payload,
+    render_proposal, render_resolution, search, search_payload, tools,
 };
 use agent_tools_support::words::count;
 use async_trait::async_trait;
@@ -126,12 +126,8 @@ impl AstGrep {
     fn new(shared: Arc<Shared>) -> Self {
         AstGrep {
             spec: ToolSpec::new::<SearchRequest>(
-                "ast_grep",
-                "Find code by syntax, not text: `pattern` is code with metavariables ($X one node, \
-                 $$$X any number, same name = same code), parsed as statement, expression, member or \
-                 declaration; ignores formatting and comments. For context (inside a function, \
-                 containing a call) use `rule`, ast-grep's rule language. Gives file:line:col, code, \
-                 captures.",
+                tools::SEARCH,
+                tools::SEARCH_DESCRIPTION,
                 Tier::Read,
             )
             .with_output_schema::<SearchPayload>(),
@@ -213,13 +209,7 @@ struct AstEdit {
 impl AstEdit {
     fn new(shared: Arc<Shared>) -> Self {
         AstEdit {
-            spec: ToolSpec::new::<EditRequest>(
-                "ast_edit",
-                "Rewrite what ast_grep's `pattern` or `rule` finds: each match becomes `rewrite` (or \
-                 the rule's `fix`) with captures substituted, indentation kept. Writes nothing: gives \
-                 a diff and an edit_id for resolve.",
-                Tier::Write,
-            ),
+            spec: ToolSpec::new::<EditRequest>(tools::EDIT, tools::EDIT_DESCRIPTION, Tier::Write),
             shared,
         }
     }
@@ -267,9 +257,8 @@ impl Resolve {
     fn new(shared: Arc<Shared>) -> Self {
         Resolve {
             spec: ToolSpec::new::<ResolveRequest>(
-                "resolve",
-                "Accept or discard an ast_edit change. accept writes all its files or none, and \
-                 nothing if any changed since staging.",
+                tools::RESOLVE,
+                tools::RESOLVE_DESCRIPTION,
                 Tier::Write,
             ),
             shared,

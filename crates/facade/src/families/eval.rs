@@ -17,20 +17,16 @@ use crate::{
     CallContext, Config, Image, RegistryBuilder, RunResource, Tier, ToolResult, ToolSpec, TypedTool,
 };
 
-const DESCRIPTION: &str = "Run a cell in this conversation's persistent kernel: variables and \
-imports persist, and the last expression's value is returned, as in a notebook. Python \
-(default) is the project's interpreter with IPython idioms (%pip, !cmd, %%bash, %time, obj?), \
-display(), DataFrames as tables and figures as images. JavaScript runs on Node.js (require, \
-import, top-level await, display()) or embedded QuickJS. tool(name, args) calls this \
-harness's other tools (JavaScript: await it). A cell silent for the inactivity budget (5 min) \
-is interrupted and its state survives; reset: true starts clean. One cell at a time.";
-
 impl RegistryBuilder {
     /// Registers `eval` over `kernels`, and ends the kernels when the run ends.
     pub fn with_kernels(self, kernels: Arc<Kernels>) -> Self {
         let tool = EvalTool {
-            spec: ToolSpec::new::<EvalRequest>("eval", DESCRIPTION, Tier::Exec)
-                .with_output_schema::<CellPayload>(),
+            spec: ToolSpec::new::<EvalRequest>(
+                agent_tools_eval::TOOL_NAME,
+                agent_tools_eval::TOOL_DESCRIPTION,
+                Tier::Exec,
+            )
+            .with_output_schema::<CellPayload>(),
             kernels: kernels.clone(),
             ceilings: Mutex::default(),
         };

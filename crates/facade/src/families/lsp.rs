@@ -17,7 +17,6 @@ use crate::{
     CallContext, Config, RegistryBuilder, RunResource, Tier, ToolResult, ToolSpec, TypedTool,
 };
 
-
 impl RegistryBuilder {
     /// Attaches language servers to the run rooted at `root`: `lsp`, `lsp_rename`, the
     /// supervisor as a run resource, and (unless `[lsp.on_write] enabled = false`) diagnostics
