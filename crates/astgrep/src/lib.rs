@@ -1,23 +1,5 @@
 //! Structural search (`ast_grep`), staged rewrite (`ast_edit`) and `resolve` on tree-sitter.
-//!
-//! Usable alone: [`search`] runs a search under a root, [`EditStore`] stages rewrites and
-//! resolves them, and `render_*` turn results into model-facing text. Patterns are compiled by
-//! [`Pattern::compile`] through a per-language ladder of contexts (statement, expression, class
-//! member, declaration); the first context in which the fragment parses without ERROR or MISSING
-//! nodes wins, and a fragment no context accepts is an error, never a silent zero.
-//!
-//! ```no_run
-//! use agent_tools_astgrep::{SearchOptions, SearchRequest, render_search, search};
-//!
-//! let request = SearchRequest {
-//!     pattern: Some("$A.unwrap()".into()),
-//!     path: Some("src".into()),
-//!     language: Some("rust".into()),
-//!     ..Default::default()
-//! };
-//! let result = search(std::path::Path::new("."), &request, &SearchOptions::default()).unwrap();
-//! println!("{}", render_search(&result));
-//! ```
+#![doc = include_str!("../README.md")]
 
 mod cache;
 mod config;

@@ -1,19 +1,5 @@
 //! agent-tools: the facade that composes the tool families into one registry.
-//!
-//! It owns what only a harness needs: the object-safe [`Tool`] trait, [`Tier`], the
-//! [`RegistryBuilder`] that registers a family only when its resource is attached,
-//! [`Surface`]s filtered by tier, the reference harness file tools, and run assembly
-//! ([`run`]), which the `agent-tools` host (crate `agent-tools-host`) and the Python bindings
-//! start their runs with.
-//!
-//! ```
-//! use agent_tools::{RegistryBuilder, Surface, Tier};
-//!
-//! let registry = RegistryBuilder::new().with_reference_file_tools().build();
-//! let plan = Surface::plan(&registry);
-//! assert_eq!(plan.names(), ["read"]);
-//! assert!(plan.specs().iter().all(|s| s.tier == Tier::Read));
-//! ```
+#![doc = include_str!("../README.md")]
 
 mod approval;
 pub mod capsule;

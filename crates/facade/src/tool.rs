@@ -179,7 +179,7 @@ impl ToolSpec {
 }
 
 /// The JSON Schema of `T`, as an MCP client expects it: an object schema in standard JSON
-/// Schema, lean and portable (see [`schema`] for the rules).
+/// Schema, lean and portable (the private `schema` module has the rules).
 pub fn schema_for<T: JsonSchema>() -> Value {
     let settings = schemars::generate::SchemaSettings::draft2020_12();
     let schema = settings.into_generator().into_root_schema_for::<T>();

@@ -1,10 +1,5 @@
 //! agent-tools-host: the `agent-tools` binary and the MCP server it runs.
-//!
-//! The server speaks MCP over stdio (one connection is one run) and Streamable HTTP (one
-//! session is one run, expired when idle), answers 2026-07-28 clients with multi round-trip
-//! requests under signed request states, and lists each client the tools it can use. Every
-//! run is started by the facade's run assembly (`agent_tools::run`); this crate adds only the
-//! transports, the sessions and the command line (`mcp`, `call`, `status`).
+#![doc = include_str!("../README.md")]
 
 mod cli;
 #[cfg(feature = "ask")]
