@@ -196,6 +196,12 @@ impl Bwrap {
         add(&["--bind".as_ref(), tmp.as_os_str(), "/tmp".as_ref()]);
         // Also at its host path, so a scratch file the host puts there has one name for both.
         add(&["--bind".as_ref(), tmp.as_os_str(), tmp.as_os_str()]);
+        // A home under /tmp (a CI runner's, a checkout's test home) would vanish under the
+        // private /tmp: it stays readable at its path as it would be anywhere else (its secrets
+        // are hidden below, as everywhere).
+        if let Some(home) = home.as_deref().filter(|h| h.starts_with("/tmp") && h.is_dir()) {
+            add(&["--ro-bind".as_ref(), home.as_os_str(), home.as_os_str()]);
+        }
         for folder in std::iter::once(&project).chain(&options.read_write) {
             add(&["--bind".as_ref(), folder.as_os_str(), folder.as_os_str()]);
         }
