@@ -30,8 +30,9 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
             "-p",
             "agent-tools-lsp",
             "--test",
-            "bench_on_write",
+            "it",
             "--",
+            "bench_on_write::",
             "--ignored",
             "--nocapture",
         ])

@@ -1,0 +1,106 @@
+//! A debug session in the run's bubblewrap capsule: the adapter and its debuggee start inside,
+//! delve is reached on the capsule's own loopback, the debuggee meets the walls (a read-only
+//! system, no network), and nothing is left when the session ends.
+
+#![allow(clippy::print_stderr)]
+// a skipped test says so loudly
+// Tests, examples and test programs start and signal programs directly, on purpose.
+#![allow(clippy::disallowed_methods)]
+
+use crate::support;
+
+use std::sync::Arc;
+
+use agent_tools_debug::{
+    DebugConfig, DebugSupervisor,
+    adapters::{SearchEnv, delve_candidates},
+};
+use agent_tools_support::capsule::{Bwrap, BwrapOptions};
+use serde_json::json;
+use support::*;
+use tokio_util::sync::CancellationToken;
+
+fn bwrap_available() -> bool {
+    require(
+        "bubblewrap",
+        std::path::Path::new("/usr/bin/bwrap").exists(),
+        "run `cargo xtask setup`",
+    )
+}
+
+fn in_bwrap(project: &Project, config: DebugConfig) -> Harness {
+    let capsule =
+        Bwrap::start(BwrapOptions { project: project.root.clone(), ..BwrapOptions::default() })
+            .expect("a bubblewrap capsule");
+    Harness {
+        debug: DebugSupervisor::in_capsule(config, Arc::new(capsule)),
+        root: project.root.clone(),
+        conversation: "conversation-1".into(),
+        cancel: CancellationToken::new(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_python_debuggee_in_bubblewrap_stops_and_cannot_leave() {
+    let python = python_with_debugpy();
+    if !require("debugpy (in the test venv)", python.is_some(), "run `cargo xtask setup`")
+        || !bwrap_available()
+    {
+        return;
+    }
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let project = Project::empty();
+    make_venv_python(&project, &python.unwrap());
+    project.write(
+        "walls.py",
+        &format!(
+            "import os, socket\n\
+             open('inside.txt', 'w').write('made inside')\n\
+             try:\n    open('/etc/agent-tools-probe', 'w')\nexcept OSError as e:\n    print('write refused:', e)\n\
+             try:\n    socket.create_connection(('127.0.0.1', {port}), 2)\nexcept OSError as e:\n    print('connect refused:', e)\n\
+             try:\n    os.kill({host}, 15)\nexcept OSError as e:\n    print('kill refused:', e)\n\
+             done = True\n\
+             print('the end')\n",
+            host = std::process::id()
+        ),
+    );
+    let h = in_bwrap(&project, config());
+    h.ok(json!({"operation": "breakpoints", "file": "walls.py", "lines": [15]})).await;
+    let launched = h.ok(json!({"operation": "launch", "program": "walls.py"})).await;
+    let procs = session_processes(&launched);
+    let stop = stopped_at_breakpoint(&launched, "<module>", "walls.py", 15);
+    let printed = stop.output.text();
+    assert!(
+        printed.contains("write refused") && printed.contains("Read-only file system"),
+        "{printed}"
+    );
+    assert!(printed.contains("connect refused"), "{printed}");
+    assert!(printed.contains("kill refused"), "{printed}");
+    assert_eq!(std::fs::read_to_string(project.root.join("inside.txt")).unwrap(), "made inside");
+    h.continue_to_exit().await;
+    h.ok(json!({"operation": "terminate"})).await;
+    assert_gone(&procs);
+    listener.set_nonblocking(true).unwrap();
+    assert!(listener.accept().is_err(), "nothing reached the host's port");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delve_in_bubblewrap_is_reached_on_the_capsules_own_loopback() {
+    let env = SearchEnv::from_process();
+    let found = !delve_candidates(&env).is_empty() && env.which("go").is_some();
+    if !require("delve and Go", found, "run `cargo xtask setup`") || !bwrap_available() {
+        return;
+    }
+    let project = Project::copy("go");
+    let config = DebugConfig { stop_wait_seconds: 120, launch_timeout_seconds: 300, ..config() };
+    let h = in_bwrap(&project, config);
+    h.ok(json!({"operation": "breakpoints", "file": "main.go", "lines": [15]})).await;
+    let launched = h.ok(json!({"operation": "launch", "program": "."})).await;
+    let procs = session_processes(&launched);
+    let stop = stopped_at_breakpoint(&launched, "main.average", "main.go", 15);
+    assert_eq!(local(stop, "total").as_deref(), Some("12"));
+    assert_eq!(h.continue_to_exit().await, Some(3));
+    h.ok(json!({"operation": "terminate"})).await;
+    assert_gone(&procs);
+}

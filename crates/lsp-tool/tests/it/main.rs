@@ -1,0 +1,7 @@
+//! The lsp crate's integration tests, one binary: each file is a module (one link, not five).
+
+mod bench_on_write;
+mod checker_capsule;
+mod fake;
+mod real;
+mod shared_pool;
