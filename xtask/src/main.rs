@@ -69,6 +69,10 @@ fn cargo() -> Command {
 }
 
 fn ci() -> Result<()> {
+    // A CI run builds everything once, from scratch: incremental caches would only take disk
+    // (the whole build has to fit on a small runner), so no cargo below keeps them.
+    // SAFETY: xtask has started no thread yet; nothing reads the environment concurrently.
+    unsafe { std::env::set_var("CARGO_INCREMENTAL", "0") };
     setup::run()?;
     step("cargo fmt --check");
     run(cargo().args(["fmt", "--all", "--check"]))?;

@@ -74,7 +74,13 @@ fn a_sigkill_at_every_step_of_a_20_file_commit_recovers_to_all_old_or_all_new() 
             std::fs::write(tree.path().join(name), "old\n").unwrap();
         }
         let status = Command::new(&me)
-            .args(["--exact", &crate::harness_name(module_path!(), "crash_child"), "--nocapture", "--test-threads", "1"])
+            .args([
+                "--exact",
+                &crate::harness_name(module_path!(), "crash_child"),
+                "--nocapture",
+                "--test-threads",
+                "1",
+            ])
             .env("CRASH_TREE", tree.path())
             .env("CRASH_STATE", state.path())
             .env("CRASH_STEP", step.to_string())

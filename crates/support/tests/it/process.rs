@@ -325,7 +325,12 @@ fn the_whole_tree_dies_when_the_host_is_sigkilled() {
         act_as_host();
     }
     let host = std::process::Command::new(std::env::current_exe().unwrap())
-        .args([&crate::harness_name(module_path!(), HOST_TEST), "--exact", "--nocapture", "--test-threads=1"])
+        .args([
+            &crate::harness_name(module_path!(), HOST_TEST),
+            "--exact",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env(HOST_ROLE, "1")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
