@@ -1,6 +1,8 @@
 //! The astgrep crate's integration tests, one binary: each file is a module (one link, not ten).
 //! `features` runs in every build; the others need the grammars their `cfg` names, all of
 //! which the default features turn on.
+// Tests, examples and test programs start and signal programs directly, on purpose.
+#![allow(clippy::disallowed_methods)]
 
 mod support;
 

@@ -3,8 +3,6 @@
 //! classified like the core conformance suite: every vector agrees with ast-grep, or is a
 //! deliberate difference listed in `DIFFERENCES` with its reason (and in the crate README);
 //! vectors in languages this crate does not bundle are marked `na` and counted.
-// Tests, examples and test programs start and signal programs directly, on purpose.
-#![allow(clippy::disallowed_methods)]
 
 use agent_tools_astgrep::{Lang, RuleSet, fix_source};
 use serde_json::Value;

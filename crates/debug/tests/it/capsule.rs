@@ -4,8 +4,6 @@
 
 #![allow(clippy::print_stderr)]
 // a skipped test says so loudly
-// Tests, examples and test programs start and signal programs directly, on purpose.
-#![allow(clippy::disallowed_methods)]
 
 use crate::support;
 

@@ -1,8 +1,6 @@
 //! debugpy for real: breakpoint → launch → stop snapshot → stack → scopes → variables →
 //! evaluate → step → continue to the exit code; uncaught exceptions; the project interpreter;
 //! attach to a `debugpy --listen` server; terminate and the time limit leave no process.
-// Tests, examples and test programs start and signal programs directly, on purpose.
-#![allow(clippy::disallowed_methods)]
 
 use crate::support;
 

@@ -1,8 +1,6 @@
 //! debugpy for real: what a program leaves behind is gone (a forked child that outlives it, a
 //! setsid daemon with a cleared environment) after terminate and at the run's end, and a death
 //! by signal reads as the signal.
-// Tests, examples and test programs start and signal programs directly, on purpose.
-#![allow(clippy::disallowed_methods)]
 
 use crate::support;
 

@@ -1,8 +1,6 @@
 //! delve (`dlv dap`) for real on a Go module: the whole scenario, the port dlv prints, the
 //! program's output from dlv's own stdout, the exit code delve only prints at disconnect, the
 //! build output in our temp folder, and no process left after terminate or the time limit.
-// Tests, examples and test programs start and signal programs directly, on purpose.
-#![allow(clippy::disallowed_methods)]
 
 use crate::support;
 

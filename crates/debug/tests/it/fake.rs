@@ -3,8 +3,6 @@
 //! sends `initialized`, a `stopped` event before the step's reply, huge values and paging,
 //! reverse requests, an adapter that ignores SIGTERM with a debuggee in its own group, serialised
 //! calls, the output cursor, `adapters`, and the rendered snapshot.
-// Tests, examples and test programs start and signal programs directly, on purpose.
-#![allow(clippy::disallowed_methods)]
 
 use crate::support;
 

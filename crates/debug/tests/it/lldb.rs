@@ -1,8 +1,6 @@
 //! lldb-dap for real, on a C program (built with the system C compiler, -g) and a Rust program
 //! (built with cargo): the whole scenario, env as K=V, stdin from /dev/null, Rust formatters,
 //! terminate and the time limit leave no process (lldb-dap's SIGABRT at exit is no error).
-// Tests, examples and test programs start and signal programs directly, on purpose.
-#![allow(clippy::disallowed_methods)]
 
 use crate::support;
 

@@ -1,4 +1,6 @@
 //! The debug crate's integration tests, one binary: each file is a module (one link, not six).
+// Tests, examples and test programs start and signal programs directly, on purpose.
+#![allow(clippy::disallowed_methods)]
 
 mod support;
 

@@ -1,7 +1,5 @@
 //! Cancelling a call never corrupts a kernel: the running cell is interrupted (or its kernel
 //! killed), the next cells answer correctly, and the next result says whether state survived.
-// Tests, examples and test programs start and signal programs directly, on purpose.
-#![allow(clippy::disallowed_methods)]
 
 use crate::common;
 

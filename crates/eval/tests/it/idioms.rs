@@ -4,8 +4,6 @@
 //! lines, indented magics, help syntax, prompts, system assignments) and from the magics Jupyter
 //! users type most. The kernel uses IPython's machinery when the interpreter has IPython (the
 //! test venv does); each cell's expectation is what ipykernel 7 prints for it.
-// Tests, examples and test programs start and signal programs directly, on purpose.
-#![allow(clippy::disallowed_methods)]
 
 use crate::common;
 

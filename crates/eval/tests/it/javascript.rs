@@ -1,7 +1,5 @@
 //! The embedded QuickJS kernel as a user sees it: completion values, persistence, console, display,
 //! the bridge, the inactivity budget, out-of-memory recovery, and no outside access.
-// Tests, examples and test programs start and signal programs directly, on purpose.
-#![allow(clippy::disallowed_methods)]
 
 use crate::common;
 

@@ -1,4 +1,6 @@
 //! The eval crate's integration tests, one binary: each file is a module (one link, not eight).
+// Tests, examples and test programs start and signal programs directly, on purpose.
+#![allow(clippy::disallowed_methods)]
 
 mod common;
 

@@ -1,7 +1,5 @@
 //! The Node.js kernel as a user sees it: the notebook contract of the Python kernel, plus
 //! Node's APIs, built-in and project modules, and unhandled rejections reported.
-// Tests, examples and test programs start and signal programs directly, on purpose.
-#![allow(clippy::disallowed_methods)]
 
 use crate::common;
 

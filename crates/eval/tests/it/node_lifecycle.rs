@@ -2,8 +2,6 @@
 //! cell at once with the exit reported and the next cell on a fresh kernel; a cancelled or
 //! interrupted cell stops everything it started, so none of its output reaches a later result;
 //! errors show the user's frames only, and a SyntaxError its line and caret.
-// Tests, examples and test programs start and signal programs directly, on purpose.
-#![allow(clippy::disallowed_methods)]
 
 use crate::common;
 

@@ -1,7 +1,5 @@
 //! The Python kernel as a user sees it: notebook semantics, rich output, idioms, the bridge,
 //! the inactivity budget, crashes, and no process left behind.
-// Tests, examples and test programs start and signal programs directly, on purpose.
-#![allow(clippy::disallowed_methods)]
 
 use crate::common;
 

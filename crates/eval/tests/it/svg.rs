@@ -1,7 +1,5 @@
 //! SVG displays reach the model as PNG images (rendered on the host, the source kept beside a
 //! short drawing), JSON displays as data: with the real kernels (the test venv's IPython, Node).
-// Tests, examples and test programs start and signal programs directly, on purpose.
-#![allow(clippy::disallowed_methods)]
 
 use crate::common;
 

@@ -1,8 +1,6 @@
 //! The supervisor against a scripted fake server: what real servers do rarely (never answering,
 //! push-only, pull-only, crashing at start, indexing, ignoring `exit`) and Dart, which cannot be
 //! installed offline.
-// Tests, examples and test programs start and signal programs directly, on purpose.
-#![allow(clippy::disallowed_methods)]
 
 use std::{path::PathBuf, time::Duration};
 

@@ -6,8 +6,6 @@
 //! (`cargo xtask setup` installs them all).
 
 #![allow(clippy::print_stderr)]
-// Tests, examples and test programs start and signal programs directly, on purpose.
-#![allow(clippy::disallowed_methods)]
 
 use std::{
     path::{Path, PathBuf},

@@ -1,7 +1,5 @@
 //! A group commit killed by SIGKILL at any step leaves, after recovery, all files old or all
 //! new, and no temp file or backup behind.
-// Tests, examples and test programs start and signal programs directly, on purpose.
-#![allow(clippy::disallowed_methods)]
 
 use std::{path::Path, process::Command};
 

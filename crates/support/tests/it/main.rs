@@ -1,4 +1,6 @@
 //! The support crate's integration tests, one binary: each file is a module (one link, not five).
+// Tests, examples and test programs start and signal programs directly, on purpose.
+#![allow(clippy::disallowed_methods)]
 
 mod capsule;
 mod confined_writes;

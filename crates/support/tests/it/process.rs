@@ -1,7 +1,5 @@
 //! Process lifetime with real processes: teardown reaches every descendant, a child outlives
 //! the thread that spawned it, and the whole tree dies with a SIGKILLed host.
-// Tests, examples and test programs start and signal programs directly, on purpose.
-#![allow(clippy::disallowed_methods)]
 
 use std::{
     io::{BufRead, BufReader as StdBufReader, Write},
