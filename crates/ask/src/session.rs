@@ -103,6 +103,18 @@ impl AskSession {
         request: &AskRequest,
         cancel: &CancellationToken,
     ) -> Result<AskResponse, AskError> {
+        self.ask_through(None, request, cancel).await
+    }
+
+    /// [`ask`](Self::ask), with the card shown through `port` when given instead of the
+    /// session's own: for a host that answers cards per call (a 2026-07-28 MCP connection
+    /// answers a card through the retry of the very `tools/call` that raised it).
+    pub async fn ask_through(
+        &self,
+        port: Option<&dyn QuestionPort>,
+        request: &AskRequest,
+        cancel: &CancellationToken,
+    ) -> Result<AskResponse, AskError> {
         request.validate().map_err(AskError::Invalid)?;
         let cell = {
             let mut asked = self.asked.lock();
@@ -115,7 +127,7 @@ impl AskSession {
                 async {
                     let number = self.take_number();
                     let card = Card::from_request(number, CardKind::Question, request);
-                    let outcome = self.run_card(&card, cancel).await?;
+                    let outcome = self.run_card(port, &card, cancel).await?;
                     Ok::<_, AskError>(self.response(card, outcome))
                 }
             })
@@ -133,6 +145,16 @@ impl AskSession {
         request: &ApprovalRequest,
         cancel: &CancellationToken,
     ) -> Result<ApprovalResponse, AskError> {
+        self.approve_through(None, request, cancel).await
+    }
+
+    /// [`approve`](Self::approve), through `port` when given (see [`ask_through`](Self::ask_through)).
+    pub async fn approve_through(
+        &self,
+        port: Option<&dyn QuestionPort>,
+        request: &ApprovalRequest,
+        cancel: &CancellationToken,
+    ) -> Result<ApprovalResponse, AskError> {
         let ask = AskRequest {
             question: format!("Allow {}?", request.action),
             context: request.details.clone(),
@@ -145,7 +167,7 @@ impl AskSession {
         };
         let number = self.take_number();
         let card = Card::from_request(number, CardKind::Approval, &ask);
-        let outcome = self.run_card(&card, cancel).await?;
+        let outcome = self.run_card(port, &card, cancel).await?;
         let response = self.response(card, outcome);
         let (approved, note) = match &response.outcome {
             Outcome::Answered { selected, free_text, .. } => {
@@ -182,12 +204,18 @@ impl AskSession {
 
     /// Shows `card` until it has a valid answer, a skip, no operator, too many invalid answers,
     /// or the timeout.
-    async fn run_card(&self, card: &Card, cancel: &CancellationToken) -> Result<Outcome, AskError> {
+    async fn run_card(
+        &self,
+        port: Option<&dyn QuestionPort>,
+        card: &Card,
+        cancel: &CancellationToken,
+    ) -> Result<Outcome, AskError> {
+        let port = port.unwrap_or(&*self.port);
         let deadline = tokio::time::Instant::now() + self.timeout;
         let mut rejection: Option<Rejection> = None;
         let mut rejections: Vec<String> = Vec::new();
         loop {
-            let presented = self.port.present(&self.target, card, rejection.as_ref());
+            let presented = port.present(&self.target, card, rejection.as_ref());
             let reply = tokio::select! {
                 reply = tokio::time::timeout_at(deadline, presented) => reply,
                 () = cancel.cancelled() => return Err(AskError::Cancelled),

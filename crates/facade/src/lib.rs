@@ -23,9 +23,12 @@ pub use crate::{
     registry::{Family, Registry, RegistryBuilder, RunResource},
     surface::{DEFAULT_MAX_OUTPUT_CHARS, RunInfo, Surface, SurfaceKind},
     tool::{
-        Annotations, Before, CALL_SCOPE, CallContext, ChangedFile, Dispatched, DynTool, Effects,
-        Image, MAX_CALL_DEPTH, Progress, ProgressSink, SurfaceInfo, Tier, Tool, ToolResult,
-        ToolSpec, TypedTool, fit_prefix, output_schema_for, parse_args, schema_for,
+        Annotations, Before, CallContext, ChangedFile, Dispatched, DynTool, Effects, Image,
+        MAX_CALL_DEPTH, Progress, ProgressSink, SurfaceInfo, Tier, Tool, ToolResult, ToolSpec,
+        TypedTool, fit_prefix, output_schema_for, parse_args, schema_for,
     },
     validate::validate_args,
 };
+
+#[cfg(feature = "ask")]
+pub use crate::tool::CallCards;

@@ -178,6 +178,8 @@ impl Surface {
             origin: Some(self.clone()),
             progress: None,
             dispatched: None,
+            #[cfg(feature = "ask")]
+            cards: None,
         }
     }
 
@@ -282,9 +284,7 @@ async fn call_contained(tool: DynTool, ctx: CallContext, args: Value) -> ToolRes
         }
     }
     let name = tool.spec().name.clone();
-    // The host's per-call scope follows the call into its task.
-    let scope = crate::tool::CALL_SCOPE.try_with(Clone::clone).ok().flatten();
-    let task = tokio::spawn(crate::tool::CALL_SCOPE.scope(scope, async move {
+    let task = tokio::spawn(async move {
         // Handed on once the tool has run up to where it first waits (its resource's queue).
         let dispatched = ctx.dispatched.clone();
         first_poll(tool.call(&ctx, args), |_| {
@@ -293,7 +293,7 @@ async fn call_contained(tool: DynTool, ctx: CallContext, args: Value) -> ToolRes
             }
         })
         .await
-    }));
+    });
     let _abort = AbortOnDrop(task.abort_handle());
     match task.await {
         Ok(result) => result,

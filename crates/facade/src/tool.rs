@@ -388,6 +388,24 @@ pub struct CallContext {
     pub progress: Option<ProgressSink>,
     /// Told once the call is handed to its tool (see [`Dispatched`]); `None` when nobody waits.
     pub dispatched: Option<Dispatched>,
+    /// Where this call's cards (questions and approvals) go when the host answers them per
+    /// call rather than per run: a 2026-07-28 MCP connection answers a card through the retry
+    /// of the very `tools/call` that raised it. `None`: the run's question port. Nested calls
+    /// inherit it.
+    #[cfg(feature = "ask")]
+    pub cards: Option<CallCards>,
+}
+
+/// A call's own question port (see [`CallContext::cards`]).
+#[cfg(feature = "ask")]
+#[derive(Clone)]
+pub struct CallCards(pub Arc<dyn agent_tools_ask::QuestionPort>);
+
+#[cfg(feature = "ask")]
+impl fmt::Debug for CallCards {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("CallCards")
+    }
 }
 
 /// Fired once a call has been handed to its tool: the tool's task has run up to where it first
@@ -467,12 +485,6 @@ impl fmt::Debug for ProgressSink {
     }
 }
 
-tokio::task_local! {
-    /// What a host attaches to one call and needs back deep inside it (the MCP host's channel
-    /// for cards on 2026-07-28 connections). The surface carries it into the call's own task.
-    pub static CALL_SCOPE: Option<Arc<dyn std::any::Any + Send + Sync>>;
-}
-
 /// How deep nested calls (a cell calling a tool calling a cell) may go.
 pub const MAX_CALL_DEPTH: u32 = 4;
 
@@ -511,6 +523,8 @@ impl CallContext {
         ctx.conversation_id.clone_from(&self.conversation_id);
         ctx.root.clone_from(&self.root);
         ctx.depth = self.depth + 1;
+        #[cfg(feature = "ask")]
+        ctx.cards.clone_from(&self.cards);
         surface.call(&ctx, name, args).await
     }
 }

@@ -402,7 +402,7 @@ impl McpHost {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> CallToolResponse {
-        use super::mrtr::{CallEvent, CardChannel, Round};
+        use super::mrtr::{CallCardPort, CallEvent, Round};
 
         let state = self.state.clone();
         let args = serde_json::Value::Object(request.arguments.clone().unwrap_or_default());
@@ -421,16 +421,15 @@ impl McpHost {
                 let (events, rx) = tokio::sync::mpsc::channel(4);
                 let (mut ctx, forwarder) = call_context(run, &surface, &context);
                 ctx.dispatched = dispatched;
+                ctx.cards = Some(agent_tools::CallCards(Arc::new(CallCardPort(events.clone()))));
                 let cancel = ctx.cancel.clone();
-                let scope: Arc<dyn std::any::Any + Send + Sync> =
-                    Arc::new(CardChannel(events.clone()));
                 let (name, call_args, call_surface) =
                     (request.name.to_string(), args.clone(), surface.clone());
-                tokio::spawn(agent_tools::CALL_SCOPE.scope(Some(scope), async move {
+                tokio::spawn(async move {
                     let result = call_surface.call(&ctx, &name, call_args).await;
                     drop(forwarder);
                     let _ = events.send(CallEvent::Done(result)).await;
-                }));
+                });
                 until_done(state.parked.next(&request.name, &args, rx), &context, &cancel).await
             }
         };

@@ -13,9 +13,8 @@
 //! expired or re-targeted state is refused with a message saying why.
 
 use std::{
-    any::Any,
     collections::{BTreeMap, HashMap},
-    sync::{Arc, Mutex},
+    sync::Mutex,
     time::{Duration, Instant},
 };
 
@@ -42,37 +41,43 @@ pub(super) enum CallEvent {
     NeedsInput { card: Box<Card>, rejected: Option<Rejection>, answer: oneshot::Sender<Reply> },
 }
 
-/// The channel a call's cards travel on; it follows the call into its task (see
-/// `agent_tools::CALL_SCOPE`).
-#[derive(Clone)]
-pub(super) struct CardChannel(pub(super) mpsc::Sender<CallEvent>);
-
-/// The question port of a 2026-07-28 connection: a card is sent up the call's channel and
-/// answered by the client's retry.
+/// The run-wide question port of a 2026-07-28 connection. A card reaches the client only as
+/// the answer to the `tools/call` that raised it, through that call's [`CallCardPort`]; a card
+/// raised anywhere else fails closed, saying why.
 pub(super) struct MrtrPort;
 
 #[async_trait]
 impl QuestionPort for MrtrPort {
+    async fn present(
+        &self,
+        _target: &Target,
+        _card: &Card,
+        _rejected: Option<&Rejection>,
+    ) -> Reply {
+        Reply::NoOperator {
+            reason: "this card was raised outside a client's tools/call, so the 2026-07-28 \
+                     client cannot be asked (multi round-trip requests answer only the call \
+                     that asked)"
+                .into(),
+        }
+    }
+}
+
+/// The question port of one `tools/call` on a 2026-07-28 connection (the call's
+/// `CallContext::cards`): a card goes up the call's channel and is answered by the client's
+/// retry.
+pub(super) struct CallCardPort(pub(super) mpsc::Sender<CallEvent>);
+
+#[async_trait]
+impl QuestionPort for CallCardPort {
     async fn present(&self, _target: &Target, card: &Card, rejected: Option<&Rejection>) -> Reply {
-        let channel =
-            agent_tools::CALL_SCOPE.try_with(|scope| scope.clone()).ok().flatten().and_then(
-                |scope: Arc<dyn Any + Send + Sync>| scope.downcast_ref::<CardChannel>().cloned(),
-            );
-        let Some(CardChannel(events)) = channel else {
-            return Reply::NoOperator {
-                reason: "this card was raised outside a client's tools/call, so the 2026-07-28 \
-                         client cannot be asked (multi round-trip requests answer only the call \
-                         that asked)"
-                    .into(),
-            };
-        };
         let (answer, reply) = oneshot::channel();
         let event = CallEvent::NeedsInput {
             card: Box::new(card.clone()),
             rejected: rejected.cloned(),
             answer,
         };
-        if events.send(event).await.is_err() {
+        if self.0.send(event).await.is_err() {
             return Reply::NoOperator { reason: "the MCP client went away".into() };
         }
         reply.await.unwrap_or(Reply::NoOperator {

@@ -14,7 +14,6 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 
 use crate::{
     registry::RegistryBuilder,
@@ -88,11 +87,12 @@ pub struct ApprovalDecision {
 /// Decides on approvals, typically by asking the operator.
 #[async_trait]
 pub trait Approver: Send + Sync {
-    /// The decision on `request`. `None` when the call was abandoned (`cancel`) before a decision.
+    /// The decision on `request`, made for the call `call` (its `cancel`, and its own card port
+    /// when the host gave it one). `None` when the call was abandoned before a decision.
     async fn decide(
         &self,
         request: &ApprovalRequest,
-        cancel: &CancellationToken,
+        call: &CallContext,
     ) -> Option<ApprovalDecision>;
 }
 
@@ -151,7 +151,7 @@ impl ApprovalGate {
             parent_call_id: ctx.parent_call_id.clone(),
         };
         let decision = match &self.approver {
-            Some(approver) => match approver.decide(&request, &ctx.cancel).await {
+            Some(approver) => match approver.decide(&request, ctx).await {
                 Some(decision) => decision,
                 None => {
                     return Some(ToolResult::error(format!(
@@ -216,7 +216,7 @@ mod tests {
         async fn decide(
             &self,
             request: &ApprovalRequest,
-            _cancel: &CancellationToken,
+            _call: &CallContext,
         ) -> Option<ApprovalDecision> {
             self.seen.lock().unwrap_or_else(|e| e.into_inner()).push(request.clone());
             let approved = (self.approve)(request);

@@ -7,7 +7,6 @@ use std::{path::Path, sync::Arc};
 use agent_tools_ask::{AskError, AskRequest, AskSession, QuestionPort, Target, human_duration};
 use async_trait::async_trait;
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 
 use crate::{
     ApprovalDecision, ApprovalRequest, Approver, CallContext, Config, RegistryBuilder, Tier,
@@ -76,7 +75,7 @@ impl TypedTool for AskTool {
     }
 
     async fn run(&self, ctx: &CallContext, request: AskRequest) -> ToolResult {
-        match self.session.ask(&request, &ctx.cancel).await {
+        match self.session.ask_through(call_port(ctx), &request, &ctx.cancel).await {
             Ok(response) => {
                 let structured = serde_json::to_value(&response).unwrap_or(Value::Null);
                 let text = response.render();
@@ -103,13 +102,13 @@ impl Approver for SessionApprover {
     async fn decide(
         &self,
         request: &ApprovalRequest,
-        cancel: &CancellationToken,
+        call: &CallContext,
     ) -> Option<ApprovalDecision> {
         let ask = agent_tools_ask::ApprovalRequest {
             action: request.action(),
             details: Some(request.details()),
         };
-        match self.0.approve(&ask, cancel).await {
+        match self.0.approve_through(call_port(call), &ask, &call.cancel).await {
             Ok(response) => Some(ApprovalDecision {
                 approved: response.approved,
                 reason: response.reason(),
@@ -123,6 +122,11 @@ impl Approver for SessionApprover {
             }),
         }
     }
+}
+
+/// The call's own card port, when its host answers cards per call.
+fn call_port(call: &CallContext) -> Option<&dyn QuestionPort> {
+    call.cards.as_ref().map(|cards| &*cards.0)
 }
 
 /// What `agent-tools status` says about questions and approvals here.
