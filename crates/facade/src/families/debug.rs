@@ -21,7 +21,7 @@ impl RegistryBuilder {
                 .with_output_schema::<DebugOutcome>(),
             supervisor: supervisor.clone(),
         };
-        self.with_tool("debug", Arc::new(tool)).with_resource(Arc::new(DebugResource(supervisor)))
+        self.with_tool("debug", Arc::new(tool)).with_resource(supervisor)
     }
 }
 
@@ -63,12 +63,10 @@ impl ProgressPort for ContextProgress<'_> {
     }
 }
 
-struct DebugResource(Arc<DebugSupervisor>);
-
 #[async_trait]
-impl RunResource for DebugResource {
+impl RunResource for DebugSupervisor {
     async fn shutdown(&self) {
-        self.0.shutdown().await;
+        DebugSupervisor::shutdown(self).await;
     }
 }
 

@@ -30,7 +30,7 @@ impl RegistryBuilder {
             kernels: kernels.clone(),
             ceilings: Mutex::default(),
         };
-        self.with_tool("eval", Arc::new(tool)).with_resource(Arc::new(KernelsResource(kernels)))
+        self.with_tool("eval", Arc::new(tool)).with_resource(kernels)
     }
 }
 
@@ -142,12 +142,10 @@ impl ToolBridge for RegistryBridge {
     }
 }
 
-struct KernelsResource(Arc<Kernels>);
-
 #[async_trait]
-impl RunResource for KernelsResource {
+impl RunResource for Kernels {
     async fn shutdown(&self) {
-        self.0.shutdown().await;
+        Kernels::shutdown(self).await;
     }
 }
 

@@ -71,7 +71,7 @@ impl RegistryBuilder {
         self.with_tool("lsp", Arc::new(lsp))
             .with_tool("lsp", Arc::new(rename))
             .with_tool("lsp", Arc::new(code_action))
-            .with_resource(Arc::new(LspResource(supervisor)))
+            .with_resource(Arc::new(supervisor))
     }
 
     /// Wraps every file tool registered so far (`write`, `edit`, `apply_patch`, or a harness's
@@ -197,12 +197,10 @@ impl TypedTool for CodeActionTool {
     }
 }
 
-struct LspResource(Supervisor);
-
 #[async_trait]
-impl RunResource for LspResource {
+impl RunResource for Supervisor {
     async fn shutdown(&self) {
-        self.0.shutdown().await;
+        Supervisor::shutdown(self).await;
     }
 }
 

@@ -75,7 +75,7 @@ impl RegistryBuilder {
                     r,
                 ),
             );
-        builder.with_resource(Arc::new(RosterResource(roster)))
+        builder.with_resource(Arc::new(roster))
     }
 }
 
@@ -183,12 +183,10 @@ impl<A: RosterCall> TypedTool for VibeTool<A> {
     }
 }
 
-struct RosterResource(Roster);
-
 #[async_trait]
-impl RunResource for RosterResource {
+impl RunResource for Roster {
     async fn shutdown(&self) {
-        self.0.shutdown().await;
+        Roster::shutdown(self).await;
     }
 }
 
