@@ -34,6 +34,16 @@ use crate::{
 
 /// How long a fresh kernel may take to say hello.
 const START_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// What waits for the markers on stdout and stderr before it takes its place in the output.
+enum SyncPoint {
+    Clear {
+        wait: bool,
+    },
+    /// `None` for a bundle that did not parse: the runner is still answered.
+    Display(Option<Event>),
+}
+
 /// How long to wait, after a cell's `done`, for the end marker on stdout and stderr.
 const SYNC_TIMEOUT: Duration = Duration::from_secs(2);
 /// How much of stderr to keep for crash reports.
@@ -88,8 +98,9 @@ pub(crate) struct ChildKernel {
     cell: u64,
     token: String,
     pending_done: Option<(Done, Instant)>,
-    /// A `clear_output()` waiting for its markers on stdout and stderr (`wait`, deadline).
-    pending_clear: Option<(bool, Instant)>,
+    /// A `clear_output()` or a display waiting for its markers on stdout and stderr, so that
+    /// it falls where it was made among the cell's printed text (and its deadline).
+    pending_sync: Option<(SyncPoint, Instant)>,
     token_seen: [bool; 2],
     streams_open: [bool; 2],
     decoders: [Utf8Stream; 2],
@@ -221,7 +232,7 @@ impl ChildKernel {
             cell: 0,
             token: String::new(),
             pending_done: None,
-            pending_clear: None,
+            pending_sync: None,
             token_seen: [false; 2],
             streams_open: [true; 2],
             decoders: Default::default(),
@@ -313,7 +324,7 @@ impl ChildKernel {
         self.cell = cell;
         self.token = new_token();
         self.pending_done = None;
-        self.pending_clear = None;
+        self.pending_sync = None;
         self.token_seen = [false; 2];
         self.ready.clear();
         let frame = json!({"t": "exec", "cell": cell, "code": code, "token": self.token});
@@ -383,20 +394,28 @@ impl ChildKernel {
                 self.send_now(&json!({"t": "tool_result", "id": id, "ok": false,
                     "error": "the cell that made this call was abandoned"}));
             }
-            if kind == "clear" {
+            if kind == "clear" || frame["sync"].as_bool() == Some(true) {
                 // Nothing of that cell is shown any more: let it go on at once.
-                self.send_now(&json!({"t": "cleared", "cell": frame["cell"]}));
+                let ack = if kind == "clear" { "cleared" } else { "shown" };
+                self.send_now(&json!({"t": ack, "cell": frame["cell"]}));
             }
             return;
         }
         match kind {
             "display" => {
-                if let Ok(bundle) = serde_json::from_value(frame["bundle"].clone()) {
-                    self.ready.push_back(Event::Display {
+                let display = serde_json::from_value(frame["bundle"].clone()).ok().map(|bundle| {
+                    Event::Display {
                         bundle,
                         display_id: frame["display_id"].as_str().map(str::to_string),
                         update: frame["update"].as_bool().unwrap_or(false),
-                    });
+                    }
+                });
+                if frame["sync"].as_bool() == Some(true) {
+                    // The runner wrote its markers first and waits for our "shown".
+                    self.pending_sync =
+                        Some((SyncPoint::Display(display), Instant::now() + SYNC_TIMEOUT));
+                } else {
+                    self.ready.extend(display);
                 }
             }
             "tool_call" => {
@@ -408,7 +427,8 @@ impl ChildKernel {
             }
             "clear" => {
                 let wait = frame["wait"].as_bool().unwrap_or(false);
-                self.pending_clear = Some((wait, Instant::now() + SYNC_TIMEOUT));
+                self.pending_sync =
+                    Some((SyncPoint::Clear { wait }, Instant::now() + SYNC_TIMEOUT));
             }
             "done" => {
                 let done = Done {
@@ -427,12 +447,12 @@ impl ChildKernel {
         }
     }
 
-    /// Releases a clear, then `done`, once the markers arrived on both streams (all output
-    /// before them is in).
+    /// Releases a clear or a display, then `done`, once the markers arrived on both streams
+    /// (all output before them is in).
     fn release_done(&mut self) {
         let synced = (0..2).all(|i| self.token_seen[i] || !self.streams_open[i]);
-        if synced && let Some((wait, _)) = self.pending_clear.take() {
-            self.apply_clear(wait);
+        if synced && let Some((point, _)) = self.pending_sync.take() {
+            self.apply_sync(point);
             return;
         }
         if synced && let Some((done, _)) = self.pending_done.take() {
@@ -440,12 +460,21 @@ impl ChildKernel {
         }
     }
 
-    /// Applies a clear where it falls in the streams and lets the cell go on; the markers seen
-    /// so far were the clear's, the end's are still to come.
-    fn apply_clear(&mut self, wait: bool) {
-        self.ready.push_back(Event::Clear { wait });
+    /// Applies a clear or a display where it falls in the streams and lets the cell go on; the
+    /// markers seen so far were its own, the end's are still to come.
+    fn apply_sync(&mut self, point: SyncPoint) {
+        let ack = match point {
+            SyncPoint::Clear { wait } => {
+                self.ready.push_back(Event::Clear { wait });
+                "cleared"
+            }
+            SyncPoint::Display(display) => {
+                self.ready.extend(display);
+                "shown"
+            }
+        };
         self.token_seen = [false; 2];
-        self.send_now(&json!({"t": "cleared", "cell": self.cell}));
+        self.send_now(&json!({"t": ack, "cell": self.cell}));
     }
 
     async fn wait_dead(&mut self) -> String {
@@ -516,7 +545,7 @@ impl KernelIo for ChildKernel {
                 continue;
             }
             let sync_deadline = self
-                .pending_clear
+                .pending_sync
                 .as_ref()
                 .map(|(_, at)| *at)
                 .or(self.pending_done.as_ref().map(|(_, at)| *at));
@@ -524,8 +553,8 @@ impl KernelIo for ChildKernel {
                 raw = self.rx.recv() => raw,
                 () = tokio::time::sleep_until(sync_deadline.unwrap_or_else(Instant::now)), if sync_deadline.is_some() => {
                     // The markers did not come (fd 1 or 2 redirected by the cell): go on without.
-                    if let Some((wait, _)) = self.pending_clear.take() {
-                        self.apply_clear(wait);
+                    if let Some((point, _)) = self.pending_sync.take() {
+                        self.apply_sync(point);
                         continue;
                     }
                     if let Some((done, _)) = self.pending_done.take() {
