@@ -4,7 +4,7 @@ use std::{io::IsTerminal, path::PathBuf, process::ExitCode};
 
 use agent_tools::{
     SurfaceKind,
-    run::{Attach, prepare_run_trusting, resolve_root},
+    run::{Attach, prepare_run_trusting},
 };
 use clap::{Parser, Subcommand};
 
@@ -71,10 +71,11 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Say which families are attached and what is usable on this machine.
+    /// Say which families a run with these options attaches, which tools its surface shows
+    /// and hides, and what is usable on this machine; starts nothing.
     Status {
-        #[arg(long, value_name = "DIR")]
-        root: Option<PathBuf>,
+        #[command(flatten)]
+        run: RunArgs,
         #[arg(long)]
         json: bool,
     },
@@ -171,30 +172,27 @@ pub(crate) fn run_command_line(argv: Vec<std::ffi::OsString>) -> ExitCode {
                 }
             }
             Command::Call { tool, args, run, json } => call(tool, args, run, json).await,
-            Command::Status { root, json } => {
-                let root = match resolve_root(root) {
-                    Ok(r) => r,
+            Command::Status { run, json } => {
+                let mut setup = match prepare_run_trusting(run.root, run.surface, run.trust_project)
+                {
+                    Ok(setup) => setup,
                     Err(e) => {
                         print_err(&format!("agent-tools status: {e}"));
                         return ExitCode::from(2);
                     }
                 };
-                match status_report(&root) {
-                    Ok(report) => {
-                        let text = if json {
-                            serde_json::to_string_pretty(&report).unwrap_or_default()
-                        } else {
-                            report.render()
-                        };
-                        match print_result("status", &text) {
-                            Ok(()) => ExitCode::SUCCESS,
-                            Err(code) => code,
-                        }
-                    }
-                    Err(e) => {
-                        print_err(&format!("agent-tools status: {e}"));
-                        ExitCode::from(2)
-                    }
+                if let Some(kind) = run.capsule {
+                    setup.config.capsule.kind = kind;
+                }
+                let report = status_report(&setup, &Attach::default().with_vibe(run.vibe));
+                let text = if json {
+                    serde_json::to_string_pretty(&report).unwrap_or_default()
+                } else {
+                    report.render()
+                };
+                match print_result("status", &text) {
+                    Ok(()) => ExitCode::SUCCESS,
+                    Err(code) => code,
                 }
             }
         }

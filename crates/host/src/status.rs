@@ -4,14 +4,21 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use agent_tools::Config;
+use agent_tools::{
+    Config,
+    run::{Attach, RunSetup},
+};
 
 /// One family as `status` reports it.
 #[derive(Debug, Clone, Serialize)]
 pub struct FamilyReport {
     pub family: String,
     pub attached: bool,
+    /// The tools the model sees on the run's surface.
     pub tools: Vec<String>,
+    /// The family's tools the surface's ceiling hides, each with its tier (`lsp_rename (write)`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub hidden: Vec<String>,
     /// Facts: what resolves, what was found, what is missing and how to get it.
     pub details: Vec<String>,
 }
@@ -20,6 +27,8 @@ pub struct FamilyReport {
 pub struct StatusReport {
     pub root: String,
     pub config: Option<String>,
+    /// The surface reported on and its ceiling, for example `plan (up to read-tier tools)`.
+    pub surface: String,
     /// Where the run's kernels, debuggers and workers start, and what confines them.
     pub capsule: String,
     pub families: Vec<FamilyReport>,
@@ -32,6 +41,7 @@ impl StatusReport {
             "config: {}\n",
             self.config.as_deref().unwrap_or("none found (defaults in use)")
         ));
+        out.push_str(&format!("surface: {}\n", self.surface));
         out.push_str(&format!("capsule: {}\n", self.capsule));
         for family in &self.families {
             let state = if family.attached { "attached" } else { "not attached" };
@@ -40,6 +50,12 @@ impl StatusReport {
                 out.push_str(&format!(" ({})", family.tools.join(", ")));
             }
             out.push('\n');
+            if !family.hidden.is_empty() {
+                out.push_str(&format!(
+                    "  - hidden on this surface: {}\n",
+                    family.hidden.join(", ")
+                ));
+            }
             for detail in &family.details {
                 out.push_str(&format!("  - {detail}\n"));
             }
@@ -58,31 +74,49 @@ const FAMILIES: &[(&str, bool, &str)] = &[
     ("vibe", cfg!(feature = "vibe"), "vibe_spawn, vibe_send, vibe_wait, vibe_kill, vibe_list"),
 ];
 
-/// Builds the report for `root` from the same assembly as a run.
-pub fn status_report(root: &Path) -> agent_tools::Result<StatusReport> {
-    let config = Config::load(root)?;
+/// Builds the report for the run `setup` describes (root, configuration as trusted, surface,
+/// capsule) from the same assembly as that run, with what `attach` brings; nothing is started.
+pub fn status_report(setup: &RunSetup, attach: &Attach) -> StatusReport {
+    let root = setup.info.root.as_path();
+    let config = &setup.config;
+    // A capsule that cannot be made is reported, not fatal: saying so is the doctor's job.
     let capsule = agent_tools::capsule::make_or_refuse(root, &config.capsule);
     let capsule_line = capsule.describe();
-    let registry =
-        agent_tools::run::assemble_in(root, &config, &agent_tools::run::Attach::default(), capsule);
+    let registry = agent_tools::run::assemble_in(root, config, attach, capsule);
+    let surface = registry.surface(setup.surface_kind);
+    let info = surface.info();
+    let surface_line = format!("{} (up to {}-tier tools)", info.kind, info.ceiling);
     let mut families: Vec<FamilyReport> = registry
         .families()
         .iter()
-        .map(|f| FamilyReport {
-            family: f.name.clone(),
-            attached: true,
-            tools: f.tools.clone(),
-            details: match agent_tools::status_details(&f.name, root, &config) {
-                details if details.is_empty() => vec![format!("confined to {}", root.display())],
-                details => details,
-            },
+        .map(|f| {
+            let (tools, hidden): (Vec<&String>, Vec<&String>) =
+                f.tools.iter().partition(|name| surface.get(name).is_some());
+            FamilyReport {
+                family: f.name.clone(),
+                attached: true,
+                tools: tools.into_iter().cloned().collect(),
+                hidden: hidden
+                    .into_iter()
+                    .map(|name| match registry.tools().iter().find(|t| &t.spec().name == name) {
+                        Some(tool) => format!("{name} ({})", tool.spec().tier),
+                        None => name.clone(),
+                    })
+                    .collect(),
+                details: match agent_tools::status_details(&f.name, root, config) {
+                    details if details.is_empty() => {
+                        vec![format!("confined to {}", root.display())]
+                    }
+                    details => details,
+                },
+            }
         })
         .collect();
     // Built in, but attached only when a run has what they need (someone to answer; vibe mode).
     #[cfg(feature = "ask")]
-    report_unattached(&mut families, "ask", root, &config);
+    report_unattached(&mut families, "ask", root, config);
     #[cfg(feature = "vibe")]
-    report_unattached(&mut families, "vibe", root, &config);
+    report_unattached(&mut families, "vibe", root, config);
     for (family, built_in, tools) in FAMILIES {
         if *built_in || families.iter().any(|f| f.family == *family) {
             continue;
@@ -91,18 +125,20 @@ pub fn status_report(root: &Path) -> agent_tools::Result<StatusReport> {
             family: family.to_string(),
             attached: false,
             tools: vec![],
+            hidden: vec![],
             details: vec![format!(
                 "not in this build: the cargo feature `{family}` of agent-tools is off ({tools} need it)"
             )],
         });
     }
     families.sort_by(|a, b| a.family.cmp(&b.family));
-    Ok(StatusReport {
+    StatusReport {
         root: root.display().to_string(),
-        config: config.source.map(|p| p.display().to_string()),
+        config: config.source.as_ref().map(|p| p.display().to_string()),
+        surface: surface_line,
         capsule: capsule_line,
         families,
-    })
+    }
 }
 
 /// Reports `family` as built in but not attached to this run, with the reason from its details.
@@ -115,6 +151,7 @@ fn report_unattached(families: &mut Vec<FamilyReport>, family: &str, root: &Path
         family: family.to_string(),
         attached: false,
         tools: vec![],
+        hidden: vec![],
         details: agent_tools::status_details(family, root, config),
     });
 }

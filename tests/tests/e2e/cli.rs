@@ -85,6 +85,27 @@ fn status_reports_every_family() {
 }
 
 #[test]
+fn status_on_the_plan_surface_names_the_tools_its_ceiling_hides() {
+    let project = TempProject::new(&[]);
+    let (code, stdout, _) = check(&project, &["status", "--surface", "plan", "--json"]);
+    assert_eq!(code, 0);
+    let report: serde_json::Value = serde_json::from_str(&stdout).expect("json");
+    assert!(report["surface"].as_str().unwrap().starts_with("plan"), "{report}");
+    let files = report["families"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["family"] == "files")
+        .expect("files family");
+    let shown: Vec<&str> =
+        files["tools"].as_array().unwrap().iter().map(|t| t.as_str().unwrap()).collect();
+    let hidden: Vec<&str> =
+        files["hidden"].as_array().unwrap().iter().map(|t| t.as_str().unwrap()).collect();
+    assert!(shown.contains(&"read") && !shown.contains(&"write"), "{files}");
+    assert!(hidden.contains(&"write (write)"), "{files}");
+}
+
+#[test]
 fn a_result_that_cannot_be_written_is_an_error_not_a_silent_success() {
     let project = TempProject::new(&[("a.txt", "hello\n")]);
     // /dev/full is Linux's; elsewhere there is no device that always fails to write.
