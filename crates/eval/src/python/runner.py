@@ -243,7 +243,7 @@ def _reader():
             if slot is not None:
                 slot[1] = frame
                 slot[0].set()
-        elif kind == "cleared":
+        elif kind in ("cleared", "shown"):
             STATE.cleared.set()
         elif kind == "interrupt":
             with STATE.lock:
@@ -492,16 +492,25 @@ def _clear_output(wait=False):
     The marker on stdout and stderr tells the host where the clear falls in the streams; the
     cell waits until the host has applied it, so nothing printed after it lands before it.
     """
+    _send_in_place({"t": "clear", "cell": STATE.cell, "wait": bool(wait)})
+
+
+def _send_in_place(frame):
+    """Sends `frame` (a clear or a display) where it falls among the cell's printed text: the
+    marker on stdout and stderr tells the host where that is, and the cell waits until the host
+    has placed it, so nothing printed after it lands before it (the host reads the pipes and
+    the frames apart, and under load may read the frame first)."""
     _flush_std()
     token = STATE.token
     STATE.cleared.clear()
-    for fd in (1, 2):
-        if token:
+    if token:
+        frame["sync"] = True
+        for fd in (1, 2):
             try:
                 os.write(fd, token.encode("ascii"))
             except OSError:
                 pass
-    send({"t": "clear", "cell": STATE.cell, "wait": bool(wait)})
+    send(frame)
     if token:
         STATE.cleared.wait(2)
 
@@ -534,12 +543,11 @@ def display(*objs, raw=False, display_id=None, update=False, **_ignored):
             bundle = obj
         else:
             bundle = bundle_of(obj)
-        _flush_std()
         frame = {"t": "display", "cell": STATE.cell, "bundle": bundle}
         if display_id:
             frame["display_id"] = str(display_id)
             frame["update"] = bool(update)
-        send(frame)
+        _send_in_place(frame)
     if display_id and not update:
         return DisplayHandle(display_id)
     return None
