@@ -306,7 +306,8 @@ impl ChildKernel {
             self.backlog.push_back(raw);
         }
         // Its event pipe closed, or its exit status is in: either says it is gone.
-        let closed = self.backlog.iter().any(|raw| matches!(raw, Raw::EventsClosed(_)));
+        let closed =
+            self.dead || self.backlog.iter().any(|raw| matches!(raw, Raw::EventsClosed(_)));
         if !closed && !matches!(self.child.try_wait(), Ok(Some(_))) {
             return None;
         }
@@ -533,6 +534,23 @@ impl KernelIo for ChildKernel {
                 return event;
             }
             if self.dead {
+                if let Some(raw) = self.backlog.pop_front() {
+                    self.absorb(raw);
+                    continue;
+                }
+                if self.pending_done.is_some() || self.pending_sync.is_some() {
+                    // It ended just after it finished the cell (a timer calling `process.exit`):
+                    // the rest of its output is still in the pipes. Read them to their ends, and
+                    // the cell's result stands.
+                    match tokio::time::timeout(SYNC_TIMEOUT, self.rx.recv()).await {
+                        Ok(Some(raw)) => self.absorb(raw),
+                        _ => {
+                            self.streams_open = [false; 2];
+                            self.release_done();
+                        }
+                    }
+                    continue;
+                }
                 if self.death.is_none() {
                     let how = self.wait_dead().await;
                     self.death = Some(how);

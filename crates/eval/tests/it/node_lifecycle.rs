@@ -86,10 +86,17 @@ async fn an_exit_handler_that_throws_cancels_the_exit_as_in_the_node_repl() {
 #[tokio::test]
 async fn a_kernel_that_exits_between_cells_is_replaced_at_the_next_call() {
     let Some(s) = check(EvalConfig::default()) else { return };
+    // The kernel exits once the test says so, after the first cell's result is in: a timer
+    // with a fixed delay could fire while a loaded host is still finishing that cell.
+    let go = s.root.path().join("exit-now");
     let (_, text) = s
-        .run("globalThis.marker = 'old'; setTimeout(() => process.exit(4), 20); process.pid")
+        .run(&format!(
+            "globalThis.marker = 'old'; const fs = require('fs'); \
+             setInterval(() => {{ if (fs.existsSync({go:?})) process.exit(4) }}, 10); process.pid"
+        ))
         .await;
     let pid: u32 = text.rsplit(": ").next().and_then(|p| p.trim().parse().ok()).expect("pid");
+    std::fs::write(&go, "").expect("write the signal file");
     assert!(
         common::gone_within(pid, std::time::Duration::from_secs(20)),
         "node {pid} did not exit"
@@ -102,6 +109,24 @@ async fn a_kernel_that_exits_between_cells_is_replaced_at_the_next_call() {
         "{text}"
     );
     assert!(text.ends_with("'undefined'"), "{text}");
+    s.kernels.shutdown().await;
+}
+
+/// A kernel that ends itself the moment its cell finished (before the host has read the rest of
+/// its output): the cell's result stands, and the next call starts a fresh kernel.
+#[tokio::test]
+async fn a_kernel_that_exits_as_its_cell_returns_keeps_the_result() {
+    let Some(s) = check(EvalConfig::default()) else { return };
+    for round in 0..5 {
+        let (r, text) =
+            s.run("console.log('printed'); setImmediate(() => process.exit(4)); 6 * 7").await;
+        assert_eq!(r.status, CellStatus::Ok, "round {round}: {text}");
+        assert!(text.contains("printed") && text.ends_with("42"), "round {round}: {text}");
+        let (r, text) = s.run("1 + 1").await;
+        assert_eq!(r.status, CellStatus::Ok, "round {round}: {text}");
+        assert!(r.kernel.started, "round {round}: {text}");
+        assert!(text.contains("(it exited with status 4)"), "round {round}: {text}");
+    }
     s.kernels.shutdown().await;
 }
 
