@@ -5,6 +5,7 @@ mod cli;
 #[cfg(feature = "ask")]
 mod elicitation;
 mod entry;
+mod envelope;
 mod http;
 mod mcp;
 #[cfg(feature = "ask")]

@@ -107,6 +107,30 @@ pub(crate) struct NthChild {
     pub(crate) of: Option<Rule>,
 }
 
+impl NthChild {
+    /// `An+B`, `2n`, `-n+3`, `odd`, `even`, or a number.
+    fn parse_formula(s: &str) -> Option<(i64, i64)> {
+        let s: String =
+            s.chars().filter(|c| !c.is_whitespace()).collect::<String>().to_ascii_lowercase();
+        match s.as_str() {
+            "odd" => return Some((2, 1)),
+            "even" => return Some((2, 0)),
+            _ => {}
+        }
+        let Some(at) = s.find('n') else {
+            return s.parse().ok().filter(|n| *n >= 1).map(|n| (0, n));
+        };
+        let a = match &s[..at] {
+            "" | "+" => 1,
+            "-" => -1,
+            other => other.parse().ok()?,
+        };
+        let rest = &s[at + 1..];
+        let b = if rest.is_empty() { 0 } else { rest.parse().ok()? };
+        Some((a, b))
+    }
+}
+
 impl RuleSet {
     /// Compiles a rule object, or a rule config holding `rule` (and `constraints`, `utils`,
     /// `transform`, `fix`), for `lang`. Errors name the key and say what would work.

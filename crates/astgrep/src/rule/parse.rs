@@ -254,7 +254,7 @@ impl Parser<'_> {
                     .filter(|n| *n >= 1)
                     .map(|n| (0, n))
                     .ok_or_else(|| err(path, "a position is 1 or more")),
-                Value::String(s) => parse_formula(s).ok_or_else(|| {
+                Value::String(s) => NthChild::parse_formula(s).ok_or_else(|| {
                     err(
                         path,
                         format!("`{s}` is not a position: write a number or `An+B` such as `2n+1`"),
@@ -427,24 +427,4 @@ fn range(path: &str, v: &Value) -> Result<Rule, AstError> {
         ));
     }
     Ok(Rule::Range { start, end })
-}
-
-/// `An+B`, `2n`, `-n+3`, `odd`, `even`, or a number.
-pub(super) fn parse_formula(s: &str) -> Option<(i64, i64)> {
-    let s: String =
-        s.chars().filter(|c| !c.is_whitespace()).collect::<String>().to_ascii_lowercase();
-    match s.as_str() {
-        "odd" => return Some((2, 1)),
-        "even" => return Some((2, 0)),
-        _ => {}
-    }
-    let Some(at) = s.find('n') else { return s.parse().ok().filter(|n| *n >= 1).map(|n| (0, n)) };
-    let a = match &s[..at] {
-        "" | "+" => 1,
-        "-" => -1,
-        other => other.parse().ok()?,
-    };
-    let rest = &s[at + 1..];
-    let b = if rest.is_empty() { 0 } else { rest.parse().ok()? };
-    Some((a, b))
 }

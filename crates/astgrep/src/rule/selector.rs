@@ -240,7 +240,7 @@ impl<'a> Input<'a, '_> {
             .unwrap_or(self.rest.len());
         let formula = self.rest[..len].trim();
         self.rest = self.rest[len..].trim_start();
-        let (a, b) = super::parse::parse_formula(formula)
+        let (a, b) = NthChild::parse_formula(formula)
             .ok_or_else(|| bad(format!("`{formula}` is not a position such as `2n+1`")))?;
         let of = if self.peek()? == Some(Token::Ident("of")) {
             self.next()?;

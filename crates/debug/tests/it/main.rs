@@ -6,6 +6,7 @@ mod support;
 
 mod capsule;
 mod debugpy;
+mod debugpy_breakpoints;
 mod debugpy_processes;
 mod delve;
 mod fake;

@@ -11,7 +11,7 @@ use hyper::{Request, Response, StatusCode, header};
 use serde_json::{Value, json};
 
 use super::{Body, McpService};
-use crate::transport::{bad_params, invalid_envelope, invalid_id_or_method};
+use crate::envelope::{bad_params, invalid_envelope, invalid_id_or_method};
 
 /// What to do with a POST body.
 pub(super) enum Post {
