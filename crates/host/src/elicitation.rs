@@ -1,6 +1,6 @@
 //! Cards as MCP elicitation requests (form mode).
 
-use std::{collections::BTreeMap, sync::Arc};
+use std::collections::BTreeMap;
 
 use agent_tools_ask::{Answer, Card, CardKind, QuestionPort, Rejection, Reply, SkipKind, Target};
 use async_trait::async_trait;
@@ -8,10 +8,8 @@ use rmcp::{
     Peer, RoleServer,
     model::{
         ElicitRequestParams, ElicitationAction, ElicitationSchema, EnumSchema,
-        InitializeRequestParams, InitializeResult, PrimitiveSchemaDefinition, ProtocolVersion,
-        StringSchema,
+        PrimitiveSchemaDefinition, StringSchema,
     },
-    service::ElicitationMode,
 };
 use serde_json::Value;
 
@@ -20,48 +18,14 @@ pub(super) const CHOICE: &str = "choice";
 /// The form field holding typed text.
 pub(super) const TEXT: &str = "text";
 
-/// A question port for a client that declared form elicitation on a protocol that still
-/// allows server-to-client requests; `None` otherwise (no port: no `ask_user`).
-pub(super) fn port_for(
-    peer: &Peer<RoleServer>,
-    request: &InitializeRequestParams,
-    result: &InitializeResult,
-) -> Option<(Arc<dyn QuestionPort>, Target)> {
-    if !peer.supported_elicitation_modes().contains(&ElicitationMode::Form) {
-        return None;
-    }
-    if result.protocol_version >= ProtocolVersion::V_2026_07_28 {
-        let client = &request.client_info;
-        let target = Target::new(format!("the operator of {} {}", client.name, client.version));
-        return Some((Arc::new(crate::mrtr::MrtrPort), target));
-    }
-    let client = &request.client_info;
-    let target = Target::new(format!("the operator of {} {}", client.name, client.version));
-    Some((Arc::new(ElicitationPort { peer: peer.clone() }), target))
-}
-
-/// The question port of a 2026-07-28 request, from its `_meta`: multi round-trip cards
-/// when the client declares form elicitation, else none.
-pub(super) fn modern_port_for(
-    meta: &rmcp::model::RequestMetaObject,
-) -> Option<(Arc<dyn QuestionPort>, Target)> {
-    let version = meta.protocol_version()?;
-    if version < ProtocolVersion::V_2026_07_28 {
-        return None;
-    }
-    let elicitation = meta.client_capabilities()?.elicitation?;
-    // An empty elicitation capability means form mode.
-    if elicitation.form.is_none() && elicitation.url.is_some() {
-        return None;
-    }
-    let client = meta
-        .client_info()
-        .map_or_else(|| "the MCP client".to_string(), |c| format!("{} {}", c.name, c.version));
-    Some((Arc::new(crate::mrtr::MrtrPort), Target::new(format!("the operator of {client}"))))
-}
-
-struct ElicitationPort {
+pub(crate) struct ElicitationPort {
     peer: Peer<RoleServer>,
+}
+
+impl ElicitationPort {
+    pub(crate) fn new(peer: Peer<RoleServer>) -> Self {
+        ElicitationPort { peer }
+    }
 }
 
 /// The card's text for the form's message; options with their descriptions.

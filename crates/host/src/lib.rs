@@ -11,6 +11,8 @@ mod mcp;
 #[cfg(feature = "ask")]
 mod mrtr;
 mod order;
+#[cfg(feature = "ask")]
+mod ports;
 mod progress;
 #[cfg(feature = "ask")]
 mod request_state;

@@ -21,7 +21,7 @@ use rmcp::{
 };
 
 #[cfg(feature = "ask")]
-use super::elicitation;
+use super::ports;
 use super::{
     progress::ProgressForwarder,
     tool_list::{ClientView, to_mcp_result, to_mcp_tool},
@@ -116,7 +116,7 @@ impl HostState {
     fn run_for(&self, meta: &rmcp::model::RequestMetaObject) -> &HostRun {
         #[cfg(feature = "ask")]
         if self.run.get().is_none()
-            && let Some((port, target)) = elicitation::modern_port_for(meta)
+            && let Some((port, target)) = ports::modern_port_for(meta)
         {
             return self.build(self.attach.clone().with_questions(port, target));
         }
@@ -277,7 +277,7 @@ impl ServerHandler for McpHost {
         let result = self.negotiate_initialize(&request)?;
         let attach = self.state.attach.clone();
         #[cfg(feature = "ask")]
-        let attach = match elicitation::port_for(&context.peer, &request, &result) {
+        let attach = match ports::port_for(&context.peer, &request, &result) {
             Some((port, target)) => attach.with_questions(port, target),
             None => attach,
         };
@@ -402,7 +402,7 @@ impl McpHost {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> CallToolResponse {
-        use super::mrtr::{CallCardPort, CallEvent, Round};
+        use super::mrtr::Round;
 
         let state = self.state.clone();
         let args = serde_json::Value::Object(request.arguments.clone().unwrap_or_default());
@@ -418,19 +418,20 @@ impl McpHost {
             }
             None => {
                 let dispatched = turn(&state, &context).await;
-                let (events, rx) = tokio::sync::mpsc::channel(4);
                 let (mut ctx, forwarder) = call_context(run, &surface, &context);
                 ctx.dispatched = dispatched;
-                ctx.cards = Some(agent_tools::CallCards(Arc::new(CallCardPort(events.clone()))));
                 let cancel = ctx.cancel.clone();
                 let (name, call_args, call_surface) =
                     (request.name.to_string(), args.clone(), surface.clone());
-                tokio::spawn(async move {
-                    let result = call_surface.call(&ctx, &name, call_args).await;
-                    drop(forwarder);
-                    let _ = events.send(CallEvent::Done(result)).await;
+                let rounds = state.parked.begin(&request.name, &args, move |cards| {
+                    ctx.cards = Some(cards);
+                    async move {
+                        let result = call_surface.call(&ctx, &name, call_args).await;
+                        drop(forwarder);
+                        result
+                    }
                 });
-                until_done(state.parked.next(&request.name, &args, rx), &context, &cancel).await
+                until_done(rounds, &context, &cancel).await
             }
         };
         match round {

@@ -36,7 +36,7 @@ use agent_tools::ToolResult;
 const CARD_KEY: &str = "card";
 
 /// What a running call tells the request that waits on it.
-pub(super) enum CallEvent {
+enum CallEvent {
     Done(ToolResult),
     NeedsInput { card: Box<Card>, rejected: Option<Rejection>, answer: oneshot::Sender<Reply> },
 }
@@ -66,7 +66,7 @@ impl QuestionPort for MrtrPort {
 /// The question port of one `tools/call` on a 2026-07-28 connection (the call's
 /// `CallContext::cards`): a card goes up the call's channel and is answered by the client's
 /// retry.
-pub(super) struct CallCardPort(pub(super) mpsc::Sender<CallEvent>);
+struct CallCardPort(mpsc::Sender<CallEvent>);
 
 #[async_trait]
 impl QuestionPort for CallCardPort {
@@ -119,13 +119,29 @@ pub(super) enum Round {
 }
 
 impl ParkedCalls {
-    /// Waits for the call's next event: its result, or a card (parked under a fresh state).
-    pub(super) async fn next(
+    /// Starts a call in its own task, with a card port of its own (`start` gets it and returns
+    /// the call), and answers its first round: its result, or its first card. This module owns
+    /// the call's rounds from here on: the card channel, the parked call, each resumption.
+    pub(super) async fn begin<F>(
         &self,
         tool: &str,
         args: &Value,
-        mut events: mpsc::Receiver<CallEvent>,
-    ) -> Round {
+        start: impl FnOnce(agent_tools::CallCards) -> F,
+    ) -> Round
+    where
+        F: std::future::Future<Output = ToolResult> + Send + 'static,
+    {
+        let (events, rx) = mpsc::channel(4);
+        let call = start(agent_tools::CallCards(std::sync::Arc::new(CallCardPort(events.clone()))));
+        tokio::spawn(async move {
+            let result = call.await;
+            let _ = events.send(CallEvent::Done(result)).await;
+        });
+        self.next(tool, args, rx).await
+    }
+
+    /// Waits for the call's next event: its result, or a card (parked under a fresh state).
+    async fn next(&self, tool: &str, args: &Value, mut events: mpsc::Receiver<CallEvent>) -> Round {
         match events.recv().await {
             Some(CallEvent::Done(result)) => Round::Complete(result),
             None => Round::Complete(ToolResult::error(format!(
