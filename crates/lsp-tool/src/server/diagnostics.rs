@@ -44,46 +44,56 @@ impl Server {
         deadline: Instant,
         cancel: &CancellationToken,
     ) -> Result<Vec<lsp_types::Diagnostic>, RequestError> {
+        use lsp_types::{DiagnosticSeverity, DiagnosticTag, NumberOrString, Position, Range};
         let uri = uri_from_path(&doc.path).map(|u| u.as_str().to_string());
         let mut items = Vec::new();
         for command in ["syntacticDiagnosticsSync", "semanticDiagnosticsSync"] {
-            let params = json!({
-                "command": "typescript.tsserverRequest",
-                "arguments": [command, {"file": uri, "includeLinePosition": false}],
-            });
+            // tsserver's own protocol travels inside the command's arguments.
+            let params = lsp_types::ExecuteCommandParams {
+                command: "typescript.tsserverRequest".into(),
+                arguments: vec![
+                    Value::from(command),
+                    json!({"file": uri, "includeLinePosition": false}),
+                ],
+                work_done_progress_params: Default::default(),
+            };
+            let params = serde_json::to_value(params).unwrap_or_default();
             let answer =
                 self.request_until("workspace/executeCommand", params, deadline, cancel).await?;
             let body = answer.get("body").unwrap_or(&answer);
             for d in body.as_array().into_iter().flatten() {
+                // tsserver counts lines and offsets from 1.
                 let pos = |k: &str| {
                     let n = |f: &str| {
-                        d.pointer(&format!("/{k}/{f}")).and_then(Value::as_u64).unwrap_or(1)
+                        let n = d.pointer(&format!("/{k}/{f}")).and_then(Value::as_u64);
+                        u32::try_from(n.unwrap_or(1).saturating_sub(1)).unwrap_or(u32::MAX)
                     };
-                    json!({"line": n("line").saturating_sub(1), "character": n("offset").saturating_sub(1)})
+                    Position::new(n("line"), n("offset"))
                 };
                 let severity = match d.get("category").and_then(Value::as_str) {
-                    Some("warning") => 2,
-                    Some("suggestion") => 4,
-                    Some("message") => 3,
-                    _ => 1,
+                    Some("warning") => DiagnosticSeverity::WARNING,
+                    Some("suggestion") => DiagnosticSeverity::HINT,
+                    Some("message") => DiagnosticSeverity::INFORMATION,
+                    _ => DiagnosticSeverity::ERROR,
                 };
-                let mut diag = json!({
-                    "range": {"start": pos("start"), "end": pos("end")},
-                    "severity": severity,
-                    "source": "typescript",
-                    "message": d.get("text").and_then(Value::as_str).unwrap_or(""),
+                let code = d.get("code").and_then(Value::as_i64).map(|code| {
+                    i32::try_from(code).map_or_else(
+                        |_| NumberOrString::String(code.to_string()),
+                        NumberOrString::Number,
+                    )
                 });
-                if let Some(code) = d.get("code").and_then(Value::as_i64) {
-                    diag["code"] = json!(code);
-                }
-                if d.get("reportsUnnecessary")
-                    .is_some_and(|v| !v.is_null() && v != &Value::Bool(false))
-                {
-                    diag["tags"] = json!([1]);
-                }
-                if let Ok(parsed) = serde_json::from_value::<lsp_types::Diagnostic>(diag) {
-                    items.push(parsed);
-                }
+                let unnecessary = d
+                    .get("reportsUnnecessary")
+                    .is_some_and(|v| !v.is_null() && v != &Value::Bool(false));
+                items.push(lsp_types::Diagnostic {
+                    range: Range::new(pos("start"), pos("end")),
+                    severity: Some(severity),
+                    code,
+                    source: Some("typescript".into()),
+                    message: d.get("text").and_then(Value::as_str).unwrap_or("").to_string(),
+                    tags: unnecessary.then(|| vec![DiagnosticTag::UNNECESSARY]),
+                    ..Default::default()
+                });
             }
         }
         Ok(items)

@@ -5,7 +5,7 @@
 use std::{collections::HashMap, path::PathBuf};
 
 use parking_lot::Mutex;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::sync::Notify;
 
 use super::{
@@ -179,14 +179,16 @@ impl Handler for Shared {
                 Ok(Value::Null)
             }
             ServerRequest::Acknowledge => Ok(Value::Null),
-            ServerRequest::ShowDocument => Ok(json!({"success": false})),
-            ServerRequest::WorkspaceFolders => Ok(json!([{
-                "uri": uri_from_path(&self.root).map(|u| u.as_str().to_string()),
-                "name": self.root.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default(),
-            }])),
-            ServerRequest::ApplyEdit => Ok(json!({
-                "applied": false,
-                "failureReason": "this client applies edits only through its lsp_rename tool",
+            ServerRequest::ShowDocument => {
+                Ok(to_value(lsp_types::ShowDocumentResult { success: false }))
+            }
+            ServerRequest::WorkspaceFolders => Ok(to_value(workspace_folders(&self.root))),
+            ServerRequest::ApplyEdit => Ok(to_value(lsp_types::ApplyWorkspaceEditResponse {
+                applied: false,
+                failure_reason: Some(
+                    "this client applies edits only through its lsp_rename tool".into(),
+                ),
+                failed_change: None,
             })),
             ServerRequest::Unsupported => {
                 Err((-32601, format!("method not supported by this client: {method}")))
@@ -218,4 +220,15 @@ impl SharedState {
             }
         }
     }
+}
+
+/// The one workspace folder of a server: its project root.
+pub(crate) fn workspace_folders(root: &std::path::Path) -> Vec<lsp_types::WorkspaceFolder> {
+    let name = root.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+    uri_from_path(root).map(|uri| lsp_types::WorkspaceFolder { uri, name }).into_iter().collect()
+}
+
+/// A typed answer as the JSON the transport sends (these types always serialize).
+fn to_value(answer: impl serde::Serialize) -> Value {
+    serde_json::to_value(answer).unwrap_or(Value::Null)
 }

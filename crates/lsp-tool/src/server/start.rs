@@ -165,21 +165,23 @@ impl Server {
         });
         let rpc = Rpc::start(stdout, stdin, shared.clone(), &name);
 
-        let root_uri = uri_from_path(&root).map(|u| u.as_str().to_string());
-        let mut params = json!({
-            "processId": std::process::id(),
-            "clientInfo": {"name": "agent-tools", "version": env!("CARGO_PKG_VERSION")},
-            "rootUri": root_uri,
-            "rootPath": root.display().to_string(),
-            "workspaceFolders": [{
-                "uri": root_uri,
-                "name": root.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default(),
-            }],
-            "capabilities": client_capabilities(),
-        });
-        if let Some(options) = &def.initialization_options {
-            params["initializationOptions"] = options.clone();
-        }
+        #[allow(deprecated, reason = "older servers still read rootUri and rootPath")]
+        let initialize = lsp_types::InitializeParams {
+            process_id: Some(std::process::id()),
+            client_info: Some(lsp_types::ClientInfo {
+                name: "agent-tools".into(),
+                version: Some(env!("CARGO_PKG_VERSION").into()),
+            }),
+            root_uri: uri_from_path(&root),
+            root_path: Some(root.display().to_string()),
+            workspace_folders: Some(super::handler::workspace_folders(&root)),
+            initialization_options: def.initialization_options.clone(),
+            ..Default::default()
+        };
+        let mut params = serde_json::to_value(initialize).unwrap_or_default();
+        // The capabilities stay data: lsp-types names `workspace.diagnostics` `diagnostic`, so
+        // typed capabilities would hide `refreshSupport` from the servers that read it.
+        params["capabilities"] = client_capabilities();
         let tail_text = |tail: &Arc<Mutex<VecDeque<u8>>>| {
             let bytes: Vec<u8> = tail.lock().iter().copied().collect();
             let text = String::from_utf8_lossy(&bytes).trim().to_string();
@@ -222,7 +224,8 @@ impl Server {
             .await
             .ok()
             .flatten();
-        let _ = rpc.notify("initialized", json!({})).await;
+        let initialized = serde_json::to_value(lsp_types::InitializedParams {}).unwrap_or_default();
+        let _ = rpc.notify("initialized", initialized).await;
         Ok(Arc::new(Server {
             def,
             root,
