@@ -8,7 +8,6 @@ mod error;
 mod launch;
 pub mod output;
 pub mod process;
-pub mod progress;
 pub mod protocol;
 mod render;
 mod request;
@@ -22,7 +21,6 @@ pub use crate::{
     config::{AdapterCommands, DebugConfig},
     error::DebugError,
     output::{OutputChunk, OutputEntry},
-    progress::{CallScope, ProgressPort},
     render::render,
     request::{DebugArgs, Operation},
     response::*,
@@ -31,6 +29,8 @@ pub use crate::{
 
 /// The one duration wording (support's), kept here for callers that word the debug limits.
 pub use agent_tools_support::duration::human_seconds;
+/// A call's cancellation and progress port (support's, the same for every family).
+pub use agent_tools_support::progress::{CallScope, Progress};
 
 /// The tool's name.
 pub const TOOL_NAME: &str = "debug";

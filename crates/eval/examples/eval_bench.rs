@@ -27,8 +27,8 @@ use std::{
 };
 
 use agent_tools_eval::{
-    Capsule, CellStatus, EvalConfig, EvalRequest, JsEngine, Kernels, Language, NoBridge,
-    NoProgress, render,
+    CallScope, Capsule, CellStatus, EvalConfig, EvalRequest, JsEngine, Kernels, Language, NoBridge,
+    render,
 };
 use agent_tools_support::capsule::{Bwrap, BwrapOptions};
 use tokio::io::AsyncReadExt;
@@ -81,7 +81,7 @@ impl Bench {
             reset: None,
         };
         let report = kernels
-            .eval("bench", &self.root, request, Arc::new(NoBridge), &self.cancel, &NoProgress)
+            .eval("bench", &self.root, request, Arc::new(NoBridge), CallScope::new(&self.cancel))
             .await
             .map_err(|e| e.to_string())?;
         if report.status != CellStatus::Ok {

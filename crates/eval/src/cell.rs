@@ -2,12 +2,13 @@
 
 use std::{collections::VecDeque, sync::Arc, time::Duration};
 
+use agent_tools_support::progress::Progress;
 use serde_json::Value;
 use tokio::{task::JoinSet, time::Instant};
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    bridge::ToolBridge,
+    bridge::KernelBridge,
     svg,
     types::{Bundle, CellError, InterruptReason, Output, StreamName},
 };
@@ -62,21 +63,6 @@ pub(crate) trait KernelIo {
     async fn kill(&mut self) -> String;
 }
 
-/// Receives progress of a running cell (elapsed seconds and a short message).
-///
-/// A host forwards it as MCP `notifications/progress`; it rate-limits what it sends.
-pub trait CellProgress: Send + Sync {
-    fn report(&self, elapsed_secs: f64, message: String);
-}
-
-/// Progress nobody listens to.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct NoProgress;
-
-impl CellProgress for NoProgress {
-    fn report(&self, _elapsed_secs: f64, _message: String) {}
-}
-
 /// How often a running cell reports progress when nothing else happens.
 const PROGRESS_EVERY: Duration = Duration::from_secs(1);
 
@@ -98,10 +84,10 @@ pub(crate) enum Fate {
 /// Runs the event loop of one cell until it ends, collecting its outputs.
 pub(crate) async fn drive<K: KernelIo>(
     kernel: &mut K,
-    bridge: Arc<dyn ToolBridge>,
+    bridge: Arc<KernelBridge>,
     budget: Budget,
     cancel: &CancellationToken,
-    progress: &dyn CellProgress,
+    progress: &dyn Progress,
     out: &mut Collector,
 ) -> Fate {
     let mut calls: JoinSet<Result<Value, String>> = JoinSet::new();
@@ -119,7 +105,7 @@ pub(crate) async fn drive<K: KernelIo>(
         tokio::select! {
             () = tokio::time::sleep_until(next_progress) => {
                 let elapsed = started.elapsed().as_secs_f64();
-                progress.report(elapsed, out.progress_message(elapsed, calls.len()));
+                progress.report(elapsed, &out.progress_message(elapsed, calls.len()));
                 next_progress = Instant::now() + PROGRESS_EVERY;
             }
             event = kernel.next_event() => match event {

@@ -12,15 +12,17 @@ use std::{
 };
 
 use agent_tools_support::{
+    Tier,
     capsule::{Capsule, OnHost},
     duration::human as human_duration,
     process::WeakProcessGroup,
+    progress::{CallScope, NoProgress, Progress},
 };
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    bridge::{NoBridge, ToolBridge},
-    cell::{Budget, CellProgress, Collector, Fate, NoProgress, drive},
+    bridge::{KernelBridge, ToolBridge},
+    cell::{Budget, Collector, Fate, drive},
     child::ChildKernel,
     js::{ENGINE, JsKernel},
     launcher, node, python,
@@ -67,6 +69,9 @@ struct Slot {
     /// What the next result should say about how the previous cell ended (a cancelled cell
     /// that was interrupted: the client never saw that result).
     carry: Option<String>,
+    /// The tier the kernel's `tool()` calls may reach, fixed when the kernel started: the lower
+    /// of the configured `bridge_tier` and the starting caller's ceiling.
+    ceiling: Tier,
 }
 
 /// What can be reached without the slot's lock: to kill a busy kernel at shutdown.
@@ -129,16 +134,17 @@ impl Kernels {
     /// Runs one cell in the conversation's kernel for the request's language.
     ///
     /// `root` is where a new kernel starts (its working directory); `bridge` serves the cell's
-    /// `tool()` calls; `cancel` interrupts the cell (then kills it after the grace period).
+    /// `tool()` calls; the scope's cancellation interrupts the cell (then kills it after the
+    /// grace period) and its progress port hears how the cell is going, about every second.
     pub async fn eval(
         &self,
         conversation: &str,
         root: &Path,
         request: EvalRequest,
         bridge: Arc<dyn ToolBridge>,
-        cancel: &CancellationToken,
-        progress: &dyn CellProgress,
+        scope: CallScope<'_>,
     ) -> Result<CellReport, EvalError> {
+        let (cancel, progress) = (scope.cancel, scope.progress);
         if request.description.trim().is_empty() {
             return Err(EvalError::Argument(
                 "`description` is required: 5-10 words saying what the cell does".into(),
@@ -191,6 +197,7 @@ impl Kernels {
             match self.start(language, root, &handle).await {
                 Ok((kernel, interpreter, version, cwd)) => {
                     slot.kernel = Some(kernel);
+                    slot.ceiling = self.config.bridge_tier.min(bridge.ceiling());
                     slot.interpreter = interpreter;
                     slot.version = version;
                     slot.cwd = cwd;
@@ -204,6 +211,7 @@ impl Kernels {
         let cell = self.cells.fetch_add(1, Ordering::SeqCst) + 1;
         let mut out = Collector::new(self.config.max_output_chars, self.config.max_images);
         slot.in_flight = true;
+        let bridge = Arc::new(KernelBridge { bridge, ceiling: slot.ceiling });
         let fate =
             run_on(&mut slot, cell, &request.code, bridge, budget, cancel, progress, &mut out)
                 .await;
@@ -285,7 +293,8 @@ impl Kernels {
         stop.cancel();
         let mut discard = Collector::new(0, 0);
         let fate =
-            run_on(slot, 0, "", Arc::new(NoBridge), budget, &stop, &NoProgress, &mut discard).await;
+            run_on(slot, 0, "", KernelBridge::refusing(), budget, &stop, &NoProgress, &mut discard)
+                .await;
         slot.in_flight = false;
         match fate {
             Fate::Finished { done, .. } => {
@@ -450,10 +459,10 @@ async fn run_on(
     slot: &mut Slot,
     cell: u64,
     code: &str,
-    bridge: Arc<dyn ToolBridge>,
+    bridge: Arc<KernelBridge>,
     budget: Budget,
     cancel: &CancellationToken,
-    progress: &dyn CellProgress,
+    progress: &dyn Progress,
     out: &mut Collector,
 ) -> Fate {
     match slot.kernel.as_mut() {

@@ -17,7 +17,6 @@ mod types;
 
 pub use crate::{
     bridge::{NoBridge, ToolBridge},
-    cell::{CellProgress, NoProgress},
     kernels::{EvalError, Kernels, resolve_python},
     launcher::resolve_python_on_host,
     payload::{CellPayload, PayloadOutput, Shown, payload},
@@ -27,8 +26,12 @@ pub use crate::{
         InterruptReason, JsEngine, KernelNote, Language, Output, StreamName,
     },
 };
+/// The tier a kernel's `tool()` calls may reach ([`ToolBridge::call`]'s `ceiling`).
+pub use agent_tools_support::Tier;
 /// Where kernels run: the run's capsule (support's contract), on the host by default.
 pub use agent_tools_support::capsule::{Capsule, OnHost, Prefix};
+/// A call's cancellation and progress port (support's, the same for every family).
+pub use agent_tools_support::progress::{CallScope, NoProgress, Progress};
 
 /// The name of the tool over this crate's kernels.
 pub const TOOL_NAME: &str = "eval";

@@ -3,7 +3,7 @@
 //! Built by a pure function of what is attached (`RegistryBuilder`), frozen and
 //! sorted by name once built, so every surface's tool list is byte-stable.
 
-use std::{collections::BTreeMap, sync::Arc};
+use std::{collections::BTreeMap, path::Path, sync::Arc};
 
 use async_trait::async_trait;
 
@@ -19,6 +19,18 @@ use crate::{
 pub trait RunResource: Send + Sync {
     /// Stops every process the resource started; bounded in time.
     async fn shutdown(&self);
+
+    /// The family this resource serves (`"lsp"`), when `agent-tools status` should ask it.
+    fn family(&self) -> Option<&str> {
+        None
+    }
+
+    /// What `agent-tools status` says about the resource as this run set it up (what resolves,
+    /// what is missing and how to get it), for the run's `root`; nothing starts.
+    fn status(&self, root: &Path) -> Vec<String> {
+        let _ = root;
+        Vec::new()
+    }
 }
 
 /// One tool family as the registry knows it: its name and the tools it registered.
@@ -80,6 +92,19 @@ impl RegistryBuilder {
         files::reference_tools().into_iter().fold(self, |b, t| b.with_file_tool(t))
     }
 
+    /// Requires approval for calls as `policy` says. With a policy but no approver (no operator
+    /// in this run), every such call is denied.
+    pub fn with_approval_policy(mut self, policy: crate::approval::ApprovalPolicy) -> Self {
+        self.approval.policy = policy;
+        self
+    }
+
+    /// Who decides on approvals (the ask family registers its question desk here).
+    pub fn with_approver(mut self, approver: Arc<dyn crate::approval::Approver>) -> Self {
+        self.approval.approver = Some(approver);
+        self
+    }
+
     /// Keeps `resource` alive for the run and shuts it down when the run ends.
     pub fn with_resource(mut self, resource: Arc<dyn RunResource>) -> Self {
         self.resources.push(resource);
@@ -136,6 +161,13 @@ impl Registry {
     /// The frozen view for one ceiling.
     pub fn surface(&self, kind: SurfaceKind) -> Surface {
         Surface::new(kind, &self.tools).with_approval_gate(self.approval.clone())
+    }
+
+    /// What the resource attached for `family` says about itself (see [`RunResource::status`]);
+    /// None when no attached resource serves it.
+    pub fn status_of(&self, family: &str, root: &Path) -> Option<Vec<String>> {
+        let resource = self.resources.iter().find(|r| r.family() == Some(family))?;
+        Some(resource.status(root))
     }
 
     /// Ends every run-bound resource; after this no process started for the run remains.

@@ -485,6 +485,13 @@ impl fmt::Debug for ProgressSink {
     }
 }
 
+/// A family's "still going" reports become this call's progress notifications.
+impl agent_tools_support::progress::Progress for CallContext {
+    fn report(&self, elapsed_seconds: f64, message: &str) {
+        self.report_progress(elapsed_seconds, None, message);
+    }
+}
+
 /// How deep nested calls (a cell calling a tool calling a cell) may go.
 pub const MAX_CALL_DEPTH: u32 = 4;
 
@@ -498,6 +505,11 @@ impl CallContext {
         if let Some(sink) = &self.progress {
             sink.report(Progress { progress, total, message: message.into() });
         }
+    }
+
+    /// This call's cancellation and progress as every family takes them (support's one port).
+    pub fn scope(&self) -> agent_tools_support::progress::CallScope<'_> {
+        agent_tools_support::progress::CallScope::with_progress(&self.cancel, self)
     }
 
     /// Calls another tool from inside this one (for example from an `eval` cell's `tool()`),

@@ -103,7 +103,10 @@ pub fn status_report(setup: &RunSetup, attach: &Attach) -> StatusReport {
                         None => name.clone(),
                     })
                     .collect(),
-                details: match agent_tools::status_details(&f.name, root, config) {
+                details: match registry
+                    .status_of(&f.name, root)
+                    .unwrap_or_else(|| agent_tools::status_details(&f.name, root, config))
+                {
                     details if details.is_empty() => {
                         vec![format!("confined to {}", root.display())]
                     }

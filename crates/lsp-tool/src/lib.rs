@@ -52,6 +52,8 @@ pub use crate::{
     write_report::WriteDiagnostics,
 };
 pub use agent_tools_support::Before;
+/// A call's cancellation and progress port (support's, the same for every family).
+pub use agent_tools_support::progress::CallScope;
 
 /// The `lsp` tool's description for a model.
 pub const LSP_DESCRIPTION: &str = "Ask the language server about code. Address a symbol by file, \

@@ -9,6 +9,7 @@ pub mod framing;
 pub mod fs;
 pub mod journal;
 pub mod process;
+pub mod progress;
 mod tier;
 mod unavailable;
 pub mod watch;

@@ -8,13 +8,25 @@ use serde::{Deserialize, Serialize};
 /// What a tool may do, and so which surfaces see it.
 ///
 /// The order matters: a surface with ceiling `Write` shows `Read` and `Write` tools, and a
-/// ceiling is lowered with `min`, never raised.
+/// ceiling is lowered with `min`, never raised. The default is the lowest, `Read`.
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+    Debug,
+    Default,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    JsonSchema,
 )]
 #[serde(rename_all = "lowercase")]
 pub enum Tier {
     /// No side effects: nothing the repository controls runs, no file is left behind.
+    #[default]
     Read,
     /// Changes files.
     Write,

@@ -105,6 +105,45 @@ fn status_on_the_plan_surface_names_the_tools_its_ceiling_hides() {
     assert!(hidden.contains(&"write (write)"), "{files}");
 }
 
+/// `status` asks the run's own language-server supervisor, so it reports the setup that run
+/// would use: a server in the project's `.venv` on a surface that may run project code, and
+/// not on the plan surface, where project code never runs.
+#[test]
+fn status_reports_the_language_server_the_run_itself_would_start() {
+    let project = TempProject::new(&[
+        ("pyproject.toml", "[project]\nname = \"p\"\n"),
+        ("main.py", "print(1)\n"),
+        (".venv/bin/basedpyright-langserver", "#!/bin/sh\necho 'basedpyright 1.0.0'\n"),
+    ]);
+    let server = project.root.join(".venv/bin/basedpyright-langserver");
+    std::fs::set_permissions(&server, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+    let python_line = |surface: &str| {
+        let (code, stdout, stderr) = check(&project, &["status", "--surface", surface, "--json"]);
+        assert_eq!(code, 0, "{stderr}");
+        let report: serde_json::Value = serde_json::from_str(&stdout).expect("json");
+        let lsp = report["families"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["family"] == "lsp")
+            .expect("lsp family")
+            .clone();
+        lsp["details"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|d| d.as_str())
+            .find(|d| d.starts_with("python"))
+            .unwrap_or_else(|| panic!("no python line on {surface}: {lsp}"))
+            .to_string()
+    };
+    let build = python_line("build");
+    assert!(build.contains(".venv/bin/basedpyright-langserver"), "build: {build}");
+    let plan = python_line("plan");
+    assert!(!plan.contains(".venv/bin/basedpyright-langserver"), "plan: {plan}");
+}
+
 #[test]
 fn a_result_that_cannot_be_written_is_an_error_not_a_silent_success() {
     let project = TempProject::new(&[("a.txt", "hello\n")]);

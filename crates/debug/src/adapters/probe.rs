@@ -271,6 +271,7 @@ pub fn rust_formatter_commands(probes: &Probes, env: &SearchEnv) -> Vec<String> 
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods, reason = "tests write their fixtures by path")]
 mod tests {
     use super::*;
 

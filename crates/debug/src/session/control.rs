@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::progress::CallScope;
+use agent_tools_support::progress::CallScope;
 use tokio::time::Instant;
 
 use super::*;

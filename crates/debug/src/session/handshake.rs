@@ -3,7 +3,7 @@
 
 use std::{path::Path, time::Duration};
 
-use crate::progress::CallScope;
+use agent_tools_support::progress::CallScope;
 use serde_json::Value;
 use tokio::time::Instant;
 
@@ -594,7 +594,8 @@ impl Session {
                 std::io::Error::last_os_error()
             )));
         }
-        // tidy: private folder (the session's own temp folder)
+        // The session's own temp folder, outside the project.
+        #[allow(clippy::disallowed_methods, reason = "a private folder outside the project")]
         let file = std::fs::OpenOptions::new()
             .read(true)
             .write(true)

@@ -23,7 +23,7 @@ use std::{
 use tokio::{task::JoinHandle, time::Instant};
 use tokio_util::sync::CancellationToken;
 
-use crate::progress::CallScope;
+use agent_tools_support::progress::CallScope;
 
 use self::{handles::Handles, state::Shared};
 use crate::{

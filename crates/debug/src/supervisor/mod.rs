@@ -20,7 +20,7 @@ use parking_lot::Mutex;
 use tokio::{task::JoinHandle, time::Instant};
 use tokio_util::sync::CancellationToken;
 
-use crate::progress::CallScope;
+use agent_tools_support::progress::CallScope;
 
 use crate::{
     adapters::{self, AdapterCommand, AdapterKind, AdapterReport, Probes, SearchEnv},

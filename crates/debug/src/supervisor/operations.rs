@@ -2,10 +2,11 @@
 
 use std::time::Duration;
 
+use agent_tools_support::progress::CallScope;
+
 use super::{SlotInner, need};
 use crate::{
     error::DebugError,
-    progress::CallScope,
     request::{DebugArgs, Operation},
     response::*,
     session::{Motion, Session},

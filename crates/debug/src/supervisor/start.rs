@@ -11,11 +11,12 @@ use std::{
 use tokio::time::Instant;
 
 use super::{DebugSupervisor, Slot, SlotInner};
+use agent_tools_support::progress::CallScope;
+
 use crate::{
     adapters::{self, AdapterCommand, AdapterKind, LaunchSpec, SearchEnv, StdinSource},
     error::DebugError,
     launch::{self, resolve_in_root},
-    progress::CallScope,
     request::{DebugArgs, Operation},
     response::*,
     session::{AttachTo, Session, StartOptions, Target},

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use agent_tools_eval::{
-    Capsule, CellStatus, EvalConfig, EvalRequest, Kernels, Language, NoBridge, NoProgress, Prefix,
+    CallScope, Capsule, CellStatus, EvalConfig, EvalRequest, Kernels, Language, NoBridge, Prefix,
     render,
 };
 use agent_tools_support::capsule::{Bwrap, BwrapOptions};
@@ -35,7 +35,7 @@ async fn cell(
         reset: None,
     };
     let report = kernels
-        .eval("capsule", root, request, Arc::new(NoBridge), cancel, &NoProgress)
+        .eval("capsule", root, request, Arc::new(NoBridge), CallScope::new(cancel))
         .await
         .expect("eval");
     (report.status, render(&report))

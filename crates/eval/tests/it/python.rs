@@ -6,7 +6,7 @@ use crate::common;
 use std::time::Duration;
 
 use agent_tools_eval::{
-    CellStatus, EvalConfig, InterruptReason, Language, NoProgress, Output, StreamName,
+    CallScope, CellStatus, EvalConfig, InterruptReason, Language, Output, StreamName,
 };
 use common::{Session, alive, gone_within, has_module, require, short_budget, test_python};
 
@@ -294,7 +294,13 @@ async fn pip_install_then_import_sees_the_new_package() {
     };
     let cancel = tokio_util::sync::CancellationToken::new();
     let run = |code: &str| {
-        s.kernels.eval("pip", project.path(), request(code), s.bridge.clone(), &cancel, &NoProgress)
+        s.kernels.eval(
+            "pip",
+            project.path(),
+            request(code),
+            s.bridge.clone(),
+            CallScope::new(&cancel),
+        )
     };
     let r = run("%pip install -q iniconfig==1.1.1\nimport iniconfig, importlib.metadata\nimportlib.metadata.version('iniconfig')").await.expect("eval");
     let text = agent_tools_eval::render(&r);
@@ -334,8 +340,7 @@ async fn a_project_venv_is_preferred_over_path() {
                 reset: None,
             },
             s.bridge.clone(),
-            &s.cancel,
-            &agent_tools_eval::NoProgress,
+            agent_tools_eval::CallScope::new(&s.cancel),
         )
         .await
         .expect("eval");
@@ -548,7 +553,7 @@ async fn no_kernel_process_or_child_survives_shutdown() {
     };
     let after = s
         .kernels
-        .eval("conversation", &s.root(), request, s.bridge.clone(), &s.cancel, &NoProgress)
+        .eval("conversation", &s.root(), request, s.bridge.clone(), CallScope::new(&s.cancel))
         .await;
     assert_eq!(after, Err(agent_tools_eval::EvalError::Closed));
 }

@@ -15,10 +15,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::{
-    registry::RegistryBuilder,
-    tool::{CallContext, Tier, ToolResult, ToolSpec},
-};
+use crate::tool::{CallContext, Tier, ToolResult, ToolSpec};
 
 /// Which calls need an operator's approval.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -99,8 +96,8 @@ pub trait Approver: Send + Sync {
 /// What the builder collects: the policy and who approves.
 #[derive(Clone, Default)]
 pub(crate) struct ApprovalSetup {
-    policy: ApprovalPolicy,
-    approver: Option<Arc<dyn Approver>>,
+    pub(crate) policy: ApprovalPolicy,
+    pub(crate) approver: Option<Arc<dyn Approver>>,
 }
 
 impl ApprovalSetup {
@@ -108,21 +105,6 @@ impl ApprovalSetup {
     pub(crate) fn into_gate(self) -> Option<Arc<ApprovalGate>> {
         (self.policy != ApprovalPolicy::None)
             .then(|| Arc::new(ApprovalGate { policy: self.policy, approver: self.approver }))
-    }
-}
-
-impl RegistryBuilder {
-    /// Requires approval for calls as `policy` says. With a policy but no approver (no operator
-    /// in this run), every such call is denied.
-    pub fn with_approval_policy(mut self, policy: ApprovalPolicy) -> Self {
-        self.approval.policy = policy;
-        self
-    }
-
-    /// Who decides on approvals (the ask family registers its question desk here).
-    pub fn with_approver(mut self, approver: Arc<dyn Approver>) -> Self {
-        self.approval.approver = Some(approver);
-        self
     }
 }
 
@@ -203,7 +185,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::{RunInfo, SurfaceKind, Tool};
+    use crate::{RegistryBuilder, RunInfo, SurfaceKind, Tool};
 
     /// Decides by a fixed answer and records what it was asked.
     struct FixedApprover {

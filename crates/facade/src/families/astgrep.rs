@@ -311,6 +311,7 @@ impl TypedTool for Resolve {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods, reason = "tests write their fixtures by path")]
 mod tests {
     use super::*;
     use crate::{RunInfo, SurfaceKind};

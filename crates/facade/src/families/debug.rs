@@ -4,14 +4,12 @@
 use std::{path::Path, sync::Arc};
 
 use agent_tools_debug::{
-    CallScope, DebugArgs, DebugError, DebugOutcome, DebugSupervisor, ProgressPort,
-    TOOL_DESCRIPTION, TOOL_NAME, adapter_reports, render,
+    DebugArgs, DebugError, DebugOutcome, DebugSupervisor, TOOL_DESCRIPTION, TOOL_NAME,
+    adapter_reports, render,
 };
 use async_trait::async_trait;
 
-use crate::{
-    CallContext, Config, RegistryBuilder, RunResource, Tier, ToolResult, ToolSpec, TypedTool,
-};
+use crate::{CallContext, RegistryBuilder, RunResource, Tier, ToolResult, ToolSpec, TypedTool};
 
 impl RegistryBuilder {
     /// Registers `debug` over `supervisor`; its sessions end when the run ends.
@@ -40,9 +38,7 @@ impl TypedTool for DebugTool {
 
     async fn run(&self, ctx: &CallContext, args: DebugArgs) -> ToolResult {
         let op = args.operation.as_str();
-        let progress = ContextProgress(ctx);
-        let scope = CallScope { cancel: &ctx.cancel, progress: Some(&progress) };
-        match self.supervisor.call_in(&ctx.conversation_id, &ctx.root, args, &scope).await {
+        match self.supervisor.call_in(&ctx.conversation_id, &ctx.root, args, &ctx.scope()).await {
             // The text and the structured content are the same outcome (D8).
             Ok(outcome) => match serde_json::to_value(&outcome) {
                 Ok(structured) => ToolResult::text(render(&outcome)).with_structured(structured),
@@ -54,25 +50,24 @@ impl TypedTool for DebugTool {
     }
 }
 
-/// Waits of a debug call reported as the call's MCP progress.
-struct ContextProgress<'a>(&'a CallContext);
-
-impl ProgressPort for ContextProgress<'_> {
-    fn report(&self, elapsed_seconds: f64, message: &str) {
-        self.0.report_progress(elapsed_seconds, None, message);
-    }
-}
-
 #[async_trait]
 impl RunResource for DebugSupervisor {
     async fn shutdown(&self) {
         DebugSupervisor::shutdown(self).await;
     }
+
+    fn family(&self) -> Option<&str> {
+        Some("debug")
+    }
+
+    /// Each adapter, usable or not and why.
+    fn status(&self, root: &Path) -> Vec<String> {
+        status_lines(root, self.config())
+    }
 }
 
-/// `agent-tools status` lines: each adapter, usable or not and why.
-pub(crate) fn status_details(root: &Path, config: &Config) -> Vec<String> {
-    let c = &config.debug;
+/// `agent-tools status` lines of a debug setup: each adapter, usable or not and why.
+fn status_lines(root: &Path, c: &agent_tools_debug::DebugConfig) -> Vec<String> {
     let mut lines = vec![format!(
         "one session per conversation; time limit {}, waits for a stop up to {} s",
         agent_tools_debug::human_seconds(c.ttl_seconds),

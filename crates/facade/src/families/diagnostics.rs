@@ -64,6 +64,7 @@ impl Tool for DiagnosticsOnWrite {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods, reason = "tests write their fixtures by path")]
 mod tests {
     use std::{
         path::PathBuf,

@@ -1,20 +1,14 @@
 //! The eval family in the registry: the `eval` tool over `agent_tools_eval::Kernels`, its
 //! `tool()` bridge through [`CallContext::call_nested`], and the kernels as a run resource.
 
-use std::{
-    collections::HashMap,
-    path::Path,
-    sync::{Arc, Mutex},
-};
+use std::{path::Path, sync::Arc};
 
-use agent_tools_eval::{
-    CellPayload, CellProgress, CellStatus, EvalError, EvalRequest, Kernels, Language, ToolBridge,
-};
+use agent_tools_eval::{CellPayload, CellStatus, EvalError, EvalRequest, Kernels, ToolBridge};
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use crate::{
-    CallContext, Config, Image, RegistryBuilder, RunResource, Tier, ToolResult, ToolSpec, TypedTool,
+    CallContext, Image, RegistryBuilder, RunResource, Tier, ToolResult, ToolSpec, TypedTool,
 };
 
 impl RegistryBuilder {
@@ -28,7 +22,6 @@ impl RegistryBuilder {
             )
             .with_output_schema::<CellPayload>(),
             kernels: kernels.clone(),
-            ceilings: Mutex::default(),
         };
         self.with_tool("eval", Arc::new(tool)).with_resource(kernels)
     }
@@ -37,8 +30,6 @@ impl RegistryBuilder {
 struct EvalTool {
     spec: ToolSpec,
     kernels: Arc<Kernels>,
-    /// The tier ceiling each kernel was started under: its `tool()` calls never reach higher.
-    ceilings: Mutex<HashMap<(String, Language), Tier>>,
 }
 
 #[async_trait]
@@ -50,31 +41,11 @@ impl TypedTool for EvalTool {
     }
 
     async fn run(&self, ctx: &CallContext, request: EvalRequest) -> ToolResult {
-        let language = request.language.unwrap_or_default();
-        let key = (ctx.conversation_id.clone(), language);
-        // The kernels' configured ceiling is the same `Tier` (the support crate's).
-        let configured: Tier = self.kernels.config().bridge_tier;
-        let ceiling = {
-            let mut ceilings = self.ceilings.lock().unwrap_or_else(|e| e.into_inner());
-            let fresh = request.reset.unwrap_or(false)
-                || !self.kernels.is_running(&ctx.conversation_id, language)
-                || !ceilings.contains_key(&key);
-            if fresh {
-                ceilings.insert(key, configured.min(ctx.surface.ceiling));
-            }
-            ceilings.get(&(ctx.conversation_id.clone(), language)).copied().unwrap_or(Tier::Read)
-        };
-        let bridge = Arc::new(RegistryBridge { ctx: ctx.clone(), ceiling });
+        // The kernel keeps the ceiling of the call that started it (the eval crate's slot).
+        let bridge = Arc::new(RegistryBridge { ctx: ctx.clone() });
         let report = match self
             .kernels
-            .eval(
-                &ctx.conversation_id,
-                ctx.root(),
-                request,
-                bridge,
-                &ctx.cancel,
-                &CallProgress(ctx),
-            )
+            .eval(&ctx.conversation_id, ctx.root(), request, bridge, ctx.scope())
             .await
         {
             Ok(report) => report,
@@ -102,30 +73,24 @@ impl TypedTool for EvalTool {
     }
 }
 
-/// A running cell's progress, as the call's progress notifications.
-struct CallProgress<'a>(&'a CallContext);
-
-impl CellProgress for CallProgress<'_> {
-    fn report(&self, elapsed_secs: f64, message: String) {
-        self.0.report_progress(elapsed_secs, None, message);
-    }
-}
-
 /// Dispatches a cell's `tool()` through the registry, as a nested call of the `eval` call.
 struct RegistryBridge {
     ctx: CallContext,
-    ceiling: Tier,
 }
 
 #[async_trait]
 impl ToolBridge for RegistryBridge {
-    async fn call(&self, name: &str, args: Value) -> Result<Value, String> {
+    fn ceiling(&self) -> Tier {
+        self.ctx.surface.ceiling
+    }
+
+    async fn call(&self, name: &str, args: Value, ceiling: Tier) -> Result<Value, String> {
         if name == "eval" {
             return Err("tool(\"eval\") is refused: a cell cannot run another cell; write the \
                         code in this cell instead"
                 .into());
         }
-        let result = self.ctx.call_nested(name, args, self.ceiling).await;
+        let result = self.ctx.call_nested(name, args, ceiling).await;
         if result.is_error {
             return Err(result.text);
         }
@@ -147,14 +112,19 @@ impl RunResource for Kernels {
     async fn shutdown(&self) {
         Kernels::shutdown(self).await;
     }
-}
 
-/// What `agent-tools status` says about eval here: the interpreter that resolves, its version.
-pub(crate) fn status_details(root: &Path, config: &Config) -> Vec<String> {
-    Kernels::new(config.eval.clone()).status_details(root)
+    fn family(&self) -> Option<&str> {
+        Some("eval")
+    }
+
+    /// The interpreter that resolves, its version, and where the run's kernels start.
+    fn status(&self, root: &Path) -> Vec<String> {
+        self.status_details(root)
+    }
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods, reason = "tests write their fixtures by path")]
 mod tests {
     use agent_tools_eval::EvalConfig;
     use serde_json::json;
@@ -312,6 +282,30 @@ mod tests {
             );
         }
         assert_eq!(std::fs::read_to_string(dir.path().join("notes.txt")).unwrap(), "one\ntwo\n");
+        registry.shutdown().await;
+    }
+
+    #[tokio::test]
+    async fn a_kernel_keeps_the_ceiling_it_started_under_until_it_is_reset() {
+        let (registry, run, dir) = check(EvalConfig::default());
+        let plan = Surface::plan(&registry);
+        let build = Surface::build(&registry);
+        let tool = build.get("eval").cloned().expect("eval");
+        let cell = |code: &str| json!({"code": code, "description": "d", "language": "python"});
+        let write = "tool('write', {'path': 'notes.txt', 'content': 'x'})";
+        // Started from a plan surface: the kernel's ceiling is read...
+        let first = tool.call(&plan.context(&run, None), cell("started = True")).await;
+        assert!(!first.is_error, "{}", first.text);
+        // ...and a later call from the build surface, on the same kernel, does not raise it.
+        let later = tool.call(&build.context(&run, None), cell(write)).await;
+        assert!(later.text.contains("ToolError: `write` is a write-tier tool"), "{}", later.text);
+        assert_eq!(std::fs::read_to_string(dir.path().join("notes.txt")).unwrap(), "one\ntwo\n");
+        // A reset from the build surface starts a kernel with the build surface's ceiling.
+        let mut reset = cell(write);
+        reset["reset"] = json!(true);
+        let fresh = tool.call(&build.context(&run, None), reset).await;
+        assert!(!fresh.is_error, "{}", fresh.text);
+        assert_eq!(std::fs::read_to_string(dir.path().join("notes.txt")).unwrap(), "x");
         registry.shutdown().await;
     }
 

@@ -13,9 +13,7 @@ use agent_tools_lsp::{
 use async_trait::async_trait;
 use serde_json::Value;
 
-use crate::{
-    CallContext, Config, RegistryBuilder, RunResource, Tier, ToolResult, ToolSpec, TypedTool,
-};
+use crate::{CallContext, RegistryBuilder, RunResource, Tier, ToolResult, ToolSpec, TypedTool};
 
 impl RegistryBuilder {
     /// Attaches language servers to the run rooted at `root`: `lsp`, `lsp_rename`, the
@@ -111,30 +109,6 @@ fn into_result(tool: &str, outcome: Result<LspOutput, LspError>, max_chars: usiz
     }
 }
 
-/// Runs `call`, reporting once a second what the servers are doing while it waits (starting,
-/// indexing with the server's own progress titles); the host rate-limits and forwards it.
-async fn with_progress<T>(
-    ctx: &CallContext,
-    supervisor: &Supervisor,
-    what: &str,
-    call: impl std::future::Future<Output = T>,
-) -> T {
-    let started = std::time::Instant::now();
-    tokio::pin!(call);
-    let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
-    tick.tick().await;
-    loop {
-        tokio::select! {
-            out = &mut call => return out,
-            _ = tick.tick() => {
-                let waited = started.elapsed().as_secs();
-                let doing = supervisor.activity().unwrap_or_else(|| "waiting for the answer".into());
-                ctx.report_progress(waited as f64, None, format!("lsp {what}: {waited} s; {doing}"));
-            }
-        }
-    }
-}
-
 struct LspTool {
     spec: ToolSpec,
     supervisor: Supervisor,
@@ -150,9 +124,8 @@ impl TypedTool for LspTool {
 
     async fn run(&self, ctx: &CallContext, args: LspArgs) -> ToolResult {
         let action = args.action.as_str().to_string();
-        let outcome =
-            with_progress(ctx, &self.supervisor, &action, self.supervisor.call(args, &ctx.cancel))
-                .await;
+        let call = self.supervisor.call(args, &ctx.cancel);
+        let outcome = self.supervisor.reporting(&ctx.scope(), &action, call).await;
         into_result(&format!("lsp {action}"), outcome, ctx.max_output_chars)
     }
 }
@@ -172,7 +145,7 @@ impl TypedTool for RenameTool {
 
     async fn run(&self, ctx: &CallContext, args: RenameArgs) -> ToolResult {
         let call = self.supervisor.rename(args, &ctx.cancel);
-        let outcome = with_progress(ctx, &self.supervisor, "rename", call).await;
+        let outcome = self.supervisor.reporting(&ctx.scope(), "rename", call).await;
         into_result("lsp_rename", outcome, ctx.max_output_chars)
     }
 }
@@ -192,7 +165,7 @@ impl TypedTool for CodeActionTool {
 
     async fn run(&self, ctx: &CallContext, args: CodeActionArgs) -> ToolResult {
         let call = self.supervisor.apply_code_action(args, &ctx.cancel);
-        let outcome = with_progress(ctx, &self.supervisor, "code action", call).await;
+        let outcome = self.supervisor.reporting(&ctx.scope(), "code action", call).await;
         into_result("lsp_code_action", outcome, ctx.max_output_chars)
     }
 }
@@ -202,18 +175,27 @@ impl RunResource for Supervisor {
     async fn shutdown(&self) {
         Supervisor::shutdown(self).await;
     }
+
+    fn family(&self) -> Option<&str> {
+        Some("lsp")
+    }
+
+    /// The servers this run's supervisor would start (or has started), per language present.
+    fn status(&self, _root: &Path) -> Vec<String> {
+        status_lines(self)
+    }
 }
 
 /// `agent-tools status` lines: per language present in the root, marker, binary and version,
 /// state, or what is missing and how to get it.
-pub(crate) fn status_details(root: &Path, config: &Config) -> Vec<String> {
-    let supervisor = Supervisor::new(root, config.lsp.clone());
+fn status_lines(supervisor: &Supervisor) -> Vec<String> {
+    let on_write = &supervisor.config().on_write;
     let mut lines = vec![format!(
         "servers start on first use, one per (language, project root); diagnostics on write {}",
-        if config.lsp.on_write.enabled {
+        if on_write.enabled {
             format!(
                 "on: the written files and up to {} files that use what they changed, each given at least {} ms once its server has the change",
-                config.lsp.on_write.max_files, config.lsp.on_write.deadline_ms
+                on_write.max_files, on_write.deadline_ms
             )
         } else {
             "off".to_string()
@@ -230,6 +212,7 @@ pub(crate) fn status_details(root: &Path, config: &Config) -> Vec<String> {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods, reason = "tests write their fixtures by path")]
 mod tests {
     use super::*;
     use crate::SurfaceKind;
@@ -342,14 +325,11 @@ mod tests {
     fn status_says_why_each_language_present_has_no_server() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("main.rs"), "fn main() {}\n").unwrap();
-        let config = Config {
-            lsp: serde_json::from_value(serde_json::json!({"servers": {"rust": {
-                "commands": [["agent-tools-no-such-rust-analyzer"]]
-            }}}))
-            .unwrap(),
-            ..Config::default()
-        };
-        let lines = status_details(dir.path(), &config);
+        let config: LspConfig = serde_json::from_value(serde_json::json!({"servers": {"rust": {
+            "commands": [["agent-tools-no-such-rust-analyzer"]]
+        }}}))
+        .unwrap();
+        let lines = status_lines(&Supervisor::new(dir.path(), config));
         let rust = lines.iter().find(|l| l.starts_with("rust")).unwrap();
         assert!(
             rust.contains("nothing starts: no root marker (Cargo.toml)")

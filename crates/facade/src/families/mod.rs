@@ -25,24 +25,21 @@ pub(crate) mod vibe;
 
 use crate::Config;
 
-/// Facts `agent-tools status` shows for an attached family: what resolves, what is missing.
+/// Facts `agent-tools status` shows for a family that has no run resource to ask (astgrep,
+/// ask) or is not attached (vibe outside vibe mode): what resolves, what is missing. A family
+/// with a resource is asked through [`crate::Registry::status_of`], so the report is the run's
+/// own setup.
 #[allow(clippy::match_single_binding, reason = "one arm per family, each behind its feature")]
 pub fn status_details(family: &str, root: &Path, config: &Config) -> Vec<String> {
     let _ = (root, config);
     match family {
-        // Each family adds one arm: `#[cfg(feature = "x")] "x" => x::status_details(root, config),`
-        #[cfg(feature = "eval")]
-        "eval" => eval::status_details(root, config),
+        // A family without a resource adds one arm: `#[cfg(feature = "x")] "x" => x::status_details(root, config),`
         #[cfg(feature = "astgrep")]
         "astgrep" => astgrep::status_details(root, config),
         #[cfg(feature = "ask")]
         "ask" => ask::status_details(root, config),
         #[cfg(feature = "vibe")]
         "vibe" => vibe::status_details(root, config),
-        #[cfg(feature = "debug")]
-        "debug" => debug::status_details(root, config),
-        #[cfg(feature = "lsp")]
-        "lsp" => lsp::status_details(root, config),
         _ => Vec::new(),
     }
 }

@@ -6,7 +6,7 @@ use std::{marker::PhantomData, path::Path, sync::Arc, time::Duration};
 
 use agent_tools_vibe::{
     CommandBackend, DEFAULT_WAIT_SECONDS, KillArgs, ListArgs, MAX_WAIT_SECONDS, Roster,
-    RosterError, SendArgs, SpawnArgs, WaitArgs, WorkerBackend, tools,
+    RosterError, RosterSettings, SendArgs, SpawnArgs, WaitArgs, WorkerBackend, tools,
 };
 use async_trait::async_trait;
 use serde::de::DeserializeOwned;
@@ -188,27 +188,43 @@ impl RunResource for Roster {
     async fn shutdown(&self) {
         Roster::shutdown(self).await;
     }
+
+    fn family(&self) -> Option<&str> {
+        Some("vibe")
+    }
+
+    /// The run's own backend (what it runs per tier) and limits: the roster is attached only
+    /// in vibe mode.
+    fn status(&self, _root: &Path) -> Vec<String> {
+        let mut details = vec!["vibe mode is on for this run".to_string()];
+        details.extend(self.describe_backend());
+        details.push(limits_line(self.settings()));
+        details
+    }
 }
 
-/// What `agent-tools status` says about vibe here: the mode, the commands, the limits.
-pub(crate) fn status_details(root: &Path, config: &Config) -> Vec<String> {
-    let vibe = &config.vibe;
-    let mut details = vec![if vibe.enabled {
-        "vibe mode is on ([vibe] enabled = true)".to_string()
-    } else {
-        "vibe mode is off: the vibe_* tools appear with `--vibe` (agent-tools mcp/call) or \
-         [vibe] enabled = true"
-            .to_string()
-    }];
-    details.extend(CommandBackend::new(root, vibe.clone()).describe());
-    details.push(format!(
+/// One line of the roster's limits.
+fn limits_line(s: &RosterSettings) -> String {
+    format!(
         "{} slots; stalled after {} s without output; wall-clock budget {} s per attempt; kill \
          grace {} s; results capped at {} characters",
-        vibe.slots,
-        vibe.stall_seconds,
-        vibe.budget_seconds,
-        vibe.kill_grace_seconds,
-        vibe.result_max_chars
-    ));
+        s.slots,
+        s.stall_after.as_secs(),
+        s.budget.as_secs(),
+        s.kill_grace.as_secs(),
+        s.result_max_chars
+    )
+}
+
+/// What `agent-tools status` says about vibe when the run has no roster: vibe mode is off.
+pub(crate) fn status_details(root: &Path, config: &Config) -> Vec<String> {
+    let vibe = &config.vibe;
+    let mut details = vec![
+        "vibe mode is off: the vibe_* tools appear with `--vibe` (agent-tools mcp/call) or \
+         [vibe] enabled = true"
+            .to_string(),
+    ];
+    details.extend(CommandBackend::new(root, vibe.clone()).describe());
+    details.push(limits_line(&vibe.roster_settings()));
     details
 }

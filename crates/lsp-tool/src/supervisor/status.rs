@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use agent_tools_support::progress::CallScope;
 use serde::Serialize;
 
 use super::{Supervisor, server_label, target::missing_half};
@@ -284,6 +285,31 @@ impl Supervisor {
         }
         parts.sort();
         (!parts.is_empty()).then(|| parts.join("; "))
+    }
+
+    /// Runs `call` (an lsp call of this supervisor), reporting to the scope's progress port once
+    /// a second what the servers are doing while it waits: starting, or indexing with the
+    /// server's own progress titles.
+    pub async fn reporting<T>(
+        &self,
+        scope: &CallScope<'_>,
+        what: &str,
+        call: impl std::future::Future<Output = T>,
+    ) -> T {
+        let started = std::time::Instant::now();
+        tokio::pin!(call);
+        let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
+        tick.tick().await;
+        loop {
+            tokio::select! {
+                out = &mut call => return out,
+                _ = tick.tick() => {
+                    let waited = started.elapsed().as_secs();
+                    let doing = self.activity().unwrap_or_else(|| "waiting for the answer".into());
+                    scope.report(waited as f64, &format!("lsp {what}: {waited} s; {doing}"));
+                }
+            }
+        }
     }
 
     /// Pids (process-group ids) of every server process started and not yet reaped.

@@ -12,7 +12,7 @@ use std::{
 };
 
 use agent_tools_eval::{
-    CellProgress, CellReport, EvalConfig, EvalRequest, Kernels, Language, NoProgress, ToolBridge,
+    CallScope, CellReport, EvalConfig, EvalRequest, Kernels, Language, Progress, Tier, ToolBridge,
     images, render,
 };
 use async_trait::async_trait;
@@ -88,7 +88,7 @@ impl TestBridge {
 
 #[async_trait]
 impl ToolBridge for TestBridge {
-    async fn call(&self, name: &str, args: Value) -> Result<Value, String> {
+    async fn call(&self, name: &str, args: Value, _ceiling: Tier) -> Result<Value, String> {
         self.calls.lock().push(name.to_string());
         match name {
             "read" => {
@@ -175,8 +175,7 @@ impl Session {
                 &self.root(),
                 request,
                 self.bridge.clone(),
-                &self.cancel,
-                &NoProgress,
+                CallScope::new(&self.cancel),
             )
             .await
             .expect("eval");
@@ -202,8 +201,7 @@ impl Session {
                 &self.root(),
                 self.request(code),
                 self.bridge.clone(),
-                cancel,
-                &NoProgress,
+                CallScope::new(cancel),
             )
             .await
             .expect("eval");
@@ -223,8 +221,7 @@ impl Session {
                 &self.root(),
                 self.request(code),
                 self.bridge.clone(),
-                &cancel,
-                &progress,
+                CallScope::with_progress(&cancel, &progress),
             )
             .await
             .expect("eval");
@@ -244,8 +241,7 @@ impl Session {
             &root,
             self.request(code),
             self.bridge.clone(),
-            &never,
-            &progress,
+            CallScope::with_progress(&never, &progress),
         );
         tokio::select! {
             result = call => panic!("the cell ended before it was abandoned: {result:?}"),
@@ -261,8 +257,8 @@ impl Session {
 /// Cancels its token at the first progress report.
 pub struct CancelOnProgress(pub CancellationToken);
 
-impl CellProgress for CancelOnProgress {
-    fn report(&self, _elapsed_secs: f64, _message: String) {
+impl Progress for CancelOnProgress {
+    fn report(&self, _elapsed_secs: f64, _message: &str) {
         self.0.cancel();
     }
 }
