@@ -141,62 +141,6 @@ fn the_support_crate_is_a_leaf() {
     assert!(deps.is_empty(), "agent-tools-support depends on workspace crates: {deps:?}");
 }
 
-/// Where a line of library code (tests, examples and test binaries excluded, and everything
-/// after a file's `#[cfg(test)]`) does what only `agent-tools-support` may do.
-fn mechanism_violations(patterns: &[&str], allow_marker: &str) -> Vec<String> {
-    let root = project_root();
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir(root.join("crates")).into_iter().flatten().flatten() {
-        if entry.file_name() == "support" {
-            continue;
-        }
-        let mut files = Vec::new();
-        rust_files(&entry.path().join("src"), &mut files);
-        for file in files {
-            if file.components().any(|c| c.as_os_str() == "bin") {
-                continue;
-            }
-            let text = std::fs::read_to_string(&file).unwrap_or_default();
-            let mut previous = "";
-            for (i, line) in text.lines().enumerate() {
-                if line.trim_start().starts_with("#[cfg(test)]") {
-                    break;
-                }
-                let allowed = line.contains(allow_marker) || previous.contains(allow_marker);
-                if !allowed
-                    && !line.trim_start().starts_with("//")
-                    && patterns.iter().any(|p| line.contains(p))
-                {
-                    found.push(format!("{}:{}: {}", file.display(), i + 1, line.trim()));
-                }
-                previous = line;
-            }
-        }
-    }
-    found
-}
-
-// Starting and signalling processes outside the support crate is a compile-time rule:
-// `disallowed-methods` in clippy.toml, which CI's clippy run enforces.
-
-#[test]
-fn only_the_support_crate_writes_files_by_path() {
-    let patterns = [
-        "fs::write(",
-        "File::create(",
-        "fs::rename(",
-        "remove_file(",
-        "create_dir_all(",
-        "OpenOptions",
-        ".persist(",
-        "remove_dir_all(",
-    ];
-    let found = mechanism_violations(&patterns, "tidy: private folder");
-    assert!(
-        found.is_empty(),
-        "write project files through agent_tools_support::{{fs, journal}} (confined by handle, \
-         crash-atomic); a write to a private folder outside the project says so with a \
-         `tidy: private folder` comment:\n{}",
-        found.join("\n")
-    );
-}
+// Starting and signalling processes, and writing, renaming or removing files by path, outside
+// the support crate is a compile-time rule: `disallowed-methods` in clippy.toml, which CI's
+// clippy run enforces.

@@ -272,6 +272,7 @@ pub fn scan(run_root: &Path, defs: &[ServerDef]) -> BTreeMap<String, Presence> {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods, reason = "tests write their fixtures by path")]
 mod tests {
     use super::*;
     use crate::config::builtin_servers;

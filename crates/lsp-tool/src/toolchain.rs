@@ -150,6 +150,7 @@ fn rustup_default() -> Option<String> {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods, reason = "tests write their fixtures by path")]
 mod tests {
     use std::{os::unix::fs::PermissionsExt, path::Path};
 

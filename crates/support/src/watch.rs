@@ -206,6 +206,7 @@ fn record(pending: &mut Changes, path: PathBuf, change: FileChange) {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods, reason = "tests write their fixtures by path")]
 mod tests {
     use super::*;
 

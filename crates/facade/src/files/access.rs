@@ -160,6 +160,7 @@ pub(super) fn not_utf8(rel: &RelPath, arg: &str, offset: u64) -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods, reason = "tests write their fixtures by path")]
 mod tests {
     use std::cell::RefCell;
 

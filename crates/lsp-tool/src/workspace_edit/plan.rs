@@ -188,6 +188,7 @@ pub fn write_plan(root: &Path, plan: &EditPlan) -> Result<(), String> {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods, reason = "tests write their fixtures by path")]
 mod tests {
     use super::*;
     use crate::{

@@ -6,7 +6,8 @@
 //! the project and leave nothing in it, cross-file breakage reported on write, paging.
 //!
 //! A server missing on the machine fails the test in CI and skips it loudly elsewhere.
-
+// Tests write their fixtures by path and start programs directly, on purpose.
+#![allow(clippy::disallowed_methods)]
 #![allow(clippy::print_stderr)]
 
 mod on_write;

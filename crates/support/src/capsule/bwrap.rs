@@ -6,6 +6,10 @@
 //! `~/.aws`, …), the environment cut to an allow-list, no network unless the user allows it,
 //! an own PID, IPC and UTS namespace, no capabilities, a new session (no keystrokes pushed into
 //! the host's terminal), and death with the host.
+#![allow(
+    clippy::disallowed_methods,
+    reason = "the capsule removes its own folders under the host temp dir"
+)]
 
 use std::{
     ffi::{OsStr, OsString},
