@@ -13,6 +13,7 @@ use crate::child::{InterruptBy, KernelProgram};
 /// (which no Python source holds) and a line with its name.
 pub(crate) const RUNNER: &str = concat!(
     include_str!("runner.py"),
+    include_str!("frames.py"),
     include_str!("reader.py"),
     include_str!("tool.py"),
     include_str!("display.py"),
