@@ -56,6 +56,24 @@ function send(frame) {
   }
 }
 
+/** Reads `n` bytes of the command pipe, blocking; null at its end. */
+function readCommandBytes(n) {
+  const buf = Buffer.alloc(n);
+  let off = 0;
+  while (off < n) {
+    let got = 0;
+    try {
+      got = fs.readSync(CMD_FD, buf, off, n - off, null);
+    } catch (e) {
+      if (e.code === 'EAGAIN') continue;
+      return null;
+    }
+    if (got === 0) return null;
+    off += got;
+  }
+  return buf;
+}
+
 // [0]: the cell whose code runs now (0: none); [1]: the last cell whose interrupt the main
 // thread took itself. Shared with the reader thread.
 const running = new Int32Array(new SharedArrayBuffer(8));
@@ -112,8 +130,61 @@ function onData(chunk) {
 }
 `;
 
-const session = new inspector.Session();
-session.connect();
+// The reader thread. Where SIGINT can come it is started once the first cell's synchronous part
+// has run (its boot, a fifth of node's start, is then off the way to the first result), else
+// before the first command is read. It reads every frame after the first; it is told 'go' once
+// the main thread has taken that one.
+let reader = null;
+let readerUp = false;
+let firstTaken = false;
+
+function startReader() {
+  if (reader) return;
+  reader = new Worker(READER, { eval: true, workerData: { fd: CMD_FD, running } });
+  reader.on('message', onFrame);
+  reader.on('error', (e) => {
+    process.stderr.write(`[agent-tools runner: the command reader failed: ${e.stack}]\n`);
+    process.exit(70);
+  });
+  if (firstTaken) reader.postMessage('go');
+}
+
+function onFrame(frame) {
+  switch (frame.t) {
+    case 'ready':
+      readerUp = true;
+      break;
+    case 'exec':
+      queue.push(frame);
+      pump();
+      break;
+    case 'tool_result': {
+      const call = calls.get(frame.id);
+      if (call) {
+        calls.delete(frame.id);
+        if (frame.ok) call.resolve(frame.value);
+        else call.reject(new ToolError(frame.error || 'the tool call failed'));
+      }
+      break;
+    }
+    case 'interrupt':
+      Atomics.store(running, 1, frame.cell);
+      if (frame.cell === currentCell && interruptCell) interruptCell();
+      break;
+    case 'gone':
+      // A kernel never outlives its pipe, nor does what its cells started in its group.
+      try { process.kill(-process.pid, 'SIGKILL'); } catch {}
+      process.exit(0);
+      break;
+    case 'exit':
+      // Inspector sessions left connected make node wait at exit ("Waiting for the debugger
+      // to disconnect"): close both first.
+      session.disconnect();
+      setTimeout(() => process.exit(0), 200).unref();
+      if (reader) reader.terminate().finally(() => process.exit(0));
+      else process.exit(0);
+  }
+}
 
 // `import()` works in the bootstrap's `-e` script, not in code run by `vm`: it lends us its own.
 const dynamicImport = globalThis.__agentToolsDynamicImport;
@@ -170,9 +241,9 @@ function rewriteImports(code) {
   return code.replace(/(^|[^\w$.])import\s*\(/g, '$1__agentToolsImport(');
 }
 
-function post(method, params) {
-  return new Promise((resolve) => session.post(method, params, (err, result) => resolve({ err, result })));
-}
+const stripTypes = require('node:module').stripTypeScriptTypes;
+const TYPESCRIPT = process.env.AGENT_TOOLS_TYPESCRIPT === '1' && typeof stripTypes === 'function';
+delete process.env.AGENT_TOOLS_TYPESCRIPT;
 
 // Every callback a cell's code schedules runs in that cell's async context, so what a cell
 // started (timers, intervals, immediates, workers, child processes) is known by cell. A cell
@@ -250,6 +321,13 @@ for (const stream of [process.stdout, process.stderr]) {
   };
 }
 
+const session = new inspector.Session();
+session.connect();
+
+function post(method, params) {
+  return new Promise((resolve) => session.post(method, params, (err, result) => resolve({ err, result })));
+}
+
 /** `Runtime.evaluate` of a cell's code, in the cell's async context. */
 // Until the reader thread is up, a cell's synchronous part runs inside this script, which a
 // SIGINT stops (as node's REPL stops its input): the host sends one with every interrupt where
@@ -299,6 +377,15 @@ async function valueOf(remote) {
   }
   return remote.value;
 }
+
+// The program's own exit: the session is closed at the last moment (after every exit handler,
+// one of which may throw and so cancel the exit, as in node's REPL), so node neither waits for
+// a debugger nor says it does.
+const reallyExit = process.reallyExit;
+process.reallyExit = function exitNow(code) {
+  try { session.disconnect(); } catch {}
+  return reallyExit.call(process, code);
+};
 
 function inspect(value) {
   return util.inspect(value, { depth: 4, colors: false, maxArrayLength: 100, maxStringLength: 20000, breakLength: 100 });
@@ -492,74 +579,6 @@ async function pump() {
   busy = false;
 }
 
-// The reader thread. Where SIGINT can come it is started once the first cell's synchronous part
-// has run (its boot, a fifth of node's start, is then off the way to the first result), else
-// before the first command is read. It reads every frame after the first; it is told 'go' once
-// the main thread has taken that one.
-let reader = null;
-let readerUp = false;
-let firstTaken = false;
-
-function startReader() {
-  if (reader) return;
-  reader = new Worker(READER, { eval: true, workerData: { fd: CMD_FD, running } });
-  reader.on('message', onFrame);
-  reader.on('error', (e) => {
-    process.stderr.write(`[agent-tools runner: the command reader failed: ${e.stack}]\n`);
-    process.exit(70);
-  });
-  if (firstTaken) reader.postMessage('go');
-}
-
-function onFrame(frame) {
-  switch (frame.t) {
-    case 'ready':
-      readerUp = true;
-      break;
-    case 'exec':
-      queue.push(frame);
-      pump();
-      break;
-    case 'tool_result': {
-      const call = calls.get(frame.id);
-      if (call) {
-        calls.delete(frame.id);
-        if (frame.ok) call.resolve(frame.value);
-        else call.reject(new ToolError(frame.error || 'the tool call failed'));
-      }
-      break;
-    }
-    case 'interrupt':
-      Atomics.store(running, 1, frame.cell);
-      if (frame.cell === currentCell && interruptCell) interruptCell();
-      break;
-    case 'gone':
-      // A kernel never outlives its pipe, nor does what its cells started in its group.
-      try { process.kill(-process.pid, 'SIGKILL'); } catch {}
-      process.exit(0);
-      break;
-    case 'exit':
-      // Inspector sessions left connected make node wait at exit ("Waiting for the debugger
-      // to disconnect"): close both first.
-      session.disconnect();
-      setTimeout(() => process.exit(0), 200).unref();
-      if (reader) reader.terminate().finally(() => process.exit(0));
-      else process.exit(0);
-  }
-}
-// The program's own exit: the session is closed at the last moment (after every exit handler,
-// one of which may throw and so cancel the exit, as in node's REPL), so node neither waits for
-// a debugger nor says it does.
-const reallyExit = process.reallyExit;
-process.reallyExit = function exitNow(code) {
-  try { session.disconnect(); } catch {}
-  return reallyExit.call(process, code);
-};
-
-const stripTypes = require('node:module').stripTypeScriptTypes;
-const TYPESCRIPT = process.env.AGENT_TOOLS_TYPESCRIPT === '1' && typeof stripTypes === 'function';
-delete process.env.AGENT_TOOLS_TYPESCRIPT;
-
 send({
   t: 'hello',
   pid: process.pid,
@@ -568,24 +587,6 @@ send({
   cwd: process.cwd(),
   typescript: typeof stripTypes === 'function',
 });
-
-/** Reads `n` bytes of the command pipe, blocking; null at its end. */
-function readCommandBytes(n) {
-  const buf = Buffer.alloc(n);
-  let off = 0;
-  while (off < n) {
-    let got = 0;
-    try {
-      got = fs.readSync(CMD_FD, buf, off, n - off, null);
-    } catch (e) {
-      if (e.code === 'EAGAIN') continue;
-      return null;
-    }
-    if (got === 0) return null;
-    off += got;
-  }
-  return buf;
-}
 
 // The first command, read here (while the reader thread boots, where it is started first): a
 // blocking read is safe on this thread, as nothing else can run or exit before the first
