@@ -12,7 +12,10 @@ use std::{
 use crate::child::{InterruptBy, KernelProgram};
 
 /// The runner, sent to `node` over the command pipe at start.
-pub(crate) const RUNNER: &str = include_str!("runner.js");
+pub(crate) const RUNNER: &str = concat!(
+    include_str!("runner.js"),
+    include_str!("main.js"),
+);
 
 /// Reads the runner from fd 3 and runs it as a CommonJS module of its own; everything in a
 /// function, so no name of it is a global a cell could collide with.
