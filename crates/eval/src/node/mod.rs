@@ -14,6 +14,7 @@ use crate::child::{InterruptBy, KernelProgram};
 /// The runner, sent to `node` over the command pipe at start.
 pub(crate) const RUNNER: &str = concat!(
     include_str!("runner.js"),
+    include_str!("frames.js"),
     include_str!("reader.js"),
     include_str!("source.js"),
     include_str!("stopping.js"),
