@@ -1,5 +1,5 @@
-// The Node runner's frames to and from the host, a 4-byte big-endian length plus UTF-8 JSON: sent on
-// fd 4, and the first command read from fd 3 (every later one the reader thread reads).
+// The Node runner's frames to and from the host, a 4-byte big-endian length plus UTF-8 JSON: sent
+// on fd 4, and the first command read from fd 3 (every later one the reader thread reads).
 
 // JSON.stringify escapes a lone surrogate (`\ud800`), which the host's strict JSON refuses; a
 // well-formed pair it writes as itself. So an escaped surrogate in the text is a lone one.

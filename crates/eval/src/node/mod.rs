@@ -11,7 +11,8 @@ use std::{
 
 use crate::child::{InterruptBy, KernelProgram};
 
-/// The runner, sent to `node` over the command pipe at start.
+/// The runner, sent to `node` over the command pipe at start: `runner.js` and the files of one
+/// concern each joined after it, in this order, which is the order the runner needs.
 pub(crate) const RUNNER: &str = concat!(
     include_str!("runner.js"),
     include_str!("frames.js"),

@@ -1,6 +1,13 @@
 // The agent-tools Node.js kernel runner, shipped inside the agent-tools-eval crate.
 //
-// The host starts `node -e BOOTSTRAP`; the bootstrap reads this file over the command pipe and
+// The runner is this file and those `mod.rs` joins after it at build time, one concern each and
+// all one module: `frames.js` (the frames), `reader.js` (the reader thread), `source.js` (a cell's
+// source: imports, TypeScript), `stopping.js` (stopping a cell), `evaluate.js` (the inspector
+// session), `display.js` (rich display), `tool.js` (the tool() bridge), `errors.js` (errors and
+// stacks), `cells.js` (running a cell) and `main.js` (the start). This file holds the requires
+// and the environment's settings.
+//
+// The host starts `node -e BOOTSTRAP`; the bootstrap reads the runner over the command pipe and
 // runs it. Protocol: frames of a 4-byte big-endian length plus UTF-8 JSON, host -> kernel on
 // fd 3 (its first frame read by the main thread, every later one by a worker thread, so an
 // interrupt arrives while the main thread is busy),

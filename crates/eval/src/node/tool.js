@@ -1,5 +1,5 @@
-// The tool() bridge of the Node runner: `await tool(name, args)` calls a tool of the harness through
-// the host (the reader thread hands its result over).
+// The tool() bridge of the Node runner: `await tool(name, args)` calls a tool of the harness
+// through the host (the reader thread hands its result over).
 
 class ToolError extends Error {}
 ToolError.prototype.name = 'ToolError';

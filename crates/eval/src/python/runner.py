@@ -1,6 +1,13 @@
 # The agent-tools Python kernel runner: stdlib only, shipped inside the agent-tools-eval crate.
 #
-# The host starts the interpreter with a tiny bootstrap that reads this file over the command
+# The runner is this file and those `mod.rs` joins after it at build time, one concern each and
+# all one module: `frames.py` (the frames on the protocol pipes), `reader.py` (the reader thread
+# and the state it shares with the main thread), `tool.py` (the tool() bridge), `display.py`
+# (rich display), `adapters.py` (modules adapted at their import), `needs_ipython.py` (which cells
+# go to IPython), `cells.py` (executing a cell) and `main.py` (the start and the cell loop). This
+# file holds the imports, the constants and the parts compiled at their first use.
+#
+# The host starts the interpreter with a tiny bootstrap that reads the runner over the command
 # pipe and executes it. Protocol: frames of a 4-byte big-endian length plus UTF-8 JSON,
 # host -> kernel on fd CMD_FD, kernel -> host on fd EVT_FD. fds 0/1/2 belong to user code:
 # stdin is /dev/null, stdout and stderr are captured by the host as cell output, so nothing
