@@ -247,14 +247,20 @@ def display(*objs, raw=False, display_id=None, update=False, **_ignored):
             bundle = obj
         else:
             bundle = bundle_of(obj)
-        frame = {"t": "display", "cell": STATE.cell, "bundle": bundle}
-        if display_id:
-            frame["display_id"] = str(display_id)
-            frame["update"] = bool(update)
-        _send_in_place(frame)
+        _send_display(bundle, display_id, update)
     if display_id and not update:
         return DisplayHandle(display_id)
     return None
+
+
+def _send_display(bundle, display_id=None, update=False):
+    """Sends `bundle` as a display of this cell, in place; with a `display_id` (a display handle's,
+    ours or IPython's), `update` replaces the display shown with that id where it is."""
+    frame = {"t": "display", "cell": STATE.cell, "bundle": bundle}
+    if display_id:
+        frame["display_id"] = str(display_id)
+        frame["update"] = bool(update)
+    _send_in_place(frame)
 
 
 # ----------------------------------------------------------------------------------------------

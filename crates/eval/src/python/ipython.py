@@ -27,13 +27,7 @@ def _make_shell():
 
     class Publisher(DisplayPublisher):
         def publish(self, data, metadata=None, source=None, *, transient=None, update=False, **kwargs):
-            frame = {"t": "display", "cell": STATE.cell, "bundle": _json_bundle(data)}
-            display_id = (transient or {}).get("display_id")
-            if display_id:
-                # A display handle's id: an update replaces that display where it is.
-                frame["display_id"] = str(display_id)
-                frame["update"] = bool(update)
-            _send_in_place(frame)
+            _send_display(_json_bundle(data), (transient or {}).get("display_id"), update)
 
         def clear_output(self, wait=False):
             _clear_output(wait)
