@@ -128,9 +128,7 @@ def run_cell(frame):
         tail_code = None
         if tail is not None:
             tail_code = compile(_ast.Expression(tail.value), filename, "eval", flags=TOP_LEVEL_AWAIT, dont_inherit=True)
-        with STATE.lock:
-            STATE.running = cell
-            signal.signal(signal.SIGINT, signal.default_int_handler)
+        _arm_interrupts(cell)
         try:
             _exec_code(body_code)
             if tail_code is not None:
@@ -138,9 +136,7 @@ def run_cell(frame):
                 if value is not None:
                     result = value
         finally:
-            with STATE.lock:
-                STATE.running = None
-                signal.signal(signal.SIGINT, signal.SIG_IGN)
+            _disarm_interrupts()
     except KeyboardInterrupt as exc:
         status = "interrupted"
         error = _error_info(exc)

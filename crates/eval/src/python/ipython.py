@@ -167,15 +167,11 @@ def _run_with_ipython(code):
     shell = _SHELL[0] or _make_shell()
     _CURRENT[0] = _CellResult()
     shell.execution_count = HISTORY["count"]
-    with STATE.lock:
-        STATE.running = STATE.cell
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+    _arm_interrupts(STATE.cell)
     try:
         result = shell.run_cell(code, store_history=True)
     finally:
-        with STATE.lock:
-            STATE.running = None
-            signal.signal(signal.SIGINT, signal.SIG_IGN)
+        _disarm_interrupts()
     failure = result.error_in_exec or result.error_before_exec
     status = "ok"
     if isinstance(failure, KeyboardInterrupt):

@@ -41,6 +41,20 @@ class _State:
 STATE = _State()
 
 
+def _arm_interrupts(cell):
+    """From here the user code of `cell` runs: an interrupt of it is a KeyboardInterrupt."""
+    with STATE.lock:
+        STATE.running = cell
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def _disarm_interrupts():
+    """No user code runs from here: a late SIGINT is ignored."""
+    with STATE.lock:
+        STATE.running = None
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def _end_own_group():
     """Kills the kernel's process group when the kernel leads it (the host starts it so)."""
     try:
