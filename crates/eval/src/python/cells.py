@@ -80,17 +80,23 @@ def _strip_runner_frames(tb):
     return tb
 
 
-def _error_info(exc):
+def _user_traceback(exc):
+    """The lines of `exc`'s traceback without the runner's frames, as a cell's error shows it."""
     import traceback
 
     tb = _strip_runner_frames(exc.__traceback__)
-    if isinstance(exc, (SyntaxError, UsageError)):
+    return [l for l in traceback.format_exception(type(exc), exc, tb) if RUNNER_FILE not in l]
+
+
+def _error_info(exc):
+    if isinstance(exc, UsageError):
+        lines = [str(exc) + "\n"]
+    elif isinstance(exc, SyntaxError):
+        import traceback
+
         lines = traceback.format_exception_only(type(exc), exc)
-        if isinstance(exc, UsageError):
-            lines = [str(exc) + "\n"]
     else:
-        lines = traceback.format_exception(type(exc), exc, tb)
-        lines = [l for l in lines if RUNNER_FILE not in l]
+        lines = _user_traceback(exc)
     return {"ename": type(exc).__name__, "evalue": str(exc), "traceback": "".join(lines)}
 
 

@@ -102,12 +102,8 @@ def _is_instance(obj, module, name):
 def _report_display_failure(exc):
     """A `_repr_*_` method or `__repr__` raised: its traceback on stderr, as IPython shows it;
     the other forms of the object are still shown."""
-    import traceback
-
-    tb = _strip_runner_frames(exc.__traceback__)
-    lines = [l for l in traceback.format_exception(type(exc), exc, tb) if RUNNER_FILE not in l]
     _flush_std()
-    sys.stderr.write("".join(lines))
+    sys.stderr.write("".join(_user_traceback(exc)))
     _flush_std()
 
 
