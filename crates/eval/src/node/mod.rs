@@ -11,8 +11,21 @@ use std::{
 
 use crate::child::{InterruptBy, KernelProgram};
 
-/// The runner, sent to `node` over the command pipe at start.
-pub(crate) const RUNNER: &str = include_str!("runner.js");
+/// The runner, sent to `node` over the command pipe at start: `runner.js` and the files of one
+/// concern each joined after it, in this order, which is the order the runner needs.
+pub(crate) const RUNNER: &str = concat!(
+    include_str!("runner.js"),
+    include_str!("frames.js"),
+    include_str!("reader.js"),
+    include_str!("source.js"),
+    include_str!("stopping.js"),
+    include_str!("evaluate.js"),
+    include_str!("display.js"),
+    include_str!("tool.js"),
+    include_str!("errors.js"),
+    include_str!("cells.js"),
+    include_str!("main.js"),
+);
 
 /// Reads the runner from fd 3 and runs it as a CommonJS module of its own; everything in a
 /// function, so no name of it is a global a cell could collide with.

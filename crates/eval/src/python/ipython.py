@@ -27,13 +27,7 @@ def _make_shell():
 
     class Publisher(DisplayPublisher):
         def publish(self, data, metadata=None, source=None, *, transient=None, update=False, **kwargs):
-            frame = {"t": "display", "cell": STATE.cell, "bundle": _json_bundle(data)}
-            display_id = (transient or {}).get("display_id")
-            if display_id:
-                # A display handle's id: an update replaces that display where it is.
-                frame["display_id"] = str(display_id)
-                frame["update"] = bool(update)
-            _send_in_place(frame)
+            _send_display(_json_bundle(data), (transient or {}).get("display_id"), update)
 
         def clear_output(self, wait=False):
             _clear_output(wait)
@@ -173,15 +167,11 @@ def _run_with_ipython(code):
     shell = _SHELL[0] or _make_shell()
     _CURRENT[0] = _CellResult()
     shell.execution_count = HISTORY["count"]
-    with STATE.lock:
-        STATE.running = STATE.cell
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+    _arm_interrupts(STATE.cell)
     try:
         result = shell.run_cell(code, store_history=True)
     finally:
-        with STATE.lock:
-            STATE.running = None
-            signal.signal(signal.SIGINT, signal.SIG_IGN)
+        _disarm_interrupts()
     failure = result.error_in_exec or result.error_before_exec
     status = "ok"
     if isinstance(failure, KeyboardInterrupt):

@@ -8,10 +8,19 @@ use std::{
 use crate::child::{InterruptBy, KernelProgram};
 
 /// The stdlib-only runner, sent to the interpreter over the command pipe at start: the runner
-/// itself, then its parts compiled at their first use, each after a NUL (which no Python source
-/// holds) and a line with its name.
+/// itself (`runner.py` and the files of one concern each joined after it, in this order, which is
+/// the order the runner needs), then its parts compiled at their first use, each after a NUL
+/// (which no Python source holds) and a line with its name.
 pub(crate) const RUNNER: &str = concat!(
     include_str!("runner.py"),
+    include_str!("frames.py"),
+    include_str!("reader.py"),
+    include_str!("tool.py"),
+    include_str!("display.py"),
+    include_str!("adapters.py"),
+    include_str!("needs_ipython.py"),
+    include_str!("cells.py"),
+    include_str!("main.py"),
     "\0magics\n",
     include_str!("magics.py"),
     "\0ipython\n",
