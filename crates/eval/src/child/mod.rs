@@ -116,6 +116,16 @@ pub(crate) struct ChildKernel {
     frame_too: bool,
 }
 
+/// Whether the main thread of process `pid` has exited (its state in `/proc` is zombie or dead):
+/// the process called `exit` and is only waiting for its other threads, which node's worker and
+/// inspector threads can make last a while on a loaded machine.
+fn main_thread_exited(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(") ")
+            .is_some_and(|(_, rest)| rest.starts_with('Z') || rest.starts_with('X'))
+    })
+}
+
 fn stream_index(name: StreamName) -> usize {
     match name {
         StreamName::Stdout => 0,
@@ -305,9 +315,11 @@ impl ChildKernel {
         while let Ok(raw) = self.rx.try_recv() {
             self.backlog.push_back(raw);
         }
-        // Its event pipe closed, or its exit status is in: either says it is gone.
-        let closed =
-            self.dead || self.backlog.iter().any(|raw| matches!(raw, Raw::EventsClosed(_)));
+        // Its event pipe closed, its exit status is in, or its main thread has exited (the
+        // process is exiting while its other threads wind down): each says it is gone.
+        let closed = self.dead
+            || self.backlog.iter().any(|raw| matches!(raw, Raw::EventsClosed(_)))
+            || self.child.id().is_some_and(main_thread_exited);
         if !closed && !matches!(self.child.try_wait(), Ok(Some(_))) {
             return None;
         }
