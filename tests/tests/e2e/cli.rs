@@ -119,8 +119,15 @@ fn status_reports_the_language_server_the_run_itself_would_start() {
     std::fs::set_permissions(&server, std::os::unix::fs::PermissionsExt::from_mode(0o755))
         .expect("chmod");
     let python_line = |surface: &str| {
-        let (code, stdout, stderr) = check(&project, &["status", "--surface", surface, "--json"]);
-        assert_eq!(code, 0, "{stderr}");
+        // No server on PATH, so only the project's own could serve Python.
+        let out = Command::new(host_binary())
+            .args(["status", "--surface", surface, "--json", "--root"])
+            .arg(&project.root)
+            .env("PATH", "/usr/bin:/bin")
+            .output()
+            .expect("run the host");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
         let report: serde_json::Value = serde_json::from_str(&stdout).expect("json");
         let lsp = report["families"]
             .as_array()
