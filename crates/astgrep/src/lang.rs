@@ -1,6 +1,6 @@
 //! The bundled languages: ids, file extensions, grammars, metavariable expando and context ladders.
 
-use std::{fmt, path::Path, sync::OnceLock};
+use std::{collections::HashMap, fmt, path::Path, sync::OnceLock};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -100,6 +100,10 @@ pub(crate) struct LangData {
     pub(crate) language: tree_sitter::Language,
     /// Maps a node kind id to the first id with the same name and namedness, so aliases compare equal.
     pub(crate) canonical: Vec<u16>,
+    /// The grammar's `node-types.json`, when its crate ships it: what each kind may contain.
+    node_types: Option<&'static str>,
+    /// By canonical kind id, built on first use: [`LangData::holders`].
+    holders: Box<[OnceLock<Option<Box<[bool]>>>]>,
 }
 
 impl Lang {
@@ -328,6 +332,38 @@ impl Lang {
         }
     }
 
+    /// The grammar's `node-types.json`, or None when its feature is off.
+    fn node_types(self) -> Option<&'static str> {
+        match self {
+            #[cfg(feature = "lang-bash")]
+            Lang::Bash => Some(tree_sitter_bash::NODE_TYPES),
+            #[cfg(feature = "lang-c")]
+            Lang::C => Some(tree_sitter_c::NODE_TYPES),
+            #[cfg(feature = "lang-cpp")]
+            Lang::Cpp => Some(tree_sitter_cpp::NODE_TYPES),
+            #[cfg(feature = "lang-dart")]
+            Lang::Dart => Some(tree_sitter_dart::NODE_TYPES),
+            #[cfg(feature = "lang-go")]
+            Lang::Go => Some(tree_sitter_go::NODE_TYPES),
+            #[cfg(feature = "lang-java")]
+            Lang::Java => Some(tree_sitter_java::NODE_TYPES),
+            #[cfg(feature = "lang-javascript")]
+            Lang::Javascript => Some(tree_sitter_javascript::NODE_TYPES),
+            #[cfg(feature = "lang-json")]
+            Lang::Json => Some(tree_sitter_json::NODE_TYPES),
+            #[cfg(feature = "lang-python")]
+            Lang::Python => Some(tree_sitter_python::NODE_TYPES),
+            #[cfg(feature = "lang-rust")]
+            Lang::Rust => Some(tree_sitter_rust::NODE_TYPES),
+            #[cfg(feature = "lang-tsx")]
+            Lang::Tsx => Some(tree_sitter_typescript::TSX_NODE_TYPES),
+            #[cfg(feature = "lang-typescript")]
+            Lang::Typescript => Some(tree_sitter_typescript::TYPESCRIPT_NODE_TYPES),
+            #[allow(unreachable_patterns)]
+            _ => None,
+        }
+    }
+
     /// The compiled-in grammar, or None when its feature is off.
     fn ts_language(self) -> Option<tree_sitter::Language> {
         match self {
@@ -387,7 +423,8 @@ impl Lang {
                 };
                 canonical.push(canon);
             }
-            Some(LangData { language, canonical })
+            let holders = (0..count).map(|_| OnceLock::new()).collect();
+            Some(LangData { language, canonical, node_types: self.node_types(), holders })
         });
         data.as_ref().ok_or_else(|| self.not_built())
     }
@@ -402,6 +439,7 @@ impl fmt::Debug for LangData {
 impl LangData {
     /// A parser set to this grammar.
     pub(crate) fn parser(&self) -> tree_sitter::Parser {
+        crate::alloc::init();
         let mut parser = tree_sitter::Parser::new();
         // The bundled grammars are all ABI 14 or 15, which this tree-sitter accepts; a failure
         // here would surface as parse() returning None, which callers report.
@@ -412,10 +450,118 @@ impl LangData {
     pub(crate) fn canon(&self, kind_id: u16) -> u16 {
         self.canonical.get(usize::from(kind_id)).copied().unwrap_or(kind_id)
     }
+
+    /// By kind id (not canonical: index it with `Node::kind_id`): whether a node of that kind
+    /// can have a descendant of the canonical kind `target`, by the grammar's
+    /// `node-types.json`; a kind the file does not describe may. None when the grammar ships
+    /// no such file or it does not parse. It describes error-free trees only: a subtree with
+    /// an error (`Node::has_error`) may hold anything. A walk looking for `target` skips what
+    /// cannot hold it (in Rust a macro's token tree, a string, an attribute's path).
+    pub(crate) fn holders(&self, target: u16) -> Option<&[bool]> {
+        let cell = self.holders.get(usize::from(target))?;
+        cell.get_or_init(|| self.compute_holders(target)).as_deref()
+    }
+
+    fn compute_holders(&self, target: u16) -> Option<Box<[bool]>> {
+        #[derive(Deserialize)]
+        struct TypeRef {
+            #[serde(rename = "type")]
+            kind: String,
+            named: bool,
+        }
+        #[derive(Deserialize)]
+        struct Children {
+            types: Vec<TypeRef>,
+        }
+        #[derive(Deserialize)]
+        struct NodeType {
+            #[serde(rename = "type")]
+            kind: String,
+            named: bool,
+            #[serde(default)]
+            fields: HashMap<String, Children>,
+            children: Option<Children>,
+            #[serde(default)]
+            subtypes: Vec<TypeRef>,
+            #[serde(default)]
+            extra: bool,
+        }
+        let types: Vec<NodeType> = serde_json::from_str(self.node_types?).ok()?;
+        let mut index: HashMap<(&str, bool), usize> = HashMap::new();
+        for (at, t) in types.iter().enumerate() {
+            index.entry((t.kind.as_str(), t.named)).or_insert(at);
+        }
+        let target_name = self.language.node_kind_for_id(target)?;
+        let target_named = self.language.node_kind_is_named(target);
+        // Unnamed children are listed only in fields, so an unnamed target is not followed.
+        if !target_named {
+            return None;
+        }
+        let target_at = *index.get(&(target_name, target_named))?;
+        if types.get(target_at).is_some_and(|t| t.extra) {
+            return None;
+        }
+        // Who may have each type as a child (a supertype stands for its subtypes).
+        let mut parents = vec![Vec::new(); types.len()];
+        for t in &types {
+            let from = index[&(t.kind.as_str(), t.named)];
+            let listed = t.fields.values().chain(&t.children).flat_map(|c| &c.types);
+            for child in listed.chain(&t.subtypes) {
+                if let Some(&to) = index.get(&(child.kind.as_str(), child.named)) {
+                    parents[to].push(from);
+                }
+            }
+        }
+        // An extra (a comment) may sit anywhere, and is listed as nobody's child; older
+        // grammars do not mark extras, so a target nobody lists is taken for one.
+        if parents[target_at].is_empty() {
+            return None;
+        }
+        // Everything with a path down to the target.
+        let mut holds = vec![false; types.len()];
+        let mut todo = vec![target_at];
+        while let Some(at) = todo.pop() {
+            for &p in &parents[at] {
+                if !holds[p] {
+                    holds[p] = true;
+                    todo.push(p);
+                }
+            }
+        }
+        let by_id = (0..self.canonical.len())
+            .map(|id| {
+                let id = u16::try_from(id).unwrap_or(u16::MAX);
+                let described = self
+                    .language
+                    .node_kind_for_id(id)
+                    .and_then(|name| index.get(&(name, self.language.node_kind_is_named(id))));
+                described.is_none_or(|&at| holds[at])
+            })
+            .collect();
+        Some(by_id)
+    }
 }
 
 impl fmt::Display for Lang {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.id())
+    }
+}
+
+#[cfg(all(test, feature = "lang-rust"))]
+mod tests {
+    use super::Lang;
+
+    #[test]
+    fn holders_follow_node_types() {
+        let data = Lang::Rust.data().expect("built");
+        let id = |name: &str| data.canon(data.language.id_for_node_kind(name, true));
+        let holders = data.holders(id("call_expression")).expect("rust ships node-types.json");
+        let holds = |name: &str| holders[usize::from(data.language.id_for_node_kind(name, true))];
+        assert!(holds("block") && holds("function_item") && holds("arguments"));
+        assert!(holds("call_expression"), "a call's arguments may hold calls");
+        assert!(!holds("token_tree") && !holds("identifier") && !holds("string_literal"));
+        // A comment may sit anywhere, so nothing is skipped looking for one.
+        assert!(data.holders(id("line_comment")).is_none());
     }
 }

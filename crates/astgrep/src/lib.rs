@@ -1,6 +1,7 @@
 //! Structural search (`ast_grep`), staged rewrite (`ast_edit`) and `resolve` on tree-sitter.
 #![doc = include_str!("../README.md")]
 
+mod alloc;
 mod cache;
 mod config;
 mod edit;

@@ -117,6 +117,9 @@ pub struct Matcher<'p> {
     /// Whether each match records its orphan block comments (`RawMatch::comments`), which
     /// only a rewrite needs.
     pub(crate) comments: bool,
+    /// Whether the walk skips subtrees that cannot hold the pattern's root kind (off only in
+    /// the test that checks it changes nothing).
+    prune: bool,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -148,6 +151,7 @@ impl<'p> Matcher<'p> {
             exceeded: false,
             budget_hits: Vec::new(),
             comments: true,
+            prune: true,
         }
     }
 
@@ -172,6 +176,9 @@ impl<'p> Matcher<'p> {
             _ => None,
         });
         let sequence = nodes.len() > 1;
+        // Kinds whose subtrees cannot hold the root kind are not entered: most of the walk's
+        // cost is tree-sitter's cursor stepping over every node.
+        let holders = root_kind.filter(|_| self.prune).and_then(|k| self.data.holders(k));
         let mut children = Vec::new();
         let mut cursor = root.walk();
         loop {
@@ -182,8 +189,11 @@ impl<'p> Matcher<'p> {
                 }
                 continue;
             }
+            let enter = holders.is_none_or(|h| {
+                h.get(usize::from(node.kind_id())).is_none_or(|may| *may) || node.has_error()
+            });
             if sequence {
-                if node.child_count() >= nodes.len() {
+                if enter && node.child_count() >= nodes.len() {
                     self.code_children(node, &mut children);
                     self.sequence_at(&children, src, root_kind, &mut out);
                 }
@@ -200,7 +210,7 @@ impl<'p> Matcher<'p> {
                     self.budget_hits.push(node.start_byte());
                 }
             }
-            if cursor.goto_first_child() {
+            if enter && cursor.goto_first_child() {
                 continue;
             }
             if !crate::matcher::skip_subtree(&mut cursor) {
@@ -620,6 +630,60 @@ pub(crate) fn skip_subtree(cursor: &mut tree_sitter::TreeCursor<'_>) -> bool {
         }
         if !cursor.goto_parent() {
             return false;
+        }
+    }
+}
+
+#[cfg(all(test, feature = "lang-rust", feature = "lang-python"))]
+mod tests {
+    use super::Matcher;
+    use crate::{Lang, Pattern};
+
+    /// Every `.rs` file under `dir`, recursively.
+    fn rust_files(dir: &std::path::Path, out: &mut Vec<String>) {
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                rust_files(&path, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(std::fs::read_to_string(&path).unwrap_or_default());
+            }
+        }
+    }
+
+    fn both_walks(lang: Lang, pattern: &str, source: &str) -> (usize, usize) {
+        let pattern = Pattern::compile(lang, pattern, None).expect("compiles");
+        let mut parser = pattern.data.parser();
+        let tree = parser.parse(source, None).expect("parses");
+        let mut pruned = Matcher::new(&pattern);
+        let mut full = Matcher::new(&pattern);
+        full.prune = false;
+        let a = pruned.find_all(tree.root_node(), source.as_bytes());
+        let b = full.find_all(tree.root_node(), source.as_bytes());
+        assert_eq!(a, b, "pruning changed the matches of `{}`", pattern.source());
+        (a.len(), b.len())
+    }
+
+    #[test]
+    fn skipping_subtrees_that_cannot_hold_the_root_kind_changes_no_match() {
+        let mut sources = Vec::new();
+        rust_files(std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/src")), &mut sources);
+        // Broken code (the pruning trusts the grammar only where the tree has no error) and
+        // calls in places the grammar lists (macros' token trees hold none).
+        sources.push("fn f() { g(1); let x = (h(2); vec![k(3)]; #[a(m())] struct S; }".into());
+        let patterns =
+            ["$F($$$ARGS)", "$A.unwrap()", "let $X = $E;", "Some($X)", "$A; $B;", "// $C"];
+        let mut found = 0;
+        for source in &sources {
+            for pattern in patterns {
+                found += both_walks(Lang::Rust, pattern, source).0;
+            }
+        }
+        assert!(found > 1000, "the sources hold matches ({found})");
+        let python =
+            "def f(x):\n    print(g(x), [h(y) for y in x])\n    # c(1)\n    return f'{k(2)}'\n";
+        for pattern in ["$F($$$ARGS)", "print($$$A)", "[$E for $X in $L]"] {
+            both_walks(Lang::Python, pattern, python);
         }
     }
 }
