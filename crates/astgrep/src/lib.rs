@@ -4,6 +4,7 @@
 mod alloc;
 mod cache;
 mod config;
+mod cursor;
 mod edit;
 mod error;
 mod lang;

@@ -184,7 +184,7 @@ impl<'p> Matcher<'p> {
         loop {
             let node = cursor.node();
             if anchors.is_some_and(|a| !a.within(node.start_byte(), node.end_byte())) {
-                if !crate::matcher::skip_subtree(&mut cursor) {
+                if !crate::cursor::skip_subtree(&mut cursor) {
                     return out;
                 }
                 continue;
@@ -213,7 +213,7 @@ impl<'p> Matcher<'p> {
             if enter && cursor.goto_first_child() {
                 continue;
             }
-            if !crate::matcher::skip_subtree(&mut cursor) {
+            if !crate::cursor::skip_subtree(&mut cursor) {
                 return out;
             }
         }
@@ -619,19 +619,6 @@ fn strip_trailing_commas(tokens: &mut Vec<&[u8]>) {
         out.push(t);
     }
     *tokens = out;
-}
-
-/// Moves `cursor` past the current node's subtree to the next node in preorder; `false` when
-/// the walk is over. Every preorder walk of the crate ends its step with this.
-pub(crate) fn skip_subtree(cursor: &mut tree_sitter::TreeCursor<'_>) -> bool {
-    loop {
-        if cursor.goto_next_sibling() {
-            return true;
-        }
-        if !cursor.goto_parent() {
-            return false;
-        }
-    }
 }
 
 #[cfg(all(test, feature = "lang-rust", feature = "lang-python"))]

@@ -92,7 +92,7 @@ pub async fn run_command(
 }
 
 fn file_text(path: &Path) -> String {
-    std::fs::read_to_string(path).unwrap_or_default()
+    crate::paths::read_text(path).unwrap_or_default()
 }
 
 fn make(

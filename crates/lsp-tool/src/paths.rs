@@ -85,11 +85,19 @@ pub fn display_relative(root: &Path, path: &Path) -> String {
     }
 }
 
+/// The UTF-8 text of the regular file at `path`; None for anything else (missing, not UTF-8, a
+/// FIFO or device, which is never opened for reading, so nothing blocks on it).
+pub(crate) fn read_text(path: &Path) -> Option<String> {
+    let bytes = agent_tools_support::fs::read_regular(path, "file").ok()?;
+    String::from_utf8(bytes).ok()
+}
+
 /// Reads a source file as text: UTF-8, or Latin-1 when its first two lines carry a coding
 /// declaration naming it (PEP 263: `# -*- coding: latin-1 -*-`). Any other encoding is an
 /// error that names it.
 pub fn read_source(path: &Path) -> Result<String, String> {
-    let bytes = std::fs::read(path).map_err(|e| e.to_string())?;
+    // Only a regular file is read: a FIFO or a device is refused at once instead of blocking.
+    let bytes = agent_tools_support::fs::read_regular(path, "file").map_err(|e| e.to_string())?;
     let bytes = match String::from_utf8(bytes) {
         Ok(text) => return Ok(text),
         Err(e) => e.into_bytes(),

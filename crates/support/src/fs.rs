@@ -483,6 +483,20 @@ impl Root {
     }
 }
 
+/// Reads the whole regular file at `path`, which may lie outside any root (a library's source a
+/// server pointed to): it is opened as a handle, its type checked on that handle, and only a
+/// regular file is read, so a FIFO, socket or device is refused at once instead of blocking.
+/// `arg` names the argument in errors.
+pub fn read_regular(path: &Path, arg: &str) -> Result<Vec<u8>, Error> {
+    let shown = path.display().to_string();
+    let fd = rustix::fs::open(path, OFlags::PATH | OFlags::CLOEXEC, Mode::empty())
+        .map_err(|e| Error::io("read", &shown, e))?;
+    let mut file = open_regular(&fd, &shown, arg)?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes).map_err(|e| Error::io("read", &shown, e))?;
+    Ok(bytes)
+}
+
 /// Opens the file behind `path_fd` (an `O_PATH` handle) for reading if it is a regular file:
 /// the type is read from the handle, and the reopen through `/proc/self/fd` reaches that same
 /// inode (with `O_NONBLOCK`, so even a type the check missed cannot block). `shown` names it in

@@ -439,7 +439,7 @@ fn first_of_kind<'t>(
         if cursor.goto_first_child() {
             continue;
         }
-        if !crate::matcher::skip_subtree(&mut cursor) {
+        if !crate::cursor::skip_subtree(&mut cursor) {
             return None;
         }
     }

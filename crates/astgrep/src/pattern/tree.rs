@@ -14,7 +14,7 @@ pub(crate) fn first_error(root: Node<'_>) -> Option<usize> {
         if node.has_error() && cursor.goto_first_child() {
             continue;
         }
-        if !crate::matcher::skip_subtree(&mut cursor) {
+        if !crate::cursor::skip_subtree(&mut cursor) {
             return None;
         }
     }

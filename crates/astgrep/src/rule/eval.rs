@@ -46,7 +46,7 @@ impl<'r> Evaluator<'r> {
             if cursor.goto_first_child() {
                 continue;
             }
-            if !crate::matcher::skip_subtree(&mut cursor) {
+            if !crate::cursor::skip_subtree(&mut cursor) {
                 return out;
             }
         }
@@ -182,7 +182,7 @@ impl<'r> Evaluator<'r> {
                     if !done && cursor.goto_first_child() {
                         continue;
                     }
-                    if !crate::matcher::skip_subtree(&mut cursor) {
+                    if !crate::cursor::skip_subtree(&mut cursor) {
                         break;
                     }
                 }

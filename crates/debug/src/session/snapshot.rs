@@ -414,7 +414,11 @@ pub(super) fn source_lines(path: &Path, line: u32) -> Vec<SourceLine> {
     if meta.len() > 8 * 1024 * 1024 {
         return Vec::new();
     }
-    let Ok(text) = std::fs::read_to_string(path) else { return Vec::new() };
+    // Only a regular file is read: a FIFO at the path is never opened for reading.
+    let Ok(bytes) = agent_tools_support::fs::read_regular(path, "source") else {
+        return Vec::new();
+    };
+    let Ok(text) = String::from_utf8(bytes) else { return Vec::new() };
     let first = line.saturating_sub(SOURCE_CONTEXT).max(1);
     let last = line + SOURCE_CONTEXT;
     text.lines()

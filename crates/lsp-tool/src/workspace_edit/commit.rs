@@ -30,7 +30,7 @@ impl Supervisor {
             .enumerate()
             .map(|(i, p)| WrittenFile {
                 path: p.clone(),
-                before: match std::fs::read(p) {
+                before: match agent_tools_support::fs::read_regular(p, "file") {
                     Ok(_) if i >= MAX_BASELINES => Before::Unknown,
                     Ok(bytes) => Before::Contents(bytes.into()),
                     Err(_) => Before::Absent,

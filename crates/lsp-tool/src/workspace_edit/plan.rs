@@ -41,12 +41,12 @@ pub fn plan_edit(
         if let Some(state) = plan.files.get(path) {
             return Ok(state.clone());
         }
-        match std::fs::read(path) {
+        match agent_tools_support::fs::read_regular(path, "file") {
             Ok(bytes) => String::from_utf8(bytes)
                 .map(Some)
                 .map_err(|_| format!("{} is not UTF-8 text", display_relative(root, path))),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(format!("cannot read {}: {e}", display_relative(root, path))),
+            Err(_) if std::fs::symlink_metadata(path).is_err() => Ok(None),
+            Err(e) => Err(format!("cannot edit {}: {e}", display_relative(root, path))),
         }
     };
     let check_inside = |path: &Path| {
@@ -152,7 +152,7 @@ pub fn plan_edit(
     let unchanged: Vec<PathBuf> = plan
         .files
         .iter()
-        .filter(|(p, state)| std::fs::read_to_string(p).ok() == **state)
+        .filter(|(p, state)| crate::paths::read_text(p) == **state)
         .map(|(p, _)| p.clone())
         .collect();
     for p in unchanged {

@@ -68,7 +68,7 @@ pub(crate) fn stale_files(
         if is_open(path) || stale.contains(path) {
             continue;
         }
-        let Ok(text) = std::fs::read_to_string(path) else { continue };
+        let Some(text) = crate::paths::read_text(path) else { continue };
         let mut line_starts = vec![0];
         line_starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
         let covers = |(range, _): &(Value, String)| {

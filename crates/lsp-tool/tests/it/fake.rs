@@ -213,6 +213,40 @@ async fn a_server_still_indexing_answers_what_it_has_and_says_it_may_be_partial(
     p.finish().await;
 }
 
+/// A FIFO named like a source file (nobody writes it) is refused at once by every action that
+/// reads the file, instead of blocking the call forever; the server stays usable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fifo_named_like_a_source_file_is_refused_at_once() {
+    let p = check(json!({}), &[("fake.toml", ""), ("a.fk", SOURCE)], json!({}));
+    let fifo = p.root.join("pipe.fk");
+    let status = std::process::Command::new("mkfifo").arg(&fifo).status().expect("mkfifo");
+    assert!(status.success());
+    for args in [
+        json!({"action": "hover", "file": "pipe.fk", "line": 1, "symbol": "greet"}),
+        json!({"action": "diagnostics", "file": "pipe.fk"}),
+        json!({"action": "symbols", "file": "pipe.fk"}),
+    ] {
+        // A guard against a hang, not a timing expectation: a blocked read never returns.
+        let answer = tokio::time::timeout(Duration::from_secs(120), p.call(args.clone()))
+            .await
+            .unwrap_or_else(|_| panic!("lsp {args} blocked on the FIFO"));
+        let text = match answer {
+            Ok(out) => out.text,
+            Err(e) => e.to_string(),
+        };
+        assert!(
+            text.contains("FIFO")
+                || text.contains("not a regular file")
+                || text.contains("not a file"),
+            "{args}: {text}"
+        );
+    }
+    let hover =
+        p.ok(json!({"action": "hover", "file": "a.fk", "line": 3, "symbol": "greet"})).await;
+    assert!(hover.contains("fake hover: `greet`"), "{hover}");
+    p.finish().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_server_request_is_answered() {
     let log = tempfile::NamedTempFile::new().expect("log");
