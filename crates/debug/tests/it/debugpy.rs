@@ -332,12 +332,7 @@ async fn a_failing_pytest_test_stops_at_its_assertion_with_the_locals() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_breakpoint_in_the_standard_library_stops_there_with_its_locals() {
     let Some((_project, h)) = debugpy_harness("python", config()) else { return };
-    let python = python_with_debugpy().unwrap();
-    let out = Command::new(&python)
-        .args(["-c", "import json.decoder; print(json.decoder.__file__)"])
-        .output()
-        .expect("python runs");
-    let decoder = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let decoder = json_decoder_source();
     let text = std::fs::read_to_string(&decoder).unwrap();
     let line = text.lines().position(|l| l.contains("obj, end = self.raw_decode(s, idx=")).unwrap()
         as u32

@@ -227,12 +227,7 @@ async fn a_breakpoint_in_the_project_venv_stops_there_also_through_a_symlinked_v
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_library_breakpoint_set_during_a_just_my_code_session_says_how_to_reach_it() {
     let Some((_project, h)) = debugpy_harness("python", config()) else { return };
-    let python = python_with_debugpy().unwrap();
-    let out = Command::new(&python)
-        .args(["-c", "import json.decoder; print(json.decoder.__file__)"])
-        .output()
-        .expect("python runs");
-    let decoder = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let decoder = json_decoder_source();
     h.ok(json!({"operation": "breakpoints", "file": "loop.py", "lines": [6]})).await;
     let launched = h.ok(json!({"operation": "launch", "program": "loop.py"})).await;
     let procs = session_processes(&launched);

@@ -337,3 +337,14 @@ pub fn config() -> DebugConfig {
 pub fn child_pid(output: &str) -> Option<i32> {
     output.lines().find_map(|l| l.trim().strip_prefix("child pid ")?.trim().parse().ok())
 }
+
+/// The source file of `json.decoder` in the interpreter that has debugpy: a standard-library
+/// module the tests set breakpoints in.
+pub fn json_decoder_source() -> String {
+    let python = python_with_debugpy().expect("a python with debugpy");
+    let out = std::process::Command::new(&python)
+        .args(["-c", "import json.decoder; print(json.decoder.__file__)"])
+        .output()
+        .expect("python runs");
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
