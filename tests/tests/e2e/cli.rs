@@ -151,6 +151,51 @@ fn status_reports_the_language_server_the_run_itself_would_start() {
     assert!(!plan.contains(".venv/bin/basedpyright-langserver"), "plan: {plan}");
 }
 
+/// `status` asks the run's own kernels, which start in the run's capsule: behind a prefix that
+/// runs nothing, the interpreter is reported as not running there, not as the host's Python.
+#[test]
+fn status_reports_the_interpreter_as_the_runs_capsule_sees_it() {
+    let project = TempProject::new(&[(
+        "refuse.sh",
+        "#!/bin/sh\necho 'refused by the capsule' >&2\nexit 1\n",
+    )]);
+    let wrapper = project.root.join("refuse.sh");
+    std::fs::set_permissions(&wrapper, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+    let config = project.root.join("user.toml");
+    std::fs::write(
+        &config,
+        format!("[capsule]\nkind = \"prefix\"\nprefix = [{:?}]\n", wrapper.display().to_string()),
+    )
+    .expect("user config");
+    let out = Command::new(host_binary())
+        .args(["status", "--json", "--root"])
+        .arg(&project.root)
+        .env("AGENT_TOOLS_CONFIG", &config)
+        .output()
+        .expect("run the host");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: serde_json::Value = serde_json::from_str(&stdout).expect("json");
+    let eval = report["families"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["family"] == "eval")
+        .expect("eval family")
+        .clone();
+    let python = eval["details"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|d| d.as_str())
+        .find(|d| d.starts_with("python"))
+        .unwrap_or_else(|| panic!("no python line: {eval}"))
+        .to_string();
+    assert!(!python.contains("(Python 3"), "the host's interpreter, not the capsule's: {python}");
+    assert!(python.contains("does not run") || python.contains("unavailable"), "{python}");
+}
+
 #[test]
 fn a_result_that_cannot_be_written_is_an_error_not_a_silent_success() {
     let project = TempProject::new(&[("a.txt", "hello\n")]);
