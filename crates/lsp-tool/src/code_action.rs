@@ -8,11 +8,11 @@ use tokio_util::sync::CancellationToken;
 use crate::{
     actions::{Action, LspArgs, LspOutput},
     error::LspError,
+    on_write::report::WriteDiagnostics,
     paths::display_relative,
     rename::RenamedFile,
     supervisor::Supervisor,
     workspace_edit::{EditOp, parse_workspace_edit, plan_edit},
-    write_report::WriteDiagnostics,
 };
 
 /// Arguments of `lsp_code_action`.

@@ -10,13 +10,13 @@ pub mod diagnostics;
 pub mod discover;
 pub mod encoding;
 mod error;
-mod impact;
 pub mod names;
 mod on_write;
 pub mod paths;
 mod pool;
 mod project_check;
 mod rename;
+mod scan;
 mod server;
 mod supervisor;
 #[doc(hidden)]
@@ -25,7 +25,6 @@ mod toolchain;
 mod transport;
 mod trust;
 mod workspace_edit;
-mod write_report;
 
 pub use lsp_types;
 
@@ -42,14 +41,14 @@ pub use crate::{
     diagnostics::{Diagnostic, Ledger, LedgerDelta, Severity},
     error::LspError,
     on_write::WrittenFile,
+    on_write::report::WriteDiagnostics,
     pool::ServerPool,
     rename::{RenameArgs, RenameReport, RenamedFile},
-    server::{DiagnosticMode, DiagnosticsWait, Progress, join_all, process_group_alive},
+    server::{DiagnosticMode, DiagnosticsWait, Progress, Save, join_all, process_group_alive},
     supervisor::{DocHandle, RootStatus, ServerState, Supervisor, SyncOutcome},
     workspace_edit::{
         EditOp, EditPlan, apply_text_edits, parse_workspace_edit, plan_edit, write_plan,
     },
-    write_report::WriteDiagnostics,
 };
 pub use agent_tools_support::Before;
 /// A call's cancellation and progress port (support's, the same for every family).

@@ -402,7 +402,7 @@ mod tests {
                     .sync_document(
                         &path,
                         Some(text.clone()),
-                        true,
+                        agent_tools_lsp::Save::Notify,
                         Duration::from_secs(30),
                         &cancel,
                     )

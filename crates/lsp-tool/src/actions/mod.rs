@@ -31,7 +31,7 @@ use crate::{
     encoding::{ColumnUnit, convert_column},
     error::LspError,
     paths::{display_relative, path_from_uri, resolve_in_root, uri_from_path},
-    server::{DiagnosticMode, DiagnosticsWait, Scope, Server, SyncedDoc},
+    server::{DiagnosticMode, DiagnosticsWait, Save, Scope, Server, SyncedDoc},
     supervisor::{Supervisor, Target, server_label},
     transport::RequestError,
 };

@@ -69,7 +69,7 @@ impl Supervisor {
             {
                 let ext = example.extension().and_then(|e| e.to_str()).unwrap_or("");
                 let language = server.def.language_of(ext).unwrap_or("plaintext").to_string();
-                let _ = server.sync(&example, &language, false, self.run_id()).await;
+                let _ = server.sync(&example, &language, Save::Skip, self.run_id()).await;
             }
             if let Err(e) = self.wait_ready(server, Scope::Project, "symbols", cancel).await {
                 notes.push(e.to_string());
@@ -93,7 +93,7 @@ impl Supervisor {
                 let (root, def, name) =
                     (server.root.clone(), server.def.clone(), vec![query.to_string()]);
                 let mentions = tokio::task::spawn_blocking(move || {
-                    crate::impact::mentions(&root, &def, &name, Path::new(""))
+                    crate::scan::mentions(&root, &def, &name, Path::new(""))
                 })
                 .await
                 .unwrap_or_default();
@@ -101,7 +101,7 @@ impl Supervisor {
                 for (file, _) in mentions.into_iter().take(MENTIONING_FILES_OPENED) {
                     let ext = file.extension().and_then(|e| e.to_str()).unwrap_or("");
                     let language = server.def.language_of(ext).unwrap_or("plaintext").to_string();
-                    if server.sync(&file, &language, false, self.run_id()).await.is_ok() {
+                    if server.sync(&file, &language, Save::Skip, self.run_id()).await.is_ok() {
                         opened.push(display_relative(self.root(), &file));
                     }
                 }

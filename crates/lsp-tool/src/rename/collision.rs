@@ -7,7 +7,7 @@ use tokio_util::sync::CancellationToken;
 use crate::{
     error::LspError,
     paths::{display_relative, is_inside, path_from_uri},
-    server::Server,
+    server::{Save, Server},
     supervisor::Supervisor,
 };
 
@@ -110,7 +110,7 @@ impl Supervisor {
         let ext = decl_path.extension().and_then(|e| e.to_str()).unwrap_or("");
         if let Some(language) = server.def.language_of(ext) {
             let language = language.to_string();
-            let _ = server.sync(&decl_path, &language, false, self.run_id()).await;
+            let _ = server.sync(&decl_path, &language, Save::Skip, self.run_id()).await;
         }
         let Ok(uri) = decl_uri.parse::<lsp_types::Uri>() else { return Ok(()) };
         let params = lsp_types::DocumentSymbolParams {

@@ -19,6 +19,7 @@ use crate::{
     error::LspError,
     names::check_new_name,
     paths::{display_relative, resolve_in_root, uri_from_path},
+    server::Save,
     supervisor::{Supervisor, server_label},
     workspace_edit::{EditOp, parse_workspace_edit, plan_edit, stale_files},
 };
@@ -97,7 +98,7 @@ impl Supervisor {
         let server = self.server(&target, cancel).await?;
         server.resync_open().await;
         let doc = server
-            .sync(&path, &target.language_id, false, self.run_id())
+            .sync(&path, &target.language_id, Save::Skip, self.run_id())
             .await
             .map_err(LspError::Failed)?;
         let located = locate(&doc.text, &shown, args.line, &args.symbol, args.occurrence)?;
@@ -209,13 +210,17 @@ impl Supervisor {
                     names.join(", ")
                 )));
             }
-            let events: Vec<(PathBuf, u8)> = stale.iter().map(|p| (p.clone(), 2)).collect();
+            let events: Vec<(PathBuf, lsp_types::FileChangeType)> =
+                stale.iter().map(|p| (p.clone(), lsp_types::FileChangeType::CHANGED)).collect();
             server.files_changed(&events).await;
             for p in &stale {
                 let ext = p.extension().and_then(|e| e.to_str()).unwrap_or("");
                 let language =
                     server.def.language_of(ext).unwrap_or(&target.language_id).to_string();
-                server.sync(p, &language, false, self.run_id()).await.map_err(LspError::Failed)?;
+                server
+                    .sync(p, &language, Save::Skip, self.run_id())
+                    .await
+                    .map_err(LspError::Failed)?;
             }
             let _ = server
                 .wait_ready(

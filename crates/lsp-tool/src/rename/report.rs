@@ -4,7 +4,7 @@
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use crate::write_report::WriteDiagnostics;
+use crate::on_write::report::WriteDiagnostics;
 
 /// One file a rename edited.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]

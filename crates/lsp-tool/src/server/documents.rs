@@ -8,9 +8,12 @@ use std::{
     time::Instant,
 };
 
-use lsp_types::notification::{
-    DidChangeTextDocument, DidChangeWatchedFiles, DidCloseTextDocument, DidOpenTextDocument,
-    DidSaveTextDocument,
+use lsp_types::{
+    FileChangeType,
+    notification::{
+        DidChangeTextDocument, DidChangeWatchedFiles, DidCloseTextDocument, DidOpenTextDocument,
+        DidSaveTextDocument,
+    },
 };
 use serde_json::Value;
 
@@ -21,6 +24,16 @@ use crate::paths::uri_from_path;
 /// documents.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub(crate) struct RunId(pub(crate) u64);
+
+/// Whether a sync that sent new content is followed by `didSave` (servers such as
+/// rust-analyzer and gopls check the project on save).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Save {
+    /// `didSave` after a `didOpen`/`didChange` that sent something.
+    Notify,
+    /// Only the content.
+    Skip,
+}
 
 /// How many closed files are watched for changes on disk.
 const MAX_CLOSED_SEEN: usize = 4096;
@@ -44,7 +57,7 @@ impl Server {
         &self,
         path: &Path,
         language_id: &str,
-        save: bool,
+        save: Save,
         holder: RunId,
     ) -> Result<SyncedDoc, String> {
         self.sync_from_disk(path, language_id, save, Some(holder)).await
@@ -54,7 +67,7 @@ impl Server {
         &self,
         path: &Path,
         language_id: &str,
-        save: bool,
+        save: Save,
         holder: Option<RunId>,
     ) -> Result<SyncedDoc, String> {
         let text = crate::paths::read_source(path)
@@ -69,7 +82,7 @@ impl Server {
         path: &Path,
         language_id: &str,
         text: String,
-        save: bool,
+        save: Save,
         holder: RunId,
     ) -> Result<SyncedDoc, String> {
         let from_disk = crate::paths::read_source(path).is_ok_and(|disk| disk == text);
@@ -87,8 +100,8 @@ impl Server {
         holder: RunId,
     ) -> Result<SyncedDoc, String> {
         let doc = match text {
-            Some(text) => self.sync_text(path, language_id, text, false, holder).await?,
-            None => self.sync(path, language_id, false, holder).await?,
+            Some(text) => self.sync_text(path, language_id, text, Save::Skip, holder).await?,
+            None => self.sync(path, language_id, Save::Skip, holder).await?,
         };
         if self.outdated(path).await
             && let Some(touched) = self.touch(path, holder).await
@@ -107,7 +120,7 @@ impl Server {
         path: &Path,
         language_id: &str,
         text: String,
-        save: bool,
+        save: Save,
         holder: Option<RunId>,
         from_disk: bool,
     ) -> Result<SyncedDoc, String> {
@@ -170,7 +183,7 @@ impl Server {
                 (doc.version, false, doc.sent_seq)
             }
         };
-        if save && sent {
+        if save == Save::Notify && sent {
             let params = lsp_types::DidSaveTextDocumentParams {
                 text_document: lsp_types::TextDocumentIdentifier { uri: uri.clone() },
                 text: self.save_includes_text().then(|| text.clone()),
@@ -221,7 +234,14 @@ impl Server {
                 if now != *stamp {
                     *stamp = now;
                     if !changed.iter().any(|(p, _)| p == path) {
-                        changed.push((path.clone(), if path.exists() { 2 } else { 3 }));
+                        changed.push((
+                            path.clone(),
+                            if path.exists() {
+                                FileChangeType::CHANGED
+                            } else {
+                                FileChangeType::DELETED
+                            },
+                        ));
                     }
                 }
             }
@@ -231,7 +251,7 @@ impl Server {
             if path.exists() {
                 let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
                 let language = self.def.language_of(ext).unwrap_or("plaintext").to_string();
-                let _ = self.sync_from_disk(&path, &language, false, None).await;
+                let _ = self.sync_from_disk(&path, &language, Save::Skip, None).await;
             } else {
                 self.close(&path).await;
             }
@@ -306,7 +326,7 @@ impl Server {
             let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
             let language = self.def.language_of(ext).unwrap_or("plaintext").to_string();
             self.release_document(path, holder).await;
-            let mut doc = self.sync(path, &language, false, holder).await.ok()?;
+            let mut doc = self.sync(path, &language, Save::Skip, holder).await.ok()?;
             doc.settle = true;
             doc.versioned_only = true;
             return Some(doc);
@@ -358,20 +378,15 @@ impl Server {
     }
 
     /// Tells the server about files changed on disk that it does not have open
-    /// (`workspace/didChangeWatchedFiles`: 1 created, 2 changed, 3 deleted).
-    pub(crate) async fn files_changed(&self, changes: &[(PathBuf, u8)]) {
+    /// (`workspace/didChangeWatchedFiles`).
+    pub(crate) async fn files_changed(&self, changes: &[(PathBuf, FileChangeType)]) {
         if changes.is_empty() {
             return;
         }
         let events: Vec<lsp_types::FileEvent> = changes
             .iter()
-            .filter_map(|(p, kind)| {
-                let typ = match kind {
-                    1 => lsp_types::FileChangeType::CREATED,
-                    3 => lsp_types::FileChangeType::DELETED,
-                    _ => lsp_types::FileChangeType::CHANGED,
-                };
-                uri_from_path(p).map(|uri| lsp_types::FileEvent { uri, typ })
+            .filter_map(|(p, typ)| {
+                uri_from_path(p).map(|uri| lsp_types::FileEvent { uri, typ: *typ })
             })
             .collect();
         self.count_content_change();

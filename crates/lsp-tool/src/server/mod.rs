@@ -16,6 +16,7 @@ mod start;
 mod watched;
 
 pub(crate) use documents::RunId;
+pub use documents::Save;
 pub(crate) use readiness::Scope;
 
 use std::{

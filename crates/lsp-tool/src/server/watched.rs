@@ -114,7 +114,10 @@ pub(super) fn watch_root(root: &Path) -> Option<FolderWatch> {
 impl Server {
     /// The changes the watch saw that the server asked for, as watched-file events, minus
     /// open documents (they are re-sent whole) and `except` (a write sends those itself).
-    pub(super) async fn watched_changes(&self, except: &[PathBuf]) -> Vec<(PathBuf, u8)> {
+    pub(super) async fn watched_changes(
+        &self,
+        except: &[PathBuf],
+    ) -> Vec<(PathBuf, lsp_types::FileChangeType)> {
         let Some(watch) = &self.disk_watch else { return Vec::new() };
         let seen = watch.changes();
         if seen.incomplete {
@@ -133,9 +136,9 @@ impl Server {
             })
             .map(|(path, change)| {
                 let kind = match change {
-                    FileChange::Created => 1,
-                    FileChange::Changed => 2,
-                    FileChange::Deleted => 3,
+                    FileChange::Created => lsp_types::FileChangeType::CREATED,
+                    FileChange::Changed => lsp_types::FileChangeType::CHANGED,
+                    FileChange::Deleted => lsp_types::FileChangeType::DELETED,
                 };
                 (path, kind)
             })

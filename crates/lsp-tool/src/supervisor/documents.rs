@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 use super::{Supervisor, Target, server_label};
 use crate::{
     diagnostics::Diagnostic,
-    server::{DiagnosticMode, DiagnosticsWait, Server, SyncedDoc},
+    server::{DiagnosticMode, DiagnosticsWait, Save, Server, SyncedDoc},
 };
 
 /// A document synced to its server, ready to wait for its diagnostics.
@@ -88,7 +88,7 @@ impl Supervisor {
         &self,
         path: &Path,
         text: Option<String>,
-        save: bool,
+        save: Save,
         startup_wait: Duration,
         cancel: &CancellationToken,
     ) -> SyncOutcome {

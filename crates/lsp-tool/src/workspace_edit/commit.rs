@@ -1,12 +1,13 @@
 //! A planned WorkspaceEdit committed for a run: written all or nothing, the server told about
 //! every change, and the diagnostics it introduced returned.
 
+use lsp_types::FileChangeType;
 use tokio_util::sync::CancellationToken;
 
 use super::{EditPlan, write_plan};
 use crate::{
-    Before, error::LspError, on_write::WrittenFile, paths::uri_from_path, server::Server,
-    supervisor::Supervisor, write_report::WriteDiagnostics,
+    Before, error::LspError, on_write::WrittenFile, on_write::report::WriteDiagnostics,
+    paths::uri_from_path, server::Server, supervisor::Supervisor,
 };
 
 /// How many edited files of one rename get a baseline from their earlier content.
@@ -50,11 +51,14 @@ impl Supervisor {
                 Some(_) => {
                     let created = plan.created.contains(changed)
                         || plan.renamed.iter().any(|(_, to)| to == changed);
-                    events.push((changed.clone(), if created { 1 } else { 2 }));
+                    events.push((
+                        changed.clone(),
+                        if created { FileChangeType::CREATED } else { FileChangeType::CHANGED },
+                    ));
                 }
                 None => {
                     server.close(changed).await;
-                    events.push((changed.clone(), 3));
+                    events.push((changed.clone(), FileChangeType::DELETED));
                 }
             }
         }

@@ -476,8 +476,10 @@ async fn a_slow_server_yields_not_verified_for_a_write_within_the_deadline() {
     );
     let cancel = CancellationToken::new();
     let path = p.root.join("a.fk");
-    let SyncOutcome::Synced(handle) =
-        p.sup.sync_document(&path, None, true, Duration::from_secs(10), &cancel).await
+    let SyncOutcome::Synced(handle) = p
+        .sup
+        .sync_document(&path, None, agent_tools_lsp::Save::Notify, Duration::from_secs(10), &cancel)
+        .await
     else {
         panic!("the fake covers a.fk");
     };
@@ -492,7 +494,7 @@ async fn a_slow_server_yields_not_verified_for_a_write_within_the_deadline() {
         .sync_document(
             &p.root.join("x.txt"),
             Some(String::new()),
-            true,
+            agent_tools_lsp::Save::Notify,
             Duration::from_secs(1),
             &cancel,
         )

@@ -172,7 +172,7 @@ async fn synced(sup: &Supervisor, path: &Path, text: &str) -> agent_tools_lsp::D
         .sync_document(
             path,
             Some(text.into()),
-            true,
+            agent_tools_lsp::Save::Notify,
             Duration::from_secs(10),
             &CancellationToken::new(),
         )

@@ -22,7 +22,6 @@ use lsp_types::{
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    config::ServerDef,
     paths::{path_from_uri, uri_from_path},
     server::{Server, join_all},
 };
@@ -157,9 +156,6 @@ pub(crate) struct Impact {
 
 /// How many changed declarations are followed per written file.
 const MAX_DECLARATIONS: usize = 12;
-/// Files read by one scan for names, and the largest file read.
-const SCAN_MAX_FILES: usize = 20_000;
-const SCAN_MAX_BYTES: u64 = 4 << 20;
 
 /// The impact of replacing `old` by `new` in `path`, asked of `server` while it has `old`.
 /// Every request ends by `deadline`.
@@ -304,7 +300,7 @@ pub(crate) async fn impact_of(
 /// written file itself.
 async fn scan(server: &Server, names: Vec<String>, skip: &Path) -> Vec<(PathBuf, usize)> {
     let (root, def, skip) = (server.root.clone(), server.def.clone(), skip.to_path_buf());
-    tokio::task::spawn_blocking(move || mentions(&root, &def, &names, &skip))
+    tokio::task::spawn_blocking(move || crate::scan::mentions(&root, &def, &names, &skip))
         .await
         .unwrap_or_default()
 }
@@ -370,59 +366,6 @@ pub(crate) fn declared_names(text: &str, new: &str, lines: &Range<u32>) -> Vec<S
     }
     names.truncate(MAX_DECLARATIONS);
     names
-}
-
-fn is_word_byte(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b == b'_' || b == b'$' || b >= 0x80
-}
-
-/// How often `name` occurs in `text` as a whole word.
-fn word_count(text: &[u8], name: &str) -> usize {
-    memchr::memmem::find_iter(text, name.as_bytes())
-        .filter(|&at| {
-            let before = at.checked_sub(1).map(|i| text[i]);
-            let after = text.get(at + name.len()).copied();
-            !before.is_some_and(is_word_byte) && !after.is_some_and(is_word_byte)
-        })
-        .count()
-}
-
-/// Files under `root` of `def`'s languages (ignore files respected) that mention any of
-/// `names` as a word, most mentions first; `skip` is left out.
-pub(crate) fn mentions(
-    root: &Path,
-    def: &ServerDef,
-    names: &[String],
-    skip: &Path,
-) -> Vec<(PathBuf, usize)> {
-    let mut found = Vec::new();
-    let walker = ignore::WalkBuilder::new(root)
-        .hidden(true)
-        .parents(true)
-        .filter_entry(|e| {
-            !e.file_type().is_some_and(|t| t.is_dir())
-                || !crate::discover::SKIP_DIRS.contains(&e.file_name().to_string_lossy().as_ref())
-        })
-        .build();
-    for entry in walker.flatten().take(SCAN_MAX_FILES) {
-        let path = entry.path();
-        if path == skip || !entry.file_type().is_some_and(|t| t.is_file()) {
-            continue;
-        }
-        let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
-        if def.language_of(ext).is_none()
-            || entry.metadata().map_or(true, |m| m.len() > SCAN_MAX_BYTES)
-        {
-            continue;
-        }
-        let Ok(text) = std::fs::read(path) else { continue };
-        let count: usize = names.iter().map(|n| word_count(&text, n)).sum();
-        if count > 0 {
-            found.push((path.to_path_buf(), count));
-        }
-    }
-    found.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-    found
 }
 
 #[cfg(test)]
@@ -492,11 +435,5 @@ mod tests {
         let old = "def a():\n    xx()\ndef b():\n    yy()\n";
         let new = "def a():\n    zz()\ndef b():\n    ww()\n";
         assert_eq!(declared_names(old, new, &(1..4)), ["xx", "yy"]);
-    }
-
-    #[test]
-    fn names_are_counted_as_whole_words() {
-        assert_eq!(word_count(b"echo(x); echo_all(); re_echo; echo", "echo"), 2);
-        assert_eq!(word_count(b"$echo echo$", "echo"), 0);
     }
 }
