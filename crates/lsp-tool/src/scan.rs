@@ -24,6 +24,38 @@ fn word_count(text: &[u8], name: &str) -> usize {
         .count()
 }
 
+/// The files under `root` of `def`'s languages (ignore files respected, dependency and build
+/// folders skipped), at most [`SCAN_MAX_FILES`] and none larger than [`SCAN_MAX_BYTES`], with
+/// their content; `skip` is left out.
+fn source_files<'a>(
+    root: &Path,
+    def: &'a ServerDef,
+    skip: &'a Path,
+) -> impl Iterator<Item = (PathBuf, Vec<u8>)> + 'a {
+    ignore::WalkBuilder::new(root)
+        .hidden(true)
+        .parents(true)
+        .filter_entry(|e| {
+            !e.file_type().is_some_and(|t| t.is_dir())
+                || !crate::discover::SKIP_DIRS.contains(&e.file_name().to_string_lossy().as_ref())
+        })
+        .build()
+        .flatten()
+        .take(SCAN_MAX_FILES)
+        .filter(move |entry| {
+            let path = entry.path();
+            let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+            path != skip
+                && entry.file_type().is_some_and(|t| t.is_file())
+                && def.language_of(ext).is_some()
+                && entry.metadata().is_ok_and(|m| m.len() <= SCAN_MAX_BYTES)
+        })
+        .filter_map(|entry| {
+            let text = std::fs::read(entry.path()).ok()?;
+            Some((entry.into_path(), text))
+        })
+}
+
 /// Files under `root` of `def`'s languages (ignore files respected) that mention any of
 /// `names` as a word, most mentions first; `skip` is left out.
 pub(crate) fn mentions(
@@ -32,39 +64,211 @@ pub(crate) fn mentions(
     names: &[String],
     skip: &Path,
 ) -> Vec<(PathBuf, usize)> {
-    let mut found = Vec::new();
-    let walker = ignore::WalkBuilder::new(root)
-        .hidden(true)
-        .parents(true)
-        .filter_entry(|e| {
-            !e.file_type().is_some_and(|t| t.is_dir())
-                || !crate::discover::SKIP_DIRS.contains(&e.file_name().to_string_lossy().as_ref())
+    let mut found: Vec<(PathBuf, usize)> = source_files(root, def, skip)
+        .filter_map(|(path, text)| {
+            let count: usize = names.iter().map(|n| word_count(&text, n)).sum();
+            (count > 0).then_some((path, count))
         })
-        .build();
-    for entry in walker.flatten().take(SCAN_MAX_FILES) {
-        let path = entry.path();
-        if path == skip || !entry.file_type().is_some_and(|t| t.is_file()) {
-            continue;
-        }
-        let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
-        if def.language_of(ext).is_none()
-            || entry.metadata().map_or(true, |m| m.len() > SCAN_MAX_BYTES)
-        {
-            continue;
-        }
-        let Ok(text) = std::fs::read(path) else { continue };
-        let count: usize = names.iter().map(|n| word_count(&text, n)).sum();
-        if count > 0 {
-            found.push((path.to_path_buf(), count));
-        }
-    }
+        .collect();
     found.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
     found
 }
 
+/// How deep the include graph of a header is followed (a header that includes it, then the
+/// files that include that one, …).
+const MAX_INCLUDE_DEPTH: usize = 4;
+
+/// The files under `root` of `def`'s languages that import or include `path`, nearest first
+/// (depth 1: they name it; a header that includes it brings its own includers at depth 2, …),
+/// from the import and include lines alone: `#include "x.h"`, `import`/`from` of a Python
+/// module, an `import … from "./x"` or `require("./x")`, a Go import of its package, a Rust
+/// `mod`/`use` of it. An upper bound: same-named modules elsewhere count too.
+pub(crate) fn importers(root: &Path, def: &ServerDef, path: &Path) -> Vec<(PathBuf, usize)> {
+    let files: Vec<(PathBuf, Vec<u8>)> = source_files(root, def, path).collect();
+    let mut found: Vec<(PathBuf, usize)> = Vec::new();
+    let mut frontier: Vec<PathBuf> = vec![path.to_path_buf()];
+    for depth in 1..=MAX_INCLUDE_DEPTH {
+        let targets: Vec<ModuleName> = frontier.iter().filter_map(|p| ModuleName::of(p)).collect();
+        let mut next = Vec::new();
+        for (file, text) in &files {
+            if found.iter().any(|(f, _)| f == file) {
+                continue;
+            }
+            let text = String::from_utf8_lossy(text);
+            if targets.iter().any(|t| t.imported_by(&text)) {
+                found.push((file.clone(), depth));
+                // Only a header passes its includers on; a module's importers do not import
+                // what it imports.
+                if ModuleName::of(file).is_some_and(|m| m.kind == ModuleKind::Header) {
+                    next.push(file.clone());
+                }
+            }
+        }
+        if next.is_empty() {
+            break;
+        }
+        frontier = next;
+    }
+    found
+}
+
+/// Whether `path` is a C or C++ header (its users are the files that include it).
+pub(crate) fn is_header(path: &Path) -> bool {
+    matches!(
+        path.extension().and_then(|e| e.to_str()),
+        Some("h" | "hh" | "hpp" | "hxx" | "inc" | "inl")
+    )
+}
+
+/// How a language names a file it imports.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum ModuleKind {
+    /// `#include "name.h"`.
+    Header,
+    /// `import a.b.name`, `from a.name import x`, `from . import name`.
+    Python,
+    /// `from "./dir/name"`, `require("../name")`, `import("./name.js")`.
+    Script,
+    /// `"example.com/mod/pkg"` in an import block: the package's folder.
+    GoPackage,
+    /// `mod name;`, `use crate::name::…`.
+    Rust,
+}
+
+/// The name other files import a file by.
+struct ModuleName {
+    kind: ModuleKind,
+    name: String,
+}
+
+impl ModuleName {
+    fn of(path: &Path) -> Option<ModuleName> {
+        let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+        let stem = path.file_stem()?.to_string_lossy().to_string();
+        let folder = || path.parent()?.file_name().map(|n| n.to_string_lossy().to_string());
+        let (kind, name) = match ext {
+            "h" | "hh" | "hpp" | "hxx" | "inc" | "inl" | "c" | "cc" | "cpp" | "cxx" => {
+                (ModuleKind::Header, path.file_name()?.to_string_lossy().to_string())
+            }
+            "py" | "pyi" if stem == "__init__" => (ModuleKind::Python, folder()?),
+            "py" | "pyi" => (ModuleKind::Python, stem),
+            "ts" | "tsx" | "js" | "jsx" | "mjs" | "cjs" | "mts" | "cts" if stem == "index" => {
+                (ModuleKind::Script, folder()?)
+            }
+            "ts" | "tsx" | "js" | "jsx" | "mjs" | "cjs" | "mts" | "cts" => {
+                (ModuleKind::Script, stem.split('.').next().unwrap_or(&stem).to_string())
+            }
+            "go" => (ModuleKind::GoPackage, folder()?),
+            "rs" if stem == "mod" => (ModuleKind::Rust, folder()?),
+            "rs" => (ModuleKind::Rust, stem),
+            _ => return None,
+        };
+        Some(ModuleName { kind, name })
+    }
+
+    /// Whether `text` has an import or include line that names this module.
+    fn imported_by(&self, text: &str) -> bool {
+        let name = self.name.as_str();
+        text.lines().map(str::trim).any(|line| match self.kind {
+            ModuleKind::Header => {
+                line.starts_with('#')
+                    && line[1..].trim_start().starts_with("include")
+                    && quoted(line).is_some_and(|spec| last_segment(spec) == name)
+            }
+            ModuleKind::Python => {
+                (line.starts_with("import ") || line.starts_with("from "))
+                    && line.split(|c: char| !(c.is_alphanumeric() || c == '_')).any(|w| w == name)
+            }
+            ModuleKind::Script => {
+                (line.contains("from ") || line.contains("require(") || line.contains("import"))
+                    && quoted(line).is_some_and(|spec| {
+                        spec.starts_with('.')
+                            && last_segment(spec).split('.').next().is_some_and(|s| s == name)
+                    })
+            }
+            ModuleKind::GoPackage => {
+                quoted(line).is_some_and(|spec| last_segment(spec) == name)
+                    && (line.starts_with('"') || line.starts_with("import") || line.contains(" \""))
+            }
+            ModuleKind::Rust => {
+                (line.starts_with("mod ")
+                    || line.starts_with("pub mod ")
+                    || line.starts_with("use ")
+                    || line.starts_with("pub use "))
+                    && line.split(|c: char| !(c.is_alphanumeric() || c == '_')).any(|w| w == name)
+            }
+        })
+    }
+}
+
+/// The first quoted string of `line` (`"…"`, `'…'` or `<…>`).
+fn quoted(line: &str) -> Option<&str> {
+    let start = line.find(['"', '\'', '<'])?;
+    let close = match line.as_bytes()[start] {
+        b'<' => '>',
+        b'\'' => '\'',
+        _ => '"',
+    };
+    let rest = &line[start + 1..];
+    rest.find(close).map(|end| &rest[..end])
+}
+
+/// `c` of `a/b/c`.
+fn last_segment(spec: &str) -> &str {
+    spec.rsplit('/').next().unwrap_or(spec)
+}
+
 #[cfg(test)]
+#[allow(clippy::disallowed_methods, reason = "tests write their fixtures by path")]
 mod tests {
     use super::*;
+
+    #[test]
+    fn includers_are_found_through_headers_nearest_first() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path();
+        for (name, text) in [
+            ("lstring.h", "#define luaS_new(L, s) f(L, s)\n"),
+            ("lgc.h", "#include \"lstring.h\"\n"),
+            ("lgc.c", "#include \"lgc.h\"\n"),
+            ("lapi.c", "#include <stdio.h>\n#include \"lstring.h\"\n"),
+            ("lzio.c", "#include \"lzio.h\"\n/* lstring.h is not included */\n"),
+        ] {
+            std::fs::write(root.join(name), text).expect("write");
+        }
+        let def = crate::config::builtin_servers()
+            .into_iter()
+            .find(|d| d.id == "c")
+            .expect("clangd is built in");
+        let mut found = importers(root, &def, &root.join("lstring.h"));
+        found.sort();
+        let names: Vec<(String, usize)> = found
+            .into_iter()
+            .map(|(p, d)| (p.file_name().unwrap().to_string_lossy().to_string(), d))
+            .collect();
+        assert_eq!(names, [("lapi.c".into(), 1), ("lgc.c".into(), 2), ("lgc.h".into(), 1)]);
+    }
+
+    #[test]
+    fn modules_are_named_as_their_importers_write_them() {
+        let py = ModuleName::of(Path::new("/p/src/pkg/termui.py")).unwrap();
+        assert!(py.imported_by("from pkg.termui import echo"));
+        assert!(py.imported_by("from .termui import echo"));
+        assert!(py.imported_by("from . import termui"));
+        assert!(!py.imported_by("termui = 1"));
+        let init = ModuleName::of(Path::new("/p/src/pkg/__init__.py")).unwrap();
+        assert!(init.imported_by("from pkg import echo"));
+        let ts = ModuleName::of(Path::new("/p/src/util/isFunction.ts")).unwrap();
+        assert!(ts.imported_by("import { isFunction } from './util/isFunction';"));
+        assert!(ts.imported_by("const { isFunction } = require(\"../isFunction.js\");"));
+        assert!(
+            !ts.imported_by("import { isFunction } from 'isFunction';"),
+            "a package, not the file"
+        );
+        let go = ModuleName::of(Path::new("/p/internal/shapes/area.go")).unwrap();
+        assert!(go.imported_by("\t\"example.com/demo/internal/shapes\""));
+        assert!(go.imported_by("import \"example.com/demo/internal/shapes\""));
+    }
 
     #[test]
     fn names_are_counted_as_whole_words() {

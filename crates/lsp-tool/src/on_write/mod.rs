@@ -21,6 +21,7 @@
 //! server's measured time.
 
 mod baseline;
+mod declarations;
 pub(crate) mod impact;
 mod new_world;
 mod old_world;
@@ -144,6 +145,7 @@ impl<'a> WriteCheck<'a> {
     }
 
     fn finish(mut self) -> WriteDiagnostics {
+        self.report.count_files();
         self.report.waited_ms = self.started.elapsed().as_millis() as u64;
         self.report
     }

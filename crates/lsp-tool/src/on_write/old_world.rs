@@ -39,7 +39,7 @@ impl WriteCheck<'_> {
     pub(super) async fn impact(&mut self, written: &[Written]) -> Vec<User> {
         let mut users: Vec<User> = Vec::new();
         let mut more: Vec<String> = Vec::new();
-        for (impact, server) in self.impacts(written).await {
+        for (impact, server, path) in self.impacts(written).await {
             for name in &impact.names {
                 if !self.report.changed.contains(name) {
                     self.report.changed.push(name.clone());
@@ -47,6 +47,15 @@ impl WriteCheck<'_> {
             }
             if impact.scanned_because.is_some() && !impact.files.is_empty() {
                 self.report.found_by_scan = impact.scanned_because.clone();
+            }
+            for how in &impact.searched {
+                if !self.report.searched.contains(how) {
+                    self.report.searched.push(how.clone());
+                }
+            }
+            if let Some(why) = &impact.undetermined {
+                let shown = self.shown(&path);
+                self.report.undetermined.push(format!("{shown}: {why}"));
             }
             for (file, _) in impact.files {
                 if written.iter().any(|w| w.path == file) || users.iter().any(|u| u.path == file) {
@@ -80,7 +89,7 @@ impl WriteCheck<'_> {
     }
 
     /// The impact of each written file whose old text is known, asked of its server.
-    async fn impacts(&self, written: &[Written]) -> Vec<(Impact, Arc<Server>)> {
+    async fn impacts(&self, written: &[Written]) -> Vec<(Impact, Arc<Server>, PathBuf)> {
         let budget = Duration::from_millis(self.sup.config().request_timeout_ms);
         join_all(written.iter().filter_map(|w| {
             let old = w.old.as_ref()?;
@@ -92,7 +101,7 @@ impl WriteCheck<'_> {
             Some(async move {
                 let impact =
                     impact_of(&w.server, &w.path, old, new.as_deref(), deadline, self.cancel).await;
-                (impact, w.server.clone())
+                (impact, w.server.clone(), w.path.clone())
             })
         }))
         .await

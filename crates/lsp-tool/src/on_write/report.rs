@@ -1,6 +1,7 @@
-//! What a write's diagnostics check found, and its text for a model: new diagnostics, what
-//! was checked (the written files and the files that use what they changed), what was not
-//! and why. "No new errors" is said only when every file the change can affect was verified.
+//! What a write's diagnostics check found, and its text for a model: one line per file with
+//! new diagnostics (nearest first) before any detail, details capped per file so that one
+//! file's many errors cannot hide another's, what was checked clean, what was not and why.
+//! "No new errors" is said only when every file the change can affect was verified.
 
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -9,6 +10,8 @@ use crate::diagnostics::{Diagnostic, count_phrase};
 
 /// How many changed declarations the text names.
 const SHOWN_NAMES: usize = 6;
+/// How many details one file shows at most, whatever the total cap leaves.
+const MAX_SHOWN_PER_FILE: usize = 5;
 
 /// The diagnostics a write introduced, over every file it changed and the files that use
 /// what it changed.
@@ -16,6 +19,8 @@ const SHOWN_NAMES: usize = 6;
 pub struct WriteDiagnostics {
     /// New errors and warnings (count went up), written files first, then other files.
     pub new: Vec<Diagnostic>,
+    /// Per file with new diagnostics, nearest first: the file and how many.
+    pub files: Vec<FileCount>,
     /// Diagnostics that were there before and are not repeated.
     pub known: usize,
     /// Diagnostics that were there before the write and are gone (in any file checked).
@@ -28,11 +33,15 @@ pub struct WriteDiagnostics {
     pub changed: Vec<String>,
     /// Files other than the written ones that were checked and verified, nearest first.
     pub checked: Vec<String>,
+    /// How the files that use the change were looked for.
+    pub searched: Vec<String>,
     /// Files that use what the write changed but were not checked, and why (`path (why)`).
     pub not_checked: Vec<String>,
     /// How the files that use the change were found when the server could not say it all.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub found_by_scan: Option<String>,
+    /// `path: why` for each written file whose effect on other files could not be determined.
+    pub undetermined: Vec<String>,
     /// `path (why)` for each file whose diagnostics could not be had in time.
     pub not_verified: Vec<String>,
     /// Files written for the first time in this run whose earlier content is unknown.
@@ -47,76 +56,68 @@ pub struct WriteDiagnostics {
     pub max_shown: usize,
 }
 
+/// One file's count of new diagnostics.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct FileCount {
+    /// Path relative to the run's root.
+    pub path: String,
+    /// How many new diagnostics it has.
+    pub new: usize,
+    /// How many of them the text lists.
+    pub shown: usize,
+}
+
 impl WriteDiagnostics {
     /// Whether every file the change can affect was verified.
     pub fn complete(&self) -> bool {
-        self.not_verified.is_empty() && self.not_checked.is_empty()
+        self.not_verified.is_empty() && self.not_checked.is_empty() && self.undetermined.is_empty()
+    }
+
+    /// Groups the new diagnostics by file, nearest first (the order they were found in), and
+    /// decides how many of each the text lists: a fair share of `max_shown` per file, at
+    /// most [`MAX_SHOWN_PER_FILE`], at least one while the total allows.
+    pub(crate) fn count_files(&mut self) {
+        let mut files: Vec<FileCount> = Vec::new();
+        for d in &self.new {
+            match files.iter_mut().find(|f| f.path == d.path) {
+                Some(f) => f.new += 1,
+                None => files.push(FileCount { path: d.path.clone(), new: 1, shown: 0 }),
+            }
+        }
+        let share = (self.max_shown / files.len().max(1)).clamp(1, MAX_SHOWN_PER_FILE);
+        let mut left = self.max_shown;
+        for f in &mut files {
+            f.shown = f.new.min(share).min(left);
+            left -= f.shown;
+        }
+        // What the fair share left over goes to the nearest files first.
+        for f in &mut files {
+            let more = (f.new - f.shown).min(left).min(MAX_SHOWN_PER_FILE.saturating_sub(f.shown));
+            f.shown += more;
+            left -= more;
+        }
+        self.files = files;
     }
 
     /// The section appended to a write's text.
     pub fn render(&self) -> String {
         let mut lines = Vec::new();
-        let known_note = if self.known > 0 {
-            format!(" ({} already known, not repeated)", self.known)
-        } else {
-            String::new()
-        };
-        if !self.servers.is_empty() {
-            let summary = match (self.new.is_empty(), self.complete()) {
-                (true, true) => format!("no new errors or warnings{known_note}"),
-                (true, false) => {
-                    format!("no new errors or warnings in the files verified{known_note}")
-                }
-                (false, _) => format!("{}{known_note}", count_phrase(&self.new, "new")),
-            };
-            lines.push(format!(
-                "The write was applied. Diagnostics ({}): {summary}",
-                self.servers.join(", ")
-            ));
-            for d in self.new.iter().take(self.max_shown) {
-                lines.push(d.render());
-            }
-            if self.new.len() > self.max_shown {
-                lines.push(format!(
-                    "[+{} more new diagnostics not shown; call lsp diagnostics on the file for all]",
-                    self.new.len() - self.max_shown
-                ));
-            }
-            if self.fixed > 0 {
-                lines.push(format!(
-                    "{} diagnostic(s) that were there before are gone ({})",
-                    self.fixed,
-                    self.fixed_in.join(", ")
-                ));
-            }
-            if !self.checked.is_empty() {
-                let mut uses = if self.changed.is_empty() {
-                    "what it changed".to_string()
-                } else {
-                    let shown: Vec<String> =
-                        self.changed.iter().take(SHOWN_NAMES).map(|n| format!("`{n}`")).collect();
-                    shown.join(", ")
-                };
-                if self.changed.len() > SHOWN_NAMES {
-                    uses.push_str(&format!(" and {} more", self.changed.len() - SHOWN_NAMES));
-                }
-                lines.push(format!(
-                    "Also checked {} file(s) that use {uses}: {}",
-                    self.checked.len(),
-                    self.checked.join(", ")
-                ));
-            }
-            if let Some(how) = &self.found_by_scan {
-                lines.push(format!("(files that use it were also found by name: {how})"));
-            }
-            if !self.baseline_unknown.is_empty() {
-                lines.push(format!(
-                    "(first write to {} in this run and its earlier content is unknown: its current diagnostics were taken as the baseline)",
-                    self.baseline_unknown.join(", ")
-                ));
-            }
-        } else {
+        if self.servers.is_empty() {
             lines.push("The write was applied.".into());
+        } else {
+            lines.push(format!(
+                "The write was applied. Diagnostics ({}): {}",
+                self.servers.join(", "),
+                self.summary()
+            ));
+            self.render_new(&mut lines);
+            self.render_checked(&mut lines);
+        }
+        if !self.undetermined.is_empty() {
+            lines.push(format!(
+                "not determined which other files it affects: {} (they were not checked)",
+                self.undetermined.join("; ")
+            ));
         }
         if !self.not_checked.is_empty() {
             lines.push(format!("not checked: {}", self.not_checked.join(", ")));
@@ -129,5 +130,117 @@ impl WriteDiagnostics {
             ));
         }
         lines.join("\n")
+    }
+
+    /// `2 new errors in 2 files (1 already known, not repeated)`, or why nothing new is said.
+    fn summary(&self) -> String {
+        let known = if self.known > 0 {
+            format!(" ({} already known, not repeated)", self.known)
+        } else {
+            String::new()
+        };
+        let in_files = match self.files.len() {
+            0 | 1 => String::new(),
+            n => format!(" in {n} files"),
+        };
+        match (self.new.is_empty(), self.complete()) {
+            (true, true) => format!("no new errors or warnings{known}"),
+            (true, false) => format!("no new errors or warnings in the files verified{known}"),
+            (false, _) => format!("{}{in_files}{known}", count_phrase(&self.new, "new")),
+        }
+    }
+
+    /// One line per file with new diagnostics, then each file's details up to its share, then
+    /// the files whose details were cut and the call that shows them.
+    fn render_new(&self, lines: &mut Vec<String>) {
+        let counted = self.counted();
+        if counted.len() > 1 {
+            for f in &counted {
+                let of_file: Vec<Diagnostic> =
+                    self.new.iter().filter(|d| d.path == f.path).cloned().collect();
+                lines.push(format!("  {}: {}", f.path, count_phrase(&of_file, "new")));
+            }
+        }
+        for f in &counted {
+            lines.extend(
+                self.new.iter().filter(|d| d.path == f.path).take(f.shown).map(Diagnostic::render),
+            );
+        }
+        let cut: Vec<&FileCount> = counted.iter().filter(|f| f.shown < f.new).collect();
+        if let Some(first) = cut.first() {
+            let named: Vec<String> = cut
+                .iter()
+                .map(|f| format!("{} ({} of {})", f.path, f.new - f.shown, f.new))
+                .collect();
+            lines.push(format!(
+                "[details not shown: {}; call lsp {{\"action\": \"diagnostics\", \"file\": \"{}\"}} for each file]",
+                named.join(", "),
+                first.path
+            ));
+        }
+        if self.fixed > 0 {
+            lines.push(format!(
+                "{} diagnostic(s) that were there before are gone ({})",
+                self.fixed,
+                self.fixed_in.join(", ")
+            ));
+        }
+    }
+
+    /// The per-file counts, computed here when [`WriteDiagnostics::count_files`] was not run.
+    fn counted(&self) -> Vec<FileCount> {
+        if !self.files.is_empty() || self.new.is_empty() {
+            return self.files.clone();
+        }
+        let mut copy = self.clone();
+        copy.count_files();
+        copy.files
+    }
+
+    /// What was checked clean, how the files were found, and whose baseline was unknown.
+    fn render_checked(&self, lines: &mut Vec<String>) {
+        let uses = self.changed_names();
+        let clean: Vec<&String> =
+            self.checked.iter().filter(|c| !self.files.iter().any(|f| &f.path == *c)).collect();
+        let broken = self.checked.len() - clean.len();
+        if !clean.is_empty() {
+            let also = if broken > 0 { " other" } else { "" };
+            let names: Vec<&str> = clean.iter().map(|c| c.as_str()).collect();
+            lines.push(format!(
+                "No new errors in {}{also} checked file(s) that use {uses}: {}",
+                clean.len(),
+                names.join(", ")
+            ));
+        } else if self.checked.is_empty() && !self.changed.is_empty() && self.complete() {
+            let how = if self.searched.is_empty() {
+                String::new()
+            } else {
+                format!(" ({} found none)", self.searched.join(" and "))
+            };
+            lines.push(format!("No other file uses {uses}{how}."));
+        }
+        if let Some(how) = &self.found_by_scan {
+            lines.push(format!("(files that use it were also found by name: {how})"));
+        }
+        if !self.baseline_unknown.is_empty() {
+            lines.push(format!(
+                "(first write to {} in this run and its earlier content is unknown: its current diagnostics were taken as the baseline)",
+                self.baseline_unknown.join(", ")
+            ));
+        }
+    }
+
+    /// `` `a`, `b` and 3 more ``, or "what it changed".
+    fn changed_names(&self) -> String {
+        if self.changed.is_empty() {
+            return "what it changed".to_string();
+        }
+        let shown: Vec<String> =
+            self.changed.iter().take(SHOWN_NAMES).map(|n| format!("`{n}`")).collect();
+        let mut uses = shown.join(", ");
+        if self.changed.len() > SHOWN_NAMES {
+            uses.push_str(&format!(" and {} more", self.changed.len() - SHOWN_NAMES));
+        }
+        uses
     }
 }

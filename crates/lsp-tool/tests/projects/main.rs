@@ -10,6 +10,7 @@
 #![allow(clippy::disallowed_methods)]
 #![allow(clippy::print_stderr)]
 
+mod fan_out;
 mod on_write;
 mod rename;
 mod servers;

@@ -122,7 +122,11 @@ async fn a_signature_change_reports_the_broken_caller_in_go() {
 
 /// Writes `text` to `file` as a file tool would (what it held before is known) and returns
 /// the write's diagnostics; nothing was opened before.
-async fn write_file(p: &Project, file: &str, text: &str) -> agent_tools_lsp::WriteDiagnostics {
+pub(crate) async fn write_file(
+    p: &Project,
+    file: &str,
+    text: &str,
+) -> agent_tools_lsp::WriteDiagnostics {
     change_file(p, file, Some(text)).await
 }
 

@@ -1,0 +1,114 @@
+//! Diagnostics on write for changes that fan out: a macro and a prototype changed in a C
+//! header name every `.c` file they break, though none was opened and the header's outline
+//! has no macros; one file's many errors do not hide another file.
+
+use super::{on_write::write_file, *};
+
+/// A C project shaped like Lua's: `lstr.h` defines a macro over a function, `ldbg.h` declares
+/// an error function, `lobj.h` includes `lstr.h` (so its includers see the macro too); the
+/// `.c` files use them, some through `lobj.h` only, `lmath.c` not at all.
+fn lua_shaped() -> Option<Project> {
+    let units =
+        ["lapi.c", "ldo.c", "llex.c", "lparser.c", "lstr.c", "ltable.c", "lvm.c", "lmath.c"];
+    let commands: Vec<String> = units
+        .iter()
+        .map(|u| format!("{{\"directory\": \"$ROOT\", \"file\": \"{u}\", \"arguments\": [\"cc\", \"-c\", \"{u}\"]}}"))
+        .collect();
+    let compile_commands = format!("[{}]\n", commands.join(", "));
+    let many_errors: String =
+        (0..30).map(|i| format!("  if (n == {i}) dbg_runerror(L, \"case %d\", {i});\n")).collect();
+    let files: Vec<(String, String)> = vec![
+        ("compile_commands.json".into(), compile_commands),
+        (
+            "lstr.h".into(),
+            "#ifndef LSTR_H\n#define LSTR_H\ntypedef struct State State;\nconst char *str_newlstr(State *L, const char *s, unsigned long n);\n#define str_newliteral(L, s) (str_newlstr(L, \"\" s, (sizeof(s) / sizeof(char)) - 1))\n#endif\n".into(),
+        ),
+        (
+            "ldbg.h".into(),
+            "#ifndef LDBG_H\n#define LDBG_H\n#include \"lstr.h\"\nvoid dbg_runerror(State *L, const char *fmt, ...);\n#endif\n".into(),
+        ),
+        ("lobj.h".into(), "#ifndef LOBJ_H\n#define LOBJ_H\n#include \"lstr.h\"\n#endif\n".into()),
+        (
+            "lstr.c".into(),
+            "#include \"lstr.h\"\nconst char *str_newlstr(State *L, const char *s, unsigned long n) { (void)L; (void)n; return s; }\nconst char *str_empty(State *L) { return str_newliteral(L, \"\"); }\n".into(),
+        ),
+        ("lapi.c".into(), "#include \"lobj.h\"\nconst char *api_name(State *L) { return str_newliteral(L, \"api\"); }\n".into()),
+        ("ldo.c".into(), "#include \"ldbg.h\"\nvoid do_call(State *L, int n) {\n  if (n > 200) dbg_runerror(L, \"C stack overflow\");\n  (void)str_newliteral(L, \"call\");\n}\n".into()),
+        ("llex.c".into(), "#include \"lobj.h\"\nconst char *lex_env(State *L) { return str_newliteral(L, \"_ENV\"); }\n".into()),
+        ("lparser.c".into(), "#include \"lobj.h\"\n#include \"ldbg.h\"\nconst char *parser_self(State *L) { return str_newliteral(L, \"self\"); }\n".into()),
+        ("ltable.c".into(), format!("#include \"ldbg.h\"\nvoid table_check(State *L, int n) {{\n{many_errors}}}\n")),
+        ("lvm.c".into(), "#include \"ldbg.h\"\nvoid vm_error(State *L) { dbg_runerror(L, \"attempt to compare\"); }\n".into()),
+        ("lmath.c".into(), "#include \"lobj.h\"\nint math_abs(int x) { return x < 0 ? -x : x; }\n".into()),
+    ];
+    let files: Vec<(&str, &str)> = files.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+    Project::new("clangd-16", &files, false)
+}
+
+/// The files a report names with new diagnostics.
+fn broken(report: &agent_tools_lsp::WriteDiagnostics) -> Vec<String> {
+    let mut files: Vec<String> = report.files.iter().map(|f| f.path.clone()).collect();
+    files.sort();
+    files
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_macro_changed_in_a_header_names_every_file_whose_expansions_broke() {
+    let Some(p) = lua_shaped() else { return };
+    let header = p.read("lstr.h");
+    let changed = header.replace(
+        "(str_newlstr(L, \"\" s, (sizeof(s) / sizeof(char)) - 1))",
+        "(str_newlstr(L, \"\" s, (sizeof(s) / sizeof(char)) - 1, 0))",
+    );
+    assert_ne!(header, changed);
+    let report = write_file(&p, "lstr.h", &changed).await;
+    let text = report.render();
+    assert!(!text.contains("no new errors"), "{text}");
+    assert_eq!(
+        broken(&report),
+        ["lapi.c", "ldo.c", "llex.c", "lparser.c", "lstr.c"],
+        "every file that expands the macro, none other: {text}"
+    );
+    for file in ["lapi.c", "ldo.c", "llex.c", "lparser.c", "lstr.c"] {
+        assert!(text.contains(&format!("\n  {file}: 1 new error")), "{file} summarised: {text}");
+    }
+    assert!(report.complete(), "every includer was checked: {text}");
+    assert!(report.changed.iter().any(|n| n == "str_newliteral"), "{text}");
+    // The file that includes the header but does not use the macro was checked clean.
+    assert!(report.checked.iter().any(|c| c == "lmath.c"), "{text}");
+    assert!(text.contains("No new errors in") && text.contains("lmath.c"), "{text}");
+    p.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prototype_changed_in_a_header_names_every_broken_file_however_many_errors_one_has() {
+    let Some(p) = lua_shaped() else { return };
+    let header = p.read("ldbg.h");
+    let changed = header.replace(
+        "void dbg_runerror(State *L, const char *fmt, ...);",
+        "void dbg_runerror(State *L, int level, const char *fmt, ...);",
+    );
+    let report = write_file(&p, "ldbg.h", &changed).await;
+    let text = report.render();
+    assert!(!text.contains("no new errors"), "{text}");
+    assert_eq!(broken(&report), ["ldo.c", "ltable.c", "lvm.c"], "{text}");
+    // The summary lines come right after the first line, before any detail.
+    let summary: Vec<&str> = text.lines().skip(1).take(3).collect();
+    assert!(summary.iter().all(|l| l.starts_with("  ") && l.contains(": ")), "{text}");
+    // clang stops at 20 errors a file; however many, they are one line here.
+    assert!(
+        summary[0].starts_with("  ltable.c: ") && summary[0].ends_with(" new errors"),
+        "{text}"
+    );
+    // ltable.c's thirty errors leave room for the details of the others.
+    for file in ["ldo.c:3:", "lvm.c:2:"] {
+        assert!(text.contains(file), "{file} has a detail line: {text}");
+    }
+    let ltable = report.files.iter().find(|f| f.path == "ltable.c").expect("ltable.c");
+    assert!(ltable.shown < ltable.new, "{text}");
+    assert!(
+        text.contains("[details not shown: ltable.c (")
+            && text.contains("{\"action\": \"diagnostics\", \"file\": \"ltable.c\"}"),
+        "the cut file and the call that shows it: {text}"
+    );
+    p.finish().await;
+}
