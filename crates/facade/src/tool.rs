@@ -222,6 +222,21 @@ pub struct ToolResult {
     /// write) read this; the model does not.
     #[serde(skip)]
     pub changed_files: Vec<ChangedFile>,
+    /// Files a dry run would change, with what each would hold; nothing was written.
+    /// Wrappers (diagnostics on write) check them as a preview.
+    #[serde(skip)]
+    pub proposed_files: Vec<ProposedChange>,
+}
+
+/// One file a dry run would change.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProposedChange {
+    /// Absolute path.
+    pub path: PathBuf,
+    /// What the file holds now.
+    pub before: Before,
+    /// What it would hold; `None` deletes it.
+    pub after: Option<Arc<[u8]>>,
 }
 
 /// One file a call changed.
@@ -257,6 +272,17 @@ impl ToolResult {
     /// Records a changed file whose earlier contents the tool did not keep.
     pub fn with_changed_file(self, path: PathBuf) -> Self {
         self.with_changed_file_before(path, Before::Unknown)
+    }
+
+    /// Records a file the call would change (a dry run), what it holds and would hold.
+    pub fn with_proposed_file(
+        mut self,
+        path: PathBuf,
+        before: Before,
+        after: Option<Arc<[u8]>>,
+    ) -> Self {
+        self.proposed_files.push(ProposedChange { path, before, after });
+        self
     }
 
     /// Records a changed file and what it held before the call.

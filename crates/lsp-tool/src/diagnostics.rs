@@ -129,7 +129,7 @@ impl Diagnostic {
         out
     }
 
-    fn key(&self) -> LedgerKey {
+    pub(crate) fn key(&self) -> LedgerKey {
         LedgerKey {
             severity: self.severity,
             code: self.code.clone(),
@@ -221,6 +221,14 @@ impl Ledger {
 
     /// Replaces the file's state by `diags` and returns what is new.
     pub fn update(&mut self, path: &Path, diags: &[Diagnostic]) -> LedgerDelta {
+        let delta = self.compare(path, diags);
+        self.baseline(path, diags);
+        delta
+    }
+
+    /// What would be new if the file's state became `diags`, without recording it (a preview
+    /// of a change that is not written).
+    pub fn compare(&self, path: &Path, diags: &[Diagnostic]) -> LedgerDelta {
         let old = self.files.get(path).cloned().unwrap_or_default();
         let keys: Vec<LedgerKey> = diags.iter().map(Diagnostic::key).collect();
         let mut unique: Vec<&LedgerKey> = Vec::new();
@@ -264,7 +272,6 @@ impl Ledger {
         new_indices.sort_unstable();
         delta.new = new_indices.iter().map(|&j| diags[j].clone()).collect();
         delta.known = diags.len() - delta.new.len();
-        self.baseline(path, diags);
         delta
     }
 }

@@ -40,8 +40,11 @@ pub use crate::{
     config::{LspConfig, OnWriteConfig, ServerDef, ServerOverride, builtin_servers},
     diagnostics::{Diagnostic, Ledger, LedgerDelta, Severity},
     error::LspError,
-    on_write::WrittenFile,
     on_write::report::WriteDiagnostics,
+    on_write::{
+        ProposedFile, WrittenFile,
+        report::{FileCount, Mode as WriteMode},
+    },
     pool::ServerPool,
     rename::{RenameArgs, RenameReport, RenamedFile},
     server::{DiagnosticMode, DiagnosticsWait, Progress, Save, join_all, process_group_alive},

@@ -317,6 +317,15 @@ impl EditStore {
         })
     }
 
+    /// The files of a staged edit and what accept would write to each (absolute paths), for a
+    /// host that checks a proposal before it is written; `None` when `edit_id` is not staged.
+    pub fn staged_contents(&self, edit_id: &str) -> Option<Vec<(PathBuf, String)>> {
+        let key = edit_id.trim().strip_prefix("edit_")?.parse::<u64>().ok()?;
+        let state = self.lock();
+        let edit = state.staged.get(&key)?;
+        Some(edit.files.iter().map(|f| (f.path.clone(), f.new_contents.clone())).collect())
+    }
+
     /// Runs `resolve`: accept writes every file of the edit or none; discard drops it.
     pub fn resolve(&self, request: &ResolveRequest) -> Result<Resolution, AstError> {
         let id = request.edit_id.trim();

@@ -44,7 +44,7 @@ impl RegistryBuilder {
             staged_files: Default::default(),
         });
         self.with_tool(FAMILY, Arc::new(AstGrep::new(shared.clone())))
-            .with_tool(FAMILY, Arc::new(AstEdit::new(shared.clone())))
+            .with_writer_tool(FAMILY, Arc::new(AstEdit::new(shared.clone())))
             .with_writer_tool(FAMILY, Arc::new(Resolve::new(shared)))
     }
 }
@@ -233,6 +233,7 @@ impl TypedTool for AstEdit {
         match out {
             // The diff is the payload; structured content would repeat it (D8: absent).
             Ok(proposal) => {
+                let mut result = ToolResult::text(render_proposal(&proposal));
                 if let Some(id) = &proposal.edit_id {
                     let files = proposal.files.iter().map(|f| ctx.root.join(&f.file)).collect();
                     self.shared
@@ -240,8 +241,18 @@ impl TypedTool for AstEdit {
                         .lock()
                         .unwrap_or_else(|e| e.into_inner())
                         .insert(id.clone(), files);
+                    // Diagnostics on write checks the staged change as a preview.
+                    for (path, after) in self.shared.store.staged_contents(id).unwrap_or_default() {
+                        let before = agent_tools_support::fs::read_regular(&path, "file")
+                            .map_or(Before::Unknown, |b| Before::Contents(b.into()));
+                        result = result.with_proposed_file(
+                            path,
+                            before,
+                            Some(after.into_bytes().into()),
+                        );
+                    }
                 }
-                ToolResult::text(render_proposal(&proposal))
+                result
             }
             Err(e) => ToolResult::error(format!("ast_edit: {e}")),
         }

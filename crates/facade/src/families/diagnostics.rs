@@ -7,21 +7,109 @@
 //! files the inner tool reports as changed, with what each held before, and appends the
 //! section. It never turns a successful write into a failure and never delays the write.
 
-use agent_tools_lsp::{Supervisor, WrittenFile};
+use std::{
+    collections::HashMap,
+    path::PathBuf,
+    sync::{Arc, Mutex},
+};
+
+use agent_tools_lsp::{ProposedFile, Supervisor, WriteDiagnostics, WrittenFile};
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use crate::{CallContext, DynTool, Tool, ToolResult, ToolSpec};
 
+/// The reports of the run's previews (dry runs, `ast_edit` proposals), by the files and
+/// contents they proposed: the write that makes exactly that change then says what changed
+/// since its preview.
+#[derive(Default)]
+pub(crate) struct Previews {
+    by_change: Mutex<HashMap<[u8; 32], WriteDiagnostics>>,
+}
+
+/// How many previews are remembered; older ones are dropped.
+const MAX_PREVIEWS: usize = 64;
+
+impl Previews {
+    /// A key for a set of files and what each holds (would hold), order-free.
+    fn key<'a>(files: impl Iterator<Item = (&'a PathBuf, Option<&'a [u8]>)>) -> [u8; 32] {
+        let mut parts: Vec<Vec<u8>> = files
+            .map(|(path, contents)| {
+                let mut part = path.as_os_str().as_encoded_bytes().to_vec();
+                part.push(0);
+                part.extend(agent_tools_support::journal::sha256(contents.unwrap_or(b"\0gone")));
+                part
+            })
+            .collect();
+        parts.sort();
+        agent_tools_support::journal::sha256(&parts.concat())
+    }
+
+    fn remember(&self, key: [u8; 32], report: WriteDiagnostics) {
+        let mut map = self.by_change.lock().unwrap_or_else(|e| e.into_inner());
+        if map.len() >= MAX_PREVIEWS {
+            map.clear();
+        }
+        map.insert(key, report);
+    }
+
+    fn take(&self, key: &[u8; 32]) -> Option<WriteDiagnostics> {
+        self.by_change.lock().unwrap_or_else(|e| e.into_inner()).remove(key)
+    }
+}
+
 /// A file tool with diagnostics on write.
 pub(crate) struct DiagnosticsOnWrite {
     inner: DynTool,
     supervisor: Supervisor,
+    previews: Arc<Previews>,
 }
 
 impl DiagnosticsOnWrite {
-    pub(crate) fn new(inner: DynTool, supervisor: Supervisor) -> Self {
-        DiagnosticsOnWrite { inner, supervisor }
+    pub(crate) fn new(inner: DynTool, supervisor: Supervisor, previews: Arc<Previews>) -> Self {
+        DiagnosticsOnWrite { inner, supervisor, previews }
+    }
+
+    /// The check of a dry run or proposal, remembered for the write that makes it.
+    async fn preview(&self, ctx: &CallContext, result: &ToolResult) -> Option<WriteDiagnostics> {
+        let files: Vec<ProposedFile> = result
+            .proposed_files
+            .iter()
+            .map(|p| ProposedFile {
+                path: p.path.clone(),
+                before: p.before.clone(),
+                after: p.after.as_ref().map(|a| String::from_utf8_lossy(a).into_owned()),
+            })
+            .collect();
+        ctx.report_progress(0.0, None, "checking the proposed change with the language server");
+        let report = self.supervisor.diagnostics_of_proposal(&files, &ctx.cancel).await?;
+        let key =
+            Previews::key(result.proposed_files.iter().map(|p| (&p.path, p.after.as_deref())));
+        self.previews.remember(key, report.clone());
+        Some(report)
+    }
+
+    /// The check of a write; the text says what changed since its preview, if it had one.
+    async fn after_write(
+        &self,
+        ctx: &CallContext,
+        result: &ToolResult,
+    ) -> Option<(WriteDiagnostics, Option<WriteDiagnostics>)> {
+        let files: Vec<WrittenFile> = result
+            .changed_files
+            .iter()
+            .map(|c| WrittenFile { path: c.path.clone(), before: c.before.clone() })
+            .collect();
+        ctx.report_progress(0.0, None, "waiting for the language server's diagnostics");
+        let report = self.supervisor.diagnostics_after_write(&files, &ctx.cancel).await?;
+        let now: Vec<(PathBuf, Option<Vec<u8>>)> = result
+            .changed_files
+            .iter()
+            .map(|c| (c.path.clone(), agent_tools_support::fs::read_regular(&c.path, "file").ok()))
+            .collect();
+        let key = Previews::key(now.iter().map(|(p, c)| (p, c.as_deref())));
+        let preview = self.previews.take(&key);
+        Some((report, preview))
     }
 }
 
@@ -33,17 +121,20 @@ impl Tool for DiagnosticsOnWrite {
 
     async fn call(&self, ctx: &CallContext, args: Value) -> ToolResult {
         let mut result = self.inner.call(ctx, args).await;
-        if result.is_error || result.changed_files.is_empty() {
+        if result.is_error {
             return result;
         }
-        let files: Vec<WrittenFile> = result
-            .changed_files
-            .iter()
-            .map(|c| WrittenFile { path: c.path.clone(), before: c.before.clone() })
-            .collect();
-        ctx.report_progress(0.0, None, "waiting for the language server's diagnostics");
-        let Some(report) = self.supervisor.diagnostics_after_write(&files, &ctx.cancel).await
-        else {
+        let (report, preview) = if !result.proposed_files.is_empty() {
+            match self.preview(ctx, &result).await {
+                Some(report) => (report, None),
+                None => return result,
+            }
+        } else if !result.changed_files.is_empty() {
+            match self.after_write(ctx, &result).await {
+                Some(checked) => checked,
+                None => return result,
+            }
+        } else {
             return result;
         };
         if !result.text.ends_with('\n') {
@@ -51,6 +142,10 @@ impl Tool for DiagnosticsOnWrite {
         }
         result.text.push('\n');
         result.text.push_str(&report.render());
+        if let Some(preview) = &preview {
+            result.text.push('\n');
+            result.text.push_str(&report.since_preview(preview));
+        }
         let data = serde_json::to_value(&report).unwrap_or(Value::Null);
         match &mut result.structured {
             Some(Value::Object(map)) => {
@@ -125,6 +220,15 @@ mod tests {
         Some(Run { _dir: dir, root, registry, surface, info })
     }
 
+    /// The section without its last line when that line says which other files use what
+    /// changed (asserted on its own where it matters).
+    fn without_uses(out: &str) -> &str {
+        match out.rsplit_once('\n') {
+            Some((head, last)) if last.starts_with("No other file uses ") => head,
+            _ => out,
+        }
+    }
+
     const PY_BASE: &str = "def f(x: int) -> int:\n    return x\n\n\nvalue: int = f(1)\n";
     const PY_ERROR: &str = "bad: str = f(2)\n";
 
@@ -146,7 +250,11 @@ mod tests {
         // A clean write says so, without inventing errors.
         let out = run.write("app.py", &format!("{PY_BASE}other = 2\n")).await;
         assert!(
-            out.ends_with(
+            out.ends_with("\nNo other file uses `other` (a name scan of the project found none)."),
+            "{out}"
+        );
+        assert!(
+            without_uses(&out).ends_with(
                 "The write was applied. Diagnostics (basedpyright): no new errors or warnings"
             ),
             "{out}"
@@ -173,13 +281,14 @@ mod tests {
             .write("app.py", &format!("#\n#\n#\n#\n{PY_BASE}{PY_ERROR}bad2: str = f(3)\n"))
             .await;
         assert!(
-            out.ends_with("no new errors or warnings (2 already known, not repeated)"),
+            without_uses(&out)
+                .ends_with("no new errors or warnings (2 already known, not repeated)"),
             "{out}"
         );
         // Fixed, then reintroduced: new again.
         let out = run.write("app.py", PY_BASE).await;
         assert!(
-            out.ends_with(
+            without_uses(&out).ends_with(
                 "no new errors or warnings\n2 diagnostic(s) that were there before are gone (app.py)"
             ),
             "{out}"
@@ -189,7 +298,8 @@ mod tests {
         // A pre-existing error is never blamed on a write that did not cause it.
         let out = run.write("old.py", "x: str = 1\ny = 2\n").await;
         assert!(
-            out.ends_with("no new errors or warnings (1 already known, not repeated)"),
+            without_uses(&out)
+                .ends_with("no new errors or warnings (1 already known, not repeated)"),
             "{out}"
         );
         // A file of a language with no server gets no diagnostics note.
@@ -199,7 +309,9 @@ mod tests {
         let patch = "--- a/old.py\n+++ b/old.py\n@@ -1,2 +1,3 @@\n x: str = 1\n y = 2\n+z: int = \"s\"\n--- /dev/null\n+++ b/fresh.py\n@@ -0,0 +1 @@\n+w: bytes = 1\n";
         let result = run.call("apply_patch", json!({"patch": patch})).await;
         assert!(
-            result.text.contains("2 new errors (1 already known, not repeated)"),
+            result.text.contains(
+                "2 new errors in 2 files (1 already known, not repeated)\n  old.py: 1 new error\n  fresh.py: 1 new error\n"
+            ),
             "{}",
             result.text
         );
@@ -250,12 +362,13 @@ mod tests {
             )
             .await;
         assert!(
-            out.ends_with("no new errors or warnings (2 already known, not repeated)"),
+            without_uses(&out)
+                .ends_with("no new errors or warnings (2 already known, not repeated)"),
             "{out}"
         );
         let out = run.write("main.c", C_BASE).await;
         assert!(
-            out.ends_with(
+            without_uses(&out).ends_with(
                 "no new errors or warnings\n2 diagnostic(s) that were there before are gone (main.c)"
             ),
             "{out}"
@@ -265,7 +378,7 @@ mod tests {
         let out = run.write("old.c", "int h(void) { return gone; }\nint z;\n").await;
         assert!(
             out.contains("Diagnostics (clangd): no new errors or warnings (")
-                && out.ends_with(" already known, not repeated)"),
+                && without_uses(&out).ends_with(" already known, not repeated)"),
             "{out}"
         );
         run.registry.shutdown().await;

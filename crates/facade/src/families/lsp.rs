@@ -75,8 +75,13 @@ impl RegistryBuilder {
     /// Wraps every file tool registered so far (`write`, `edit`, `apply_patch`, or a harness's
     /// own) so that its result carries the diagnostics its change introduced.
     pub fn with_diagnostics_on_write(self, supervisor: Supervisor) -> Self {
+        let previews = Arc::new(super::diagnostics::Previews::default());
         self.wrap_file_tools(|inner| {
-            Arc::new(super::diagnostics::DiagnosticsOnWrite::new(inner, supervisor.clone()))
+            Arc::new(super::diagnostics::DiagnosticsOnWrite::new(
+                inner,
+                supervisor.clone(),
+                previews.clone(),
+            ))
         })
     }
 }

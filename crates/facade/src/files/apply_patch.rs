@@ -19,6 +19,9 @@ pub struct ApplyPatchArgs {
     /// A unified diff (`--- a/path`, `+++ b/path`, `@@ ... @@` hunks) touching one or more files.
     /// `/dev/null` as the old side creates a file, as the new side deletes it.
     pub patch: String,
+    /// Write nothing; report what writing would introduce (default false).
+    #[serde(default)]
+    pub dry_run: bool,
 }
 
 pub struct ApplyPatchTool {
@@ -58,7 +61,12 @@ impl TypedTool for ApplyPatchTool {
         };
         let targets: Vec<String> = sections.iter().map(|s| s.path().to_string()).collect();
         let targets: Vec<&str> = targets.iter().map(String::as_str).collect();
-        access::run(ctx, "apply_patch", &targets, move |access| apply(&access, &sections)).await
+        let dry_run = args.dry_run;
+        access::run(ctx, "apply_patch", &targets, move |access| match dry_run {
+            true => preview(&access, &sections),
+            false => apply(&access, &sections),
+        })
+        .await
     }
 }
 
@@ -89,6 +97,24 @@ fn apply(access: &Access, sections: &[patch::FilePatch]) -> ToolResult {
     ));
     for (committed, before) in done.into_iter().zip(befores) {
         result = result.with_changed_file_before(access.absolute(&committed.path), before);
+    }
+    result
+}
+
+/// What applying `sections` would change, nothing written.
+fn preview(access: &Access, sections: &[patch::FilePatch]) -> ToolResult {
+    let (changes, (befores, summary)) = match plan(access, sections) {
+        Ok(planned) => planned,
+        Err(e) => return fail(e),
+    };
+    let mut result = ToolResult::text(format!(
+        "dry run: would apply the patch to {} file(s); nothing was written:\n{}",
+        changes.len(),
+        summary.join("\n")
+    ));
+    for (change, before) in changes.into_iter().zip(befores) {
+        let after = change.contents.map(Arc::from);
+        result = result.with_proposed_file(access.absolute(&change.path), before, after);
     }
     result
 }

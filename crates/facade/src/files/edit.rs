@@ -22,6 +22,9 @@ pub struct EditArgs {
     /// Replace every occurrence instead of exactly one (default false).
     #[serde(default)]
     pub replace_all: bool,
+    /// Write nothing; report what writing would introduce (default false).
+    #[serde(default)]
+    pub dry_run: bool,
 }
 
 pub struct EditTool {
@@ -86,7 +89,7 @@ fn edit(access: &Access, args: &EditArgs) -> ToolResult {
         Err(e) => return ToolResult::error(format!("edit: {e}")),
     };
     let shown = rel.to_string();
-    let planned = access.commit_fresh("path", |changed| {
+    let plan = |changed: bool| {
         let text = access.read_text(&rel, "path")?;
         let positions: Vec<usize> = text.match_indices(&args.old_string).map(|(i, _)| i).collect();
         if changed && (positions.is_empty() || positions.len() > 1 && !args.replace_all) {
@@ -133,20 +136,39 @@ fn edit(access: &Access, args: &EditArgs) -> ToolResult {
         let expect = Expect::holding(Some(text.as_bytes()));
         let change = Change::write(rel.clone(), updated.into_bytes(), expect);
         Ok((vec![change], (text, positions)))
-    });
-    let (done, (text, positions)) = match planned {
+    };
+    if args.dry_run {
+        return match plan(false) {
+            Ok((mut changes, (text, positions))) => {
+                let after = changes.remove(0).contents.map(Arc::from);
+                let what = replacements(&text, &positions);
+                ToolResult::text(format!(
+                    "dry run: would edit {shown}: {what}; nothing was written"
+                ))
+                .with_proposed_file(
+                    access.absolute(&rel),
+                    Before::Contents(Arc::from(text.into_bytes())),
+                    after,
+                )
+            }
+            Err(e) => ToolResult::error(format!("edit: {e}")),
+        };
+    }
+    let (done, (text, positions)) = match access.commit_fresh("path", plan) {
         Ok((mut done, extra)) => (done.remove(0), extra),
         Err(e) => return ToolResult::error(format!("edit: {e}")),
     };
-    let first_line = line_of(&text, positions[0]);
-    let count = positions.len();
-    let what = if count == 1 {
-        format!("1 replacement at line {first_line}")
-    } else {
-        format!("{count} replacements")
-    };
+    let what = replacements(&text, &positions);
     ToolResult::text(format!("edited {shown}: {what}")).with_changed_file_before(
         access.absolute(&done.path),
         Before::Contents(Arc::from(text.into_bytes())),
     )
+}
+
+/// `1 replacement at line 3`, or `4 replacements`.
+fn replacements(text: &str, positions: &[usize]) -> String {
+    match positions {
+        [one] => format!("1 replacement at line {}", line_of(text, *one)),
+        many => format!("{} replacements", many.len()),
+    }
 }

@@ -7,7 +7,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::access::{self, Access};
-use crate::tool::{CallContext, Tier, ToolResult, ToolSpec, TypedTool};
+use crate::tool::{Before, CallContext, Tier, ToolResult, ToolSpec, TypedTool};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -16,6 +16,9 @@ pub struct WriteArgs {
     pub path: String,
     /// The file's complete new content.
     pub content: String,
+    /// Write nothing; report what writing would introduce (default false).
+    #[serde(default)]
+    pub dry_run: bool,
 }
 
 pub struct WriteTool {
@@ -60,6 +63,19 @@ fn write(access: &Access, args: &WriteArgs) -> ToolResult {
         Ok(r) => r,
         Err(e) => return fail(e),
     };
+    if args.dry_run {
+        let (_, before) = match access.read_before(&rel, "path") {
+            Ok(read) => read,
+            Err(e) => return fail(e),
+        };
+        let verb = if before == Before::Absent { "create" } else { "replace" };
+        let text = format!("dry run: would {verb} {rel}; nothing was written");
+        return ToolResult::text(text).with_proposed_file(
+            access.absolute(&rel),
+            before,
+            Some(args.content.as_bytes().into()),
+        );
+    }
     // What the file held, for the wrappers (diagnostics on write) and as the expectation:
     // when another writer changed it between this read and the rename, it is read again, so
     // `before` is what this write replaced.

@@ -4,6 +4,7 @@
 
 mod config;
 mod file_tools;
+mod previews;
 mod shutdown;
 mod surfaces;
 

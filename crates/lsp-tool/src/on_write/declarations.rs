@@ -308,7 +308,7 @@ fn words(line: &str) -> Vec<(usize, &str)> {
 }
 
 fn is_name(word: &str) -> bool {
-    word.len() > 1
+    !word.is_empty()
         && !word.starts_with(|c: char| c.is_ascii_digit())
         && !DECLARING.contains(&word)
         && !NOT_NAMES.contains(&word)

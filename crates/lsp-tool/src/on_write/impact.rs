@@ -102,7 +102,10 @@ pub(crate) async fn impact_of(
     if deleted {
         impact.scanned_because.get_or_insert_with(|| "the file was deleted".into());
     }
-    if impact.names.is_empty() && !deleted {
+    // Without an outline, changed lines that declare nothing recognisable cannot be told
+    // apart from a declaration of an unknown shape.
+    let outline_missing = !impact.server_answered && outline.is_empty();
+    if impact.names.is_empty() && !deleted && outline_missing && has_code(old, new) {
         impact.undetermined = Some(format!(
             "which declarations the change to lines {} declares could not be told",
             line_list(&hunks)
@@ -124,7 +127,7 @@ pub(crate) async fn impact_of(
     if deleted
         || impact.undetermined.is_some()
         || server_incomplete
-        || header && impact.scanned_because.is_some()
+        || header && (impact.scanned_because.is_some() || impact.names.is_empty())
     {
         let importers = importers(server, path).await;
         if !importers.is_empty() {
@@ -136,6 +139,17 @@ pub(crate) async fn impact_of(
     }
     impact.files = files;
     impact
+}
+
+/// Whether the lines that differ between `old` and `new` hold anything but blanks and
+/// comments.
+fn has_code(old: &str, new: &str) -> bool {
+    let old_lines: std::collections::HashSet<&str> = old.lines().collect();
+    let new_lines: std::collections::HashSet<&str> = new.lines().collect();
+    old_lines.symmetric_difference(&new_lines).any(|line| {
+        let t = line.trim();
+        !t.is_empty() && !["//", "#", "/*", "*", "--"].iter().any(|c| t.starts_with(c))
+    })
 }
 
 /// Adds the files of `more` not yet in `files`, in `more`'s order.

@@ -19,6 +19,10 @@
 //!
 //! The deadline of each file starts once its server has the new content and adapts to the
 //! server's measured time.
+//!
+//! A preview ([`Supervisor::diagnostics_of_proposal`], a dry run) makes the same checks with
+//! the proposed text sent in place of the disk's: the ledger is only compared with, never
+//! updated, and every written file goes back to what the disk holds at the end.
 
 mod baseline;
 mod declarations;
@@ -44,7 +48,7 @@ use crate::{
     server::{DiagnosticsWait, RunId, Server},
     supervisor::{DocHandle, Supervisor},
 };
-use report::WriteDiagnostics;
+use report::{Mode, WriteDiagnostics};
 
 /// One file a write changed.
 #[derive(Debug, Clone, PartialEq)]
@@ -52,6 +56,33 @@ pub struct WrittenFile {
     /// Absolute path.
     pub path: PathBuf,
     pub before: Before,
+}
+
+/// One file a change would write (a dry run): nothing is on disk yet.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProposedFile {
+    /// Absolute path.
+    pub path: PathBuf,
+    /// What it holds now.
+    pub before: Before,
+    /// What it would hold; `None` deletes it.
+    pub after: Option<String>,
+}
+
+/// Where a written file's new content is.
+#[derive(Debug, Clone, PartialEq)]
+enum NewText {
+    /// On disk: the write happened.
+    Disk,
+    /// Proposed only (`None`: the file would be deleted).
+    Proposed(Option<String>),
+}
+
+/// One file of a change, written or proposed.
+struct Change<'a> {
+    path: &'a Path,
+    before: &'a Before,
+    new: NewText,
 }
 
 /// A written file and the server that covers it.
@@ -65,6 +96,19 @@ struct Written {
     created: bool,
     /// Deleted by the write: the server is told, and the files that used it are checked.
     deleted: bool,
+    /// Where its new content is.
+    new: NewText,
+}
+
+impl Written {
+    /// The new text, from the disk or the proposal; `None` for a deletion or unreadable file.
+    fn new_text(&self) -> Option<String> {
+        match &self.new {
+            _ if self.deleted => None,
+            NewText::Disk => crate::paths::read_source(&self.path).ok(),
+            NewText::Proposed(text) => text.clone(),
+        }
+    }
 }
 
 /// A file that uses what the write changed (the impact set), and the server that checks it.
@@ -82,6 +126,7 @@ struct Opened {
 /// One write's check: the supervisor, its options, the run, and the report so far.
 struct WriteCheck<'a> {
     sup: &'a Supervisor,
+    mode: Mode,
     options: OnWriteConfig,
     run: RunId,
     started: Instant,
@@ -102,8 +147,35 @@ impl Supervisor {
         files: &[WrittenFile],
         cancel: &CancellationToken,
     ) -> Option<WriteDiagnostics> {
-        let mut check = WriteCheck::new(self, cancel);
-        let written = check.written_files(files).await?;
+        let changes =
+            files.iter().map(|f| Change { path: &f.path, before: &f.before, new: NewText::Disk });
+        self.check_change(changes.collect(), Mode::Applied, cancel).await
+    }
+
+    /// The same check for a change that is not written (a dry run): the proposed text goes to
+    /// the servers, the ledger is compared with but not updated, and each server has the
+    /// disk's content again afterwards.
+    pub async fn diagnostics_of_proposal(
+        &self,
+        files: &[ProposedFile],
+        cancel: &CancellationToken,
+    ) -> Option<WriteDiagnostics> {
+        let changes = files.iter().map(|f| Change {
+            path: &f.path,
+            before: &f.before,
+            new: NewText::Proposed(f.after.clone()),
+        });
+        self.check_change(changes.collect(), Mode::Preview, cancel).await
+    }
+
+    async fn check_change(
+        &self,
+        changes: Vec<Change<'_>>,
+        mode: Mode,
+        cancel: &CancellationToken,
+    ) -> Option<WriteDiagnostics> {
+        let mut check = WriteCheck::new(self, mode, cancel);
+        let written = check.written_files(changes).await?;
         check.note_deleted_before_start(&written);
         check.old_world(&written).await;
         let users = check.impact(&written).await;
@@ -129,11 +201,12 @@ enum Measure {
 }
 
 impl<'a> WriteCheck<'a> {
-    fn new(sup: &'a Supervisor, cancel: &'a CancellationToken) -> Self {
+    fn new(sup: &'a Supervisor, mode: Mode, cancel: &'a CancellationToken) -> Self {
         let options = sup.config().on_write.clone();
-        let report = WriteDiagnostics { max_shown: options.max_shown, ..Default::default() };
+        let report = WriteDiagnostics { max_shown: options.max_shown, mode, ..Default::default() };
         WriteCheck {
             sup,
+            mode,
             options,
             run: sup.run_id(),
             started: Instant::now(),

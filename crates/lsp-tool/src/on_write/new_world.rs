@@ -6,7 +6,7 @@ use std::{collections::HashMap, path::PathBuf, time::Duration};
 
 use lsp_types::FileChangeType;
 
-use super::{Measure, Opened, User, WriteCheck, Written, language_of};
+use super::{Measure, NewText, Opened, User, WriteCheck, Written, language_of};
 use crate::{
     diagnostics::Diagnostic,
     server::{DiagnosticMode, DiagnosticsWait, Save, join_all},
@@ -85,7 +85,15 @@ impl WriteCheck<'_> {
                 continue;
             }
             let baseline_unknown = !self.sup.ledger().lock().knows(&w.path);
-            match w.server.sync(&w.path, &w.language, Save::Notify, self.run).await {
+            let synced = match &w.new {
+                NewText::Disk => w.server.sync(&w.path, &w.language, Save::Notify, self.run).await,
+                // Not on disk: no save (a server would read the disk), no watched-file event.
+                NewText::Proposed(text) => {
+                    let text = text.clone().unwrap_or_default();
+                    w.server.sync_text(&w.path, &w.language, text, Save::Skip, self.run).await
+                }
+            };
+            match synced {
                 Ok(doc) => pending.push(Pending {
                     handle: DocHandle { server: w.server.clone(), doc },
                     role: Role::Written,
@@ -98,7 +106,7 @@ impl WriteCheck<'_> {
                 }
             }
         }
-        for w in written.iter().filter(|w| !w.deleted) {
+        for w in written.iter().filter(|w| !w.deleted && w.new == NewText::Disk) {
             let kind = if w.created { FileChangeType::CREATED } else { FileChangeType::CHANGED };
             w.server.files_changed(&[(w.path.clone(), kind)]).await;
         }

@@ -95,7 +95,7 @@ impl WriteCheck<'_> {
             let old = w.old.as_ref()?;
             let new = match w.deleted {
                 true => None,
-                false => Some(crate::paths::read_source(&w.path).ok()?),
+                false => Some(w.new_text()?),
             };
             let deadline = Instant::now() + self.deadline(&w.server, &w.path).min(budget);
             Some(async move {

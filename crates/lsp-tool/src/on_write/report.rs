@@ -13,10 +13,23 @@ const SHOWN_NAMES: usize = 6;
 /// How many details one file shows at most, whatever the total cap leaves.
 const MAX_SHOWN_PER_FILE: usize = 5;
 
+/// Whether the change was written or only proposed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// The write happened; the ledger now holds its diagnostics.
+    #[default]
+    Applied,
+    /// A dry run: nothing was written, and the servers have the disk's content again.
+    Preview,
+}
+
 /// The diagnostics a write introduced, over every file it changed and the files that use
 /// what it changed.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, JsonSchema)]
 pub struct WriteDiagnostics {
+    /// Written, or a preview of what writing would introduce.
+    pub mode: Mode,
     /// New errors and warnings (count went up), written files first, then other files.
     pub new: Vec<Diagnostic>,
     /// Per file with new diagnostics, nearest first: the file and how many.
@@ -102,11 +115,15 @@ impl WriteDiagnostics {
     /// The section appended to a write's text.
     pub fn render(&self) -> String {
         let mut lines = Vec::new();
+        let (opening, what) = match self.mode {
+            Mode::Applied => ("The write was applied.", "Diagnostics"),
+            Mode::Preview => ("Nothing was written.", "Diagnostics the change would bring"),
+        };
         if self.servers.is_empty() {
-            lines.push("The write was applied.".into());
+            lines.push(opening.into());
         } else {
             lines.push(format!(
-                "The write was applied. Diagnostics ({}): {}",
+                "{opening} {what} ({}): {}",
                 self.servers.join(", "),
                 self.summary()
             ));
@@ -228,6 +245,34 @@ impl WriteDiagnostics {
                 self.baseline_unknown.join(", ")
             ));
         }
+    }
+
+    /// What this write's check found that its preview (a dry run or a proposal of the same
+    /// change) did not, and what the preview found that is no longer so.
+    pub fn since_preview(&self, preview: &WriteDiagnostics) -> String {
+        let same = |a: &Diagnostic, b: &Diagnostic| {
+            a.path == b.path && a.line == b.line && a.key() == b.key()
+        };
+        let more: Vec<&Diagnostic> =
+            self.new.iter().filter(|d| !preview.new.iter().any(|p| same(d, p))).collect();
+        let gone: Vec<&Diagnostic> =
+            preview.new.iter().filter(|p| !self.new.iter().any(|d| same(d, p))).collect();
+        if more.is_empty() && gone.is_empty() {
+            return "(the same as its preview showed: nothing changed since)".into();
+        }
+        let list = |ds: &[&Diagnostic]| {
+            let shown: Vec<String> =
+                ds.iter().map(|d| format!("{}:{}", d.path, d.line)).take(10).collect();
+            shown.join(", ")
+        };
+        let mut parts = Vec::new();
+        if !more.is_empty() {
+            parts.push(format!("{} not in its preview ({})", more.len(), list(&more)));
+        }
+        if !gone.is_empty() {
+            parts.push(format!("{} of its preview no longer there ({})", gone.len(), list(&gone)));
+        }
+        format!("Since its preview: {}.", parts.join("; "))
     }
 
     /// `` `a`, `b` and 3 more ``, or "what it changed".

@@ -4,11 +4,15 @@
 use lsp_types::FileChangeType;
 
 use super::{
-    WriteCheck, Written,
+    NewText, WriteCheck, Written,
     new_world::{Pending, Role},
+    report::Mode,
     unverified_reason,
 };
-use crate::{diagnostics::Diagnostic, server::DiagnosticsWait};
+use crate::{
+    diagnostics::Diagnostic,
+    server::{DiagnosticsWait, Save},
+};
 
 impl WriteCheck<'_> {
     /// Counts every answer into the report: the written files' new diagnostics first, then
@@ -32,12 +36,18 @@ impl WriteCheck<'_> {
                     }
                     let mut ledger = self.sup.ledger().lock();
                     if p.baseline_unknown && !ledger.knows(&path) {
-                        ledger.baseline(&path, &diags);
+                        // A preview's diagnostics are no baseline: nothing is on disk.
+                        if self.mode == Mode::Applied {
+                            ledger.baseline(&path, &diags);
+                        }
                         report.known += diags.len();
                         report.baseline_unknown.push(shown_path);
                         continue;
                     }
-                    let delta = ledger.update(&path, &diags);
+                    let delta = match self.mode {
+                        Mode::Applied => ledger.update(&path, &diags),
+                        Mode::Preview => ledger.compare(&path, &diags),
+                    };
                     drop(ledger);
                     if delta.resolved > 0 {
                         report.fixed += delta.resolved;
@@ -69,11 +79,26 @@ impl WriteCheck<'_> {
         self.report.new.extend(elsewhere);
     }
 
-    /// Closes deleted files (and sends their deletion) and the files opened for the check.
+    /// Closes deleted files (and sends their deletion) and the files opened for the check; a
+    /// preview's files get the disk's content back (a file it would create is closed).
     pub(super) async fn close(&mut self, written: &[Written]) {
-        for w in written.iter().filter(|w| w.deleted) {
-            w.server.close(&w.path).await;
-            w.server.files_changed(&[(w.path.clone(), FileChangeType::DELETED)]).await;
+        for w in written {
+            match (&w.new, w.deleted) {
+                (NewText::Disk, true) => {
+                    w.server.close(&w.path).await;
+                    w.server.files_changed(&[(w.path.clone(), FileChangeType::DELETED)]).await;
+                }
+                (NewText::Disk, false) => {}
+                (NewText::Proposed(_), _) => match crate::paths::read_source(&w.path) {
+                    Ok(disk) => {
+                        let _ = w
+                            .server
+                            .sync_text(&w.path, &w.language, disk, Save::Skip, self.run)
+                            .await;
+                    }
+                    Err(_) => w.server.close(&w.path).await,
+                },
+            }
         }
         for opened in std::mem::take(&mut self.opened) {
             opened.server.release_document(&opened.path, self.run).await;

@@ -4,33 +4,39 @@
 use agent_tools_support::Before;
 use std::time::Duration;
 
-use super::{WriteCheck, Written, WrittenFile};
+use super::{Change, NewText, WriteCheck, Written};
 
 impl WriteCheck<'_> {
     /// The written files a server covers; `None` when no server covers any of them.
-    pub(super) async fn written_files(&mut self, files: &[WrittenFile]) -> Option<Vec<Written>> {
+    pub(super) async fn written_files(&mut self, changes: Vec<Change<'_>>) -> Option<Vec<Written>> {
         let startup = Duration::from_millis(self.options.startup_wait_ms);
         let mut covered = false;
         let mut out = Vec::new();
-        for file in files {
-            let path = &file.path;
-            let deleted = !path.exists();
-            if !deleted && !path.is_file() {
+        for change in changes {
+            let path = change.path;
+            let deleted = match &change.new {
+                NewText::Disk => !path.exists(),
+                NewText::Proposed(text) => text.is_none(),
+            };
+            if !deleted && path.is_dir()
+                || change.new == NewText::Disk && !deleted && !path.is_file()
+            {
                 continue;
             }
             let Ok(target) = self.sup.target_for(path) else { continue };
             covered = true;
             match self.sup.server_within(&target, startup, self.cancel).await {
                 Ok(server) => out.push(Written {
-                    path: path.clone(),
+                    path: path.to_path_buf(),
                     server,
                     language: target.language_id.clone(),
-                    old: match &file.before {
+                    old: match change.before {
                         Before::Contents(bytes) => String::from_utf8(bytes.to_vec()).ok(),
                         _ => None,
                     },
-                    created: file.before == Before::Absent,
+                    created: *change.before == Before::Absent,
                     deleted,
+                    new: change.new,
                 }),
                 Err(reason) => {
                     let shown = self.shown(path);
