@@ -20,7 +20,7 @@ pub use crate::{
     },
     error::{Error, Result, Unavailable},
     families::status_details,
-    registry::{Family, Registry, RegistryBuilder, RunResource},
+    registry::{Family, Notice, Registry, RegistryBuilder, RunResource},
     surface::{DEFAULT_MAX_OUTPUT_CHARS, RunInfo, Surface, SurfaceKind},
     tool::{
         Annotations, Before, CallContext, ChangedFile, Dispatched, DynTool, Effects, Image,

@@ -31,6 +31,20 @@ pub trait RunResource: Send + Sync {
         let _ = root;
         Vec::new()
     }
+
+    /// What the resource finished in the background since it was last asked (the check of
+    /// the files over a write's bound), for the head of the run's next result.
+    fn take_notices(&self) -> Vec<Notice> {
+        Vec::new()
+    }
+}
+
+/// Something a run's resource finished in the background: put at the head of the run's next
+/// result, as text and, where the result has structured content, as data under `notices`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Notice {
+    pub text: String,
+    pub data: serde_json::Value,
 }
 
 /// One tool family as the registry knows it: its name and the tools it registered.
@@ -160,7 +174,9 @@ impl Registry {
 
     /// The frozen view for one ceiling.
     pub fn surface(&self, kind: SurfaceKind) -> Surface {
-        Surface::new(kind, &self.tools).with_approval_gate(self.approval.clone())
+        Surface::new(kind, &self.tools)
+            .with_approval_gate(self.approval.clone())
+            .with_notices_from(self.resources.clone().into())
     }
 
     /// What the resource attached for `family` says about itself (see [`RunResource::status`]);

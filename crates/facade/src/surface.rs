@@ -79,6 +79,8 @@ pub struct Surface {
     hidden: Arc<[(String, Tier)]>,
     max_output_chars: usize,
     approval: Option<Arc<crate::approval::ApprovalGate>>,
+    /// The run's resources, asked for background notices after every call.
+    notices: Arc<[Arc<dyn crate::RunResource>]>,
 }
 
 impl std::fmt::Debug for Surface {
@@ -107,7 +109,18 @@ impl Surface {
             hidden: hidden.into(),
             max_output_chars: DEFAULT_MAX_OUTPUT_CHARS,
             approval: None,
+            notices: Arc::new([]),
         }
+    }
+
+    /// Every result through this surface starts with what `resources` finished in the
+    /// background since the previous one.
+    pub(crate) fn with_notices_from(
+        mut self,
+        resources: Arc<[Arc<dyn crate::RunResource>]>,
+    ) -> Self {
+        self.notices = resources;
+        self
     }
 
     /// Every call through this surface (and surfaces restricted from it) passes `gate` first.
@@ -201,6 +214,7 @@ impl Surface {
             hidden: hidden.into(),
             max_output_chars: self.max_output_chars,
             approval: self.approval.clone(),
+            notices: self.notices.clone(),
         }
     }
 
@@ -254,7 +268,25 @@ impl Surface {
         }
         let mut result = call_contained(tool.clone(), ctx.clone(), args).await;
         result.cap(self.max_output_chars);
+        self.put_notices(&mut result);
         result
+    }
+
+    /// Puts the run's background notices at the head of `result`: first in the text, and as
+    /// `notices` in the structured content when it has one (clients that show the model only
+    /// the structured content show it there).
+    fn put_notices(&self, result: &mut ToolResult) {
+        let notices: Vec<crate::Notice> =
+            self.notices.iter().flat_map(|r| r.take_notices()).collect();
+        if notices.is_empty() {
+            return;
+        }
+        let texts: Vec<&str> = notices.iter().map(|n| n.text.as_str()).collect();
+        result.text = format!("{}\n\n{}", texts.join("\n\n"), result.text);
+        if let Some(Value::Object(map)) = &mut result.structured {
+            let data: Vec<Value> = notices.into_iter().map(|n| n.data).collect();
+            map.insert("notices".into(), Value::Array(data));
+        }
     }
 }
 

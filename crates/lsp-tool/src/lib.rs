@@ -44,6 +44,7 @@ pub use crate::{
     on_write::{
         ProposedFile, WrittenFile,
         report::{FileCount, Mode as WriteMode},
+        settle::SettledReport,
     },
     pool::ServerPool,
     rename::{RenameArgs, RenameReport, RenamedFile},

@@ -56,6 +56,11 @@ fn source_files<'a>(
         })
 }
 
+/// Whether `name` occurs in `text` as a whole word.
+pub(crate) fn has_word(text: &[u8], name: &str) -> bool {
+    word_count(text, name) > 0
+}
+
 /// Files under `root` of `def`'s languages (ignore files respected) that mention any of
 /// `names` as a word, most mentions first; `skip` is left out.
 pub(crate) fn mentions(

@@ -189,6 +189,17 @@ impl RunResource for Supervisor {
     fn status(&self, _root: &Path) -> Vec<String> {
         status_lines(self)
     }
+
+    /// The checks of the files over a write's bound that finished since the last call.
+    fn take_notices(&self) -> Vec<crate::Notice> {
+        self.take_settled()
+            .into_iter()
+            .map(|report| crate::Notice {
+                text: report.render(),
+                data: serde_json::json!({"settled": report}),
+            })
+            .collect()
+    }
 }
 
 /// `agent-tools status` lines: per language present in the root, marker, binary and version,

@@ -158,3 +158,52 @@ async fn an_ast_edit_proposal_carries_its_new_errors_and_accept_reports_only_wha
     assert!(accepted.text.contains("(the same as its preview showed"), "{}", accepted.text);
     run.registry.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn files_over_the_bound_are_reported_at_the_head_of_the_next_result() {
+    let extra = setup_paths();
+    if !require_program(&["basedpyright-langserver"], &extra, "cargo xtask setup") {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let root = dir.path().canonicalize().expect("canonical");
+    std::fs::write(root.join("pyproject.toml"), "").expect("write");
+    std::fs::write(root.join("lib.py"), LIB).expect("write");
+    for i in 1..=6 {
+        let text = format!("from lib import area\n\nprint(area({i}))\n");
+        std::fs::write(root.join(format!("use{i}.py")), text).expect("write");
+    }
+    let config: agent_tools_lsp::LspConfig =
+        serde_json::from_value(json!({"extra_paths": extra, "on_write": {"max_files": 2}}))
+            .expect("config");
+    let registry =
+        RegistryBuilder::new().with_reference_file_tools().with_lsp(&root, config).build();
+    let surface = registry.surface(SurfaceKind::Build);
+    let info = RunInfo::new(&root);
+    let ctx = surface.context(&info, None);
+    let edit = json!({"path": "lib.py", "old_string": LIB, "new_string": BROKEN});
+    let result = surface.call(&ctx, "edit", edit).await;
+    assert!(
+        result.text.contains("4 more file(s) that use it, over the bound of 2"),
+        "{}",
+        result.text
+    );
+    // The next call of any tool, here `lsp` (which has structured content), starts with what
+    // the check of the other four found, in its text and its structured content.
+    let mut next = ToolResult::default();
+    for _ in 0..300 {
+        next = surface.call(&ctx, "lsp", json!({"action": "status"})).await;
+        if next.text.starts_with("Since your edit of lib.py") {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    assert!(next.text.starts_with("Since your edit of lib.py"), "{}", next.text);
+    let settled = &next.structured.as_ref().expect("structured")["notices"][0]["settled"];
+    let mut files: Vec<&str> =
+        settled["new"].as_array().expect("new").iter().filter_map(|d| d["path"].as_str()).collect();
+    files.sort();
+    files.dedup();
+    assert_eq!(files.len(), 4, "{}", next.text);
+    registry.shutdown().await;
+}

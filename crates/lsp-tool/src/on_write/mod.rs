@@ -30,6 +30,7 @@ pub(crate) mod impact;
 mod new_world;
 mod old_world;
 pub(crate) mod report;
+pub(crate) mod settle;
 mod tally;
 mod written;
 
@@ -136,6 +137,8 @@ struct WriteCheck<'a> {
     opened: Vec<Opened>,
     /// Files whose baseline could not be had: they are not checked after the change.
     unverified: Vec<PathBuf>,
+    /// Files that use the change over the bound of `max_files`: checked after the result.
+    overflow: Vec<User>,
 }
 
 impl Supervisor {
@@ -174,6 +177,10 @@ impl Supervisor {
         mode: Mode,
         cancel: &CancellationToken,
     ) -> Option<WriteDiagnostics> {
+        // A running background check is about the state before this change.
+        if let Some(settling) = self.replace_settling(None) {
+            settling.cancel();
+        }
         let mut check = WriteCheck::new(self, mode, cancel);
         let written = check.written_files(changes).await?;
         check.note_deleted_before_start(&written);
@@ -188,7 +195,7 @@ impl Supervisor {
         pending.extend(others);
         check.tally(pending, results);
         check.close(&written).await;
-        Some(check.finish())
+        Some(check.finish(&written))
     }
 }
 
@@ -203,7 +210,12 @@ enum Measure {
 impl<'a> WriteCheck<'a> {
     fn new(sup: &'a Supervisor, mode: Mode, cancel: &'a CancellationToken) -> Self {
         let options = sup.config().on_write.clone();
-        let report = WriteDiagnostics { max_shown: options.max_shown, mode, ..Default::default() };
+        let report = WriteDiagnostics {
+            max_shown: options.max_shown,
+            max_files: options.max_files,
+            mode,
+            ..Default::default()
+        };
         WriteCheck {
             sup,
             mode,
@@ -214,11 +226,21 @@ impl<'a> WriteCheck<'a> {
             report,
             opened: Vec::new(),
             unverified: Vec::new(),
+            overflow: Vec::new(),
         }
     }
 
-    fn finish(mut self) -> WriteDiagnostics {
+    fn finish(mut self, written: &[Written]) -> WriteDiagnostics {
         self.report.count_files();
+        // A preview settles nothing: what it would show past the bound is named as not checked.
+        if !self.overflow.is_empty() && self.mode == Mode::Applied {
+            self.sup.settle_later(settle::Settle {
+                users: std::mem::take(&mut self.overflow),
+                names: self.report.changed.clone(),
+                edited: written.iter().map(|w| self.shown(&w.path)).collect(),
+                at: clock_now(),
+            });
+        }
         self.report.waited_ms = self.started.elapsed().as_millis() as u64;
         self.report
     }
@@ -275,6 +297,14 @@ fn unverified_reason(wait: &DiagnosticsWait, deadline: Duration) -> String {
         DiagnosticsWait::Cancelled => "cancelled".into(),
         DiagnosticsWait::Failed(e) => e.clone(),
     }
+}
+
+/// The time of day in UTC, `HH:MM:SS`.
+fn clock_now() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    format!("{:02}:{:02}:{:02} UTC", secs / 3600 % 24, secs / 60 % 60, secs % 60)
 }
 
 /// The language id `server` gives `file`.

@@ -38,7 +38,6 @@ impl WriteCheck<'_> {
     /// rest are named as not checked.
     pub(super) async fn impact(&mut self, written: &[Written]) -> Vec<User> {
         let mut users: Vec<User> = Vec::new();
-        let mut more: Vec<String> = Vec::new();
         for (impact, server, path) in self.impacts(written).await {
             for name in &impact.names {
                 if !self.report.changed.contains(name) {
@@ -70,20 +69,14 @@ impl WriteCheck<'_> {
                 if !same {
                     continue;
                 }
+                let user = User { path: file, server: server.clone() };
                 if users.len() < self.options.max_files {
-                    users.push(User { path: file, server: server.clone() });
-                } else {
-                    more.push(self.shown(&file));
+                    users.push(user);
+                } else if !self.overflow.iter().any(|u| u.path == user.path) {
+                    self.report.settling.push(self.shown(&user.path));
+                    self.overflow.push(user);
                 }
             }
-        }
-        if !more.is_empty() {
-            self.report.not_checked.push(format!(
-                "{} more file(s) that use it, over the bound of {} per write ([lsp.on_write] max_files): {}",
-                more.len(),
-                self.options.max_files,
-                more.join(", ")
-            ));
         }
         users
     }

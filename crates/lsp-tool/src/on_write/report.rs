@@ -50,6 +50,9 @@ pub struct WriteDiagnostics {
     pub searched: Vec<String>,
     /// Files that use what the write changed but were not checked, and why (`path (why)`).
     pub not_checked: Vec<String>,
+    /// Files that use what the write changed over the bound of `max_files`: checked after
+    /// this result, their findings at the head of the run's next result.
+    pub settling: Vec<String>,
     /// How the files that use the change were found when the server could not say it all.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub found_by_scan: Option<String>,
@@ -67,6 +70,9 @@ pub struct WriteDiagnostics {
     /// How many new diagnostics the text lists.
     #[serde(skip)]
     pub max_shown: usize,
+    /// The bound on files checked within the result.
+    #[serde(skip)]
+    pub max_files: usize,
 }
 
 /// One file's count of new diagnostics.
@@ -83,7 +89,10 @@ pub struct FileCount {
 impl WriteDiagnostics {
     /// Whether every file the change can affect was verified.
     pub fn complete(&self) -> bool {
-        self.not_verified.is_empty() && self.not_checked.is_empty() && self.undetermined.is_empty()
+        self.not_verified.is_empty()
+            && self.not_checked.is_empty()
+            && self.undetermined.is_empty()
+            && self.settling.is_empty()
     }
 
     /// Groups the new diagnostics by file, nearest first (the order they were found in), and
@@ -138,6 +147,20 @@ impl WriteDiagnostics {
         }
         if !self.not_checked.is_empty() {
             lines.push(format!("not checked: {}", self.not_checked.join(", ")));
+        }
+        if !self.settling.is_empty() {
+            let when = match self.mode {
+                Mode::Applied => {
+                    "checked after this result; what they show comes at the head of the next result"
+                }
+                Mode::Preview => "not checked by a preview",
+            };
+            lines.push(format!(
+                "{} more file(s) that use it, over the bound of {} per write ([lsp.on_write] max_files), {when}: {}",
+                self.settling.len(),
+                self.max_files,
+                self.settling.join(", ")
+            ));
         }
         if !self.not_verified.is_empty() {
             lines.push(format!(

@@ -28,6 +28,7 @@ use crate::{
     config::{LspConfig, ServerDef},
     diagnostics::Ledger,
     error::LspError,
+    on_write::settle::SettledReport,
     pool::{ServerPool, Slot},
     server::{RunId, Server, Timeouts},
 };
@@ -59,6 +60,10 @@ struct Inner {
     /// Where project checks run (`cargo check` runs build scripts): the run's capsule.
     /// Servers are shared through the pool across runs, so they stay on the host.
     checker_capsule: Arc<dyn Capsule>,
+    /// The background check of the files over a write's bound, while it runs.
+    settling: Mutex<Option<CancellationToken>>,
+    /// What those checks found, for the head of the run's next result.
+    settled: Mutex<Vec<SettledReport>>,
 }
 
 /// The language-server supervisor of one run. Cheap to clone.
@@ -121,6 +126,8 @@ impl Supervisor {
                 measured: Mutex::new(HashMap::new()),
                 measured_servers: Mutex::new(HashMap::new()),
                 checker_capsule: capsule,
+                settling: Mutex::new(None),
+                settled: Mutex::new(Vec::new()),
             }),
         }
     }
@@ -179,6 +186,29 @@ impl Supervisor {
     /// The run-private folder outside the tree, if it could be made.
     pub(crate) fn private_dir(&self) -> Option<&Path> {
         self.inner.private_dir.as_ref().map(|d| d.path())
+    }
+
+    /// Cancelled when the run ends.
+    pub(crate) fn closing_token(&self) -> &CancellationToken {
+        &self.inner.closing
+    }
+
+    /// Sets the running background check, returning the one it replaces.
+    pub(crate) fn replace_settling(
+        &self,
+        token: Option<CancellationToken>,
+    ) -> Option<CancellationToken> {
+        std::mem::replace(&mut *self.inner.settling.lock(), token)
+    }
+
+    pub(crate) fn push_settled(&self, report: SettledReport) {
+        self.inner.settled.lock().push(report);
+    }
+
+    /// What the background checks of the files over a write's bound found since the last
+    /// call, oldest first; a harness puts it at the head of the run's next result.
+    pub fn take_settled(&self) -> Vec<SettledReport> {
+        std::mem::take(&mut *self.inner.settled.lock())
     }
 
     pub fn config(&self) -> &LspConfig {

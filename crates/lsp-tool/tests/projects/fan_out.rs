@@ -112,3 +112,113 @@ async fn a_prototype_changed_in_a_header_names_every_broken_file_however_many_er
     );
     p.finish().await;
 }
+
+/// How many modules use the helper: more than the bound of 16 files per write.
+const USERS: usize = 30;
+
+/// Writes `file` from `old` to `new` and returns the write's report and, once it came, the
+/// settled report of the files over the bound (as the next result of the run would carry it).
+async fn break_many(
+    p: &Project,
+    file: &str,
+    old: &str,
+    new: &str,
+) -> (agent_tools_lsp::WriteDiagnostics, agent_tools_lsp::SettledReport) {
+    let text = p.read(file);
+    assert!(text.contains(old), "{old} in {text}");
+    let report = write_file(p, file, &text.replace(old, new)).await;
+    let mut settled = Vec::new();
+    // The background check runs after the result; a bounded wait for it (not a threshold).
+    for _ in 0..600 {
+        settled = p.sup.take_settled();
+        if !settled.is_empty() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    assert_eq!(settled.len(), 1, "one settled report: {}", report.render());
+    let settled = settled.remove(0);
+    eprintln!("--- settled\n{}", settled.render());
+    (report, settled)
+}
+
+/// Every module is named broken: within the bound by the write's result, the rest by the
+/// settled report; the result never says "no new errors".
+fn every_user_named(
+    report: &agent_tools_lsp::WriteDiagnostics,
+    settled: &agent_tools_lsp::SettledReport,
+    module: impl Fn(usize) -> String,
+) {
+    let text = report.render();
+    assert!(!text.contains("no new errors"), "{text}");
+    assert_eq!(report.files.len(), 16, "the bound's worth named in the result: {text}");
+    assert_eq!(report.settling.len(), USERS - 16, "{text}");
+    assert!(text.contains("checked after this result"), "{text}");
+    let mut named: Vec<String> = report.files.iter().map(|f| f.path.clone()).collect();
+    for d in &settled.new {
+        if !named.contains(&d.path) {
+            named.push(d.path.clone());
+        }
+    }
+    named.sort();
+    let mut all: Vec<String> = (1..=USERS).map(module).collect();
+    all.sort();
+    assert_eq!(named, all, "result: {text}\nsettled: {}", settled.render());
+    assert!(settled.not_verified.is_empty() && settled.interrupted.is_none());
+    assert!(settled.render().starts_with("Since your edit of "), "{}", settled.render());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_python_helper_used_by_thirty_modules_names_each_broken_module() {
+    let mut files: Vec<(String, String)> = vec![
+        ("pyproject.toml".into(), String::new()),
+        (
+            "util.py".into(),
+            "def is_function(value: object) -> bool:\n    return callable(value)\n".into(),
+        ),
+    ];
+    for i in 1..=USERS {
+        files.push((
+            format!("m{i:02}.py"),
+            format!("from util import is_function\n\nprint(is_function({i}))\n"),
+        ));
+    }
+    let files: Vec<(&str, &str)> = files.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+    let Some(p) = Project::new("basedpyright-langserver", &files, false) else { return };
+    let (report, settled) =
+        break_many(&p, "util.py", "(value: object)", "(value: object, strict: bool)").await;
+    every_user_named(&report, &settled, |i| format!("m{i:02}.py"));
+    p.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_typescript_helper_used_by_thirty_modules_names_each_broken_module() {
+    let mut files: Vec<(String, String)> = vec![
+        ("package.json".into(), "{\"name\": \"fan\", \"private\": true}\n".into()),
+        (
+            "tsconfig.json".into(),
+            "{\"compilerOptions\": {\"strict\": true, \"target\": \"es2020\", \"module\": \"commonjs\"}, \"include\": [\"src\"]}\n".into(),
+        ),
+        (
+            "src/util/isFunction.ts".into(),
+            "export function isFunction(value: unknown): boolean {\n  return typeof value === \"function\";\n}\n".into(),
+        ),
+    ];
+    for i in 1..=USERS {
+        files.push((
+            format!("src/m{i:02}.ts"),
+            format!("import {{ isFunction }} from \"./util/isFunction\";\n\nexport const v{i} = isFunction({i});\n"),
+        ));
+    }
+    let files: Vec<(&str, &str)> = files.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+    let Some(p) = Project::new("typescript-language-server", &files, false) else { return };
+    let (report, settled) = break_many(
+        &p,
+        "src/util/isFunction.ts",
+        "(value: unknown)",
+        "(value: unknown, strict: boolean)",
+    )
+    .await;
+    every_user_named(&report, &settled, |i| format!("src/m{i:02}.ts"));
+    p.finish().await;
+}

@@ -1,0 +1,216 @@
+//! Settling past the bound: the files of an impact set over `max_files` are checked after the
+//! write's result returned, in the run's background (bounded, cancelled by the next write and
+//! by the run's end), and what they show waits for the head of the run's next result.
+//!
+//! Their state before the write was never taken (that is what the bound saves), so a file the
+//! ledger does not know reports its errors on lines that use a changed name, said as such, and
+//! the rest of its diagnostics become its baseline; a file the ledger knows is compared as in
+//! the write's own check.
+
+use std::{path::PathBuf, sync::Arc, time::Duration};
+
+use schemars::JsonSchema;
+use serde::Serialize;
+use tokio_util::sync::CancellationToken;
+
+use super::{User, language_of};
+use crate::{
+    diagnostics::{Diagnostic, count_phrase},
+    paths::display_relative,
+    server::{Save, Server, join_all},
+    supervisor::{DocHandle, Supervisor},
+};
+
+/// How many details a settled report lists.
+const MAX_SHOWN: usize = 10;
+
+/// The files over the bound of one write, to check in the background.
+pub(super) struct Settle {
+    pub(super) users: Vec<User>,
+    /// The changed names (a diagnostic on a line that uses one is the change's).
+    pub(super) names: Vec<String>,
+    /// The written files, as the report names them.
+    pub(super) edited: Vec<String>,
+    /// When the write was checked, `HH:MM:SS` UTC.
+    pub(super) at: String,
+}
+
+/// What checking the files over a write's bound found after its result returned.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, JsonSchema)]
+pub struct SettledReport {
+    /// The files whose write this settles.
+    pub edited: Vec<String>,
+    /// When that write was checked (`HH:MM:SS` UTC).
+    pub at: String,
+    /// How many files over the bound there were.
+    pub files: usize,
+    /// New diagnostics: exact in files the run's ledger knew, else those on lines that use a
+    /// changed name (their state before the write was not taken).
+    pub new: Vec<Diagnostic>,
+    /// Files checked with nothing new.
+    pub clean: Vec<String>,
+    /// `path (why)` for each file whose diagnostics could not be had.
+    pub not_verified: Vec<String>,
+    /// Set when a later write or the run's end stopped the check: what was left.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interrupted: Option<String>,
+}
+
+impl SettledReport {
+    /// The text put at the head of the run's next result.
+    pub fn render(&self) -> String {
+        let edited = self.edited.join(", ");
+        let mut lines = Vec::new();
+        let mut broken: Vec<String> = Vec::new();
+        for d in &self.new {
+            if !broken.contains(&d.path) {
+                broken.push(d.path.clone());
+            }
+        }
+        if broken.is_empty() && self.not_verified.is_empty() && self.interrupted.is_none() {
+            lines.push(format!(
+                "Since your edit of {edited} ({}): the {} more file(s) that use what it changed were checked: nothing more.",
+                self.at, self.files
+            ));
+        } else {
+            let counts: Vec<String> = broken
+                .iter()
+                .map(|f| {
+                    let of: Vec<Diagnostic> =
+                        self.new.iter().filter(|d| &d.path == f).cloned().collect();
+                    format!("{f} ({})", count_phrase(&of, "new"))
+                })
+                .collect();
+            lines.push(format!(
+                "Since your edit of {edited} ({}), {} more file(s) that use what it changed were checked: {} with new errors{}",
+                self.at,
+                self.files,
+                broken.len(),
+                if counts.is_empty() { String::new() } else { format!(": {}", counts.join(", ")) }
+            ));
+            lines.extend(self.new.iter().take(MAX_SHOWN).map(Diagnostic::render));
+            if self.new.len() > MAX_SHOWN {
+                lines.push(format!(
+                    "[+{} more; call lsp {{\"action\": \"diagnostics\", \"file\": \"…\"}} on a file for all]",
+                    self.new.len() - MAX_SHOWN
+                ));
+            }
+            if !self.clean.is_empty() {
+                lines.push(format!("no new errors in {}", self.clean.join(", ")));
+            }
+            if !self.not_verified.is_empty() {
+                lines.push(format!("not verified: {}", self.not_verified.join(", ")));
+            }
+            if let Some(left) = &self.interrupted {
+                lines.push(format!("stopped before the end: {left}"));
+            }
+        }
+        lines.join("\n")
+    }
+}
+
+impl Supervisor {
+    /// Checks `settle`'s files in the background; a later write or the run's end cancels it.
+    /// The report waits in [`Supervisor::take_settled`].
+    pub(super) fn settle_later(&self, settle: Settle) {
+        let token = self.closing_token().child_token();
+        if let Some(previous) = self.replace_settling(Some(token.clone())) {
+            previous.cancel();
+        }
+        let sup = self.clone();
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+        runtime.spawn(async move {
+            let report = sup.settle(settle, &token).await;
+            tracing::info!(target: "agent_tools::on_write", "settled: {}", report.render());
+            sup.push_settled(report);
+        });
+    }
+
+    /// Checks every file of `settle` against the run's ledger, a batch of `max_files` at a
+    /// time, until done or `cancel`.
+    async fn settle(&self, settle: Settle, cancel: &CancellationToken) -> SettledReport {
+        let mut report = SettledReport {
+            edited: settle.edited.clone(),
+            at: settle.at.clone(),
+            files: settle.users.len(),
+            ..Default::default()
+        };
+        let batch = self.config().on_write.max_files.max(1);
+        let deadline = Duration::from_millis(
+            self.config().on_write.startup_wait_ms.max(self.config().on_write.deadline_ms),
+        );
+        for (done, users) in settle.users.chunks(batch).enumerate() {
+            if cancel.is_cancelled() {
+                let left = settle.users.len() - done * batch;
+                report.interrupted =
+                    Some(format!("{left} file(s) not checked (a later write or the run's end)"));
+                break;
+            }
+            let found = join_all(users.iter().map(|u| self.settle_one(u, deadline, cancel))).await;
+            for (user, result) in users.iter().zip(found) {
+                let shown = display_relative(self.root(), &user.path);
+                match result {
+                    Ok(diags) => {
+                        let new = self.settled_new(&user.path, diags, &settle.names);
+                        if new.is_empty() {
+                            report.clean.push(shown);
+                        }
+                        report.new.extend(new);
+                    }
+                    Err(why) => report.not_verified.push(format!("{shown} ({why})")),
+                }
+            }
+        }
+        report
+    }
+
+    /// The diagnostics of `user` as its server has it now, opened for the check and closed.
+    async fn settle_one(
+        &self,
+        user: &User,
+        deadline: Duration,
+        cancel: &CancellationToken,
+    ) -> Result<Vec<Diagnostic>, String> {
+        let server: &Arc<Server> = &user.server;
+        let run = self.run_id();
+        let held = server.holders(&user.path).await.is_some_and(|h| h.contains(&run));
+        let language = language_of(server, &user.path);
+        let mut doc = match held {
+            true => server.touch(&user.path, run).await.ok_or("not open any more")?,
+            false => server.sync(&user.path, &language, Save::Skip, run).await?,
+        };
+        doc.versioned_only = !held;
+        let handle = DocHandle { server: server.clone(), doc };
+        let started = std::time::Instant::now();
+        let result = self.document_diagnostics(&handle, started + deadline, cancel).await;
+        if !held {
+            server.release_document(&user.path, run).await;
+        }
+        result
+            .map(|diags| diags.into_iter().filter(|d| d.is_shown(false)).collect())
+            .map_err(|wait| super::unverified_reason(&wait, deadline))
+    }
+
+    /// What is new in `path`: exact against the ledger where it knows the file, else the
+    /// diagnostics on lines that use one of `names` (the rest become its baseline).
+    fn settled_new(
+        &self,
+        path: &PathBuf,
+        diags: Vec<Diagnostic>,
+        names: &[String],
+    ) -> Vec<Diagnostic> {
+        let mut ledger = self.ledger().lock();
+        if ledger.knows(path) {
+            return ledger.update(path, &diags).new;
+        }
+        ledger.baseline(path, &diags);
+        diags
+            .into_iter()
+            .filter(|d| {
+                d.source_line.as_deref().is_some_and(|line| {
+                    names.iter().any(|n| crate::scan::has_word(line.as_bytes(), n))
+                })
+            })
+            .collect()
+    }
+}
