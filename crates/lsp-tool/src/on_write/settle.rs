@@ -7,7 +7,7 @@
 //! the rest of its diagnostics become its baseline; a file the ledger knows is compared as in
 //! the write's own check.
 
-use std::{path::PathBuf, sync::Arc, time::Duration};
+use std::{path::Path, sync::Arc, time::Duration};
 
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -195,7 +195,7 @@ impl Supervisor {
     /// diagnostics on lines that use one of `names` (the rest become its baseline).
     fn settled_new(
         &self,
-        path: &PathBuf,
+        path: &Path,
         diags: Vec<Diagnostic>,
         names: &[String],
     ) -> Vec<Diagnostic> {
