@@ -45,7 +45,7 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
         "builtin-agent-tools",
         "--lib",
         "--",
-        "families::lsp::diagnostics::tests::bench_diagnostics_on_write",
+        "families::diagnostics::tests::bench_diagnostics_on_write",
         "--ignored",
         "--exact",
         "--nocapture",

@@ -363,7 +363,10 @@ pub(crate) fn declared_on_line(line: &str) -> Vec<String> {
     } else if trimmed.starts_with("import ") || trimmed.starts_with("export ") {
     } else if !trimmed.contains('(') {
         let after_first = trimmed[first.len()..].trim_start();
-        if (trimmed.ends_with(';') || trimmed.ends_with(',')) && !first.is_empty() {
+        let statement =
+            ["return", "throw", "goto", "break", "continue", "delete", "yield", "await"]
+                .contains(&first);
+        if (trimmed.ends_with(';') || trimmed.ends_with(',')) && !first.is_empty() && !statement {
             // `int count;`, `RED,`, `RED = 1,`, `char *name[8];`: the name before `=`, `[`,
             // `:`, `;` or `,`.
             let head = trimmed.split(['=', '[', ':', ';', ',']).next().unwrap_or("");

@@ -122,13 +122,9 @@ pub(crate) async fn impact_of(
     // The includers of a header are its users where the server cannot name them all (its
     // macros, a cold index); a module's importers where the server could not answer, the
     // file is gone, or what changed could not be told.
-    let header = crate::scan::is_header(path);
-    let server_incomplete = impact.scanned_because.is_some() && !impact.server_answered;
-    if deleted
-        || impact.undetermined.is_some()
-        || server_incomplete
-        || header && (impact.scanned_because.is_some() || impact.names.is_empty())
-    {
+    let header_users_unknown =
+        crate::scan::is_header(path) && (!unreferenced.is_empty() || impact.names.is_empty());
+    if deleted || impact.undetermined.is_some() || !impact.server_answered || header_users_unknown {
         let importers = importers(server, path).await;
         if !importers.is_empty() {
             impact.searched.push("its include and import lines".into());

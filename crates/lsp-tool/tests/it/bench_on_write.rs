@@ -340,3 +340,63 @@ async fn bench_diagnostics_on_write_with_the_impact_set() {
         );
     }
 }
+
+/// `cargo xtask bench diagnostics` also runs this: a helper used by 30 modules gets a
+/// parameter; the write's result (16 files checked within it) and the settled report of the
+/// other 14, timed from the write, per language.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "benchmark: run through `cargo xtask bench diagnostics`"]
+async fn bench_settle_of_a_thirty_file_fan_out() {
+    let extra = setup_paths();
+    for case in impact_cases() {
+        if !require_program(&[case.program], &extra, "cargo xtask setup") {
+            continue;
+        }
+        let dir = tempfile::tempdir().expect("temp dir");
+        let root = dir.path().canonicalize().expect("canonical");
+        std::fs::write(root.join(case.marker.0), case.marker.1).expect("marker");
+        for i in 0..30 {
+            let (name, text) = (case.user)(i);
+            std::fs::write(root.join(name), text).expect("user");
+        }
+        let lib = root.join(case.lib.0);
+        std::fs::write(&lib, case.lib.1).expect("lib");
+        let config: LspConfig =
+            serde_json::from_value(json!({"extra_paths": extra})).expect("config");
+        let sup = Supervisor::new(&root, config);
+        let cancel = CancellationToken::new();
+        // A first write warms the server (its first analysis loads the project).
+        let warm = case.lib.1.replace(case.body.0, case.body.1);
+        std::fs::write(&lib, &warm).expect("write");
+        let before = Before::Contents(case.lib.1.as_bytes().to_vec().into());
+        let written = [WrittenFile { path: lib.clone(), before }];
+        let _ = sup.diagnostics_after_write(&written, &cancel).await;
+        let broken = warm.replace(case.signature.0, case.signature.1);
+        std::fs::write(&lib, &broken).expect("write");
+        let t = Instant::now();
+        let before = Before::Contents(warm.into_bytes().into());
+        let written = [WrittenFile { path: lib.clone(), before }];
+        let report = sup.diagnostics_after_write(&written, &cancel).await.expect("covered");
+        let result_ms = t.elapsed().as_secs_f64() * 1000.0;
+        let mut settled = Vec::new();
+        while settled.is_empty() && t.elapsed().as_secs() < 300 {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            settled = sup.take_settled();
+        }
+        let settle_ms = t.elapsed().as_secs_f64() * 1000.0;
+        let named = report.files.len() + settled.first().map_or(0, |s| {
+            let mut files: Vec<&str> = s.new.iter().map(|d| d.path.as_str()).collect();
+            files.dedup();
+            files.len()
+        });
+        if named < 30 {
+            eprintln!("{}\n{}", report.render(), settled.iter().map(|s| s.render()).collect::<Vec<_>>().join("\n"));
+        }
+        sup.shutdown().await;
+        println!(
+            "bench diagnostics-settle server={} users=30 result_ms={result_ms:.0} in_result={} settled_ms={settle_ms:.0} named={named} of 30",
+            case.program,
+            report.files.len(),
+        );
+    }
+}
