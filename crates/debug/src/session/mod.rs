@@ -91,8 +91,6 @@ pub(crate) struct StartOptions<'a> {
     pub breakpoints: &'a BTreeMap<PathBuf, BreakpointRequest>,
     pub exceptions: ExceptionMode,
     pub rust: bool,
-    /// A pytest run: failures are caught by pytest, so stop where they leave the user's code.
-    pub python_test: bool,
     /// Text for the program's stdin, which then stays open for `input`.
     pub stdin: Option<String>,
     pub wait: Duration,

@@ -57,7 +57,6 @@ impl DebugSupervisor {
             breakpoints: &inner.breakpoints,
             exceptions,
             rust,
-            python_test: kind == AdapterKind::Debugpy && args.test.is_some(),
             stdin: args.stdin.clone(),
             wait,
             cancel: *cancel,
@@ -144,7 +143,11 @@ impl DebugSupervisor {
                          or `test`",
                     )
                 })?;
-                (program, None, user_args, false)
+                match go_test_package(kind, &program) {
+                    // `program` a `_test.go` file: `go test` of its package.
+                    Some(package) => (package, None, user_args, true),
+                    None => (program, None, user_args, false),
+                }
             }
         };
         let command = self.resolve(kind, root).await?;
@@ -252,6 +255,14 @@ impl DebugSupervisor {
     }
 }
 
+/// The package folder of a Go `_test.go` file launched as `program` (run as `go test`).
+fn go_test_package(kind: AdapterKind, program: &Path) -> Option<PathBuf> {
+    let name = program.file_name()?.to_str()?;
+    (kind == AdapterKind::Delve && name.ends_with("_test.go"))
+        .then(|| program.parent().map(Path::to_path_buf))
+        .flatten()
+}
+
 /// Refuses while a session of the conversation still runs; a finished one is torn down.
 async fn clear_for_new_session(inner: &mut SlotInner) -> Result<(), DebugError> {
     if let Some(session) = &inner.session {
@@ -317,6 +328,9 @@ fn launch_name(args: &DebugArgs, root: &Path, target: &Target) -> Option<String>
     match (&args.test, &args.module) {
         (Some(test), _) => Some(format!("test {test}")),
         (None, Some(module)) => Some(format!("python -m {module}")),
+        (None, None) if spec.go_test => {
+            Some(format!("go test ({})", args.program.as_deref().unwrap_or_default()))
+        }
         (None, None) if spec.program == root => Some(format!(
             "the package in the root ({})",
             root.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()

@@ -11,3 +11,4 @@ mod debugpy_processes;
 mod delve;
 mod fake;
 mod lldb;
+mod test_runners;
