@@ -288,7 +288,8 @@ impl Session {
         let go_test_failures = matches!(&opts.target, Target::Launch(spec) if spec.go_test)
             && self.kind == AdapterKind::Delve
             && opts.exceptions != ExceptionMode::None;
-        let mut function_breakpoints = Vec::new();
+        let mut function_breakpoints: Vec<FunctionBreakpoint> =
+            opts.functions.iter().map(|name| FunctionBreakpoint { name: name.clone() }).collect();
         if delve_entry {
             // delve's own entry stop is on a thread without frames: stop at main.main instead.
             function_breakpoints.push(FunctionBreakpoint { name: "main.main".into() });

@@ -39,7 +39,7 @@ impl DebugSupervisor {
         let (program, cwd) = program_and_cwd(root, args, &self.env)?;
         let kind = self.adapter_kind(root, args, program.as_deref())?;
         let exceptions = args.exceptions.unwrap_or_default();
-        let (target, command, rust) = if args.operation == Operation::Launch {
+        let (target, command, rust) = if args.operation != Operation::Attach {
             let library_breakpoint = inner.breakpoints.values().any(|b| b.library);
             self.launch_target(kind, root, args, program, cwd, library_breakpoint).await?
         } else {
@@ -57,6 +57,7 @@ impl DebugSupervisor {
             breakpoints: &inner.breakpoints,
             exceptions,
             rust,
+            functions: trace_breakpoint(kind, args),
             stdin: args.stdin.clone(),
             wait,
             cancel: *cancel,
@@ -255,6 +256,17 @@ impl DebugSupervisor {
     }
 }
 
+/// The function breakpoint of a `trace` (delve names functions with their package).
+fn trace_breakpoint(kind: AdapterKind, args: &DebugArgs) -> Vec<String> {
+    let Some(name) = args.name.as_ref().filter(|_| args.operation == Operation::Trace) else {
+        return Vec::new();
+    };
+    if kind == AdapterKind::Delve && !name.contains('.') {
+        return vec![format!("main.{name}")];
+    }
+    vec![name.clone()]
+}
+
 /// The package folder of a Go `_test.go` file launched as `program` (run as `go test`).
 fn go_test_package(kind: AdapterKind, program: &Path) -> Option<PathBuf> {
     let name = program.file_name()?.to_str()?;
@@ -302,7 +314,7 @@ fn program_and_cwd(
     env: &SearchEnv,
 ) -> Result<(Option<PathBuf>, PathBuf), DebugError> {
     let program = match &args.program {
-        Some(p) if args.operation == Operation::Launch => {
+        Some(p) if args.operation != Operation::Attach => {
             Some(launch::resolve_program(root, p, env)?)
         }
         Some(p) => Some(resolve_in_root(root, p, "program")?),

@@ -11,7 +11,7 @@ use agent_tools_debug::{
 use serde_json::json;
 use support::*;
 
-fn check(config: DebugConfig) -> Option<(Project, Harness)> {
+pub(crate) fn check(config: DebugConfig) -> Option<(Project, Harness)> {
     let env = SearchEnv::from_process();
     let found = !delve_candidates(&env).is_empty() && env.which("go").is_some();
     if !require(

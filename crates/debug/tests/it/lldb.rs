@@ -14,7 +14,7 @@ use serde_json::json;
 use support::*;
 
 /// A project with the fixture built, and a harness; `None` when lldb-dap or the compiler is missing.
-fn check(fixture: &str, config: DebugConfig) -> Option<(Project, Harness, PathBuf)> {
+pub(crate) fn check(fixture: &str, config: DebugConfig) -> Option<(Project, Harness, PathBuf)> {
     let found = !lldb_candidates(&SearchEnv::from_process()).is_empty();
     if !require("lldb-dap", found, "`apt-get install lldb-19` (or run `cargo xtask setup`)") {
         return None;
@@ -30,6 +30,8 @@ fn check(fixture: &str, config: DebugConfig) -> Option<(Project, Harness, PathBu
                 ("waiter", "waiter.c"),
                 ("greet", "greet.c"),
                 ("die", "die.c"),
+                ("watched", "watched.c"),
+                ("traced", "traced.c"),
             ];
             let ok = built.iter().all(|(out, src)| {
                 Command::new("cc")

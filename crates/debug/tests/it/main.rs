@@ -12,3 +12,5 @@ mod delve;
 mod fake;
 mod lldb;
 mod test_runners;
+mod trace;
+mod watch;

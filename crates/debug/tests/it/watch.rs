@@ -1,0 +1,110 @@
+//! `watch` on the real adapters: run until a value changes (debugpy and delve: a condition on
+//! the function's lines; lldb: a data breakpoint), until an exception is raised, until an
+//! output line matches; a call never waits past its `wait_seconds`, and a stop that comes
+//! later is reported by the next call.
+
+use crate::support;
+
+use agent_tools_debug::{DebugOutcome, RunState, StopSnapshot};
+use serde_json::{Value, json};
+use support::*;
+
+/// Launches `program` stopped at `line` of `file`, then drops that breakpoint (it is in the
+/// loop the watch runs through).
+async fn stopped_in_the_loop(h: &Harness, file: &str, line: u32, program: &str) -> DebugOutcome {
+    h.ok(json!({"operation": "breakpoints", "file": file, "lines": [line]})).await;
+    let launched = h.ok(json!({"operation": "launch", "program": program})).await;
+    assert_eq!(stopped(&launched).frame.as_ref().and_then(|f| f.line), Some(line));
+    h.ok(json!({"operation": "breakpoints", "file": file, "lines": [line], "remove": true})).await;
+    launched
+}
+
+/// The stop of a `watch` that must have stopped, with its watch note.
+fn watch_stop<'a>(outcome: &'a DebugOutcome, note: &str) -> &'a StopSnapshot {
+    let text = agent_tools_debug::render(outcome);
+    let stop = stopped(outcome);
+    assert!(stop.notes.iter().any(|n| n.contains(note)), "no note `{note}` in:\n{text}");
+    stop
+}
+
+async fn watch(h: &Harness, args: Value) -> DebugOutcome {
+    let mut all = json!({"operation": "watch", "wait_seconds": 120});
+    for (k, v) in args.as_object().unwrap() {
+        all[k] = v.clone();
+    }
+    h.ok(all).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_watch_stops_on_a_change_an_exception_and_an_output_line() {
+    let Some((_project, h)) = debugpy_harness("python", config()) else { return };
+    let launched = stopped_in_the_loop(&h, "watched.py", 8, "watched.py").await;
+    let procs = session_processes(&launched);
+
+    let changed = watch(&h, json!({"expression": "level"})).await;
+    let stop = watch_stop(&changed, "watch: `level` changed: '1' → '2'");
+    assert_eq!(local(stop, "ticks").as_deref(), Some("20"));
+    assert_eq!(local(stop, "level").as_deref(), Some("2"));
+
+    let raised = watch(&h, json!({"exceptions": "all"})).await;
+    let stop = watch_stop(&raised, "watch: an exception was raised");
+    assert_eq!(stop.frame.as_ref().and_then(|f| f.line), Some(14));
+
+    // The line comes a second later: a call that may not wait returns at once, running.
+    let early =
+        h.ok(json!({"operation": "watch", "pattern": "^level is \\d", "wait_seconds": 0})).await;
+    let RunState::Running { waited_seconds, .. } = run_state(&early) else {
+        panic!("{}", agent_tools_debug::render(&early))
+    };
+    assert_eq!(*waited_seconds, 0);
+    // The stop comes between calls; the next call reports it first.
+    let reported = wait_for_a_stop(&h).await;
+    let text = agent_tools_debug::render(&reported);
+    assert!(text.contains("watch: an output line matched `^level is \\d`: level is 2"), "{text}");
+    assert!(text.contains("while no call was waiting"), "{text}");
+    h.ok(json!({"operation": "terminate"})).await;
+    assert_gone(&procs);
+}
+
+/// Calls `output` until a call reports a stop that happened between calls.
+async fn wait_for_a_stop(h: &Harness) -> DebugOutcome {
+    for _ in 0..600 {
+        let outcome = h.ok(json!({"operation": "output"})).await;
+        if matches!(outcome, DebugOutcome::StoppedMeanwhile { .. }) {
+            return outcome;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!("the program never stopped")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn c_watch_stops_on_a_change_through_a_data_breakpoint_and_on_a_crash() {
+    let Some((_project, h, _)) = crate::lldb::check("c", config()) else { return };
+    let launched = stopped_in_the_loop(&h, "watched.c", 9, "watched").await;
+    let procs = session_processes(&launched);
+    let changed = watch(&h, json!({"expression": "level"})).await;
+    let stop = watch_stop(&changed, "watch: `level` changed: 1 → 2");
+    assert!(stop.notes.iter().any(|n| n.contains("data breakpoint")), "{stop:?}");
+    assert_eq!(local(stop, "ticks").as_deref(), Some("20"));
+    let crashed = watch(&h, json!({"exceptions": "all"})).await;
+    let stop = watch_stop(&crashed, "watch: an exception was raised");
+    assert!(stop.description.as_deref().unwrap_or_default().contains("SIGABRT"), "{stop:?}");
+    h.ok(json!({"operation": "terminate"})).await;
+    assert_gone(&procs);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn go_watch_stops_on_a_change_through_conditions_and_on_a_panic() {
+    let Some((_project, h)) = crate::delve::check(config()) else { return };
+    let launched = stopped_in_the_loop(&h, "watched/main.go", 12, "watched").await;
+    let procs = session_processes(&launched);
+    let changed = watch(&h, json!({"expression": "level"})).await;
+    let stop = watch_stop(&changed, "watch: `level` changed: 1 → 2");
+    assert_eq!(local(stop, "ticks").as_deref(), Some("20"));
+    let panicked = watch(&h, json!({"exceptions": "all"})).await;
+    let stop = watch_stop(&panicked, "watch: an exception was raised");
+    assert_eq!(stop.frame.as_ref().and_then(|f| f.line), Some(21), "{stop:?}");
+    h.ok(json!({"operation": "terminate"})).await;
+    assert_gone(&procs);
+}
