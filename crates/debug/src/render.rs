@@ -222,8 +222,15 @@ fn render_run(out: &mut String, state: &RunState) {
             }
             render_output(out, output, "Output since the last call");
         }
-        RunState::Running { waited_seconds, cancelled, waiting_for_input, output } => {
-            if *waiting_for_input {
+        RunState::Running { waited_seconds, cancelled, waiting_for_input, watching, output } => {
+            if let Some(what) = watching.as_ref().filter(|_| !*waiting_for_input) {
+                let _ = writeln!(
+                    out,
+                    "The program is still running after {waited_seconds} s; the watch keeps \
+                     waiting until {what}. Its stop comes first in the result of the next call \
+                     after it happens (`continue` waits for it; `pause` ends the watch)."
+                );
+            } else if *waiting_for_input {
                 let _ = writeln!(
                     out,
                     "The program is waiting for input on stdin: `input` (stdin) sends it a line; \
@@ -544,7 +551,7 @@ fn render_trace(out: &mut String, t: &TraceView) {
         let ended = match (&call.returned, &call.exception) {
             (Some(value), _) => format!("→ {value}"),
             (None, Some(e)) => format!("raised {e}"),
-            (None, None) => "→ ?".into(),
+            (None, None) => "→ ? (the adapter shows no return value)".into(),
         };
         let _ = writeln!(
             out,

@@ -88,6 +88,9 @@ pub enum RunState {
         /// It is blocked reading stdin: `input` sends it text.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         waiting_for_input: bool,
+        /// What a `watch` still waits for; its stop comes first in a later call's result.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        watching: Option<String>,
         output: OutputChunk,
     },
     /// The adapter went away (crashed or closed the connection).

@@ -29,14 +29,17 @@ struct Open {
 
 /// The calls seen so far: the first kept, the last in a ring, the open ones on a stack.
 struct Tracer {
+    /// Whether the adapter shows return values (delve 1.20 does not after a step out).
+    values_known: bool,
     view: TraceView,
     tail: VecDeque<TraceCall>,
     open: Vec<Open>,
 }
 
 impl Tracer {
-    fn new(function: &str) -> Self {
+    fn new(function: &str, values_known: bool) -> Self {
         Tracer {
+            values_known,
             view: TraceView { function: function.to_string(), ..Default::default() },
             tail: VecDeque::new(),
             open: Vec::new(),
@@ -52,6 +55,8 @@ impl Tracer {
         let arguments = snapshot
             .locals
             .iter()
+            // delve's result slots (`~r0`) hold garbage until the function returns.
+            .filter(|v| !v.name.starts_with("~r"))
             .map(|v| format!("{}={}", v.name, cut(&v.value, VALUE_CHARS).0))
             .collect();
         self.view.total += 1;
@@ -74,10 +79,14 @@ impl Tracer {
             let Some(done) = self.open.pop() else { break };
             let mut call = done.call;
             call.elapsed_ms = u64::try_from(done.entered.elapsed().as_millis()).unwrap_or(u64::MAX);
-            if done.depth == depth + 1 {
+            // debugpy shows `None` as the return value of a frame an exception left.
+            let raised_out = call.exception.is_some() && value.as_deref() == Some("None");
+            if done.depth == depth + 1 && value.is_some() && !raised_out {
+                // It returned: an exception raised in it was caught there.
                 call.returned.clone_from(&value);
+                call.exception = None;
             }
-            if call.returned.is_none() && call.exception.is_none() {
+            if call.returned.is_none() && call.exception.is_none() && self.values_known {
                 call.exception = Some("left without a return value (an exception?)".into());
             }
             keep(&mut self.view, &mut self.tail, call);
@@ -131,7 +140,7 @@ impl Session {
         deadline: Instant,
         cancel: &CallScope<'_>,
     ) -> TraceView {
-        let mut tracer = Tracer::new(function);
+        let mut tracer = Tracer::new(function, self.kind != AdapterKind::Delve);
         let mut state = first;
         loop {
             let snapshot = match state {
@@ -157,9 +166,10 @@ impl Session {
                 _ => {}
             }
             let remaining = deadline.saturating_duration_since(Instant::now());
-            // Step out of the innermost open call where it is on top; else run to the next call.
-            let innermost_here = tracer.open.last().is_some_and(|o| o.depth == depth);
-            let motion = if innermost_here && !remaining.is_zero() {
+            // Step out towards the innermost open call's return (from a callee where an
+            // exception stopped, frame by frame); with none open, run to the next call.
+            let inside_open = tracer.open.last().is_some_and(|o| depth >= o.depth);
+            let motion = if inside_open && !remaining.is_zero() {
                 Motion::StepOut
             } else {
                 Motion::Continue

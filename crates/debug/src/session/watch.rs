@@ -44,6 +44,8 @@ pub(crate) struct WatchAt {
 /// A watch waiting for its condition.
 #[derive(Default)]
 pub(crate) struct ActiveWatch {
+    /// What it waits for, in words ("`level` changes").
+    pub(crate) what: Vec<String>,
     /// Files whose breakpoints the watch replaced, with the conversation's own to put back.
     files: Vec<(PathBuf, BreakpointRequest)>,
     data_breakpoint: bool,
@@ -125,12 +127,20 @@ impl Session {
             );
         }
         if let Some(at) = &spec.at {
+            active.what.push(format!(
+                "line {} of {} is reached{}",
+                at.line,
+                display_path(&at.file.display().to_string(), &self.root),
+                at.condition.as_ref().map(|c| format!(" with `{c}` true")).unwrap_or_default()
+            ));
             notes.extend(self.watch_line(at, active).await);
         }
         if spec.exceptions {
+            active.what.push("an exception is raised".into());
             notes.extend(self.watch_exceptions(active).await?);
         }
         if let Some(pattern) = spec.pattern {
+            active.what.push(format!("an output line matches `{pattern}`"));
             active.pattern = Some(pattern.as_str().to_string());
             self.shared.update(|s| {
                 s.watch_matched = None;
@@ -218,7 +228,10 @@ impl Session {
             let info = self
                 .client
                 .request::<DataBreakpointInfo>(
-                    DataBreakpointInfoArguments { name: expression.to_string(), frame_id },
+                    DataBreakpointInfoArguments {
+                        name: data_name(self.kind, expression),
+                        frame_id,
+                    },
                     self.config.request_timeout(),
                 )
                 .await;
@@ -239,6 +252,9 @@ impl Session {
                     .is_ok_and(|b| b.breakpoints.iter().any(|b| b.verified == Some(true)))
                 {
                     active.data_breakpoint = true;
+                    active
+                        .what
+                        .push(format!("`{expression}` changes (now {old}; a data breakpoint)"));
                     return Ok(vec![format!(
                         "watching `{expression}` (now {old}) with a data breakpoint"
                     )]);
@@ -254,6 +270,10 @@ impl Session {
         };
         let text = std::fs::read_to_string(&path).unwrap_or_default();
         let lines = function_lines(&text, line, self.kind);
+        active.what.push(format!(
+            "`{expression}` changes (now {old}; a condition on the {} lines of its function)",
+            lines.len()
+        ));
         let condition = change_condition(self.kind, expression, &old);
         let mut request =
             kept.clone().unwrap_or(BreakpointRequest { lines: Vec::new(), library: false });
@@ -388,6 +408,15 @@ fn with_notes(state: RunState, notes: Vec<String>) -> RunState {
             RunState::Stopped(snapshot)
         }
         other => other,
+    }
+}
+
+/// The `dataBreakpointInfo` name of `expression`: lldb-dap 19 takes an expression as the
+/// address to watch (`level` = 1 would watch address 1), so it gets the address of it.
+fn data_name(kind: AdapterKind, expression: &str) -> String {
+    match kind {
+        AdapterKind::Lldb => format!("&({expression})"),
+        _ => expression.to_string(),
     }
 }
 

@@ -14,7 +14,9 @@ use super::{DebugSupervisor, Slot, SlotInner};
 use agent_tools_support::progress::CallScope;
 
 use crate::{
-    adapters::{self, AdapterCommand, AdapterKind, LaunchSpec, SearchEnv, StdinSource},
+    adapters::{
+        self, AdapterCommand, AdapterKind, ExceptionMode, LaunchSpec, SearchEnv, StdinSource,
+    },
     error::DebugError,
     launch::{self, resolve_in_root},
     request::{DebugArgs, Operation},
@@ -38,7 +40,12 @@ impl DebugSupervisor {
         clear_for_new_session(inner).await?;
         let (program, cwd) = program_and_cwd(root, args, &self.env)?;
         let kind = self.adapter_kind(root, args, program.as_deref())?;
-        let exceptions = args.exceptions.unwrap_or_default();
+        // A trace tells how each call ended, an exception it raised included.
+        let exceptions = args.exceptions.unwrap_or(if args.operation == Operation::Trace {
+            ExceptionMode::All
+        } else {
+            ExceptionMode::Uncaught
+        });
         let (target, command, rust) = if args.operation != Operation::Attach {
             let library_breakpoint = inner.breakpoints.values().any(|b| b.library);
             self.launch_target(kind, root, args, program, cwd, library_breakpoint).await?

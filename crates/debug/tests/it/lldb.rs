@@ -32,6 +32,7 @@ pub(crate) fn check(fixture: &str, config: DebugConfig) -> Option<(Project, Harn
                 ("die", "die.c"),
                 ("watched", "watched.c"),
                 ("traced", "traced.c"),
+                ("deep", "deep.c"),
             ];
             let ok = built.iter().all(|(out, src)| {
                 Command::new("cc")

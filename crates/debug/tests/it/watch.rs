@@ -57,6 +57,11 @@ async fn python_watch_stops_on_a_change_an_exception_and_an_output_line() {
         panic!("{}", agent_tools_debug::render(&early))
     };
     assert_eq!(*waited_seconds, 0);
+    let text = agent_tools_debug::render(&early);
+    assert!(
+        text.contains("the watch keeps waiting until an output line matches `^level is \\d`"),
+        "{text}"
+    );
     // The stop comes between calls; the next call reports it first.
     let reported = wait_for_a_stop(&h).await;
     let text = agent_tools_debug::render(&reported);
@@ -64,6 +69,24 @@ async fn python_watch_stops_on_a_change_an_exception_and_an_output_line() {
     assert!(text.contains("while no call was waiting"), "{text}");
     h.ok(json!({"operation": "terminate"})).await;
     assert_gone(&procs);
+}
+
+/// Watches with no time to wait: the call returns at once, running, saying the watch waits;
+/// the stop comes later and the next call reports it first. That stop.
+async fn watch_later(h: &Harness, args: Value, how: &str) -> StopSnapshot {
+    let mut all = json!({"operation": "watch", "wait_seconds": 0});
+    for (k, v) in args.as_object().unwrap() {
+        all[k] = v.clone();
+    }
+    let early = h.ok(all).await;
+    let text = agent_tools_debug::render(&early);
+    assert!(matches!(run_state(&early), RunState::Running { .. }), "{text}");
+    assert!(text.contains("the watch keeps waiting until"), "{text}");
+    assert!(text.contains(how), "{text}");
+    match wait_for_a_stop(h).await {
+        DebugOutcome::StoppedMeanwhile { stop, .. } => *stop,
+        other => panic!("{other:?}"),
+    }
 }
 
 /// Calls `output` until a call reports a stop that happened between calls.
@@ -83,10 +106,14 @@ async fn c_watch_stops_on_a_change_through_a_data_breakpoint_and_on_a_crash() {
     let Some((_project, h, _)) = crate::lldb::check("c", config()) else { return };
     let launched = stopped_in_the_loop(&h, "watched.c", 9, "watched").await;
     let procs = session_processes(&launched);
-    let changed = watch(&h, json!({"expression": "level"})).await;
-    let stop = watch_stop(&changed, "watch: `level` changed: 1 → 2");
-    assert!(stop.notes.iter().any(|n| n.contains("data breakpoint")), "{stop:?}");
-    assert_eq!(local(stop, "ticks").as_deref(), Some("20"));
+    let stop = watch_later(
+        &h,
+        json!({"expression": "level"}),
+        "`level` changes (now 1; a data breakpoint)",
+    )
+    .await;
+    assert!(stop.notes.iter().any(|n| n.contains("watch: `level` changed: 1 → 2")), "{stop:?}");
+    assert_eq!(local(&stop, "ticks").as_deref(), Some("20"));
     let crashed = watch(&h, json!({"exceptions": "all"})).await;
     let stop = watch_stop(&crashed, "watch: an exception was raised");
     assert!(stop.description.as_deref().unwrap_or_default().contains("SIGABRT"), "{stop:?}");
@@ -99,9 +126,10 @@ async fn go_watch_stops_on_a_change_through_conditions_and_on_a_panic() {
     let Some((_project, h)) = crate::delve::check(config()) else { return };
     let launched = stopped_in_the_loop(&h, "watched/main.go", 12, "watched").await;
     let procs = session_processes(&launched);
-    let changed = watch(&h, json!({"expression": "level"})).await;
-    let stop = watch_stop(&changed, "watch: `level` changed: 1 → 2");
-    assert_eq!(local(stop, "ticks").as_deref(), Some("20"));
+    let how = "`level` changes (now 1; a condition on the";
+    let stop = watch_later(&h, json!({"expression": "level"}), how).await;
+    assert!(stop.notes.iter().any(|n| n.contains("watch: `level` changed: 1 → 2")), "{stop:?}");
+    assert_eq!(local(&stop, "ticks").as_deref(), Some("20"));
     let panicked = watch(&h, json!({"exceptions": "all"})).await;
     let stop = watch_stop(&panicked, "watch: an exception was raised");
     assert_eq!(stop.frame.as_ref().and_then(|f| f.line), Some(21), "{stop:?}");
