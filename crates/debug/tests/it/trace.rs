@@ -151,3 +151,25 @@ async fn watch_and_trace_say_what_they_need() {
     let name = h.err(json!({"operation": "trace", "program": "x.py"})).await;
     assert!(name.starts_with("trace needs `name`"), "{name}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_function_a_failing_test_calls_is_traced_through_test() {
+    let Some((_project, h)) = debugpy_harness("python", config()) else { return };
+    let outcome = h
+        .ok(json!({
+            "operation": "trace", "name": "mean",
+            "test": "tests/test_calc.py::test_mean_of_three", "wait_seconds": 300
+        }))
+        .await;
+    let text = agent_tools_debug::render(&outcome);
+    let trace = trace_of(&outcome);
+    assert_eq!(trace.total, 1, "{text}");
+    let call = &trace.calls[0];
+    assert_eq!(call.arguments, ["values=[1, 2, 3]"], "{text}");
+    assert_eq!(call.returned.as_deref(), Some("2.0"), "{text}");
+    assert!(
+        call.caller.as_deref().is_some_and(|c| c.starts_with("tests/test_calc.py:10")),
+        "{text}"
+    );
+    assert!(trace.ended.contains("exited with code 1"), "{text}");
+}

@@ -1,4 +1,5 @@
-//! `watch` on the real adapters: run until a value changes (debugpy and delve: a condition on
+//! `watch` on the real adapters: run until a line is reached with a condition true, until a
+//! value changes (debugpy and delve: a condition on
 //! the function's lines; lldb: a data breakpoint), until an exception is raised, until an
 //! output line matches; a call never waits past its `wait_seconds`, and a stop that comes
 //! later is reported by the next call.
@@ -36,7 +37,7 @@ async fn watch(h: &Harness, args: Value) -> DebugOutcome {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn python_watch_stops_on_a_change_an_exception_and_an_output_line() {
+async fn python_watch_stops_at_a_line_on_a_change_an_exception_and_an_output_line() {
     let Some((_project, h)) = debugpy_harness("python", config()) else { return };
     let launched = stopped_in_the_loop(&h, "watched.py", 8, "watched.py").await;
     let procs = session_processes(&launched);
@@ -45,6 +46,14 @@ async fn python_watch_stops_on_a_change_an_exception_and_an_output_line() {
     let stop = watch_stop(&changed, "watch: `level` changed: '1' → '2'");
     assert_eq!(local(stop, "ticks").as_deref(), Some("20"));
     assert_eq!(local(stop, "level").as_deref(), Some("2"));
+
+    // A line reached with a condition true; the watch's breakpoint is gone after its stop.
+    let reached =
+        watch(&h, json!({"file": "watched.py", "lines": [9], "condition": "ticks == 30"})).await;
+    let stop = watch_stop(&reached, "watch: stopped at line 9 with the condition true");
+    assert_eq!(local(stop, "ticks").as_deref(), Some("30"));
+    let listed = agent_tools_debug::render(&h.ok(json!({"operation": "breakpoints"})).await);
+    assert!(!listed.contains("watched.py:9"), "{listed}");
 
     let raised = watch(&h, json!({"exceptions": "all"})).await;
     let stop = watch_stop(&raised, "watch: an exception was raised");
