@@ -148,3 +148,27 @@ async fn a_caught_exception_in_a_program_that_runs_no_tests_does_not_stop() {
         agent_tools_debug::render(&launched)
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_debugpy_without_trigger_exception_handler_still_stops_at_the_failure() {
+    let Some((project, h)) = pytest_project() else { return };
+    // As with a debugpy older than that API: the hook falls back on pydevd's own stop.
+    let conftest = std::fs::read_to_string(project.root.join("tests/conftest.py")).unwrap();
+    project.write(
+        "tests/conftest.py",
+        &format!("import debugpy\n\ndel debugpy.trigger_exception_handler\n\n{conftest}"),
+    );
+    let launched = h
+        .ok(json!({"operation": "launch", "module": "pytest", "args": ["tests/test_formatting.py"]}))
+        .await;
+    let procs = session_processes(&launched);
+    let stop = at_failing_assertion(
+        &launched,
+        "test_a_word_that_fills_the_width_stays_on_the_line",
+        "tests/test_formatting.py",
+        34,
+    );
+    assert_eq!(local(stop, "lines").as_deref(), Some("['aaaa bbbb cccc', 'dddd eeee']"));
+    h.ok(json!({"operation": "terminate"})).await;
+    assert_gone(&procs);
+}

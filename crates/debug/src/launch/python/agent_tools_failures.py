@@ -9,9 +9,33 @@ def _stop(excinfo):
     try:
         import debugpy
 
-        debugpy.trigger_exception_handler(excinfo)
-    except Exception:  # noqa: BLE001 - an older debugpy has no such API: no stop, as before
+        handler = getattr(debugpy, "trigger_exception_handler", None)
+        if handler is not None:
+            handler(excinfo)
+        else:
+            _stop_through_pydevd(excinfo)
+    except Exception:  # noqa: BLE001 - never break the program being debugged
         pass
+
+
+def _stop_through_pydevd(excinfo):
+    """What `trigger_exception_handler` does, for a debugpy older than that API (pydevd's own
+    stop on an uncaught exception)."""
+    import threading
+
+    import pydevd
+    from _pydevd_bundle.pydevd_breakpoints import stop_on_unhandled_exception
+
+    py_db = pydevd.get_global_debugger()
+    if py_db is None:
+        return
+    thread = threading.current_thread()
+    info = py_db.set_additional_thread_info(thread)
+    info.is_tracing += 1
+    try:
+        stop_on_unhandled_exception(py_db, thread, info, excinfo)
+    finally:
+        info.is_tracing -= 1
 
 
 def pytest_exception_interact(node, call, report):
