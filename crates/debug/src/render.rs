@@ -90,7 +90,14 @@ fn render_status(out: &mut String, s: &StatusView) {
                     let _ = writeln!(out, "The adapter is gone; `terminate`, then `launch` again.");
                 }
                 (None, _) => {
-                    let _ = writeln!(out, "The program is running.");
+                    let _ = writeln!(
+                        out,
+                        "The program is running{}.",
+                        s.watching
+                            .as_ref()
+                            .map(|w| format!("; a watch waits until {w}"))
+                            .unwrap_or_default()
+                    );
                 }
             }
         }

@@ -350,6 +350,9 @@ pub struct StatusView {
     pub last_end: Option<String>,
     /// Output entries not yet read.
     pub unread_output: u64,
+    /// What a `watch` still waits for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub watching: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]

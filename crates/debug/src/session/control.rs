@@ -190,7 +190,7 @@ impl Session {
                         waited_seconds: started.elapsed().as_secs(),
                         cancelled: matches!(wait, Wait::Cancelled),
                         waiting_for_input: matches!(wait, Wait::WaitingForInput),
-                        watching: self.watching.as_ref().map(|w| w.what.join(", or ")),
+                        watching: self.watching(),
                         output,
                     };
                 }

@@ -104,9 +104,14 @@ impl Tracer {
                     (None, None) => "the program exited".into(),
                 }
             }
-            RunState::Running { output, .. } => {
+            RunState::Running { output, cancelled, .. } => {
                 self.view.output.push_str(&output.text());
-                "cut: the time given (`wait_seconds`) ran out; the program was still running".into()
+                if cancelled {
+                    "cut: the call was cancelled; the program was still running".into()
+                } else {
+                    "cut: the time given (`wait_seconds`) ran out; the program was still running"
+                        .into()
+                }
             }
             RunState::AdapterGone { reason, .. } => reason,
             RunState::Stopped(_) => String::new(),

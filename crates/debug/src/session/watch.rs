@@ -58,6 +58,11 @@ pub(crate) struct ActiveWatch {
 }
 
 impl Session {
+    /// What a waiting watch waits for, in words.
+    pub(crate) fn watching(&self) -> Option<String> {
+        self.watching.as_ref().map(|w| w.what.join(", or "))
+    }
+
     /// The file of the frame the latest stop showed.
     pub(crate) fn shown_file(&self) -> Option<PathBuf> {
         self.shown_frame.as_ref().and_then(|(p, _, _)| p.clone())
