@@ -36,11 +36,12 @@ pub use agent_tools_support::progress::{CallScope, Progress};
 pub const TOOL_NAME: &str = "debug";
 
 /// The tool's description for the model: when to use it, and each operation once.
-pub const TOOL_DESCRIPTION: &str = "Debug a program (debugpy: Python, lldb-dap: C/C++/Rust, \
-delve: Go, dart) to see why it fails: the state at the failing line. One session per \
-conversation; ids hold for the stop that gave them. Operations: adapters; status; breakpoints \
-(file, lines: each its own condition, hit_condition, log_message; remove; no file: list); launch (program|module|test) returns the first stop: source, locals, stack, \
-output (uncaught exceptions stop); attach (port|pid); continue, step_over, step_in, step_out, \
-pause return the next stop; threads; stack; scopes; variables (reference); evaluate \
-(expression); set_variable (reference, name, expression); output (newest; since pages back); \
-input (stdin); terminate.";
+pub const TOOL_DESCRIPTION: &str = "Debug a program (Python, C/C++/Rust, Go, Dart) to see \
+the state where it fails. One session per conversation; ids are per stop. Operations: \
+adapters; status; breakpoints (file, lines, condition, hit_condition, log_message, remove; no \
+file: lists); launch (program|module|test) returns the first stop: source, locals, stack, \
+output (failures stop); attach (port|pid); continue, step_over, step_in, step_out, pause \
+return the next stop; threads; stack; scopes; variables (reference); evaluate (expression); \
+set_variable (reference, name, expression); output (since); input (stdin); watch: run until \
+file+lines(+condition) hit, expression changes, exceptions:all raise or pattern printed; trace \
+(name, launch fields): each call's args, caller, return; terminate.";

@@ -29,6 +29,7 @@ pub fn render(outcome: &DebugOutcome) -> String {
         DebugOutcome::Input(i) => render_input(&mut out, i),
         DebugOutcome::Output(o) => render_output_view(&mut out, o),
         DebugOutcome::Terminated(t) => render_teardown(&mut out, t),
+        DebugOutcome::Trace(t) => render_trace(&mut out, t),
         DebugOutcome::StoppedMeanwhile { stop, then } => {
             render_snapshot(&mut out, stop);
             let _ = writeln!(out, "\nThen, at this stop:");
@@ -89,7 +90,14 @@ fn render_status(out: &mut String, s: &StatusView) {
                     let _ = writeln!(out, "The adapter is gone; `terminate`, then `launch` again.");
                 }
                 (None, _) => {
-                    let _ = writeln!(out, "The program is running.");
+                    let _ = writeln!(
+                        out,
+                        "The program is running{}.",
+                        s.watching
+                            .as_ref()
+                            .map(|w| format!("; a watch waits until {w}"))
+                            .unwrap_or_default()
+                    );
                 }
             }
         }
@@ -221,8 +229,15 @@ fn render_run(out: &mut String, state: &RunState) {
             }
             render_output(out, output, "Output since the last call");
         }
-        RunState::Running { waited_seconds, cancelled, waiting_for_input, output } => {
-            if *waiting_for_input {
+        RunState::Running { waited_seconds, cancelled, waiting_for_input, watching, output } => {
+            if let Some(what) = watching.as_ref().filter(|_| !*waiting_for_input) {
+                let _ = writeln!(
+                    out,
+                    "The program is still running after {waited_seconds} s; the watch keeps \
+                     waiting until {what}. Its stop comes first in the result of the next call \
+                     after it happens (`continue` waits for it; `pause` ends the watch)."
+                );
+            } else if *waiting_for_input {
                 let _ = writeln!(
                     out,
                     "The program is waiting for input on stdin: `input` (stdin) sends it a line; \
@@ -521,6 +536,43 @@ fn render_output_view(out: &mut String, o: &OutputView) {
             let _ = writeln!(out, "The program exited with code {code}.");
         }
         (None, None) => {}
+    }
+}
+
+fn render_trace(out: &mut String, t: &TraceView) {
+    let _ = writeln!(out, "Trace of {}: {} call(s); {}.", t.function, t.total, t.ended);
+    if t.total == 0 {
+        let _ = writeln!(
+            out,
+            "It was never called (or its name is not the adapter's: Python `fib`, C `fib`, Go \
+             `main.fib`)."
+        );
+    }
+    // Where the kept first calls end and the kept last ones begin.
+    let cut_after = (1..t.calls.len()).find(|i| t.calls[*i].index > t.calls[i - 1].index + 1);
+    let base = t.calls.iter().map(|c| c.depth).min().unwrap_or(0);
+    for (i, call) in t.calls.iter().enumerate() {
+        if Some(i) == cut_after {
+            let _ = writeln!(out, "  … {} call(s) left out …", t.omitted);
+        }
+        let ended = match (&call.returned, &call.exception) {
+            (Some(value), _) => format!("→ {value}"),
+            (None, Some(e)) => format!("raised {e}"),
+            (None, None) => "→ ? (the adapter shows no return value)".into(),
+        };
+        let _ = writeln!(
+            out,
+            "  #{} {}{}({}) {ended}  [{} ms{}]",
+            call.index,
+            "  ".repeat(usize::try_from((call.depth - base).min(12)).unwrap_or(0)),
+            t.function,
+            call.arguments.join(", "),
+            call.elapsed_ms,
+            call.caller.as_ref().map(|c| format!(", from {c}")).unwrap_or_default()
+        );
+    }
+    if !t.output.is_empty() {
+        let _ = writeln!(out, "Output:\n{}", t.output.trim_end());
     }
 }
 

@@ -36,6 +36,8 @@ pub enum Operation {
     SetVariable,
     Output,
     Input,
+    Watch,
+    Trace,
     Terminate,
 }
 
@@ -60,6 +62,8 @@ impl Operation {
             Operation::SetVariable => "set_variable",
             Operation::Output => "output",
             Operation::Input => "input",
+            Operation::Watch => "watch",
+            Operation::Trace => "trace",
             Operation::Terminate => "terminate",
         }
     }
@@ -71,13 +75,12 @@ impl Operation {
 #[schemars(transform = lean_object)]
 pub struct DebugArgs {
     pub operation: Operation,
-    /// Project file, or a library file the program runs.
+    /// Project or library file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file: Option<String>,
     /// 1-based; others kept; [] clears.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lines: Option<Vec<u32>>,
-    /// Drop these lines.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remove: Option<bool>,
     /// Stop only if true.
@@ -86,16 +89,16 @@ pub struct DebugArgs {
     /// From hit N: "3"; not lldb: "% 2".
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hit_condition: Option<String>,
-    /// Log instead of stopping; {expr} interpolated.
+    /// Log, don't stop; {expr} interpolated.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log_message: Option<String>,
-    /// Script, Go package folder, executable, or a `.venv/bin` console script.
+    /// Script, Go package, executable or venv script.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub program: Option<String>,
-    /// `python -m` module, e.g. pytest.
+    /// `python -m` module.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub module: Option<String>,
-    /// pytest id, or Go/Rust test name.
+    /// pytest id or Go/Rust test.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub test: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -122,7 +125,6 @@ pub struct DebugArgs {
     pub pid: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thread_id: Option<i64>,
-    /// Default: the current frame.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub frame_id: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -134,10 +136,13 @@ pub struct DebugArgs {
     pub expression: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    /// watch: output line regex.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pattern: Option<String>,
     /// Output cursor.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub since: Option<u64>,
-    /// For a stop (default 20).
+    /// Max wait (default 20).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(max = 600))]
     pub wait_seconds: Option<u64>,

@@ -50,6 +50,8 @@ pub enum DebugOutcome {
     Output(OutputView),
     Input(InputView),
     Terminated(TeardownReport),
+    /// `trace`: the calls of one function over a run.
+    Trace(TraceView),
     /// The program stopped while no call was waiting (a breakpoint hit between calls): that
     /// stop first, then what this call returned (at that stop).
     StoppedMeanwhile {
@@ -86,6 +88,9 @@ pub enum RunState {
         /// It is blocked reading stdin: `input` sends it text.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         waiting_for_input: bool,
+        /// What a `watch` still waits for; its stop comes first in a later call's result.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        watching: Option<String>,
         output: OutputChunk,
     },
     /// The adapter went away (crashed or closed the connection).
@@ -345,6 +350,9 @@ pub struct StatusView {
     pub last_end: Option<String>,
     /// Output entries not yet read.
     pub unread_output: u64,
+    /// What a `watch` still waits for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub watching: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
@@ -374,4 +382,39 @@ pub struct TeardownReport {
     /// How it ended when not by exiting itself (a signal, gone unreported).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ended_by: Option<String>,
+}
+
+/// `trace`: the calls of one function over one run (the first and the last kept when many).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, JsonSchema)]
+pub struct TraceView {
+    pub function: String,
+    /// Calls seen in all.
+    pub total: u64,
+    /// Calls between the first and the last ones kept, left out.
+    pub omitted: u64,
+    pub calls: Vec<TraceCall>,
+    /// How the trace ended: the program's exit, or the time running out.
+    pub ended: String,
+    /// The program's output (its newest part when long).
+    pub output: String,
+}
+
+/// One call of a traced function.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, JsonSchema)]
+pub struct TraceCall {
+    /// 1 for the first call.
+    pub index: u64,
+    /// Frames on the stack at its entry.
+    pub depth: u64,
+    /// `name=value`: the frame's locals at entry.
+    pub arguments: Vec<String>,
+    /// Where it was called from: `file:line in function`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caller: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub returned: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exception: Option<String>,
+    /// Wall time from entry to return, under the debugger (its stops included).
+    pub elapsed_ms: u64,
 }

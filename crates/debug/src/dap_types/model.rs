@@ -11,6 +11,7 @@ pub struct Capabilities {
     pub supports_function_breakpoints: Option<bool>,
     pub supports_exception_info_request: Option<bool>,
     pub supports_set_variable: Option<bool>,
+    pub supports_data_breakpoints: Option<bool>,
     pub exception_breakpoint_filters: Option<Vec<ExceptionBreakpointsFilter>>,
     /// lldb-dap's own section, where it says its version.
     #[serde(rename = "__lldb")]

@@ -48,6 +48,14 @@ command!(
     SetFunctionBreakpoints = "setFunctionBreakpoints", SetFunctionBreakpointsArguments => BreakpointsBody
 );
 command!(
+    /// Whether a data breakpoint can watch a variable, and its id.
+    DataBreakpointInfo = "dataBreakpointInfo", DataBreakpointInfoArguments => DataBreakpointInfoBody
+);
+command!(
+    /// Replaces the data breakpoints (watchpoints).
+    SetDataBreakpoints = "setDataBreakpoints", SetDataBreakpointsArguments => BreakpointsBody
+);
+command!(
     /// Sets which exceptions stop the program.
     SetExceptionBreakpoints = "setExceptionBreakpoints", SetExceptionBreakpointsArguments => Value
 );
@@ -147,6 +155,34 @@ pub struct SetBreakpointsArguments {
 #[derive(Debug, Clone, Serialize)]
 pub struct SetFunctionBreakpointsArguments {
     pub breakpoints: Vec<FunctionBreakpoint>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DataBreakpointInfoArguments {
+    pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub frame_id: Option<i64>,
+}
+
+/// The id to watch `name` by, or why it cannot be watched (`dataId` null).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct DataBreakpointInfoBody {
+    pub data_id: Option<String>,
+    pub description: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SetDataBreakpointsArguments {
+    pub breakpoints: Vec<DataBreakpoint>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DataBreakpoint {
+    pub data_id: String,
+    pub access_type: &'static str,
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -2,6 +2,7 @@
 //! script of the project's environment), a Python module, or a test; and which library folders
 //! outside the root breakpoints may address, read-only.
 
+pub(crate) mod failure_hooks;
 mod libraries;
 mod test_runs;
 

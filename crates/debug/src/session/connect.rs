@@ -135,6 +135,8 @@ impl Session {
             exceptions: opts.exceptions,
             default_frame: None,
             last_place: None,
+            shown_frame: None,
+            watching: None,
             reported_stop: 0,
             just_my_code: false,
             placed: BTreeMap::new(),

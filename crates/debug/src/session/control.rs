@@ -162,6 +162,7 @@ impl Session {
                     return self.stopped(notes).await;
                 }
                 Wait::Exited => {
+                    self.end_watch().await;
                     self.settle_after_exit().await;
                     let (exit_code, output) =
                         self.shared.update(|s| (s.exit_code, s.output.read(None, OUTPUT_CHARS)));
@@ -189,6 +190,7 @@ impl Session {
                         waited_seconds: started.elapsed().as_secs(),
                         cancelled: matches!(wait, Wait::Cancelled),
                         waiting_for_input: matches!(wait, Wait::WaitingForInput),
+                        watching: self.watching(),
                         output,
                     };
                 }
@@ -291,6 +293,7 @@ impl Session {
         }
         self.remember_descendants();
         let mut snapshot = self.snapshot().await;
+        self.finish_watch(&mut snapshot).await;
         snapshot.notes.insert(
             0,
             format!("the program stopped (stop {}) while no call was waiting", snapshot.stop),
@@ -331,6 +334,7 @@ impl Session {
     pub(super) async fn stopped(&mut self, notes: Vec<String>) -> RunState {
         self.remember_descendants();
         let mut snapshot = self.snapshot().await;
+        self.finish_watch(&mut snapshot).await;
         snapshot.notes.splice(0..0, notes);
         RunState::Stopped(Box::new(snapshot))
     }

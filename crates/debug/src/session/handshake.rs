@@ -121,6 +121,11 @@ impl Session {
                 }
                 if self.kind == AdapterKind::Debugpy {
                     self.just_my_code = spec.just_my_code;
+                    if let Some(temp) = self.temp.as_ref() {
+                        crate::launch::failure_hooks::install(temp.path(), &mut spec.env, |k| {
+                            std::env::var(k).ok()
+                        })?;
+                    }
                 }
                 if !spec.just_my_code && self.kind == AdapterKind::Debugpy {
                     self.notes
@@ -283,7 +288,8 @@ impl Session {
         let go_test_failures = matches!(&opts.target, Target::Launch(spec) if spec.go_test)
             && self.kind == AdapterKind::Delve
             && opts.exceptions != ExceptionMode::None;
-        let mut function_breakpoints = Vec::new();
+        let mut function_breakpoints: Vec<FunctionBreakpoint> =
+            opts.functions.iter().map(|name| FunctionBreakpoint { name: name.clone() }).collect();
         if delve_entry {
             // delve's own entry stop is on a thread without frames: stop at main.main instead.
             function_breakpoints.push(FunctionBreakpoint { name: "main.main".into() });
@@ -307,20 +313,10 @@ impl Session {
         }
     }
 
-    /// The exception filters to send: what `exceptions` means for this adapter, plus pytest's
-    /// `userUnhandled` for a test run.
+    /// The exception filters to send: what `exceptions` means for this adapter (a failing
+    /// Python test reaches `uncaught` through the failure hooks).
     fn exception_filters_to_send(&self, opts: &StartOptions<'_>) -> Vec<String> {
-        let mut filters =
-            adapters::exception_filters(self.kind, opts.exceptions, &self.capabilities);
-        if opts.python_test
-            && opts.exceptions == ExceptionMode::Uncaught
-            && self.capabilities.offers_filter("userUnhandled")
-        {
-            // pytest catches every failure, so `uncaught` never fires: stop where the failure
-            // leaves the test's code for pytest's.
-            filters.push("userUnhandled".into());
-        }
-        filters
+        adapters::exception_filters(self.kind, opts.exceptions, &self.capabilities)
     }
 
     /// The launch response (the program runs to its first stop meanwhile), then what the

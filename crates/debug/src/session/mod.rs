@@ -11,7 +11,9 @@ mod snapshot;
 pub(crate) mod state;
 mod stdin_wait;
 mod teardown;
+mod trace;
 mod tracker;
+pub(crate) mod watch;
 
 use std::{
     collections::BTreeMap,
@@ -91,8 +93,8 @@ pub(crate) struct StartOptions<'a> {
     pub breakpoints: &'a BTreeMap<PathBuf, BreakpointRequest>,
     pub exceptions: ExceptionMode,
     pub rust: bool,
-    /// A pytest run: failures are caught by pytest, so stop where they leave the user's code.
-    pub python_test: bool,
+    /// Function breakpoints besides the conversation's line breakpoints (`trace`).
+    pub functions: Vec<String>,
     /// Text for the program's stdin, which then stays open for `input`.
     pub stdin: Option<String>,
     pub wait: Duration,
@@ -127,6 +129,10 @@ pub(crate) struct Session {
     default_frame: Option<u64>,
     /// Where the latest stop was, for `status`.
     last_place: Option<String>,
+    /// The shown frame of the latest stop: its file, line and adapter frame id (for `watch`).
+    shown_frame: Option<(Option<PathBuf>, u32, Option<i64>)>,
+    /// A `watch` waiting for its condition: undone at the next stop or end.
+    watching: Option<watch::ActiveWatch>,
     /// Where the adapter placed each file's breakpoints (its later `breakpoint` events apply).
     placed: BTreeMap<PathBuf, Vec<BreakpointView>>,
     /// debugpy's justMyCode of this launch (fixed for the session).

@@ -95,6 +95,10 @@ impl Session {
         }
         let chosen = frames.get(user_index.unwrap_or(0)).cloned();
         self.default_frame = chosen.as_ref().map(|(f, _)| f.frame_id);
+        self.shown_frame = chosen.as_ref().map(|(_, raw)| {
+            let path = raw.source.as_ref().and_then(|s| s.path.as_ref()).map(PathBuf::from);
+            (path, u32::try_from(raw.line).unwrap_or(0), raw.id)
+        });
 
         let wants_info = stop.reason == "exception"
             && self.capabilities.supports_exception_info_request.unwrap_or(false);

@@ -75,6 +75,10 @@ pub(crate) struct State {
     pub stdin_inode: Option<u64>,
     /// The latest `breakpoint` event of each breakpoint id (verified later, moved).
     pub breakpoint_changes: std::collections::HashMap<i64, Breakpoint>,
+    /// A `watch` for an output line: the pattern, the line that matched, the unfinished line.
+    pub watch_pattern: Option<regex::Regex>,
+    pub watch_matched: Option<String>,
+    watch_partial: String,
 }
 
 impl State {
@@ -132,6 +136,32 @@ impl State {
         if written < bytes.len() {
             self.pending_stdin = Some(String::from_utf8_lossy(&bytes[written..]).into_owned());
         }
+    }
+
+    /// The program's output into the ring, and checked against a watched pattern line by line.
+    pub(crate) fn push_output(&mut self, stream: &str, text: &str) {
+        self.output.push(stream, text);
+        let Some(pattern) = &self.watch_pattern else { return };
+        if self.watch_matched.is_some() {
+            return;
+        }
+        self.watch_partial.push_str(text);
+        while let Some(end) = self.watch_partial.find('\n') {
+            let line: String = self.watch_partial.drain(..=end).collect();
+            let line = line.trim_end();
+            if pattern.is_match(line) {
+                self.watch_matched = Some(line.to_string());
+                self.watch_partial.clear();
+                return;
+            }
+        }
+    }
+
+    /// Stops watching the output; the line that matched, if one did.
+    pub(crate) fn end_output_watch(&mut self) -> Option<String> {
+        self.watch_pattern = None;
+        self.watch_partial.clear();
+        self.watch_matched.take()
     }
 
     /// Whether the program ended (exit or terminate).
@@ -292,7 +322,7 @@ fn apply_output(shared: &Shared, kind: AdapterKind, body: &OutputBody) {
             if s.disconnecting || is_lldb_noise(kind, text) {
                 s.log_line(text);
             } else {
-                s.output.push(category, text);
+                s.push_output(category, text);
             }
         }),
         "telemetry" => {}
@@ -450,7 +480,7 @@ pub(crate) fn forward_lines<R: AsyncRead + Unpin + Send + 'static>(
                 } else if whole_line && is_delve_noise(piece) {
                     shared.update(|s| s.log_line(piece));
                 } else {
-                    shared.update(|s| s.output.push(stream, piece));
+                    shared.update(|s| s.push_output(stream, piece));
                 }
                 at_line_start = piece.ends_with('\n');
             }

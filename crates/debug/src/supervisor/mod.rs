@@ -14,6 +14,8 @@ use std::{
 mod breakpoints;
 mod operations;
 mod start;
+mod trace;
+mod watch;
 
 use agent_tools_support::{capsule::Capsule, duration::human_seconds};
 use parking_lot::Mutex;
@@ -196,6 +198,8 @@ impl DebugSupervisor {
             Operation::Adapters => unreachable_adapters(),
             Operation::Status => Ok(DebugOutcome::Status(status_view(&mut inner).await)),
             Operation::Breakpoints => self.breakpoints(&mut inner, &root, &args).await,
+            Operation::Watch => self.watch(&mut inner, &root, &args, wait, cancel).await,
+            Operation::Trace => self.trace(&slot, &mut inner, &root, &args, wait, cancel).await,
             Operation::Launch | Operation::Attach => {
                 self.start(&slot, &mut inner, &root, &args, wait, cancel).await
             }

@@ -109,6 +109,7 @@ pub(super) async fn status_view(inner: &mut SlotInner) -> StatusView {
                 breakpoints,
                 last_end: None,
                 unread_output: unread,
+                watching: session.watching(),
             }
         }
         None => StatusView {
@@ -121,6 +122,7 @@ pub(super) async fn status_view(inner: &mut SlotInner) -> StatusView {
             breakpoints,
             last_end: inner.last_end.clone(),
             unread_output: 0,
+            watching: None,
         },
     }
 }

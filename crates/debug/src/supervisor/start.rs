@@ -14,7 +14,9 @@ use super::{DebugSupervisor, Slot, SlotInner};
 use agent_tools_support::progress::CallScope;
 
 use crate::{
-    adapters::{self, AdapterCommand, AdapterKind, LaunchSpec, SearchEnv, StdinSource},
+    adapters::{
+        self, AdapterCommand, AdapterKind, ExceptionMode, LaunchSpec, SearchEnv, StdinSource,
+    },
     error::DebugError,
     launch::{self, resolve_in_root},
     request::{DebugArgs, Operation},
@@ -38,8 +40,13 @@ impl DebugSupervisor {
         clear_for_new_session(inner).await?;
         let (program, cwd) = program_and_cwd(root, args, &self.env)?;
         let kind = self.adapter_kind(root, args, program.as_deref())?;
-        let exceptions = args.exceptions.unwrap_or_default();
-        let (target, command, rust) = if args.operation == Operation::Launch {
+        // A trace tells how each call ended, an exception it raised included.
+        let exceptions = args.exceptions.unwrap_or(if args.operation == Operation::Trace {
+            ExceptionMode::All
+        } else {
+            ExceptionMode::Uncaught
+        });
+        let (target, command, rust) = if args.operation != Operation::Attach {
             let library_breakpoint = inner.breakpoints.values().any(|b| b.library);
             self.launch_target(kind, root, args, program, cwd, library_breakpoint).await?
         } else {
@@ -57,7 +64,7 @@ impl DebugSupervisor {
             breakpoints: &inner.breakpoints,
             exceptions,
             rust,
-            python_test: kind == AdapterKind::Debugpy && args.test.is_some(),
+            functions: trace_breakpoint(kind, args),
             stdin: args.stdin.clone(),
             wait,
             cancel: *cancel,
@@ -144,7 +151,11 @@ impl DebugSupervisor {
                          or `test`",
                     )
                 })?;
-                (program, None, user_args, false)
+                match go_test_package(kind, &program) {
+                    // `program` a `_test.go` file: `go test` of its package.
+                    Some(package) => (package, None, user_args, true),
+                    None => (program, None, user_args, false),
+                }
             }
         };
         let command = self.resolve(kind, root).await?;
@@ -252,6 +263,25 @@ impl DebugSupervisor {
     }
 }
 
+/// The function breakpoint of a `trace` (delve names functions with their package).
+fn trace_breakpoint(kind: AdapterKind, args: &DebugArgs) -> Vec<String> {
+    let Some(name) = args.name.as_ref().filter(|_| args.operation == Operation::Trace) else {
+        return Vec::new();
+    };
+    if kind == AdapterKind::Delve && !name.contains('.') {
+        return vec![format!("main.{name}")];
+    }
+    vec![name.clone()]
+}
+
+/// The package folder of a Go `_test.go` file launched as `program` (run as `go test`).
+fn go_test_package(kind: AdapterKind, program: &Path) -> Option<PathBuf> {
+    let name = program.file_name()?.to_str()?;
+    (kind == AdapterKind::Delve && name.ends_with("_test.go"))
+        .then(|| program.parent().map(Path::to_path_buf))
+        .flatten()
+}
+
 /// Refuses while a session of the conversation still runs; a finished one is torn down.
 async fn clear_for_new_session(inner: &mut SlotInner) -> Result<(), DebugError> {
     if let Some(session) = &inner.session {
@@ -291,7 +321,7 @@ fn program_and_cwd(
     env: &SearchEnv,
 ) -> Result<(Option<PathBuf>, PathBuf), DebugError> {
     let program = match &args.program {
-        Some(p) if args.operation == Operation::Launch => {
+        Some(p) if args.operation != Operation::Attach => {
             Some(launch::resolve_program(root, p, env)?)
         }
         Some(p) => Some(resolve_in_root(root, p, "program")?),
@@ -317,6 +347,9 @@ fn launch_name(args: &DebugArgs, root: &Path, target: &Target) -> Option<String>
     match (&args.test, &args.module) {
         (Some(test), _) => Some(format!("test {test}")),
         (None, Some(module)) => Some(format!("python -m {module}")),
+        (None, None) if spec.go_test => {
+            Some(format!("go test ({})", args.program.as_deref().unwrap_or_default()))
+        }
         (None, None) if spec.program == root => Some(format!(
             "the package in the root ({})",
             root.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()

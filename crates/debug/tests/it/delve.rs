@@ -11,7 +11,7 @@ use agent_tools_debug::{
 use serde_json::json;
 use support::*;
 
-fn check(config: DebugConfig) -> Option<(Project, Harness)> {
+pub(crate) fn check(config: DebugConfig) -> Option<(Project, Harness)> {
     let env = SearchEnv::from_process();
     let found = !delve_candidates(&env).is_empty() && env.which("go").is_some();
     if !require(
@@ -308,6 +308,33 @@ async fn a_go_program_blocked_on_stdin_is_reported_as_waiting_for_input() {
     let DebugOutcome::Input(sent) = &sent else { panic!("{sent:?}") };
     assert!(matches!(sent.state, Some(RunState::Exited { exit_code: Some(0), .. })), "{sent:?}");
     assert!(h.all_output().await.contains("hello ada"));
+    h.ok(json!({"operation": "terminate"})).await;
+    assert_gone(&procs);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_test_file_as_program_runs_go_test_and_stops_at_each_failure() {
+    let Some((_project, h)) = check(config()) else { return };
+    let launched = h.ok(json!({"operation": "launch", "program": "calc/calc_test.go"})).await;
+    let procs = session_processes(&launched);
+    let text = agent_tools_debug::render(&launched);
+    assert!(text.contains("go test (calc/calc_test.go)"), "{text}");
+    let stop = stopped(&launched);
+    assert_eq!(stop.reason, "exception", "{text}");
+    assert_eq!(
+        stop.frame.as_ref().map(|f| (f.name.as_str(), f.line)),
+        Some(("example.com/buggy/calc.TestMean", Some(18))),
+        "{text}"
+    );
+    assert_eq!(local(stop, "got").as_deref(), Some("2"), "{text}");
+    let next = h.ok(json!({"operation": "continue"})).await;
+    let text = agent_tools_debug::render(&next);
+    assert_eq!(
+        stopped(&next).frame.as_ref().map(|f| (f.name.as_str(), f.line)),
+        Some(("example.com/buggy/calc.TestMeanOfNone", Some(25))),
+        "{text}"
+    );
+    assert_eq!(h.continue_to_exit().await, Some(1));
     h.ok(json!({"operation": "terminate"})).await;
     assert_gone(&procs);
 }

@@ -14,7 +14,7 @@ use serde_json::json;
 use support::*;
 
 /// A project with the fixture built, and a harness; `None` when lldb-dap or the compiler is missing.
-fn check(fixture: &str, config: DebugConfig) -> Option<(Project, Harness, PathBuf)> {
+pub(crate) fn check(fixture: &str, config: DebugConfig) -> Option<(Project, Harness, PathBuf)> {
     let found = !lldb_candidates(&SearchEnv::from_process()).is_empty();
     if !require("lldb-dap", found, "`apt-get install lldb-19` (or run `cargo xtask setup`)") {
         return None;
@@ -30,6 +30,9 @@ fn check(fixture: &str, config: DebugConfig) -> Option<(Project, Harness, PathBu
                 ("waiter", "waiter.c"),
                 ("greet", "greet.c"),
                 ("die", "die.c"),
+                ("watched", "watched.c"),
+                ("traced", "traced.c"),
+                ("deep", "deep.c"),
             ];
             let ok = built.iter().all(|(out, src)| {
                 Command::new("cc")
@@ -387,6 +390,37 @@ async fn rust_standard_types_display_through_the_formatters() {
         "{text}"
     );
     assert_eq!(local(stop, "text").as_deref(), Some("\"line one\\nline two\""), "{text}");
+    h.ok(json!({"operation": "terminate"})).await;
+    assert_gone(&procs);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cargo_test_binary_as_program_stops_at_the_failing_assertion() {
+    let Some((project, h, _)) = check("rust", config()) else { return };
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = Command::new(cargo)
+        .args(["test", "--no-run", "--offline", "--message-format=json"])
+        .current_dir(&project.root)
+        .env("CARGO_TARGET_DIR", project.root.join("target"))
+        .env_remove("RUSTFLAGS")
+        .output()
+        .expect("run cargo");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let binary = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find_map(|m| {
+            m["executable"].as_str().filter(|_| m["profile"]["test"] == true).map(String::from)
+        })
+        .expect("a test binary");
+    // As a user runs it: every test, the harness's threads, no filter.
+    let launched = h.ok(json!({"operation": "launch", "program": binary})).await;
+    let procs = session_processes(&launched);
+    let text = agent_tools_debug::render(&launched);
+    let stop = stopped(&launched);
+    assert_eq!(stop.reason, "exception", "{text}");
+    assert_eq!(stop.frame.as_ref().and_then(|f| f.line), Some(32), "{text}");
+    assert_eq!(local(stop, "got").as_deref(), Some("6"), "{text}");
     h.ok(json!({"operation": "terminate"})).await;
     assert_gone(&procs);
 }

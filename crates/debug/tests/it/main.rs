@@ -11,3 +11,6 @@ mod debugpy_processes;
 mod delve;
 mod fake;
 mod lldb;
+mod test_runners;
+mod trace;
+mod watch;
