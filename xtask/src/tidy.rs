@@ -144,3 +144,61 @@ fn the_support_crate_is_a_leaf() {
 // Starting and signalling processes, and writing, renaming or removing files by path, outside
 // the support crate is a compile-time rule: `disallowed-methods` in clippy.toml, which CI's
 // clippy run enforces.
+
+/// The test paths the benchmark commands select (a `module::…::name` after `--`): each must
+/// name a module or function that exists, or the benchmark silently runs nothing.
+#[test]
+fn every_benchmark_filter_names_an_existing_test() {
+    let root = project_root();
+    let sources: Vec<String> =
+        all_rust_files().iter().filter_map(|p| std::fs::read_to_string(p).ok()).collect();
+    let mut filters = Vec::new();
+    for entry in std::fs::read_dir(root.join("xtask/src")).expect("xtask/src") {
+        let path = entry.expect("entry").path();
+        let is_bench = path.file_name().is_some_and(|n| n.to_string_lossy().starts_with("bench"));
+        if !is_bench {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).expect("read");
+        for literal in text.split('"').skip(1).step_by(2) {
+            if literal.contains("::") && !literal.contains(' ') && !literal.contains('/') {
+                filters.push((path.clone(), literal.to_string()));
+            }
+        }
+    }
+    assert!(!filters.is_empty(), "the benchmarks select their tests by path");
+    // Where a test path's modules start: each crate's `src` and each of its test targets.
+    let mut bases = Vec::new();
+    for krate in std::fs::read_dir(root.join("crates")).expect("crates").flatten() {
+        bases.push(krate.path().join("src"));
+        for target in std::fs::read_dir(krate.path().join("tests")).into_iter().flatten().flatten()
+        {
+            bases.push(target.path());
+        }
+    }
+    for (file, filter) in filters {
+        let segments: Vec<&str> = filter.split("::").filter(|s| !s.is_empty()).collect();
+        // The longest prefix of modules that is a file, then the rest inside that file.
+        let resolved = (1..=segments.len()).rev().find_map(|n| {
+            let rel = segments[..n].join("/");
+            bases.iter().find_map(|base| {
+                [base.join(format!("{rel}.rs")), base.join(&rel).join("mod.rs")]
+                    .into_iter()
+                    .find(|p| p.is_file())
+                    .map(|p| (p, &segments[n..]))
+            })
+        });
+        let Some((source, rest)) = resolved else {
+            panic!("{}: the filter `{filter}` names no module file", file.display());
+        };
+        let text = std::fs::read_to_string(&source).expect("read");
+        for name in rest {
+            assert!(
+                text.contains(&format!("mod {name}")) || text.contains(&format!("fn {name}(")),
+                "{}: the filter `{filter}` names `{name}`, which {} does not have",
+                file.display(),
+                source.display()
+            );
+        }
+    }
+}

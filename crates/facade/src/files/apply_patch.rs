@@ -19,7 +19,7 @@ pub struct ApplyPatchArgs {
     /// A unified diff (`--- a/path`, `+++ b/path`, `@@ ... @@` hunks) touching one or more files.
     /// `/dev/null` as the old side creates a file, as the new side deletes it.
     pub patch: String,
-    /// Write nothing; report what writing would introduce (default false).
+    /// Preview only: nothing written.
     #[serde(default)]
     pub dry_run: bool,
 }

@@ -22,7 +22,7 @@ pub struct EditArgs {
     /// Replace every occurrence instead of exactly one (default false).
     #[serde(default)]
     pub replace_all: bool,
-    /// Write nothing; report what writing would introduce (default false).
+    /// Preview only: nothing written.
     #[serde(default)]
     pub dry_run: bool,
 }

@@ -16,7 +16,7 @@ pub struct WriteArgs {
     pub path: String,
     /// The file's complete new content.
     pub content: String,
-    /// Write nothing; report what writing would introduce (default false).
+    /// Preview only: nothing written.
     #[serde(default)]
     pub dry_run: bool,
 }

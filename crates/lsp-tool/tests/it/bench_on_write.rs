@@ -384,13 +384,18 @@ async fn bench_settle_of_a_thirty_file_fan_out() {
             settled = sup.take_settled();
         }
         let settle_ms = t.elapsed().as_secs_f64() * 1000.0;
-        let named = report.files.len() + settled.first().map_or(0, |s| {
-            let mut files: Vec<&str> = s.new.iter().map(|d| d.path.as_str()).collect();
-            files.dedup();
-            files.len()
-        });
+        let named = report.files.len()
+            + settled.first().map_or(0, |s| {
+                let mut files: Vec<&str> = s.new.iter().map(|d| d.path.as_str()).collect();
+                files.dedup();
+                files.len()
+            });
         if named < 30 {
-            eprintln!("{}\n{}", report.render(), settled.iter().map(|s| s.render()).collect::<Vec<_>>().join("\n"));
+            eprintln!(
+                "{}\n{}",
+                report.render(),
+                settled.iter().map(|s| s.render()).collect::<Vec<_>>().join("\n")
+            );
         }
         sup.shutdown().await;
         println!(
