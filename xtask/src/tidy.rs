@@ -150,8 +150,6 @@ fn the_support_crate_is_a_leaf() {
 #[test]
 fn every_benchmark_filter_names_an_existing_test() {
     let root = project_root();
-    let sources: Vec<String> =
-        all_rust_files().iter().filter_map(|p| std::fs::read_to_string(p).ok()).collect();
     let mut filters = Vec::new();
     for entry in std::fs::read_dir(root.join("xtask/src")).expect("xtask/src") {
         let path = entry.expect("entry").path();
