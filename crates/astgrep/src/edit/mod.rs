@@ -3,7 +3,6 @@
 
 mod diff;
 mod render;
-mod template;
 
 use std::{
     collections::{BTreeMap, HashMap},
@@ -20,13 +19,10 @@ use agent_tools_support::{
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-pub(crate) use self::template::{check_fix, fix_text};
-pub use self::{
-    render::{MAX_DIFF_LINES, render_proposal, render_resolution},
-    template::{fix_source, rewrite_source},
-};
+pub use self::render::{MAX_DIFF_LINES, render_proposal, render_resolution};
+pub use crate::rule::fixer::{fix_source, rewrite_source};
 
-use self::template::{Rewritten, Template, apply_rewrites};
+use crate::rule::fixer::{Rewritten, Template, apply_rewrites};
 use crate::{
     error::AstError,
     lang::ContextKind,

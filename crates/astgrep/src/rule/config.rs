@@ -304,7 +304,7 @@ fn compile_core(
     }
     let upper_transforms = upper.map(|u| u.transforms).unwrap_or_default();
     for template in fix.iter().map(|f| &f.template).chain(&other_fixes) {
-        crate::edit::check_fix(lang, template, &p.vars, &transforms).map_err(|e| match e {
+        super::fixer::check_fix(lang, template, &p.vars, &transforms).map_err(|e| match e {
             AstError::Rewrite(why) => {
                 match upper_transforms.iter().find(|t| why.starts_with(&format!("`${t}` "))) {
                     Some(t) => err(

@@ -230,7 +230,7 @@ impl<'r> Evaluator<'r> {
             {
                 let m = inner.finish(node, src, scoped, Some(enclosing));
                 self.budget_hits.append(&mut inner.budget_hits);
-                edits.push((m.replace.clone(), crate::edit::fix_text(rule, &m, text)));
+                edits.push((m.replace.clone(), super::fixer::fix_text(rule, &m, text)));
                 return true;
             }
             self.budget_hits.append(&mut inner.budget_hits);

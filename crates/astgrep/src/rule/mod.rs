@@ -3,6 +3,7 @@
 
 mod config;
 mod eval;
+pub(crate) mod fixer;
 mod parse;
 mod selector;
 mod transform;

@@ -1,4 +1,6 @@
-//! Rewrite templates: `$X` substitution with re-indentation, and a file's matches replaced.
+//! Fix and rewrite templates, beside the rules that use them: `$X` substitution with
+//! re-indentation, and a file's matches replaced (the edit stager depends on this, never the
+//! reverse).
 
 use std::ops::Range;
 
@@ -257,7 +259,7 @@ fn expand(segs: &[Seg], m: &RawMatch, src: &str, values: &[String]) -> String {
 /// The source with every kept match replaced: outermost matches win, nested ones are counted.
 /// Only the range a match's pattern tokens cover is replaced, so a trailing comment or `;`
 /// inside the matched node that the pattern does not mention stays.
-pub(super) fn apply_rewrites(
+pub(crate) fn apply_rewrites(
     src: &str,
     matches: &[RawMatch],
     template: &Template<'_>,
@@ -291,14 +293,14 @@ pub(super) fn apply_rewrites(
 }
 
 /// A file's text after its rewrite.
-pub(super) struct Rewritten {
-    pub(super) text: String,
+pub(crate) struct Rewritten {
+    pub(crate) text: String,
     /// For each replacement, in order: the byte range it replaced in the old text and the range
     /// of its text in the new one.
-    pub(super) edits: Vec<(Range<usize>, Range<usize>)>,
+    pub(crate) edits: Vec<(Range<usize>, Range<usize>)>,
     /// Matches rewritten, and matches skipped because they lie inside (or overlap) one of those.
-    pub(super) kept: usize,
-    pub(super) skipped: usize,
+    pub(crate) kept: usize,
+    pub(crate) skipped: usize,
 }
 
 /// Rewrites every match of `pattern` in `source` (one file's text) with the template
@@ -346,7 +348,7 @@ pub fn fix_source(rules: &RuleSet, source: &str) -> Result<String, AstError> {
 }
 
 /// A compiled rewrite: segments, and the transformations that compute extra variables.
-pub(super) struct Template<'a> {
+pub(crate) struct Template<'a> {
     segs: Vec<Seg>,
     transforms: &'a [(String, Transform)],
     /// Capture names (`$X`, `$$$X`), indexed like `RawMatch::captures`.
@@ -355,7 +357,7 @@ pub(super) struct Template<'a> {
 
 impl<'a> Template<'a> {
     /// Compiles `rewrite` for captures `names` and the variables `transforms` compute.
-    pub(super) fn new(
+    pub(crate) fn new(
         lang: Lang,
         rewrite: &str,
         names: Vec<String>,
