@@ -6,7 +6,12 @@
 mod collision;
 mod report;
 
-use std::{collections::BTreeMap, path::PathBuf};
+use std::{
+    collections::BTreeMap,
+    path::{Path, PathBuf},
+    sync::Arc,
+    time::{Duration, Instant},
+};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -19,9 +24,10 @@ use crate::{
     error::LspError,
     names::check_new_name,
     paths::{display_relative, resolve_in_root, uri_from_path},
-    server::Save,
+    server::{Save, Scope, Server},
     supervisor::{Supervisor, server_label},
-    workspace_edit::{EditOp, parse_workspace_edit, plan_edit, stale_files},
+    transport::RequestError,
+    workspace_edit::{EditOp, EditPlan, parse_workspace_edit, plan_edit, stale_files},
 };
 
 /// Arguments of `lsp_rename`.
@@ -72,13 +78,66 @@ fn identifier_at(line: &str, start: usize) -> &str {
     &rest[..end]
 }
 
+/// One rename as it is carried out: the server, where, and how it is named in messages.
+struct Renaming<'a> {
+    server: Arc<Server>,
+    position: lsp_types::TextDocumentPositionParams,
+    /// `` `symbol` at file:line:col ``, for messages.
+    at: String,
+    label: String,
+    old_name: String,
+    new_name: &'a str,
+    language: String,
+    /// How long the server may take to be ready for the project.
+    budget: Duration,
+    cancel: &'a CancellationToken,
+}
+
 impl Supervisor {
-    /// Runs one `lsp_rename` call.
+    /// Runs one `lsp_rename` call: the symbol located in what the server has, the server's
+    /// checks (prepareRename, a name the scope already declares), its edit as long as it
+    /// matches the files, then written all or nothing with the diagnostics it introduced.
     pub async fn rename(
         &self,
         args: RenameArgs,
         cancel: &CancellationToken,
     ) -> Result<LspOutput, LspError> {
+        let renaming = self.start_rename(&args, cancel).await?;
+        renaming.prepare().await?;
+        self.check_collision(
+            &renaming.server,
+            &renaming.position,
+            &args.new_name,
+            &renaming.at,
+            cancel,
+        )
+        .await?;
+        let (ops, open) = self.fresh_rename_edit(&renaming).await?;
+        let at = &renaming.at;
+        let plan =
+            plan_edit(self.root(), &ops, renaming.server.encoding, &|p| open.get(p).cloned())
+                .map_err(|e| {
+                    LspError::Failed(format!("rename of {at} rejected: {e}; nothing was changed"))
+                })?;
+        let mut report = self.rename_report(&plan, at, &args.new_name);
+        if plan.files.is_empty() {
+            let text = report.render();
+            return Ok(LspOutput::new(text, serde_json::to_value(&report).unwrap_or_default()));
+        }
+        report.diagnostics =
+            self.commit_edit(&renaming.server, &plan, &format!("rename of {at}"), cancel).await?;
+        let text = report.render();
+        let mut out = LspOutput::new(text, serde_json::to_value(&report).unwrap_or_default());
+        out.changed_files = plan.files.keys().cloned().collect();
+        Ok(out)
+    }
+
+    /// Checks the arguments, starts the server and locates the symbol in the text it has.
+    async fn start_rename<'a>(
+        &self,
+        args: &'a RenameArgs,
+        cancel: &'a CancellationToken,
+    ) -> Result<Renaming<'a>, LspError> {
         let path = resolve_in_root(self.root(), &args.file, "file").map_err(LspError::Invalid)?;
         let shown = display_relative(self.root(), &path);
         if !path.is_file() {
@@ -112,8 +171,8 @@ impl Supervisor {
         if !server.supports("renameProvider") {
             return Err(LspError::Failed(format!("{label} does not offer rename")));
         }
-        let budget = std::time::Duration::from_millis(self.config().ready_timeout_ms);
-        server.wait_ready(crate::server::Scope::Project, std::time::Instant::now() + budget, cancel).await.map_err(|busy| {
+        let budget = Duration::from_millis(self.config().ready_timeout_ms);
+        server.wait_ready(Scope::Project, Instant::now() + budget, cancel).await.map_err(|busy| {
             LspError::NotReady(format!(
                 "rename: not ready: the server is {busy}; nothing was changed; try again shortly"
             ))
@@ -128,145 +187,158 @@ impl Supervisor {
                 character: located.start_in(server.encoding),
             },
         };
-        let col = located.display_column();
-        let at = format!("`{}` at {shown}:{}:{col}", args.symbol, args.line);
-        let fail = |what: &str, e: crate::transport::RequestError| {
-            LspError::Failed(format!("rename of {at}: {what} failed: {e}; nothing was changed"))
-        };
-        let prepare =
-            server.capabilities.pointer("/renameProvider/prepareProvider").and_then(Value::as_bool)
-                == Some(true);
-        if prepare {
-            let answer = server
-                .call::<lsp_types::request::PrepareRenameRequest>(position.clone(), cancel)
-                .await;
-            match answer {
-                Ok(None) => {
-                    return Err(LspError::Invalid(format!(
-                        "{at} cannot be renamed: {label} says there is no renameable symbol there; nothing was changed"
-                    )));
-                }
-                Ok(_) => {}
-                Err(crate::transport::RequestError::Server { message, .. }) => {
-                    return Err(LspError::Invalid(format!(
-                        "{at} cannot be renamed: {message}; nothing was changed"
-                    )));
-                }
-                Err(e) => return Err(fail("prepareRename", e)),
-            }
-        }
-        self.check_collision(&server, &position, &args.new_name, &at, cancel).await?;
-        // The server may have read a file before something outside the tools changed it. An
-        // edit whose ranges no longer cover the old name was computed from that stale view:
-        // open those files (the server then has exactly what is on disk) and ask once more;
-        // if it is still stale, refuse.
+        let at = format!("`{}` at {shown}:{}:{}", args.symbol, args.line, located.display_column());
+        Ok(Renaming {
+            server,
+            position,
+            at,
+            label,
+            old_name,
+            new_name: &args.new_name,
+            language: target.language_id.clone(),
+            budget,
+            cancel,
+        })
+    }
+
+    /// The server's edit for the rename, asked again once when it was computed from a stale
+    /// view: the server may have read a file before something outside the tools changed it,
+    /// and an edit whose ranges no longer cover the old name comes from that view. Those files
+    /// are opened (the server then has exactly what is on disk); still stale, it is refused.
+    /// Also returns what the server has for every document the edit touches.
+    async fn fresh_rename_edit(
+        &self,
+        r: &Renaming<'_>,
+    ) -> Result<(Vec<EditOp>, BTreeMap<PathBuf, (i32, String)>), LspError> {
         let mut attempt = 0;
-        let (ops, open) = loop {
+        loop {
             attempt += 1;
-            let params = lsp_types::RenameParams {
-                text_document_position: position.clone(),
-                new_name: args.new_name.clone(),
-                work_done_progress_params: Default::default(),
-            };
-            let edit = server.call::<lsp_types::request::Rename>(params, cancel).await.map_err(
-                |e| match e {
-                    crate::transport::RequestError::Server { message, .. } => {
-                        LspError::Invalid(format!(
-                            "{at} cannot be renamed to `{}`: {message}; nothing was changed",
-                            args.new_name
-                        ))
-                    }
-                    other => fail("rename", other),
-                },
-            )?;
-            let Some(edit) = edit.and_then(|e| serde_json::to_value(e).ok()) else {
-                return Err(LspError::Invalid(format!(
-                    "{at}: {label} returned no edit; nothing was changed"
-                )));
-            };
-            let ops = parse_workspace_edit(&edit).map_err(|e| {
-                LspError::Failed(format!(
-                    "rename of {at}: the server's edit has {e}; nothing was changed"
-                ))
-            })?;
-            // Snapshot what the server has for every document the edit touches.
+            let ops = r.edit().await?;
             let mut open = BTreeMap::new();
             for op in &ops {
                 if let EditOp::Text { path, .. } = op
-                    && let Some(doc) = server.open_doc(path).await
+                    && let Some(doc) = r.server.open_doc(path).await
                 {
                     open.insert(path.clone(), doc);
                 }
             }
-            let stale = stale_files(&ops, &old_name, server.encoding, &|p| open.contains_key(p));
+            let stale =
+                stale_files(&ops, &r.old_name, r.server.encoding, &|p| open.contains_key(p));
             if stale.is_empty() {
-                break (ops, open);
+                return Ok((ops, open));
             }
-            let names: Vec<String> =
-                stale.iter().map(|p| display_relative(self.root(), p)).collect();
             if attempt >= 2 {
+                let names: Vec<String> =
+                    stale.iter().map(|p| display_relative(self.root(), p)).collect();
                 return Err(LspError::Failed(format!(
-                    "rename of {at} refused: {label}'s edit does not match the current content of {} (changed on disk since the server read it); nothing was changed. Try again, or `reload` the server",
+                    "rename of {} refused: {}'s edit does not match the current content of {} (changed on disk since the server read it); nothing was changed. Try again, or `reload` the server",
+                    r.at,
+                    r.label,
                     names.join(", ")
                 )));
             }
             let events: Vec<(PathBuf, lsp_types::FileChangeType)> =
                 stale.iter().map(|p| (p.clone(), lsp_types::FileChangeType::CHANGED)).collect();
-            server.files_changed(&events).await;
+            r.server.files_changed(&events).await;
             for p in &stale {
                 let ext = p.extension().and_then(|e| e.to_str()).unwrap_or("");
-                let language =
-                    server.def.language_of(ext).unwrap_or(&target.language_id).to_string();
-                server
+                let language = r.server.def.language_of(ext).unwrap_or(&r.language).to_string();
+                r.server
                     .sync(p, &language, Save::Skip, self.run_id())
                     .await
                     .map_err(LspError::Failed)?;
             }
-            let _ = server
-                .wait_ready(
-                    crate::server::Scope::Project,
-                    std::time::Instant::now() + budget,
-                    cancel,
-                )
-                .await;
-        };
-        let plan = plan_edit(self.root(), &ops, server.encoding, &|p| open.get(p).cloned())
-            .map_err(|e| {
-                LspError::Failed(format!("rename of {at} rejected: {e}; nothing was changed"))
-            })?;
-        let mut report = RenameReport {
-            at: at.clone(),
-            new_name: args.new_name.clone(),
+            let _ = r.server.wait_ready(Scope::Project, Instant::now() + r.budget, r.cancel).await;
+        }
+    }
+
+    /// What the rename changes, per file, before it is written.
+    fn rename_report(&self, plan: &EditPlan, at: &str, new_name: &str) -> RenameReport {
+        let shown = |p: &Path| display_relative(self.root(), p);
+        RenameReport {
+            at: at.to_string(),
+            new_name: new_name.to_string(),
             edits: plan.edits_per_file.values().sum(),
             files: plan
                 .edits_per_file
                 .iter()
-                .map(|(p, n)| RenamedFile { path: display_relative(self.root(), p), edits: *n })
+                .map(|(p, n)| RenamedFile { path: shown(p), edits: *n })
                 .collect(),
             moved: plan
                 .renamed
                 .iter()
-                .map(|(a, b)| {
-                    format!(
-                        "{} → {}",
-                        display_relative(self.root(), a),
-                        display_relative(self.root(), b)
-                    )
-                })
+                .map(|(a, b)| format!("{} → {}", shown(a), shown(b)))
                 .collect(),
-            created: plan.created.iter().map(|p| display_relative(self.root(), p)).collect(),
-            deleted: plan.deleted.iter().map(|p| display_relative(self.root(), p)).collect(),
+            created: plan.created.iter().map(|p| shown(p)).collect(),
+            deleted: plan.deleted.iter().map(|p| shown(p)).collect(),
             diagnostics: None,
-        };
-        if plan.files.is_empty() {
-            let text = report.render();
-            return Ok(LspOutput::new(text, serde_json::to_value(&report).unwrap_or_default()));
         }
-        report.diagnostics =
-            self.commit_edit(&server, &plan, &format!("rename of {at}"), cancel).await?;
-        let text = report.render();
-        let mut out = LspOutput::new(text, serde_json::to_value(&report).unwrap_or_default());
-        out.changed_files = plan.files.keys().cloned().collect();
-        Ok(out)
+    }
+}
+
+impl Renaming<'_> {
+    fn fail(&self, what: &str, e: RequestError) -> LspError {
+        LspError::Failed(format!("rename of {}: {what} failed: {e}; nothing was changed", self.at))
+    }
+
+    /// `textDocument/prepareRename` where the server offers it: no renameable symbol there is
+    /// refused before anything else is asked.
+    async fn prepare(&self) -> Result<(), LspError> {
+        let prepare = self
+            .server
+            .capabilities
+            .pointer("/renameProvider/prepareProvider")
+            .and_then(Value::as_bool)
+            == Some(true);
+        if !prepare {
+            return Ok(());
+        }
+        let answer = self
+            .server
+            .call::<lsp_types::request::PrepareRenameRequest>(self.position.clone(), self.cancel)
+            .await;
+        match answer {
+            Ok(None) => Err(LspError::Invalid(format!(
+                "{} cannot be renamed: {} says there is no renameable symbol there; nothing was changed",
+                self.at, self.label
+            ))),
+            Ok(_) => Ok(()),
+            Err(RequestError::Server { message, .. }) => Err(LspError::Invalid(format!(
+                "{} cannot be renamed: {message}; nothing was changed",
+                self.at
+            ))),
+            Err(e) => Err(self.fail("prepareRename", e)),
+        }
+    }
+
+    /// The server's `textDocument/rename` edit, parsed.
+    async fn edit(&self) -> Result<Vec<EditOp>, LspError> {
+        let params = lsp_types::RenameParams {
+            text_document_position: self.position.clone(),
+            new_name: self.new_name.to_string(),
+            work_done_progress_params: Default::default(),
+        };
+        let edit =
+            self.server.call::<lsp_types::request::Rename>(params, self.cancel).await.map_err(
+                |e| match e {
+                    RequestError::Server { message, .. } => LspError::Invalid(format!(
+                        "{} cannot be renamed to `{}`: {message}; nothing was changed",
+                        self.at, self.new_name
+                    )),
+                    other => self.fail("rename", other),
+                },
+            )?;
+        let Some(edit) = edit.and_then(|e| serde_json::to_value(e).ok()) else {
+            return Err(LspError::Invalid(format!(
+                "{}: {} returned no edit; nothing was changed",
+                self.at, self.label
+            )));
+        };
+        parse_workspace_edit(&edit).map_err(|e| {
+            LspError::Failed(format!(
+                "rename of {}: the server's edit has {e}; nothing was changed",
+                self.at
+            ))
+        })
     }
 }
