@@ -10,8 +10,9 @@ use tokio_util::sync::CancellationToken;
 use crate::{
     actions::{CheckRunReport, LspOutput, MAX_DIAGNOSTICS, ProjectCheckReport},
     check,
-    config::PYRIGHT_MODE,
-    diagnostics, discover,
+    config::{PYRIGHT_MODE, ServerDef},
+    diagnostics::{self, Diagnostic},
+    discover,
     error::LspError,
     paths::display_relative,
     supervisor::Supervisor,
@@ -139,104 +140,9 @@ impl Supervisor {
                 continue;
             }
             for root in roots.iter().take(5) {
-                let shown_root = display_relative(self.root(), &root.root);
-                let dirs = discover::search_dirs(
-                    self.extra_paths(),
-                    &root.root,
-                    self.root(),
-                    self.allow_project_code(),
-                );
-                let found = def.check_commands.iter().find_map(|c| {
-                    let (name, rest) = c.split_first()?;
-                    discover::resolve_program(name, &dirs, &root.root, self.allow_project_code())
-                        .map(|p| (p, rest.to_vec()))
-                });
-                let names: Vec<String> =
-                    def.check_commands.iter().filter_map(|c| c.first().cloned()).collect();
-                let Some((program, mut args)) = found else {
-                    report.runs.push(CheckRunReport {
-                        command: names.join(" or "),
-                        root: shown_root,
-                        outcome: "not_run".into(),
-                        diagnostics: 0,
-                        detail: Some(format!(
-                            "none of {} resolves; {}",
-                            names.join(", "),
-                            def.install_hint
-                        )),
-                    });
-                    continue;
-                };
-                let command = format!(
-                    "{} {}",
-                    program
-                        .file_name()
-                        .map(|n| n.to_string_lossy().to_string())
-                        .unwrap_or_default(),
-                    args.join(" ")
-                );
-                match checker_args(self, &root.root, format) {
-                    Ok(more) => args.extend(more),
-                    Err(why) => {
-                        report.runs.push(CheckRunReport {
-                            command,
-                            root: shown_root,
-                            outcome: "not_run".into(),
-                            diagnostics: 0,
-                            detail: Some(why),
-                        });
-                        continue;
-                    }
-                }
-                let env: Vec<(String, String)> = if self.allow_project_code() {
-                    Vec::new()
-                } else {
-                    crate::toolchain::toolchain_pins()
-                };
-                match check::run_command(
-                    self.checker_capsule(),
-                    &program,
-                    &args,
-                    &root.root,
-                    &env,
-                    timeout,
-                    cancel,
-                )
-                .await
-                {
-                    Ok((stdout, stderr, status)) => {
-                        let diags = check::parse(format, &stdout, &stderr, &root.root, self.root());
-                        let failed = status.is_none_or(|s| s != 0) && diags.is_empty();
-                        let detail = failed.then(|| {
-                            let tail: Vec<&str> = stderr
-                                .lines()
-                                .chain(stdout.lines())
-                                .filter(|l| !l.trim().is_empty())
-                                .take(5)
-                                .collect();
-                            format!(
-                                "the checker failed (exit {}) without diagnostics: {}",
-                                status.map_or("by signal".into(), |s| s.to_string()),
-                                tail.join(" | ")
-                            )
-                        });
-                        report.runs.push(CheckRunReport {
-                            command,
-                            root: shown_root,
-                            outcome: if failed { "failed".into() } else { "ok".into() },
-                            diagnostics: diags.len(),
-                            detail,
-                        });
-                        report.diagnostics.extend(diags);
-                    }
-                    Err(e) => report.runs.push(CheckRunReport {
-                        command,
-                        root: shown_root,
-                        outcome: "failed".into(),
-                        diagnostics: 0,
-                        detail: Some(e),
-                    }),
-                }
+                let (run, diags) = self.check_root(def, format, &root.root, timeout, cancel).await;
+                report.runs.push(run);
+                report.diagnostics.extend(diags);
             }
             if roots.len() > 5 {
                 report.notes.push(format!(
@@ -259,5 +165,105 @@ impl Supervisor {
         report.diagnostics.truncate(MAX_DIAGNOSTICS);
         let answer = crate::actions::DiagnosticsAnswer::Project(report);
         Ok(LspOutput::from_result(crate::actions::LspResult::Diagnostics(answer)))
+    }
+
+    /// Runs `def`'s checker on one project root, in the run's capsule: what ran and how it
+    /// ended, and the diagnostics it printed.
+    async fn check_root(
+        &self,
+        def: &ServerDef,
+        format: &str,
+        root: &Path,
+        timeout: Duration,
+        cancel: &CancellationToken,
+    ) -> (CheckRunReport, Vec<Diagnostic>) {
+        let shown_root = display_relative(self.root(), root);
+        let dirs =
+            discover::search_dirs(self.extra_paths(), root, self.root(), self.allow_project_code());
+        let found = def.check_commands.iter().find_map(|c| {
+            let (name, rest) = c.split_first()?;
+            discover::resolve_program(name, &dirs, root, self.allow_project_code())
+                .map(|p| (p, rest.to_vec()))
+        });
+        let names: Vec<String> =
+            def.check_commands.iter().filter_map(|c| c.first().cloned()).collect();
+        let Some((program, mut args)) = found else {
+            let detail = format!("none of {} resolves; {}", names.join(", "), def.install_hint);
+            let run = CheckRunReport {
+                command: names.join(" or "),
+                root: shown_root,
+                outcome: "not_run".into(),
+                diagnostics: 0,
+                detail: Some(detail),
+            };
+            return (run, Vec::new());
+        };
+        let command = format!(
+            "{} {}",
+            program.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default(),
+            args.join(" ")
+        );
+        match checker_args(self, root, format) {
+            Ok(more) => args.extend(more),
+            Err(why) => {
+                let run = CheckRunReport {
+                    command,
+                    root: shown_root,
+                    outcome: "not_run".into(),
+                    diagnostics: 0,
+                    detail: Some(why),
+                };
+                return (run, Vec::new());
+            }
+        }
+        let env: Vec<(String, String)> =
+            if self.allow_project_code() { Vec::new() } else { crate::toolchain::toolchain_pins() };
+        match check::run_command(
+            self.checker_capsule(),
+            &program,
+            &args,
+            root,
+            &env,
+            timeout,
+            cancel,
+        )
+        .await
+        {
+            Ok((stdout, stderr, status)) => {
+                let diags = check::parse(format, &stdout, &stderr, root, self.root());
+                let failed = status.is_none_or(|s| s != 0) && diags.is_empty();
+                let detail = failed.then(|| {
+                    let tail: Vec<&str> = stderr
+                        .lines()
+                        .chain(stdout.lines())
+                        .filter(|l| !l.trim().is_empty())
+                        .take(5)
+                        .collect();
+                    format!(
+                        "the checker failed (exit {}) without diagnostics: {}",
+                        status.map_or("by signal".into(), |s| s.to_string()),
+                        tail.join(" | ")
+                    )
+                });
+                let run = CheckRunReport {
+                    command,
+                    root: shown_root,
+                    outcome: if failed { "failed".into() } else { "ok".into() },
+                    diagnostics: diags.len(),
+                    detail,
+                };
+                (run, diags)
+            }
+            Err(e) => {
+                let run = CheckRunReport {
+                    command,
+                    root: shown_root,
+                    outcome: "failed".into(),
+                    diagnostics: 0,
+                    detail: Some(e),
+                };
+                (run, Vec::new())
+            }
+        }
     }
 }
