@@ -139,11 +139,9 @@ impl Supervisor {
         let deadline = Duration::from_millis(
             self.config().on_write.startup_wait_ms.max(self.config().on_write.deadline_ms),
         );
-        for (done, users) in settle.users.chunks(batch).enumerate() {
+        let mut answered = 0;
+        for users in settle.users.chunks(batch) {
             if cancel.is_cancelled() {
-                let left = settle.users.len() - done * batch;
-                report.interrupted =
-                    Some(format!("{left} file(s) not checked (a later write or the run's end)"));
                 break;
             }
             let found = join_all(users.iter().map(|u| self.settle_one(u, deadline, cancel))).await;
@@ -151,15 +149,27 @@ impl Supervisor {
                 let shown = display_relative(self.root(), &user.path);
                 match result {
                     Ok(diags) => {
+                        answered += 1;
                         let new = self.settled_new(&user.path, diags, &settle.names);
                         if new.is_empty() {
                             report.clean.push(shown);
                         }
                         report.new.extend(new);
                     }
-                    Err(why) => report.not_verified.push(format!("{shown} ({why})")),
+                    // What was found before a stop stands; the rest is said once, below.
+                    Err(_) if cancel.is_cancelled() => {}
+                    Err(why) => {
+                        answered += 1;
+                        report.not_verified.push(format!("{shown} ({why})"))
+                    }
                 }
             }
+        }
+        if answered < settle.users.len() {
+            report.interrupted = Some(format!(
+                "{} file(s) not checked (a later write or the run's end)",
+                settle.users.len() - answered
+            ));
         }
         report
     }

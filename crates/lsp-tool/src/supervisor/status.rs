@@ -137,129 +137,143 @@ impl Supervisor {
                 continue;
             }
             if roots.is_empty() {
-                let example = presence.example.clone().unwrap_or_else(|| self.inner.root.clone());
-                let command = discover::resolve_command(
-                    def,
-                    &self.inner.extra_paths,
-                    &self.inner.root,
-                    &self.inner.root,
-                    self.allow_project_code(),
-                );
-                rows.push(RootStatus {
-                    server: def.id.clone(),
-                    languages: def.display_languages(),
-                    root: None,
-                    marker: None,
-                    files: presence.files,
-                    binary: command.as_ref().map(|c| c.program.display().to_string()),
-                    version: command.as_ref().and_then(|c| self.version_of(c, def)),
-                    state: ServerState::NotStarted,
-                    diagnostics: None,
-                    encoding: None,
-                    pid: None,
-                    crashes: 0,
-                    last_crash: None,
-                    runs: 0,
-                    project_code: crate::trust::rule(def, self.allow_project_code()),
-                    missing: Some(format!(
-                        "{}; {}",
-                        missing_half(
-                            self.allow_project_code(),
-                            def,
-                            None,
-                            command.as_ref(),
-                            &self.inner.root,
-                            &example
-                        ),
-                        if command.is_none() {
-                            def.install_hint.clone()
-                        } else {
-                            format!("create one of {}", def.root_markers.join(", "))
-                        }
-                    )),
-                });
-                continue;
+                rows.push(self.status_without_root(def, &presence));
             }
             for root in roots {
-                let command = discover::resolve_command(
-                    def,
-                    &self.inner.extra_paths,
-                    &root.root,
-                    &self.inner.root,
-                    self.allow_project_code(),
-                );
-                let slot = slots.iter().find(|s| s.def.id == def.id && s.root.root == root.root);
-                let server = slot.and_then(|s| s.current.lock().clone());
-                let (starting, crashes, last_crash, stopped) =
-                    slot.map_or((false, 0, None, false), |s| {
-                        let r = s.record.lock();
-                        (r.starting, r.crashes, r.last_crash.clone(), r.stopped)
-                    });
-                let state = match &server {
-                    _ if starting => ServerState::Starting,
-                    Some(s) if s.is_dead() && !s.is_shutting_down() => ServerState::Crashed,
-                    Some(s) if s.is_dead() => ServerState::Stopped,
-                    Some(s) => s.busy().map_or(ServerState::Ready, ServerState::Indexing),
-                    None if stopped => ServerState::Stopped,
-                    None if crashes > 0 => ServerState::Crashed,
-                    None => ServerState::NotStarted,
-                };
-                let live = server.as_ref().filter(|s| !s.is_dead());
-                let version = match live {
-                    Some(s) => s
-                        .server_version
-                        .clone()
-                        .map(|v| format!("{} {v}", server_label(s)))
-                        .or_else(|| self.version_of(&s.command, def)),
-                    None => command.as_ref().and_then(|c| self.version_of(c, def)),
-                };
-                rows.push(RootStatus {
-                    server: def.id.clone(),
-                    languages: def.display_languages(),
-                    root: Some(display_relative(&self.inner.root, &root.root)),
-                    marker: Some(root.marker.clone()),
-                    files: presence.files,
-                    binary: live
-                        .map(|s| s.command.program.display().to_string())
-                        .or_else(|| command.as_ref().map(|c| c.program.display().to_string())),
-                    version,
-                    state,
-                    diagnostics: live.map(|s| s.diagnostic_mode()),
-                    encoding: live.map(|s| s.encoding.as_str().to_string()),
-                    pid: live.map(|s| s.pid),
-                    crashes,
-                    last_crash,
-                    runs: match live {
-                        Some(_) => slot.map_or(0, |s| s.lessees()),
-                        None => 0,
-                    },
-                    project_code: crate::trust::rule(def, self.allow_project_code()),
-                    missing: match (&command, live) {
-                        (None, None) => Some(format!(
-                            "{}; {}",
-                            missing_half(
-                                self.allow_project_code(),
-                                def,
-                                Some(&root),
-                                None,
-                                &self.inner.root,
-                                &root.root
-                            ),
-                            def.install_hint
-                        )),
-                        (Some(c), None) => self.probe(c, def).err().map(|failure| {
-                            format!(
-                                "{} does not run ({failure}); {}",
-                                c.program.display(),
-                                def.install_hint
-                            )
-                        }),
-                        _ => None,
-                    },
-                });
+                rows.push(self.status_of_root(def, &presence, &root, &slots));
             }
         }
         Ok(rows)
+    }
+
+    /// The row of a language present without a root marker: what it would take to serve it.
+    fn status_without_root(&self, def: &ServerDef, presence: &discover::Presence) -> RootStatus {
+        let example = presence.example.clone().unwrap_or_else(|| self.inner.root.clone());
+        let command = discover::resolve_command(
+            def,
+            &self.inner.extra_paths,
+            &self.inner.root,
+            &self.inner.root,
+            self.allow_project_code(),
+        );
+        RootStatus {
+            server: def.id.clone(),
+            languages: def.display_languages(),
+            root: None,
+            marker: None,
+            files: presence.files,
+            binary: command.as_ref().map(|c| c.program.display().to_string()),
+            version: command.as_ref().and_then(|c| self.version_of(c, def)),
+            state: ServerState::NotStarted,
+            diagnostics: None,
+            encoding: None,
+            pid: None,
+            crashes: 0,
+            last_crash: None,
+            runs: 0,
+            project_code: crate::trust::rule(def, self.allow_project_code()),
+            missing: Some(format!(
+                "{}; {}",
+                missing_half(
+                    self.allow_project_code(),
+                    def,
+                    None,
+                    command.as_ref(),
+                    &self.inner.root,
+                    &example
+                ),
+                if command.is_none() {
+                    def.install_hint.clone()
+                } else {
+                    format!("create one of {}", def.root_markers.join(", "))
+                }
+            )),
+        }
+    }
+
+    /// The row of one project root of `def`: its server's state, or what is missing.
+    fn status_of_root(
+        &self,
+        def: &ServerDef,
+        presence: &discover::Presence,
+        root: &RootMatch,
+        slots: &[Arc<Slot>],
+    ) -> RootStatus {
+        let command = discover::resolve_command(
+            def,
+            &self.inner.extra_paths,
+            &root.root,
+            &self.inner.root,
+            self.allow_project_code(),
+        );
+        let slot = slots.iter().find(|s| s.def.id == def.id && s.root.root == root.root);
+        let server = slot.and_then(|s| s.current.lock().clone());
+        let (starting, crashes, last_crash, stopped) = slot.map_or((false, 0, None, false), |s| {
+            let r = s.record.lock();
+            (r.starting, r.crashes, r.last_crash.clone(), r.stopped)
+        });
+        let state = match &server {
+            _ if starting => ServerState::Starting,
+            Some(s) if s.is_dead() && !s.is_shutting_down() => ServerState::Crashed,
+            Some(s) if s.is_dead() => ServerState::Stopped,
+            Some(s) => s.busy().map_or(ServerState::Ready, ServerState::Indexing),
+            None if stopped => ServerState::Stopped,
+            None if crashes > 0 => ServerState::Crashed,
+            None => ServerState::NotStarted,
+        };
+        let live = server.as_ref().filter(|s| !s.is_dead());
+        let version = match live {
+            Some(s) => s
+                .server_version
+                .clone()
+                .map(|v| format!("{} {v}", server_label(s)))
+                .or_else(|| self.version_of(&s.command, def)),
+            None => command.as_ref().and_then(|c| self.version_of(c, def)),
+        };
+        RootStatus {
+            server: def.id.clone(),
+            languages: def.display_languages(),
+            root: Some(display_relative(&self.inner.root, &root.root)),
+            marker: Some(root.marker.clone()),
+            files: presence.files,
+            binary: live
+                .map(|s| s.command.program.display().to_string())
+                .or_else(|| command.as_ref().map(|c| c.program.display().to_string())),
+            version,
+            state,
+            diagnostics: live.map(|s| s.diagnostic_mode()),
+            encoding: live.map(|s| s.encoding.as_str().to_string()),
+            pid: live.map(|s| s.pid),
+            crashes,
+            last_crash,
+            runs: match live {
+                Some(_) => slot.map_or(0, |s| s.lessees()),
+                None => 0,
+            },
+            project_code: crate::trust::rule(def, self.allow_project_code()),
+            missing: match (&command, live) {
+                (None, None) => Some(format!(
+                    "{}; {}",
+                    missing_half(
+                        self.allow_project_code(),
+                        def,
+                        Some(root),
+                        None,
+                        &self.inner.root,
+                        &root.root
+                    ),
+                    def.install_hint
+                )),
+                (Some(c), None) => self.probe(c, def).err().map(|failure| {
+                    format!(
+                        "{} does not run ({failure}); {}",
+                        c.program.display(),
+                        def.install_hint
+                    )
+                }),
+                _ => None,
+            },
+        }
     }
 
     /// [`Supervisor::status_blocking`] from async code.
