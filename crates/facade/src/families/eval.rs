@@ -349,7 +349,7 @@ mod tests {
         // A cut call (its client went away; the host may cancel it too) leaves its cell running.
         let cut = build.context(&run, None);
         let (call_cut, call_cancel) = (cut.cut.clone(), cut.cancel.clone());
-        let args = json!({"code": "time.sleep(1)\n'after the cut'", "description": "d"});
+        let args = json!({"code": "time.sleep(5)\n'after the cut'", "description": "d"});
         let (cut_result, ()) = tokio::join!(build.call(&cut, "eval", args), async {
             tokio::time::sleep(std::time::Duration::from_millis(200)).await;
             call_cut.cancel();
