@@ -256,7 +256,7 @@ impl Kernels {
                     last_sent: parking_lot::Mutex::new(None),
                     worker: parking_lot::Mutex::new(None),
                 });
-                let worker = tokio::spawn(serve(self.core.clone(), handle.clone(), queue));
+                let worker = tokio::spawn(serve(self.core.clone(), Arc::downgrade(&handle), queue));
                 *handle.worker.lock() = Some(worker);
                 handle
             })

@@ -1,7 +1,10 @@
 //! A kernel's worker: one task per conversation and language that takes the cells sent to it in
 //! arrival order and runs each to its end, whether or not a call still waits for it.
 
-use std::{path::PathBuf, sync::Arc, sync::atomic::Ordering};
+use std::{
+    path::PathBuf,
+    sync::{Arc, Weak, atomic::Ordering},
+};
 
 use agent_tools_support::{
     capsule::Capsule, duration::human as human_duration, process::WeakProcessGroup,
@@ -36,26 +39,29 @@ pub(crate) struct Job {
     pub(crate) bridge: Arc<dyn ToolBridge>,
 }
 
-/// Runs the cells sent to one kernel, one at a time, until the run's kernels shut down (the
-/// sender is dropped). A cell stopped while it waited is skipped: its record says so already.
+/// Runs the cells sent to one kernel, one at a time, until the run's kernels shut down or are
+/// dropped (the sender goes with the slot, which the worker holds only while a cell runs, so a
+/// dropped `Kernels` drops its kernels too). A cell stopped while it waited is skipped: its
+/// record says so already.
 pub(crate) async fn serve(
     core: Arc<Core>,
-    handle: Arc<SlotHandle>,
+    handle: Weak<SlotHandle>,
     mut jobs: mpsc::UnboundedReceiver<Job>,
 ) {
     while let Some(job) = jobs.recv().await {
         if !job.record.begin() {
             continue;
         }
-        let report = if core.closed.load(Ordering::SeqCst) {
-            CellReport::unavailable(
+        let report = match handle.upgrade() {
+            Some(handle) if !core.closed.load(Ordering::SeqCst) => {
+                let mut slot = handle.slot.lock().await;
+                core.run(&mut slot, &handle, &job).await
+            }
+            _ => CellReport::unavailable(
                 job.record.language,
                 "the kernels of this run were shut down before this cell started; start a new run"
                     .into(),
-            )
-        } else {
-            let mut slot = handle.slot.lock().await;
-            core.run(&mut slot, &handle, &job).await
+            ),
         };
         job.record.end(report);
     }
@@ -112,7 +118,10 @@ impl Core {
         let fate = run_on(slot, record, &job.code, bridge, budget).await;
         let (outputs, mut notes) = record.out.lock().take_segment().finish();
         notes.insert(0, format!("budget: {}", human_duration(budget.inactivity)));
-        if let Some((behind, waited)) = record.waited_behind() {
+        // A wait the model would notice (not the instant a cancelled cell takes to wind down).
+        if let Some((behind, waited)) = record.waited_behind()
+            && waited >= std::time::Duration::from_secs(1)
+        {
             notes.push(format!(
                 "this cell waited {} behind cell {behind} before it started",
                 human_duration(waited)

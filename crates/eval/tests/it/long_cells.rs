@@ -195,3 +195,23 @@ async fn bad_wait_cell_and_interrupt_arguments_say_what_would_work() {
     assert!(message.contains("`code` is required"), "{message}");
     s.kernels.shutdown().await;
 }
+
+#[tokio::test]
+async fn kernels_dropped_without_a_shutdown_take_their_idle_kernel_with_them() {
+    let s = python(EvalConfig::default());
+    let (_, text) = s.run("import os; os.getpid()").await;
+    let pid: u32 = text.rsplit("Out[1]: ").next().unwrap_or("").trim().parse().expect("pid");
+    assert!(common::alive(pid));
+    let common::Session { kernels, .. } = s;
+    drop(kernels);
+    // The kernel's worker lets go of it with the last handle; its command pipe closes.
+    assert!(
+        tokio::task::spawn_blocking(move || common::gone_within(
+            pid,
+            std::time::Duration::from_secs(30)
+        ))
+        .await
+        .unwrap_or(false),
+        "kernel {pid} outlived its dropped Kernels"
+    );
+}
