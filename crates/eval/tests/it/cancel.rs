@@ -58,7 +58,7 @@ async fn an_abandoned_python_cell_runs_on_and_the_next_cell_waits_behind_it() {
     s.run("kept = 10").await;
     // The call's future is dropped while the cell runs (cell 2); the cell prints and ends later.
     s.run_abandoned(
-        "import time\ntime.sleep(3)\nprint('late output of the old cell')\nkept = 11\n'old'",
+        "import time\ntime.sleep(5)\nprint('late output of the old cell')\nkept = 11\n'old'",
     )
     .await;
     let (r, text) = s.run("kept + 0").await;
