@@ -44,10 +44,9 @@ pub const TOOL_DESCRIPTION: &str = "Run a cell in this conversation's persistent
 imports persist, and the last expression's value is returned, as in a notebook. Python \
 (default) is the project's interpreter with IPython idioms (%pip, !cmd, %%bash, %time, obj?), \
 display(), DataFrames as tables and figures as images. JavaScript runs on Node.js (require, \
-import, top-level await, display()) or embedded QuickJS. tool(name, args) calls this \
-harness's other tools (JavaScript: await it). A cell still running after wait_s runs on as \
-cell N (collect with cell: N). Cells run one at a time; one silent for 5 min is interrupted, \
-state kept.";
+import, top-level await) or embedded QuickJS. tool(name, args) calls this harness's other \
+tools (JavaScript: await it). A cell still running after wait_s runs on as cell N. 5 min of \
+silence interrupts a cell, state kept.";
 
 /// The Python runner shipped in this crate (stdlib only), for inspection and tests.
 pub const PYTHON_RUNNER: &str = python::RUNNER;

@@ -58,20 +58,20 @@ pub struct EvalRequest {
     /// Start this language's kernel clean first.
     #[serde(default)]
     pub reset: Option<bool>,
-    /// Seconds to wait (default 30, max 600); a cell still running then runs on.
+    /// Seconds to wait (default 30, max 600).
     #[serde(default)]
     pub wait_s: Option<f64>,
-    /// A running cell's number, without `code`: wait for it again.
+    /// A running cell's number: wait for it again.
     #[serde(default)]
     #[schemars(schema_with = "cell_number")]
     pub cell: Option<u64>,
-    /// With `cell`: stop it; state kept.
+    /// With `cell`: stop it.
     #[serde(default)]
     pub interrupt: Option<bool>,
 }
 
 fn cell_number(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    schemars::json_schema!({"type": "integer", "minimum": 1})
+    schemars::json_schema!({"type": "integer"})
 }
 
 impl EvalRequest {
