@@ -12,7 +12,9 @@ use super::{
     Inner, WorkerResult, WorkerState,
     worker::{Control, State, StopWhy},
 };
-use crate::backend::{ExitReport, StartRequest, StopReport, Stream, WorkerEvent, WorkerEvents};
+use crate::backend::{
+    ExitReport, StartRequest, StopReport, Stream, WorkerEvent, WorkerEvents, WorkerHandle,
+};
 
 /// How long to collect the last output after a stop before settling.
 const DRAIN: Duration = Duration::from_secs(2);
@@ -253,6 +255,21 @@ async fn drain(
     }
 }
 
+/// Stops the attempt for a hard limit (`why`) and settles it as timed out with its output.
+async fn time_out(
+    inner: &Arc<Inner>,
+    idx: usize,
+    attempt: u32,
+    handle: &dyn WorkerHandle,
+    rx: &mut mpsc::UnboundedReceiver<WorkerEvent>,
+    why: &str,
+) {
+    let stop = handle.stop(inner.settings.kill_grace).await;
+    drain(inner, idx, attempt, rx).await;
+    let detail = format!("{why}, so it was stopped ({})", stop.detail);
+    Inner::settle_now(inner, idx, attempt, WorkerState::TimedOut, detail);
+}
+
 /// What hard limit this attempt has passed, if any: the run's worker budget (no deadline
 /// left) or the silence limit.
 fn over_limit(
@@ -319,12 +336,8 @@ async fn supervise(
             .settings
             .stall_limit
             .and_then(|limit| inner.last_activity(idx, attempt).map(|last| last + limit));
-        if let Some(detail) = over_limit(&inner, run_deadline, silence_limit) {
-            let stop = handle.stop(grace).await;
-            drain(&inner, idx, attempt, &mut rx).await;
-            let detail = format!("{detail}, so it was stopped ({})", stop.detail);
-            Inner::settle_now(&inner, idx, attempt, WorkerState::TimedOut, detail);
-            return;
+        if let Some(why) = over_limit(&inner, run_deadline, silence_limit) {
+            return time_out(&inner, idx, attempt, handle.as_ref(), &mut rx, &why).await;
         }
         let wake = [run_deadline, silence_limit].into_iter().flatten().min();
         tokio::select! {
@@ -348,15 +361,8 @@ async fn supervise(
             },
             () = tokio::time::sleep_until(stall_at), if !stalled => inner.mark_stalled(idx, attempt),
             () = tokio::time::sleep_until(budget_deadline) => {
-                let stop = handle.stop(grace).await;
-                drain(&inner, idx, attempt, &mut rx).await;
-                let detail = format!(
-                    "its wall-clock budget of {} ran out, so it was stopped ({})",
-                    seconds(inner.settings.budget),
-                    stop.detail
-                );
-                Inner::settle_now(&inner, idx, attempt, WorkerState::TimedOut, detail);
-                return;
+                let why = format!("its wall-clock budget of {} ran out", seconds(inner.settings.budget));
+                return time_out(&inner, idx, attempt, handle.as_ref(), &mut rx, &why).await;
             }
             Some(Control { why, reply }) = control.recv() => {
                 let stop = handle.stop(grace).await;
