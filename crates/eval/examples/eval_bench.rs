@@ -79,6 +79,7 @@ impl Bench {
             description: "bench".into(),
             language: Some(language),
             reset: None,
+            ..Default::default()
         };
         let report = kernels
             .eval("bench", &self.root, request, Arc::new(NoBridge), CallScope::new(&self.cancel))

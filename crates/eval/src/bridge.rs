@@ -31,11 +31,6 @@ pub(crate) struct KernelBridge {
 }
 
 impl KernelBridge {
-    /// For a cell being wound down: nothing of it may reach a tool any more.
-    pub(crate) fn refusing() -> Arc<Self> {
-        Arc::new(KernelBridge { bridge: Arc::new(NoBridge), ceiling: Tier::Read })
-    }
-
     pub(crate) async fn call(&self, name: &str, args: Value) -> Result<Value, String> {
         self.bridge.call(name, args, self.ceiling).await
     }

@@ -2,7 +2,7 @@
 
 use std::{collections::VecDeque, sync::Arc, time::Duration};
 
-use agent_tools_support::progress::Progress;
+use parking_lot::Mutex;
 use serde_json::Value;
 use tokio::{task::JoinSet, time::Instant};
 use tokio_util::sync::CancellationToken;
@@ -63,9 +63,6 @@ pub(crate) trait KernelIo {
     async fn kill(&mut self) -> String;
 }
 
-/// How often a running cell reports progress when nothing else happens.
-const PROGRESS_EVERY: Duration = Duration::from_secs(1);
-
 /// Timing of one cell.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Budget {
@@ -81,20 +78,18 @@ pub(crate) enum Fate {
     Died(String),
 }
 
-/// Runs the event loop of one cell until it ends, collecting its outputs.
+/// Runs the event loop of one cell until it ends, collecting its outputs into `out` (shared
+/// with the calls that wait for the cell, which take what has come so far). `cancel` stops it.
 pub(crate) async fn drive<K: KernelIo>(
     kernel: &mut K,
     bridge: Arc<KernelBridge>,
     budget: Budget,
     cancel: &CancellationToken,
-    progress: &dyn Progress,
-    out: &mut Collector,
+    out: &Mutex<Collector>,
 ) -> Fate {
     let mut calls: JoinSet<Result<Value, String>> = JoinSet::new();
     let mut call_ids: Vec<(tokio::task::Id, u64)> = Vec::new();
-    let started = Instant::now();
-    let mut last = started;
-    let mut next_progress = started + PROGRESS_EVERY;
+    let mut last = Instant::now();
     let mut interrupted: Option<(InterruptReason, Instant)> = None;
     let mut reminded = false;
     loop {
@@ -103,21 +98,17 @@ pub(crate) async fn drive<K: KernelIo>(
         let grace_deadline = interrupted.map_or(last, |(_, at)| at + budget.grace);
         let remind_at = interrupted.map_or(last, |(_, at)| at + budget.grace / 2);
         tokio::select! {
-            () = tokio::time::sleep_until(next_progress) => {
-                let elapsed = started.elapsed().as_secs_f64();
-                progress.report(elapsed, &out.progress_message(elapsed, calls.len()));
-                next_progress = Instant::now() + PROGRESS_EVERY;
-            }
             event = kernel.next_event() => match event {
                 Event::Stream(name, text) => {
-                    out.stream(name, text);
+                    out.lock().stream(name, text);
                     last = Instant::now();
                 }
                 Event::Display { mut bundle, display_id, update } => {
-                    if out.has_room_for_an_image() {
+                    let room = out.lock().has_room_for_an_image();
+                    if room {
                         render_svg(&mut bundle, out).await;
                     }
-                    out.display(bundle, display_id, update);
+                    out.lock().display(bundle, display_id, update);
                     last = Instant::now();
                 }
                 Event::ToolCall { id, name, args } => {
@@ -129,10 +120,11 @@ pub(crate) async fn drive<K: KernelIo>(
                         let bridge = bridge.clone();
                         let handle = calls.spawn(async move { bridge.call(&name, args).await });
                         call_ids.push((handle.id(), id));
+                        out.lock().pending_calls = calls.len();
                     }
                     last = Instant::now();
                 }
-                Event::Clear { wait } => out.clear(wait),
+                Event::Clear { wait } => out.lock().clear(wait),
                 Event::Done(mut done) => {
                     calls.abort_all();
                     if let Some(result) = done.result.as_mut() {
@@ -161,6 +153,7 @@ pub(crate) async fn drive<K: KernelIo>(
                     let (_, id) = call_ids.swap_remove(pos);
                     kernel.tool_result(id, result);
                 }
+                out.lock().pending_calls = calls.len();
                 last = Instant::now();
             }
             () = tokio::time::sleep_until(idle_deadline), if !pending && interrupted.is_none() => {
@@ -189,9 +182,9 @@ pub(crate) async fn drive<K: KernelIo>(
 }
 
 /// Adds a PNG rendering to an SVG display; a drawing that cannot be rendered gets a note.
-async fn render_svg(bundle: &mut Bundle, out: &mut Collector) {
+async fn render_svg(bundle: &mut Bundle, out: &Mutex<Collector>) {
     if let Err(why) = svg::add_png(bundle).await {
-        out.notes.push(format!(
+        out.lock().notes.push(format!(
             "an SVG display could not be rendered to an image ({why}); its source is shown"
         ));
     }
@@ -216,6 +209,10 @@ pub(crate) struct Collector {
     clear_pending: bool,
     /// Facts for the model about the outputs (an SVG that could not be rendered).
     notes: Vec<String>,
+    /// The last line of text the cell printed, for progress reports while a call waits.
+    last_line: String,
+    /// Bridged `tool()` calls pending now.
+    pub(crate) pending_calls: usize,
 }
 
 impl Collector {
@@ -236,7 +233,21 @@ impl Collector {
             displays: 0,
             clear_pending: false,
             notes: Vec::new(),
+            last_line: String::new(),
+            pending_calls: 0,
         }
+    }
+
+    /// What has come since the last call took it; this collector starts over for what comes
+    /// next (same caps; the line count and the last line carry on for progress reports).
+    pub(crate) fn take_segment(&mut self) -> Collector {
+        let mut fresh = Collector::new(self.head_cap + self.tail_cap, self.max_images);
+        fresh.lines = self.lines;
+        fresh.displays = self.displays;
+        fresh.last_line.clone_from(&self.last_line);
+        fresh.pending_calls = self.pending_calls;
+        fresh.clear_pending = self.clear_pending;
+        std::mem::replace(self, fresh)
     }
 
     /// `clear_output()`: only what comes after stays, as in a notebook; `wait` defers the clear
@@ -261,8 +272,8 @@ impl Collector {
         self.notes.clear();
     }
 
-    /// "12 s, 3 lines of output", for progress reports.
-    pub(crate) fn progress_message(&self, elapsed: f64, pending_calls: usize) -> String {
+    /// "12 s, 3 lines of output; last: epoch 3 loss 0.21", for progress reports.
+    pub(crate) fn progress_message(&self, elapsed: f64) -> String {
         let mut message = format!(
             "{} s, {} line{} of output",
             elapsed.round() as u64,
@@ -272,10 +283,23 @@ impl Collector {
         if self.displays > 0 {
             message.push_str(&format!(", {} display(s)", self.displays));
         }
-        if pending_calls > 0 {
-            message.push_str(&format!(", waiting for {pending_calls} tool call(s)"));
+        if self.pending_calls > 0 {
+            message.push_str(&format!(", waiting for {} tool call(s)", self.pending_calls));
+        }
+        if !self.last_line.is_empty() {
+            message.push_str("; last: ");
+            message.push_str(&self.last_line);
         }
         message
+    }
+
+    /// Remembers the last non-blank line of `text` (a carriage return starts a line over, as a
+    /// progress bar redraws it), cut to 200 characters.
+    fn note_last_line(&mut self, text: &str) {
+        let line = text.rsplit(['\n', '\r']).map(str::trim).find(|l| !l.is_empty());
+        if let Some(line) = line {
+            self.last_line = line.chars().take(200).collect();
+        }
     }
 
     pub(crate) fn stream(&mut self, name: StreamName, text: String) {
@@ -286,6 +310,7 @@ impl Collector {
             self.clear_now();
         }
         self.lines += text.matches('\n').count();
+        self.note_last_line(&text);
         let len = text.chars().count();
         if self.cut == 0 && self.tail.is_empty() && self.head_chars + len <= self.head_cap {
             self.head_chars += len;

@@ -1,8 +1,9 @@
 //! The kernel manager: one Python and one JavaScript kernel per conversation, started on first
-//! use, reset on request, restarted after a crash, and all ended at shutdown.
+//! use, reset on request, restarted after a crash, and all ended at shutdown. Each kernel has a
+//! worker task that runs the cells sent to it; calls wait for a cell for at most `wait_s`.
 
 use std::{
-    collections::HashMap,
+    collections::{BTreeMap, HashMap},
     path::{Path, PathBuf},
     sync::{
         Arc,
@@ -16,21 +17,25 @@ use agent_tools_support::{
     capsule::{Capsule, OnHost},
     duration::human as human_duration,
     process::WeakProcessGroup,
-    progress::{CallScope, NoProgress, Progress},
+    progress::CallScope,
 };
-use tokio_util::sync::CancellationToken;
+use tokio::sync::mpsc;
 
 use crate::{
-    bridge::{KernelBridge, ToolBridge},
-    cell::{Budget, Collector, Fate, drive},
+    bridge::ToolBridge,
+    cell::Collector,
     child::ChildKernel,
     js::{ENGINE, JsKernel},
     launcher, node, python,
+    running::CellRecord,
     types::{
-        CellReport, CellStatus, EvalConfig, EvalRequest, InterruptReason, JsEngine, KernelNote,
-        Language, Output,
+        CellReport, EvalConfig, EvalRequest, InterruptReason, JsEngine, Language, MAX_WAIT_SECONDS,
     },
+    worker::{Core, Job, serve},
 };
+
+/// Ended cells kept for a later `cell: N` (a result lost with a cut connection), per run.
+const ENDED_CELLS_KEPT: usize = 32;
 
 /// An argument the kernel cannot run with.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -41,13 +46,13 @@ pub enum EvalError {
     Closed,
 }
 
-enum Kernel {
+pub(crate) enum Kernel {
     Child(Box<ChildKernel>),
     Js(JsKernel),
 }
 
 impl Kernel {
-    async fn shutdown(self) {
+    pub(crate) async fn shutdown(self) {
         match self {
             Kernel::Child(k) => k.shutdown().await,
             Kernel::Js(k) => k.shutdown().await,
@@ -56,45 +61,47 @@ impl Kernel {
 }
 
 #[derive(Default)]
-struct Slot {
-    kernel: Option<Kernel>,
+pub(crate) struct Slot {
+    pub(crate) kernel: Option<Kernel>,
     /// Why the previous kernel's state is gone, reported when the next one starts.
-    lost: Option<String>,
-    interpreter: String,
-    version: String,
-    cwd: Option<String>,
-    /// A cell was sent and its call ended before the cell did (the call's future was dropped):
-    /// the next call first winds that cell down, so its late end is never read as an answer.
-    in_flight: bool,
+    pub(crate) lost: Option<String>,
+    pub(crate) interpreter: String,
+    pub(crate) version: String,
+    pub(crate) cwd: Option<String>,
     /// What the next result should say about how the previous cell ended (a cancelled cell
     /// that was interrupted: the client never saw that result).
-    carry: Option<String>,
+    pub(crate) carry: Option<String>,
     /// The tier the kernel's `tool()` calls may reach, fixed when the kernel started: the lower
     /// of the configured `bridge_tier` and the starting caller's ceiling.
-    ceiling: Tier,
+    pub(crate) ceiling: Tier,
 }
 
-/// What can be reached without the slot's lock: to kill a busy kernel at shutdown.
-#[derive(Default)]
-struct SlotHandle {
-    slot: tokio::sync::Mutex<Slot>,
+/// One kernel's place: its slot (held by its worker while a cell runs), its worker's queue, and
+/// what can be reached without the slot's lock (to kill a busy kernel at shutdown).
+pub(crate) struct SlotHandle {
+    pub(crate) slot: tokio::sync::Mutex<Slot>,
     /// The kernel's tree while one runs (weak: the kernel owns it).
-    group: parking_lot::Mutex<WeakProcessGroup>,
-    js_interrupt: parking_lot::Mutex<Option<Arc<AtomicBool>>>,
+    pub(crate) group: parking_lot::Mutex<WeakProcessGroup>,
+    pub(crate) js_interrupt: parking_lot::Mutex<Option<Arc<AtomicBool>>>,
+    /// The worker's queue, in arrival order; dropped at shutdown.
+    jobs: parking_lot::Mutex<Option<mpsc::UnboundedSender<Job>>>,
+    /// The last cell sent here, to say what a new one waits behind.
+    last_sent: parking_lot::Mutex<Option<Arc<CellRecord>>>,
+    worker: parking_lot::Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
 /// Every kernel of one run, keyed by conversation and language.
 pub struct Kernels {
-    config: EvalConfig,
-    capsule: Arc<dyn Capsule>,
+    core: Arc<Core>,
     slots: parking_lot::Mutex<HashMap<(String, Language), Arc<SlotHandle>>>,
     cells: AtomicU64,
-    closed: AtomicBool,
+    /// Every cell not yet forgotten, by number.
+    records: parking_lot::Mutex<BTreeMap<u64, Arc<CellRecord>>>,
 }
 
 impl std::fmt::Debug for Kernels {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Kernels").field("capsule", &self.capsule.describe()).finish()
+        f.debug_struct("Kernels").field("capsule", &self.core.capsule.describe()).finish()
     }
 }
 
@@ -102,27 +109,34 @@ impl Kernels {
     /// Kernels with `config`, on the host until [`Kernels::with_capsule`] gives the run's capsule.
     pub fn new(config: EvalConfig) -> Self {
         Kernels {
-            config,
-            capsule: Arc::new(OnHost),
+            core: Arc::new(Core {
+                config,
+                capsule: Arc::new(OnHost),
+                closed: AtomicBool::new(false),
+            }),
             slots: parking_lot::Mutex::new(HashMap::new()),
             cells: AtomicU64::new(0),
-            closed: AtomicBool::new(false),
+            records: parking_lot::Mutex::new(BTreeMap::new()),
         }
     }
 
     /// Starts every kernel in `capsule`, the run's (a kernel never boots one itself).
     pub fn with_capsule(mut self, capsule: Arc<dyn Capsule>) -> Self {
-        self.capsule = capsule;
+        self.core = Arc::new(Core {
+            config: self.core.config.clone(),
+            capsule,
+            closed: AtomicBool::new(self.core.closed.load(Ordering::SeqCst)),
+        });
         self
     }
 
     pub fn config(&self) -> &EvalConfig {
-        &self.config
+        &self.core.config
     }
 
     /// Where this run's kernels start.
     pub fn capsule(&self) -> &dyn Capsule {
-        self.capsule.as_ref()
+        self.core.capsule.as_ref()
     }
 
     /// Whether `conversation` has a live kernel for `language`.
@@ -131,11 +145,16 @@ impl Kernels {
         handle.is_some_and(|h| h.slot.try_lock().map_or(true, |s| s.kernel.is_some()))
     }
 
-    /// Runs one cell in the conversation's kernel for the request's language.
+    /// Runs one cell in the conversation's kernel for the request's language, or, with
+    /// `request.cell`, waits again for a cell sent earlier (and with `interrupt`, stops it).
     ///
-    /// `root` is where a new kernel starts (its working directory); `bridge` serves the cell's
-    /// `tool()` calls; the scope's cancellation interrupts the cell (then kills it after the
-    /// grace period) and its progress port hears how the cell is going, about every second.
+    /// The call returns when the cell ends or after `wait_s` (default `[eval] wait_seconds`),
+    /// whichever comes first; a cell still running then keeps running, and its result says so
+    /// (status `running`, its number in `cell`). `root` is where a new kernel starts (its
+    /// working directory); `bridge` serves the cell's `tool()` calls. The scope's cancellation
+    /// interrupts the cell (then kills it after the grace period) and waits for its end; its
+    /// cut returns at once and leaves the cell running; its progress port hears, about every
+    /// second, how long the cell has run and its last line of output.
     pub async fn eval(
         &self,
         conversation: &str,
@@ -144,250 +163,164 @@ impl Kernels {
         bridge: Arc<dyn ToolBridge>,
         scope: CallScope<'_>,
     ) -> Result<CellReport, EvalError> {
-        let (cancel, progress) = (scope.cancel, scope.progress);
+        let wait = self.wait_of(&request)?;
+        if let Some(cell) = request.cell {
+            return self.collect(conversation, cell, &request, wait, scope).await;
+        }
+        if request.interrupt == Some(true) {
+            return Err(EvalError::Argument(
+                "`interrupt` needs `cell`: the number of the running cell to stop (its result \
+                 says \"still running as cell N\")"
+                    .into(),
+            ));
+        }
+        if request.code.trim().is_empty() {
+            return Err(EvalError::Argument(
+                "`code` is required: the cell's source (or `cell: N` without `code` to wait \
+                 again for a running cell)"
+                    .into(),
+            ));
+        }
         if request.description.trim().is_empty() {
             return Err(EvalError::Argument(
                 "`description` is required: 5-10 words saying what the cell does".into(),
             ));
         }
-        if self.closed.load(Ordering::SeqCst) {
+        if self.core.closed.load(Ordering::SeqCst) {
             return Err(EvalError::Closed);
         }
         let language = request.language.unwrap_or_default();
-        let handle = {
-            let mut slots = self.slots.lock();
-            slots.entry((conversation.to_string(), language)).or_default().clone()
-        };
-        // Calls wait for the kernel in arrival order (the lock is fair); one cancelled while it
-        // waits leaves the queue and never runs.
-        let mut slot = tokio::select! {
-            biased;
-            () = cancel.cancelled() => return Ok(CellReport::cancelled_before_start(language)),
-            slot = handle.slot.lock() => slot,
-        };
-        if self.closed.load(Ordering::SeqCst) {
-            return Err(EvalError::Closed);
-        }
-        if cancel.is_cancelled() {
-            return Ok(CellReport::cancelled_before_start(language));
-        }
-        if request.reset.unwrap_or(false)
-            && let Some(kernel) = slot.kernel.take()
-        {
-            kernel.shutdown().await;
-            *handle.group.lock() = WeakProcessGroup::default();
-            slot.lost = Some("reset was requested".into());
-            slot.in_flight = false;
-            slot.carry = None;
-        }
-        let budget = Budget { inactivity: self.config.inactivity(), grace: self.config.grace() };
-        if slot.in_flight {
-            self.wind_down_abandoned(&mut slot, &handle, budget).await;
-        }
-        if let Some(Kernel::Child(kernel)) = slot.kernel.as_mut()
-            && let Some(how) = kernel.ended_on_its_own().await
-        {
-            let why = format!("the previous kernel ended between cells ({how})");
-            end_kernel(&mut slot, &handle, why).await;
-            slot.carry = None;
-        }
-        let mut started = false;
-        let mut previous_lost = None;
-        if slot.kernel.is_none() {
-            match self.start(language, root, &handle).await {
-                Ok((kernel, interpreter, version, cwd)) => {
-                    slot.kernel = Some(kernel);
-                    slot.ceiling = self.config.bridge_tier.min(bridge.ceiling());
-                    slot.interpreter = interpreter;
-                    slot.version = version;
-                    slot.cwd = cwd;
-                    started = true;
-                    previous_lost = slot.lost.take();
-                }
-                Err(message) => return Ok(CellReport::unavailable(language, message)),
-            }
-        }
-        let carried = slot.carry.take();
-        let cell = self.cells.fetch_add(1, Ordering::SeqCst) + 1;
-        let mut out = Collector::new(self.config.max_output_chars, self.config.max_images);
-        slot.in_flight = true;
-        let bridge = Arc::new(KernelBridge { bridge, ceiling: slot.ceiling });
-        let fate =
-            run_on(&mut slot, cell, &request.code, bridge, budget, cancel, progress, &mut out)
-                .await;
-        slot.in_flight = false;
-        let (outputs, mut notes) = out.finish();
-        notes.insert(0, format!("budget: {}", human_duration(budget.inactivity)));
-        let mut report = CellReport {
-            language,
-            execution_count: 0,
-            status: CellStatus::Ok,
-            outputs,
-            result: None,
-            error: None,
-            interrupt: None,
-            notes,
-            kernel: KernelNote {
-                started,
-                previous_lost,
-                previous_cell: carried,
-                state_preserved: true,
-                interpreter: slot.interpreter.clone(),
-                version: slot.version.clone(),
-            },
-            cwd_changed: None,
-        };
-        match fate {
-            Fate::Finished { done, interrupt } => {
-                report.execution_count = done.count;
-                report.result = done.result;
-                report.error = done.error;
-                report.status = match done.status.as_str() {
-                    "ok" => CellStatus::Ok,
-                    "interrupted" => CellStatus::Interrupted,
-                    _ => CellStatus::Error,
-                };
-                if report.status == CellStatus::Interrupted {
-                    report.interrupt = interrupt;
-                }
-                if interrupt == Some(InterruptReason::Cancelled) {
-                    slot.carry = Some(format!(
-                        "the previous cell (In[{}]) was cancelled by the client and interrupted; \
-                         the kernel's state (variables, imports) was kept",
-                        done.count
-                    ));
-                }
-                if let Some(cwd) = done.cwd
-                    && slot.cwd.as_deref() != Some(cwd.as_str())
-                {
-                    slot.cwd = Some(cwd.clone());
-                    report.cwd_changed = Some(cwd);
-                }
-            }
-            Fate::Killed { reason, how } => {
-                report.status = CellStatus::Killed;
-                report.interrupt = Some(reason);
-                report.kernel.state_preserved = false;
-                report.notes.push(format!("kernel killed: {how}"));
-                end_kernel(&mut slot, &handle, killed_reason(reason, budget)).await;
-            }
-            Fate::Died(how) => {
-                report.status = CellStatus::Crashed;
-                report.kernel.state_preserved = false;
-                report.notes.push(format!("kernel died: {how}"));
-                let first_line = how.lines().next().unwrap_or("it died").to_string();
-                end_kernel(&mut slot, &handle, format!("the previous kernel died ({first_line})"))
-                    .await;
-            }
-        }
-        if let Some(why) = self.capsule.explain(&printed(&report)) {
-            report.notes.push(why);
-        }
-        Ok(report)
+        let record = self.send(conversation, language, root, request, bridge)?;
+        Ok(record.wait(wait, scope).await)
     }
 
-    /// Ends a cell whose call was abandoned mid-cell: interrupt, wait the grace period for its
-    /// end (its output is dropped), else kill the kernel. Afterwards the kernel is idle or gone.
-    async fn wind_down_abandoned(&self, slot: &mut Slot, handle: &SlotHandle, budget: Budget) {
-        let stop = CancellationToken::new();
-        stop.cancel();
-        let mut discard = Collector::new(0, 0);
-        let fate =
-            run_on(slot, 0, "", KernelBridge::refusing(), budget, &stop, &NoProgress, &mut discard)
-                .await;
-        slot.in_flight = false;
-        match fate {
-            Fate::Finished { done, .. } => {
-                slot.carry = Some(format!(
-                    "the previous cell (In[{}]) was abandoned by its call and interrupted; the \
-                     kernel's state (variables, imports) was kept",
-                    done.count
-                ));
+    /// `wait_s` checked, or the configured default.
+    fn wait_of(&self, request: &EvalRequest) -> Result<Duration, EvalError> {
+        match request.wait_s {
+            None => Ok(self.core.config.wait()),
+            Some(s) if s.is_finite() && (0.0..=MAX_WAIT_SECONDS).contains(&s) => {
+                Ok(Duration::from_secs_f64(s))
             }
-            Fate::Killed { .. } => {
-                let why = killed_reason(InterruptReason::Cancelled, budget);
-                end_kernel(slot, handle, why).await;
-            }
-            Fate::Died(how) => {
-                let first_line = how.lines().next().unwrap_or("it died").to_string();
-                end_kernel(slot, handle, format!("the previous kernel died ({first_line})")).await;
-            }
+            Some(s) => Err(EvalError::Argument(format!(
+                "`wait_s` must be a number of seconds from 0 to {MAX_WAIT_SECONDS} (default {}); \
+                 got {s}. A cell still running then keeps running: eval with `cell` waits again",
+                self.core.config.wait().as_secs_f64()
+            ))),
         }
     }
 
-    async fn start(
+    /// Queues the request's cell on its kernel's worker (starting the worker at first use).
+    fn send(
         &self,
+        conversation: &str,
         language: Language,
         root: &Path,
-        handle: &SlotHandle,
-    ) -> Result<(Kernel, String, String, Option<String>), String> {
-        match language {
-            Language::Python => {
-                let python =
-                    python::resolve(self.capsule.as_ref(), root, self.config.python.as_deref())?;
-                let program = python::program(&python, self.config.ipython);
-                let kernel = ChildKernel::start(self.capsule.as_ref(), &program, root).await?;
-                self.started(kernel, &python, handle)
-            }
-            Language::Javascript | Language::Typescript => {
-                let typescript = language == Language::Typescript;
-                let node = match self.config.javascript {
-                    Some(JsEngine::Quickjs) => None,
-                    Some(JsEngine::Node) => Some(node::resolve(self.config.node.as_deref())?),
-                    None => node::resolve(self.config.node.as_deref()).ok(),
-                };
-                match node {
-                    Some(node) => {
-                        let program = node::program(&node, typescript);
-                        let kernel =
-                            ChildKernel::start(self.capsule.as_ref(), &program, root).await?;
-                        if typescript && !kernel.info.typescript {
-                            let version = kernel.info.version.clone();
-                            kernel.shutdown().await;
-                            return Err(node::typescript_missing(&node, &version));
-                        }
-                        self.started(kernel, &node, handle)
-                    }
-                    None if typescript => {
-                        Err("TypeScript cells need Node.js 23.2 or newer (it strips types); no \
-                         `node` resolves here (or [eval] javascript = \"quickjs\"); install \
-                         Node.js, or write the cell as JavaScript"
-                            .into())
-                    }
-                    None => {
-                        let kernel =
-                            JsKernel::start(self.config.js_memory_limit_mb.max(16) * 1024 * 1024)?;
-                        *handle.js_interrupt.lock() = Some(kernel_interrupt(&kernel));
-                        Ok((Kernel::Js(kernel), ENGINE.to_string(), String::new(), None))
-                    }
-                }
-            }
+        request: EvalRequest,
+        bridge: Arc<dyn ToolBridge>,
+    ) -> Result<Arc<CellRecord>, EvalError> {
+        let handle = self.handle(conversation, language);
+        let id = self.cells.fetch_add(1, Ordering::SeqCst) + 1;
+        let mut last_sent = handle.last_sent.lock();
+        let behind = last_sent.as_ref().filter(|r| !r.ended()).map(|r| r.id);
+        let out = Collector::new(self.core.config.max_output_chars, self.core.config.max_images);
+        let record = Arc::new(CellRecord::new(id, conversation, language, behind, out));
+        let job = Job {
+            record: record.clone(),
+            code: request.code,
+            reset: request.reset.unwrap_or(false),
+            root: root.to_path_buf(),
+            bridge,
+        };
+        let sent = handle.jobs.lock().as_ref().is_some_and(|jobs| jobs.send(job).is_ok());
+        if !sent {
+            return Err(EvalError::Closed);
+        }
+        *last_sent = Some(record.clone());
+        drop(last_sent);
+        self.remember(record.clone());
+        Ok(record)
+    }
+
+    /// The slot of `conversation`'s `language` kernel, its worker started at first use.
+    fn handle(&self, conversation: &str, language: Language) -> Arc<SlotHandle> {
+        let mut slots = self.slots.lock();
+        slots
+            .entry((conversation.to_string(), language))
+            .or_insert_with(|| {
+                let (jobs, queue) = mpsc::unbounded_channel();
+                let handle = Arc::new(SlotHandle {
+                    slot: tokio::sync::Mutex::new(Slot::default()),
+                    group: parking_lot::Mutex::new(WeakProcessGroup::default()),
+                    js_interrupt: parking_lot::Mutex::new(None),
+                    jobs: parking_lot::Mutex::new(Some(jobs)),
+                    last_sent: parking_lot::Mutex::new(None),
+                    worker: parking_lot::Mutex::new(None),
+                });
+                let worker = tokio::spawn(serve(self.core.clone(), Arc::downgrade(&handle), queue));
+                *handle.worker.lock() = Some(worker);
+                handle
+            })
+            .clone()
+    }
+
+    /// Keeps `record` for `cell: N`; forgets the oldest ended cells beyond a few.
+    fn remember(&self, record: Arc<CellRecord>) {
+        let mut records = self.records.lock();
+        records.insert(record.id, record);
+        let ended: Vec<u64> = records.values().filter(|r| r.ended()).map(|r| r.id).collect();
+        for id in ended.iter().take(ended.len().saturating_sub(ENDED_CELLS_KEPT)) {
+            records.remove(id);
         }
     }
 
-    fn started(
+    /// `eval` with `cell`: waits again for that cell (after stopping it, with `interrupt`).
+    async fn collect(
         &self,
-        kernel: ChildKernel,
-        program: &Path,
-        handle: &SlotHandle,
-    ) -> Result<(Kernel, String, String, Option<String>), String> {
-        *handle.group.lock() = kernel.group();
-        let info = kernel.info.clone();
-        let interpreter = if info.executable.is_empty() {
-            program.display().to_string()
-        } else {
-            info.executable.clone()
+        conversation: &str,
+        cell: u64,
+        request: &EvalRequest,
+        wait: Duration,
+        scope: CallScope<'_>,
+    ) -> Result<CellReport, EvalError> {
+        if !request.code.is_empty() || request.reset.is_some() {
+            return Err(EvalError::Argument(
+                "`cell` collects a cell sent earlier: give it without `code` and `reset` (or \
+                 `code` without `cell` for a new cell)"
+                    .into(),
+            ));
+        }
+        let record = self.records.lock().get(&cell).cloned();
+        let Some(record) = record.filter(|r| r.conversation == conversation) else {
+            let known = self.records.lock().keys().copied().collect::<Vec<_>>();
+            let known = match (known.first(), known.last()) {
+                (Some(first), Some(last)) => {
+                    format!("this run's cells that can be collected are {first} to {last}")
+                }
+                _ => "this run has sent no cell yet".to_string(),
+            };
+            return Err(EvalError::Argument(format!(
+                "`cell` {cell} is not a cell of this conversation ({known}); eval with `code` \
+                 starts a new one"
+            )));
         };
-        Ok((Kernel::Child(Box::new(kernel)), interpreter, info.version, Some(info.cwd)))
+        if request.interrupt == Some(true) {
+            record.request_stop(InterruptReason::Requested);
+            // The interrupt ends the cell within the grace period (or kills the kernel).
+            let bound = self.core.config.grace() * 2 + Duration::from_secs(5);
+            return Ok(record.wait(wait.max(bound), scope).await);
+        }
+        Ok(record.wait(wait, scope).await)
     }
 
-    /// Ends every kernel of the run; afterwards no kernel process remains.
+    /// Ends every kernel of the run; afterwards no kernel process remains. Cells still
+    /// waiting never start; a call still waiting for a cell gets its end.
     pub async fn shutdown(&self) {
-        self.closed.store(true, Ordering::SeqCst);
+        self.core.closed.store(true, Ordering::SeqCst);
         let handles: Vec<Arc<SlotHandle>> = self.slots.lock().drain().map(|(_, h)| h).collect();
+        let wait = self.core.config.grace() + Duration::from_secs(1);
         for handle in handles {
+            handle.jobs.lock().take();
             // A busy kernel is stopped from outside first, so its cell returns promptly.
-            let wait = self.config.grace() + Duration::from_secs(1);
             let slot =
                 match tokio::time::timeout(Duration::from_millis(50), handle.slot.lock()).await {
                     Ok(slot) => Some(slot),
@@ -404,14 +337,28 @@ impl Kernels {
                 }
                 None => kill_from_outside(&handle),
             }
+            let worker = handle.worker.lock().take();
+            if let Some(mut worker) = worker
+                && tokio::time::timeout(wait, &mut worker).await.is_err()
+            {
+                worker.abort();
+            }
+        }
+        let records: Vec<Arc<CellRecord>> = self.records.lock().values().cloned().collect();
+        for record in records.iter().filter(|r| !r.ended()) {
+            record.end(CellReport::unavailable(
+                record.language,
+                "the run ended before this cell did; its kernel was shut down".into(),
+            ));
         }
     }
 
     /// Facts for `status`: which interpreter resolves for `root`, its version, the engine.
     pub fn status_details(&self, root: &Path) -> Vec<String> {
         let mut details = Vec::new();
-        match python::resolve(self.capsule.as_ref(), root, self.config.python.as_deref()) {
-            Ok(python) => match python::probe_version(self.capsule.as_ref(), &python) {
+        match python::resolve(self.core.capsule.as_ref(), root, self.core.config.python.as_deref())
+        {
+            Ok(python) => match python::probe_version(self.core.capsule.as_ref(), &python) {
                 Ok(version) => {
                     details.push(format!("python: {} (Python {version})", python.display()))
                 }
@@ -420,14 +367,14 @@ impl Kernels {
             },
             Err(e) => details.push(format!("python: unavailable: {e}")),
         }
-        let quickjs = format!("{ENGINE}, memory limit {} MiB", self.config.js_memory_limit_mb);
-        let node = match self.config.javascript {
+        let quickjs = format!("{ENGINE}, memory limit {} MiB", self.core.config.js_memory_limit_mb);
+        let node = match self.core.config.javascript {
             Some(JsEngine::Quickjs) => None,
-            _ => Some(node::resolve(self.config.node.as_deref())),
+            _ => Some(node::resolve(self.core.config.node.as_deref())),
         };
         details.push(match node {
             None => format!("javascript: {quickjs} ([eval] javascript = \"quickjs\")"),
-            Some(Ok(path)) => match node::probe_version(self.capsule.as_ref(), &path) {
+            Some(Ok(path)) => match node::probe_version(self.core.capsule.as_ref(), &path) {
                 Ok(version) => format!(
                     "javascript: Node.js {version} ({}){}",
                     path.display(),
@@ -439,72 +386,19 @@ impl Kernels {
                 ),
                 Err(e) => format!("javascript: {} resolves but does not run: {e}", path.display()),
             },
-            Some(Err(e)) if self.config.javascript == Some(JsEngine::Node) => {
+            Some(Err(e)) if self.core.config.javascript == Some(JsEngine::Node) => {
                 format!("javascript: unavailable: {e}")
             }
             Some(Err(_)) => format!("javascript: {quickjs} (no `node` on PATH)"),
         });
         details.push(format!(
-            "inactivity budget {}, grace {} before a kill",
-            human_duration(self.config.inactivity()),
-            human_duration(self.config.grace())
+            "calls wait {} for a cell (wait_s), inactivity budget {}, grace {} before a kill",
+            human_duration(self.core.config.wait()),
+            human_duration(self.core.config.inactivity()),
+            human_duration(self.core.config.grace())
         ));
         details
     }
-}
-
-/// Runs cell `cell` (or, with `cell` 0, only drives the cell already running) on the slot's kernel.
-#[allow(clippy::too_many_arguments)]
-async fn run_on(
-    slot: &mut Slot,
-    cell: u64,
-    code: &str,
-    bridge: Arc<KernelBridge>,
-    budget: Budget,
-    cancel: &CancellationToken,
-    progress: &dyn Progress,
-    out: &mut Collector,
-) -> Fate {
-    match slot.kernel.as_mut() {
-        Some(Kernel::Child(k)) => {
-            if cell > 0
-                && let Err(how) = k.exec(cell, code).await
-            {
-                return Fate::Died(how);
-            }
-            drive(k.as_mut(), bridge, budget, cancel, progress, out).await
-        }
-        Some(Kernel::Js(k)) => {
-            if cell > 0
-                && let Err(how) = k.exec(cell, code)
-            {
-                return Fate::Died(how);
-            }
-            drive(k, bridge, budget, cancel, progress, out).await
-        }
-        None => Fate::Died("no kernel".into()),
-    }
-}
-
-/// Why the state is gone after a kill, for the next kernel's first result.
-fn killed_reason(reason: InterruptReason, budget: Budget) -> String {
-    let after = match reason {
-        InterruptReason::Cancelled => "a cancelled cell",
-        InterruptReason::Inactivity => "a cell without output for the inactivity budget",
-    };
-    format!(
-        "the previous kernel was killed after {after} did not stop within {} of an interrupt",
-        human_duration(budget.grace)
-    )
-}
-
-/// Shuts the slot's kernel down; the next call starts a fresh one and says `why`.
-async fn end_kernel(slot: &mut Slot, handle: &SlotHandle, why: String) {
-    if let Some(kernel) = slot.kernel.take() {
-        kernel.shutdown().await;
-    }
-    *handle.group.lock() = WeakProcessGroup::default();
-    slot.lost = Some(why);
 }
 
 fn kill_from_outside(handle: &SlotHandle) {
@@ -515,26 +409,6 @@ fn kill_from_outside(handle: &SlotHandle) {
     if let Some(flag) = handle.js_interrupt.lock().as_ref() {
         flag.store(true, Ordering::SeqCst);
     }
-}
-
-fn kernel_interrupt(kernel: &JsKernel) -> Arc<AtomicBool> {
-    kernel.interrupt_flag()
-}
-
-/// What a cell printed and raised, for the capsule to recognise its walls in.
-fn printed(report: &CellReport) -> String {
-    let mut text = String::new();
-    for output in &report.outputs {
-        if let Output::Stream { text: printed, .. } = output {
-            text.push_str(printed);
-        }
-    }
-    if let Some(error) = &report.error {
-        text.push_str(&error.evalue);
-        text.push('\n');
-        text.push_str(&error.traceback);
-    }
-    text
 }
 
 /// The Python a kernel for `root` would use under `config`, for status and tests.

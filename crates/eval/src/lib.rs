@@ -12,8 +12,10 @@ mod node;
 mod payload;
 mod python;
 mod render;
+mod running;
 mod svg;
 mod types;
+mod worker;
 
 pub use crate::{
     bridge::{NoBridge, ToolBridge},
@@ -22,8 +24,9 @@ pub use crate::{
     payload::{CellPayload, PayloadOutput, Shown, payload},
     render::{images, render},
     types::{
-        Bundle, CellError, CellImage, CellReport, CellStatus, EvalConfig, EvalRequest,
-        InterruptReason, JsEngine, KernelNote, Language, Output, StreamName,
+        Bundle, CellError, CellImage, CellReport, CellStatus, DEFAULT_WAIT_SECONDS, EvalConfig,
+        EvalRequest, InterruptReason, JsEngine, KernelNote, Language, MAX_WAIT_SECONDS, Output,
+        StreamName,
     },
 };
 /// The tier a kernel's `tool()` calls may reach ([`ToolBridge::call`]'s `ceiling`).
@@ -41,9 +44,9 @@ pub const TOOL_DESCRIPTION: &str = "Run a cell in this conversation's persistent
 imports persist, and the last expression's value is returned, as in a notebook. Python \
 (default) is the project's interpreter with IPython idioms (%pip, !cmd, %%bash, %time, obj?), \
 display(), DataFrames as tables and figures as images. JavaScript runs on Node.js (require, \
-import, top-level await, display()) or embedded QuickJS. tool(name, args) calls this \
-harness's other tools (JavaScript: await it). A cell silent for the inactivity budget (5 min) \
-is interrupted and its state survives; reset: true starts clean. One cell at a time.";
+import, top-level await) or embedded QuickJS. tool(name, args) calls this harness's other \
+tools (JavaScript: await it). A cell still running after wait_s runs on as cell N. 5 min of \
+silence interrupts a cell, state kept.";
 
 /// The Python runner shipped in this crate (stdlib only), for inspection and tests.
 pub const PYTHON_RUNNER: &str = python::RUNNER;

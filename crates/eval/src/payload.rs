@@ -21,6 +21,9 @@ use crate::{
 pub struct CellPayload {
     pub status: CellStatus,
     pub language: Language,
+    /// The run's number for this cell: `eval` with `cell` waits again for it while it runs.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub cell: u64,
     /// `In[n]`; 0 when the cell did not run.
     pub execution_count: u64,
     pub outputs: Vec<PayloadOutput>,
@@ -99,6 +102,7 @@ pub fn payload(report: &CellReport) -> CellPayload {
     CellPayload {
         status: report.status,
         language: report.language,
+        cell: report.cell,
         execution_count: report.execution_count,
         outputs,
         value,
@@ -108,4 +112,8 @@ pub fn payload(report: &CellReport) -> CellPayload {
         notes: report.notes.iter().filter(|n| !n.starts_with("budget:")).cloned().collect(),
         cwd: report.cwd_changed.clone(),
     }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }

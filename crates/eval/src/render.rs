@@ -98,6 +98,9 @@ pub fn render(report: &CellReport) -> String {
                 Some(InterruptReason::Cancelled) => "[interrupted: the call was cancelled; the \
                      kernel's state (variables, imports) is preserved]\n"
                     .to_string(),
+                Some(InterruptReason::Requested) => "[interrupted as asked (interrupt: true); \
+                     the kernel's state (variables, imports) is preserved]\n"
+                    .to_string(),
                 None => "[interrupted (KeyboardInterrupt); the kernel's state is preserved]\n"
                     .to_string(),
             });
@@ -109,6 +112,7 @@ pub fn render(report: &CellReport) -> String {
                  state is lost and the next call starts a fresh kernel]\n",
                 match report.interrupt {
                     Some(InterruptReason::Cancelled) => "cancelled".to_string(),
+                    Some(InterruptReason::Requested) => "interrupted".to_string(),
                     _ => format!("no output for {}", notes_budget(report)),
                 }
             ));
@@ -121,7 +125,11 @@ pub fn render(report: &CellReport) -> String {
                 report.language.title()
             ));
         }
-        CellStatus::Ok | CellStatus::Error | CellStatus::Unavailable | CellStatus::Cancelled => {}
+        CellStatus::Ok
+        | CellStatus::Error
+        | CellStatus::Unavailable
+        | CellStatus::Cancelled
+        | CellStatus::Running => {}
     }
     for note in &report.notes {
         if note.starts_with("budget:") {

@@ -41,13 +41,16 @@ impl Language {
     }
 }
 
-/// Arguments of one `eval` call: a cell of Python or JavaScript in a persistent kernel.
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
+/// Arguments of one `eval` call: a new cell of Python or JavaScript in a persistent kernel, or
+/// `cell: N` to wait again for a cell that was still running when its call returned.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EvalRequest {
     /// The cell's source.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub code: String,
     /// 5-10 words saying what the cell does.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub description: String,
     /// `python` (default), `javascript` or `typescript`.
     #[serde(default)]
@@ -55,7 +58,37 @@ pub struct EvalRequest {
     /// Start this language's kernel clean first.
     #[serde(default)]
     pub reset: Option<bool>,
+    /// Seconds to wait (default 30, max 600).
+    #[serde(default)]
+    pub wait_s: Option<f64>,
+    /// A running cell's number: wait for it again.
+    #[serde(default)]
+    #[schemars(schema_with = "cell_number")]
+    pub cell: Option<u64>,
+    /// With `cell`: stop it.
+    #[serde(default)]
+    pub interrupt: Option<bool>,
 }
+
+fn cell_number(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"type": "integer"})
+}
+
+impl EvalRequest {
+    /// A new cell of `code` in the default language, waiting the default time.
+    pub fn new(code: impl Into<String>, description: impl Into<String>) -> Self {
+        EvalRequest { code: code.into(), description: description.into(), ..EvalRequest::default() }
+    }
+
+    /// A call that waits again for cell `cell` (up to `wait_s`).
+    pub fn collect(cell: u64) -> Self {
+        EvalRequest { cell: Some(cell), ..EvalRequest::default() }
+    }
+}
+
+/// How long a call waits for its cell by default, and at most, in seconds.
+pub const DEFAULT_WAIT_SECONDS: f64 = 30.0;
+pub const MAX_WAIT_SECONDS: f64 = 600.0;
 
 /// The `[eval]` section of `agent-tools.toml`.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
@@ -77,6 +110,9 @@ pub struct EvalConfig {
     pub inactivity_seconds: f64,
     /// Seconds an interrupted cell has to stop before the kernel is killed.
     pub grace_seconds: f64,
+    /// Seconds a call waits for its cell when it gives no `wait_s` (default 30: below the tool
+    /// timeouts of the common clients); a cell still running then keeps running.
+    pub wait_seconds: f64,
     /// Cap on the text output of one cell, in characters (head and tail are kept).
     pub max_output_chars: usize,
     /// At most this many images per cell.
@@ -97,6 +133,7 @@ impl Default for EvalConfig {
             ipython: true,
             inactivity_seconds: 300.0,
             grace_seconds: 5.0,
+            wait_seconds: DEFAULT_WAIT_SECONDS,
             max_output_chars: 20_000,
             max_images: 8,
             js_memory_limit_mb: 512,
@@ -112,6 +149,13 @@ impl EvalConfig {
 
     pub fn grace(&self) -> Duration {
         Duration::from_secs_f64(self.grace_seconds.max(0.01))
+    }
+
+    /// How long a call without `wait_s` waits for its cell.
+    pub fn wait(&self) -> Duration {
+        let seconds = self.wait_seconds;
+        let seconds = if seconds.is_finite() { seconds } else { DEFAULT_WAIT_SECONDS };
+        Duration::from_secs_f64(seconds.clamp(0.0, MAX_WAIT_SECONDS))
     }
 }
 
@@ -182,6 +226,9 @@ pub enum CellStatus {
     /// The call was cancelled while it waited behind another cell: it never ran, and the
     /// kernel's state is as it was.
     Cancelled,
+    /// Still running (or waiting behind another cell) when the call returned: `eval` with
+    /// `cell` collects what comes next and its result.
+    Running,
 }
 
 /// Why the cell was interrupted.
@@ -192,6 +239,8 @@ pub enum InterruptReason {
     Inactivity,
     /// The call was cancelled (the client gave up or the run ended).
     Cancelled,
+    /// `eval` with `cell` and `interrupt: true` asked for it.
+    Requested,
 }
 
 /// What happened to the kernel around this cell.
@@ -217,6 +266,8 @@ pub struct KernelNote {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CellReport {
     pub language: Language,
+    /// The run's number for this cell (`cell: N` collects it); 0 when it was never queued.
+    pub cell: u64,
     /// The kernel's execution counter (`In[n]`); 0 when the cell did not run.
     pub execution_count: u64,
     pub status: CellStatus,
@@ -241,6 +292,7 @@ impl CellReport {
     pub(crate) fn unavailable(language: Language, message: String) -> Self {
         CellReport {
             language,
+            cell: 0,
             execution_count: 0,
             status: CellStatus::Unavailable,
             outputs: Vec::new(),
@@ -273,9 +325,10 @@ impl CellReport {
         report
     }
 
-    /// True for the statuses the model should treat as a failed call.
+    /// True for the statuses the model should treat as a failed call (a cell still running
+    /// is not one: its call returned on time).
     pub fn is_error(&self) -> bool {
-        !matches!(self.status, CellStatus::Ok)
+        !matches!(self.status, CellStatus::Ok | CellStatus::Running)
     }
 }
 

@@ -184,6 +184,7 @@ impl Surface {
             root: PathBuf::new(),
             surface: self.info.clone(),
             cancel,
+            cut: CancellationToken::new(),
             parent_call_id,
             call_id: format!("call_{}", uuid::Uuid::new_v4().simple()),
             depth: 0,

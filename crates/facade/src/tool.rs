@@ -397,6 +397,11 @@ pub struct CallContext {
     pub surface: SurfaceInfo,
     /// Cancelled when the call is abandoned or the run ends.
     pub cancel: CancellationToken,
+    /// Cancelled when the caller's connection went away while the run goes on (a host whose
+    /// transport tells the two apart): nobody reads the answer, and work that can outlive its
+    /// call (a kernel's cell) keeps running for a later call to collect. A host may cancel
+    /// `cancel` too; a tool that honours `cut` checks it first.
+    pub cut: CancellationToken,
     /// Set for nested calls (for example from an `eval` cell's `tool()` bridge).
     pub parent_call_id: Option<String>,
     /// This call's own id.
@@ -536,6 +541,7 @@ impl CallContext {
     /// This call's cancellation and progress as every family takes them (support's one port).
     pub fn scope(&self) -> agent_tools_support::progress::CallScope<'_> {
         agent_tools_support::progress::CallScope::with_progress(&self.cancel, self)
+            .with_cut(&self.cut)
     }
 
     /// Calls another tool from inside this one (for example from an `eval` cell's `tool()`),

@@ -323,7 +323,7 @@ impl ServerHandler for McpHost {
             let (mut ctx, forwarder) = call_context(run, &surface, &context);
             ctx.dispatched = dispatched;
             let call = surface.call(&ctx, &request.name, args);
-            let result = until_done(call, &context, &ctx.cancel).await;
+            let result = until_done(call, &context, &ctx.cancel, None).await;
             drop(forwarder);
             let spec = surface.get(&request.name).map(|t| t.spec());
             to_mcp_result(result, spec, client_view(&context))
@@ -376,20 +376,41 @@ fn call_context(
 
 /// Awaits `work` to its end: a cancel from the client (`notifications/cancelled`, or the
 /// client gone) cancels the call's token, and the call is still awaited while it winds down.
+/// With `cut` (a request whose token fires only when its connection drops), the call is told
+/// first that its client went away, so work that can outlive it (a kernel's cell) runs on.
 async fn until_done<F: Future>(
     work: F,
     context: &RequestContext<RoleServer>,
     call: &tokio_util::sync::CancellationToken,
+    cut: Option<&tokio_util::sync::CancellationToken>,
 ) -> F::Output {
     tokio::pin!(work);
     tokio::select! {
         output = &mut work => output,
         () = context.ct.cancelled() => {
-            tracing::info!("cancelled by the client; winding down");
+            match cut {
+                Some(cut) => {
+                    tracing::info!("the client's connection went away; winding down");
+                    cut.cancel();
+                }
+                None => tracing::info!("cancelled by the client; winding down"),
+            }
             call.cancel();
             work.await
         }
     }
+}
+
+/// Whether this request's token fires only because its connection dropped: a 2026-07-28
+/// request over HTTP has no session, rmcp cancels its handler when the client disconnects and
+/// ignores notifications there (so no `notifications/cancelled` can reach it). Over stdio and
+/// in an HTTP session the token is the client's `notifications/cancelled` (or the run's end),
+/// and a dropped HTTP connection does not touch it: the call runs to its end.
+fn disconnect_cuts(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .extensions
+        .get::<hyper::http::request::Parts>()
+        .is_some_and(|parts| !parts.headers.contains_key("mcp-session-id"))
 }
 
 #[cfg(feature = "ask")]
@@ -421,6 +442,7 @@ impl McpHost {
                 let (mut ctx, forwarder) = call_context(run, &surface, &context);
                 ctx.dispatched = dispatched;
                 let cancel = ctx.cancel.clone();
+                let cut = disconnect_cuts(&context).then(|| ctx.cut.clone());
                 let (name, call_args, call_surface) =
                     (request.name.to_string(), args.clone(), surface.clone());
                 let rounds = state.parked.begin(&request.name, &args, move |cards| {
@@ -431,7 +453,7 @@ impl McpHost {
                         result
                     }
                 });
-                until_done(rounds, &context, &cancel).await
+                until_done(rounds, &context, &cancel, cut.as_ref()).await
             }
         };
         match round {

@@ -20,19 +20,30 @@ impl Progress for NoProgress {
 /// One call's cancellation and progress port.
 #[derive(Clone, Copy)]
 pub struct CallScope<'a> {
+    /// The caller cancelled the call (MCP `notifications/cancelled`) or the run is ending:
+    /// stop the work.
     pub cancel: &'a CancellationToken,
     pub progress: &'a dyn Progress,
+    /// The caller's connection went away while the run goes on: nobody reads this call's
+    /// answer. Work that can outlive its call (a kernel's cell) stops waiting and keeps
+    /// running; everything else may ignore it. `None`: the host never cuts.
+    pub cut: Option<&'a CancellationToken>,
 }
 
 impl<'a> CallScope<'a> {
     /// A scope that only cancels: its progress goes nowhere.
     pub fn new(cancel: &'a CancellationToken) -> Self {
-        CallScope { cancel, progress: &NoProgress }
+        CallScope { cancel, progress: &NoProgress, cut: None }
     }
 
     /// A scope that cancels with `cancel` and reports to `progress`.
     pub fn with_progress(cancel: &'a CancellationToken, progress: &'a dyn Progress) -> Self {
-        CallScope { cancel, progress }
+        CallScope { cancel, progress, cut: None }
+    }
+
+    /// The same scope, told by `cut` when the caller's connection went away.
+    pub fn with_cut(self, cut: &'a CancellationToken) -> Self {
+        CallScope { cut: Some(cut), ..self }
     }
 
     pub fn cancelled(&self) -> WaitForCancellationFuture<'a> {

@@ -46,6 +46,8 @@ pub struct StartRequest {
     pub revision: usize,
     /// 1 for the first attempt; each restart adds one.
     pub attempt: u32,
+    /// The worker's depth among nested workers and the limit, for its environment.
+    pub nesting: crate::Nesting,
 }
 
 /// Which stream a piece of output came from.

@@ -126,6 +126,7 @@ impl WorkerBackend for CommandBackend {
             .env(ENV_CEILING, request.ceiling.as_str())
             .env(ENV_REVISION, request.revision.to_string())
             .env(ENV_ATTEMPT, request.attempt.to_string())
+            .envs(request.nesting.worker_env())
             .kill_on_drop(true);
         let Spawned { mut child, group } = process::spawn(cmd).await.map_err(|e| {
             format!("cannot start `{}` in {}: {e}", command.display(), self.root.display())

@@ -4,8 +4,11 @@
 //! [vibe]
 //! enabled = true            # or `--vibe` on the command line
 //! slots = 4
-//! stall_seconds = 120       # no output for this long: `stalled`
+//! stall_seconds = 120       # no output for this long: `stalled` (reported, not stopped)
+//! stall_limit_seconds = 3600  # optional: no output for this long stops it (`timed out`)
 //! budget_seconds = 1800     # wall clock per attempt: then `timed out`
+//! run_budget_seconds = 14400  # wall clock of all the run's workers together
+//! max_depth = 1             # 1: workers cannot start workers of their own
 //! kill_grace_seconds = 5    # SIGTERM, then SIGKILL after this long
 //! result_max_chars = 20000
 //!
@@ -35,9 +38,21 @@ pub struct VibeConfig {
     /// Seconds without output after which a running worker counts as stalled (default 120).
     #[serde(deserialize_with = "positive_seconds")]
     pub stall_seconds: f64,
+    /// Seconds without output after which a stalled worker is stopped as timed out; unset
+    /// (the default): a stalled worker is only reported, and the attempt budget is the limit.
+    #[serde(deserialize_with = "optional_positive_seconds")]
+    pub stall_limit_seconds: Option<f64>,
     /// Wall-clock seconds one attempt may run before it is stopped as timed out (default 1800).
     #[serde(deserialize_with = "positive_seconds")]
     pub budget_seconds: f64,
+    /// Wall-clock seconds all the run's workers may run together (default 14400, 4 h): then
+    /// running workers are stopped as timed out and no worker starts any more.
+    #[serde(deserialize_with = "positive_seconds")]
+    pub run_budget_seconds: f64,
+    /// How deep workers may nest across hosts (default 1: the top agent's workers cannot start
+    /// workers of their own; 0: no workers). A worker's own `agent-tools` learns its depth
+    /// from `AGENT_TOOLS_WORKER_DEPTH`, and the lower of its own limit and this one holds.
+    pub max_depth: u32,
     /// Seconds between the graceful stop (SIGTERM) and the forced one (SIGKILL) (default 5).
     #[serde(deserialize_with = "positive_seconds")]
     pub kill_grace_seconds: f64,
@@ -56,7 +71,10 @@ impl Default for VibeConfig {
             enabled: false,
             slots: 4,
             stall_seconds: 120.0,
+            stall_limit_seconds: None,
             budget_seconds: 1800.0,
+            run_budget_seconds: 4.0 * 3600.0,
+            max_depth: 1,
             kill_grace_seconds: 5.0,
             result_max_chars: 20_000,
             fast: TierCommands::default(),
@@ -73,12 +91,15 @@ impl VibeConfig {
         }
     }
 
-    /// The roster's settings from this section.
+    /// The roster's settings from this section, for an agent no worker started.
     pub fn roster_settings(&self) -> crate::RosterSettings {
         crate::RosterSettings {
             slots: self.slots,
             stall_after: Duration::from_secs_f64(self.stall_seconds),
+            stall_limit: self.stall_limit_seconds.map(Duration::from_secs_f64),
             budget: Duration::from_secs_f64(self.budget_seconds),
+            run_budget: Duration::from_secs_f64(self.run_budget_seconds),
+            nesting: crate::Nesting::top(self.max_depth),
             kill_grace: Duration::from_secs_f64(self.kill_grace_seconds),
             result_max_chars: self.result_max_chars,
         }
@@ -138,6 +159,12 @@ fn positive_seconds<'de, D: Deserializer<'de>>(deserializer: D) -> Result<f64, D
         )));
     }
     Ok(value)
+}
+
+fn optional_positive_seconds<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<f64>, D::Error> {
+    positive_seconds(deserializer).map(Some)
 }
 
 fn at_least_one<'de, D: Deserializer<'de>>(deserializer: D) -> Result<usize, D::Error> {

@@ -7,6 +7,7 @@ mod buffer;
 mod command;
 mod config;
 mod error;
+mod nesting;
 mod render;
 mod roster;
 
@@ -23,6 +24,7 @@ pub use crate::{
     },
     config::{CommandLine, TierCommands, VibeConfig},
     error::RosterError,
+    nesting::{ENV_WORKER_DEPTH, ENV_WORKER_MAX_DEPTH, Nesting},
     render::{
         render_kill, render_list, render_result, render_send, render_spawn, render_wait, seconds,
     },

@@ -239,11 +239,13 @@ pub fn render_list(view: &RosterView) -> String {
         );
     }
     let mut out = format!(
-        "{} worker{} (slots {}/{} in use):",
+        "{} worker{} (slots {}/{} in use; worker time {} of the run's {}):",
         view.workers.len(),
         if view.workers.len() == 1 { "" } else { "s" },
         view.slots_used,
-        view.slots_max
+        view.slots_max,
+        secs(view.worker_time_used_seconds),
+        secs(view.run_budget_seconds)
     );
     for w in &view.workers {
         out.push_str(&format!(

@@ -1,6 +1,7 @@
 //! `eval` through `agent-tools mcp`: a cell's value, a figure as MCP image content, the
 //! `tool()` bridge to `read`, the tier ceiling, a cancelled Python cell and Node busy loop that
-//! leave their kernels in sync, a Node cell with built-in and project modules, no kernel left.
+//! leave their kernels in sync, a Node cell with built-in and project modules, a cell that
+//! outlives its call and is collected by number, no kernel left.
 
 use serde_json::{Value, json};
 
@@ -155,4 +156,41 @@ fn a_node_cell_imports_builtins_and_project_packages_and_awaits_a_tool() {
     assert!(text.ends_with("Out[1]: [ 'ALPHA!', 2 ]"), "{text}");
     let view = results[0]["model_view"].as_str().unwrap_or_default();
     assert!(view.contains("ALPHA!"), "structured content carries the value: {view}");
+}
+
+/// A cell still running at `wait_s` through MCP: its call returns (not an error) with the
+/// output so far and its number, progress carries its last line, `cell: N` collects the rest
+/// and the value, and the kernel's state holds what the loop did.
+#[test]
+fn a_cell_outlives_its_call_and_is_collected_by_number() {
+    let project = TempProject::new(&[]);
+    let long = "import time\nfor i in range(6):\n    total += i\n    print(f'step {i}', flush=True)\n    time.sleep(1)\ntotal";
+    let script = McpScript::new(&project.root, &[])
+        .call("eval", py_cell("total = 0"))
+        .call_with_progress(
+            "eval",
+            json!({"code": long, "description": "a long loop", "wait_s": 3}),
+        )
+        .call_with_progress("eval", json!({"cell": 2, "wait_s": 60}))
+        .call("eval", py_cell("total * 2"));
+    let Some(out) = script.run_with(Sdk::V2) else { return };
+    let results: Vec<Value> = crate::support::results(out).into_iter().skip(1).collect();
+    let running = &results[1];
+    assert_eq!(running["isError"], false, "a running cell is no failed call: {running}");
+    assert!(text_of(running).contains("still running as cell 2 (for "), "{}", text_of(running));
+    assert_eq!(running["structured"]["status"], "running", "{running}");
+    assert_eq!(running["structured"]["cell"], 2, "{running}");
+    let progress = running["progress"].as_array().cloned().unwrap_or_default();
+    assert!(
+        progress.iter().any(|p| p["message"].as_str().is_some_and(|m| m.contains("; last: step "))),
+        "progress carries the last line: {progress:?}"
+    );
+    let ended = &results[2];
+    assert_eq!(ended["structured"]["status"], "ok", "{ended}");
+    let printed = format!("{}{}", text_of(running), text_of(ended));
+    for i in 0..6 {
+        assert_eq!(printed.matches(&format!("step {i}\n")).count(), 1, "step {i}: {printed}");
+    }
+    assert!(text_of(ended).ends_with("Out[2]: 15"), "{}", text_of(ended));
+    assert!(text_of(&results[3]).ends_with(": 30"), "{}", text_of(&results[3]));
 }

@@ -1,7 +1,8 @@
 //! `mcp --http` as raw HTTP sees it: what a client that is not one of the official SDKs sends,
 //! on a 2025-03-26 session: a lower-case `bearer` scheme, JSON-RPC batches, a body that is not
-//! JSON or not JSON-RPC 2.0, and the `DELETE` that ends a session; and what a slow or greedy
-//! client meets: silent connections, a body sent slowly, more busy connections than its due.
+//! JSON or not JSON-RPC 2.0, and the `DELETE` that ends a session; what a slow or greedy
+//! client meets: silent connections, a body sent slowly, more busy connections than its due;
+//! and a 2026-07-28 request whose connection is cut while its `eval` cell runs.
 
 use std::{
     io::{Read, Write},
@@ -478,5 +479,64 @@ fn a_batch_whose_call_raises_an_approval_card_streams_the_card_and_then_its_repl
     assert_eq!(replies[0]["result"]["isError"], false, "{replies}");
     assert_eq!(replies[1]["result"], json!({}), "{replies}");
     assert_eq!(std::fs::read_to_string(project.root.join("new.txt")).unwrap(), "written\n");
+    host.stop();
+}
+
+/// Sends `body` as one POST and drops the connection once `started` exists (the call has
+/// reached its tool), without reading an answer: a client whose connection was cut.
+fn post_and_cut(url: &str, body: &str, started: &std::path::Path) {
+    let rest = url.strip_prefix("http://").expect("an http URL");
+    let (authority, path) = rest.split_once('/').expect("a path");
+    let mut stream = TcpStream::connect(authority).expect("connect to the host");
+    let request = format!(
+        "POST /{path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Type: application/json\r\n\
+         Mcp-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: eval\r\n\
+         Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).expect("send the request");
+    let waited = (0..1200).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        started.exists()
+    });
+    assert!(waited, "the cell never started");
+    let _ = stream.shutdown(std::net::Shutdown::Both);
+}
+
+/// A 2026-07-28 `tools/call` (no session) of `eval` with `arguments`.
+fn modern_eval(id: u64, arguments: Value) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "raw-http-e2e", "version": "0"},
+        },
+        "name": "eval", "arguments": arguments}})
+    .to_string()
+}
+
+#[test]
+fn a_cell_whose_2026_client_connection_was_cut_runs_on_and_is_collected_in_that_run() {
+    let project = TempProject::new(&[]);
+    let host = HttpHost::start(&project.root, &[]);
+    let code = "import time, pathlib\npathlib.Path('started').write_text('yes')\ntime.sleep(4)\n\
+                print('after the cut')\n'finished'";
+    let cell = json!({"code": code, "description": "outlive the connection", "wait_s": 600});
+    post_and_cut(&host.url, &modern_eval(1, cell), &project.root.join("started"));
+    // The same run (the local credential's), a new connection: the cell ran on to its end.
+    let collect = modern_eval(2, json!({"cell": 1, "wait_s": 60}));
+    let headers = [
+        ("Mcp-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", "tools/call"),
+        ("Mcp-Name", "eval"),
+    ];
+    let answer = exchange(&host.url, "POST", &headers, &collect);
+    let messages = answer.messages();
+    let result = messages.iter().find(|m| m["id"] == 2).expect("the answer");
+    let text = result["result"]["content"][0]["text"].as_str().unwrap_or_default();
+    assert_eq!(result["result"]["isError"], false, "{result}");
+    assert!(text.contains("after the cut"), "{text}");
+    assert!(text.ends_with("Out[1]: 'finished'"), "not interrupted by the cut: {text}");
     host.stop();
 }

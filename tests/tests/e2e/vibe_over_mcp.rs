@@ -66,8 +66,12 @@ fn a_worker_is_spawned_waited_for_and_listed() {
 
     let listed = &results[4];
     assert!(
+        text_of(listed).starts_with("1 worker (slots 0/4 in use; worker time "),
+        "{}",
         text_of(listed)
-            .starts_with("1 worker (slots 0/4 in use):\nw1 completed · fast · \"summary\""),
+    );
+    assert!(
+        text_of(listed).contains(" of the run's 4 h):\nw1 completed · fast · \"summary\""),
         "{}",
         text_of(listed)
     );
@@ -145,4 +149,43 @@ fn a_worker_dies_with_a_host_that_is_killed() {
     host.child.kill().expect("kill the host");
     host.child.wait().expect("reap the host");
     crate::support::assert_no_survivors(&marker, std::time::Duration::from_secs(15));
+}
+
+/// A project whose fast worker runs this very host, `agent-tools call vibe_spawn`, under
+/// `[vibe] max_depth = max_depth`.
+fn nested_project(max_depth: u32) -> TempProject {
+    let host = crate::support::host_binary().display().to_string();
+    let args = json!({"brief": "Delegate further.", "label": "grandchild"}).to_string();
+    let config = format!(
+        "[vibe]\nmax_depth = {max_depth}\n[vibe.fast]\ncommand = [{host:?}, \"call\", \
+         \"vibe_spawn\", {args:?}, \"--vibe\", \"--trust-project\"]\n"
+    );
+    TempProject::new(&[("agent-tools.toml", &config)])
+}
+
+#[test]
+fn a_worker_running_agent_tools_itself_is_refused_a_spawn_past_the_depth_limit() {
+    let project = nested_project(1);
+    let script = McpScript::new(&project.root, &["--vibe"])
+        .call("vibe_spawn", json!({"brief": "Spawn a worker of your own.", "label": "child"}))
+        .call("vibe_wait", json!({"worker_id": "w1", "timeout_seconds": 120}));
+    let Some(results) = check(&project, script) else { return };
+    let waited = &results[2];
+    assert_eq!(waited["structured"]["worker"]["state"], "failed", "{}", text_of(waited));
+    let text = text_of(waited);
+    assert!(text.contains("vibe_spawn: this agent runs as a worker at depth 1"), "{text}");
+    assert!(text.contains("a worker cannot start workers of its own"), "{text}");
+}
+
+#[test]
+fn a_deeper_limit_lets_a_worker_start_a_worker_of_its_own() {
+    let project = nested_project(2);
+    let script = McpScript::new(&project.root, &["--vibe"])
+        .call("vibe_spawn", json!({"brief": "Spawn a worker of your own.", "label": "child"}))
+        .call("vibe_wait", json!({"worker_id": "w1", "timeout_seconds": 120}));
+    let Some(results) = check(&project, script) else { return };
+    let waited = &results[2];
+    // The worker's own host (depth 1 of 2) started its worker; its one-call run then ended it.
+    assert_eq!(waited["structured"]["worker"]["state"], "completed", "{}", text_of(waited));
+    assert!(text_of(waited).contains("w1 started: \"grandchild\""), "{}", text_of(waited));
 }

@@ -53,19 +53,24 @@ async fn a_cancelled_ten_second_python_cell_is_interrupted_and_the_next_cells_an
 }
 
 #[tokio::test]
-async fn an_abandoned_python_cell_is_wound_down_before_the_next_cell_runs() {
+async fn an_abandoned_python_cell_runs_on_and_the_next_cell_waits_behind_it() {
     let s = python(EvalConfig::default());
     s.run("kept = 10").await;
-    // The call's future is dropped while the cell runs; the cell would print and end later.
-    s.run_abandoned("import time\ntime.sleep(3)\nprint('late output of the old cell')\n'old'")
-        .await;
+    // The call's future is dropped while the cell runs (cell 2); the cell prints and ends later.
+    s.run_abandoned(
+        "import time\ntime.sleep(5)\nprint('late output of the old cell')\nkept = 11\n'old'",
+    )
+    .await;
     let (r, text) = s.run("kept + 0").await;
     assert_eq!(r.status, CellStatus::Ok, "{text}");
     assert!(!text.contains("late output"), "the old cell's output is not this cell's: {text}");
-    assert!(!text.contains("'old'"), "the old cell's value is not this cell's: {text}");
-    assert!(text.contains("was abandoned by its call and interrupted"), "{text}");
-    assert!(text.ends_with(": 10"), "{text}");
-    three_cells_answer(&s, "kept", "10").await;
+    assert!(text.contains("waited") && text.contains("behind cell 2"), "{text}");
+    assert!(text.contains("Out[3]: 11\n"), "the old cell ran to its end first: {text}");
+    let (r, text) = s.collect(2, 30.0).await;
+    assert_eq!(r.status, CellStatus::Ok, "{text}");
+    assert!(text.contains("late output of the old cell"), "{text}");
+    assert!(text.ends_with("'old'"), "{text}");
+    three_cells_answer(&s, "kept", "11").await;
     s.kernels.shutdown().await;
 }
 
@@ -103,13 +108,14 @@ async fn a_cancelled_javascript_busy_loop_stops_and_the_kernel_keeps_its_state()
 }
 
 #[tokio::test]
-async fn an_abandoned_javascript_busy_loop_is_stopped_before_the_next_cell() {
+async fn an_abandoned_javascript_busy_loop_runs_on_until_it_is_interrupted() {
     let s = javascript();
     s.run("var kept = 5").await;
     s.run_abandoned("while (true) {}").await;
-    let (r, text) = s.run("kept").await;
-    assert_eq!(r.status, CellStatus::Ok, "{text}");
-    assert!(text.contains("was abandoned by its call and interrupted"), "{text}");
+    let (r, text) = s.interrupt(2).await;
+    assert_eq!(r.status, CellStatus::Interrupted, "{text}");
+    assert_eq!(r.interrupt, Some(InterruptReason::Requested), "{text}");
+    assert!(r.kernel.state_preserved, "{text}");
     three_cells_answer(&s, "kept", "5").await;
     s.kernels.shutdown().await;
 }
@@ -150,9 +156,11 @@ async fn a_cancelled_node_busy_loop_stops_and_the_kernel_keeps_its_state() {
     assert_eq!(r.status, CellStatus::Interrupted, "{text}");
     assert_eq!(r.interrupt, Some(InterruptReason::Cancelled));
     three_cells_answer(&s, "kept", "20").await;
+    // Cell 6, abandoned, spins on until it is interrupted; the kernel keeps its state.
     s.run_abandoned("while (true) {}").await;
-    let (_, text) = s.run("kept").await;
-    assert!(text.contains("was abandoned by its call and interrupted"), "{text}");
+    let (r, text) = s.interrupt(6).await;
+    assert_eq!(r.status, CellStatus::Interrupted, "{text}");
+    assert_eq!(r.interrupt, Some(InterruptReason::Requested), "{text}");
     three_cells_answer(&s, "kept", "20").await;
     s.kernels.shutdown().await;
 }

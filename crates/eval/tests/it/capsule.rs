@@ -33,6 +33,7 @@ async fn cell(
         description: "inside the capsule".into(),
         language: Some(language),
         reset: None,
+        ..Default::default()
     };
     let report = kernels
         .eval("capsule", root, request, Arc::new(NoBridge), CallScope::new(cancel))

@@ -8,6 +8,7 @@ mod cancel;
 mod capsule;
 mod idioms;
 mod javascript;
+mod long_cells;
 mod node;
 mod node_lifecycle;
 mod python;

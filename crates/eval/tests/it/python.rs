@@ -291,6 +291,7 @@ async fn pip_install_then_import_sees_the_new_package() {
         description: "pip".into(),
         language: None,
         reset: None,
+        ..Default::default()
     };
     let cancel = tokio_util::sync::CancellationToken::new();
     let run = |code: &str| {
@@ -338,6 +339,7 @@ async fn a_project_venv_is_preferred_over_path() {
                 description: "which interpreter".into(),
                 language: None,
                 reset: None,
+                ..Default::default()
             },
             s.bridge.clone(),
             agent_tools_eval::CallScope::new(&s.cancel),
@@ -550,6 +552,7 @@ async fn no_kernel_process_or_child_survives_shutdown() {
         description: "after the end".into(),
         language: None,
         reset: None,
+        ..Default::default()
     };
     let after = s
         .kernels

@@ -3,7 +3,7 @@
 
 use std::{path::Path, sync::Arc};
 
-use agent_tools_eval::{CellPayload, CellStatus, EvalError, EvalRequest, Kernels, ToolBridge};
+use agent_tools_eval::{CellPayload, EvalError, EvalRequest, Kernels, ToolBridge};
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
@@ -41,8 +41,13 @@ impl TypedTool for EvalTool {
     }
 
     async fn run(&self, ctx: &CallContext, request: EvalRequest) -> ToolResult {
-        // The kernel keeps the ceiling of the call that started it (the eval crate's slot).
-        let bridge = Arc::new(RegistryBridge { ctx: ctx.clone() });
+        // The kernel keeps the ceiling of the call that started it (the eval crate's slot). A
+        // cell may outlive this call, so its `tool()` calls do not hang on the call's
+        // cancellation or progress: stopping the cell aborts them.
+        let mut cell_ctx = ctx.clone();
+        cell_ctx.cancel = tokio_util::sync::CancellationToken::new();
+        cell_ctx.progress = None;
+        let bridge = Arc::new(RegistryBridge { ctx: cell_ctx });
         let report = match self
             .kernels
             .eval(&ctx.conversation_id, ctx.root(), request, bridge, ctx.scope())
@@ -59,12 +64,10 @@ impl TypedTool for EvalTool {
         // content gives the model the value, tables, traceback and image references too.
         let structured = serde_json::to_value(agent_tools_eval::payload(&report))
             .unwrap_or_else(|e| json!({"status": "error", "error": e.to_string()}));
-        // Anything but a cell that ran to its end is an error for the model: it did not finish.
-        let mut result = if report.status == CellStatus::Ok {
-            ToolResult::text(text)
-        } else {
-            ToolResult::error(text)
-        };
+        // Anything but a cell that ran to its end (or runs on past the wait) is an error for the
+        // model: it did not finish.
+        let mut result =
+            if !report.is_error() { ToolResult::text(text) } else { ToolResult::error(text) };
         result = result.with_structured(structured);
         for image in images {
             result = result.with_image(Image { mime_type: image.mime_type, data: image.data });
@@ -322,6 +325,40 @@ mod tests {
         let result = eval(&build, &run, "python", code).await;
         assert!(result.text.contains("4\n"), "fan-out of reads works: {}", result.text);
         assert!(result.text.contains("ToolError: `write` is a write-tier tool"), "{}", result.text);
+        registry.shutdown().await;
+    }
+
+    #[tokio::test]
+    async fn a_cell_outlives_its_call_and_its_tool_calls_outlive_that_calls_cancellation() {
+        let (registry, run, _dir) = check(EvalConfig::default());
+        let build = Surface::build(&registry);
+        let ctx = build.context(&run, None);
+        let code = "import time\ntime.sleep(2)\nprint(tool('read', {'path': 'notes.txt'})['total_lines'])\n'done'";
+        let args = json!({"code": code, "description": "d", "wait_s": 0});
+        let first = build.call(&ctx, "eval", args).await;
+        assert!(!first.is_error, "a running cell is no failed call: {}", first.text);
+        assert!(first.text.contains("still running as cell 1 (for "), "{}", first.text);
+        let data = first.structured.expect("structured content");
+        assert_eq!((data["status"].clone(), data["cell"].clone()), (json!("running"), json!(1)));
+        // The call that sent it is over, and even cancelled: the cell and its tool() run on.
+        ctx.cancel.cancel();
+        let later =
+            build.call(&build.context(&run, None), "eval", json!({"cell": 1, "wait_s": 60})).await;
+        assert!(!later.is_error, "{}", later.text);
+        assert!(later.text.ends_with("2\nOut[1]: 'done'"), "{}", later.text);
+        // A cut call (its client went away; the host may cancel it too) leaves its cell running.
+        let cut = build.context(&run, None);
+        let (call_cut, call_cancel) = (cut.cut.clone(), cut.cancel.clone());
+        let args = json!({"code": "time.sleep(5)\n'after the cut'", "description": "d"});
+        let (cut_result, ()) = tokio::join!(build.call(&cut, "eval", args), async {
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+            call_cut.cancel();
+            call_cancel.cancel();
+        });
+        assert!(cut_result.text.contains("still running as cell 2"), "{}", cut_result.text);
+        let collected =
+            build.call(&build.context(&run, None), "eval", json!({"cell": 2, "wait_s": 60})).await;
+        assert!(collected.text.ends_with("Out[2]: 'after the cut'"), "{}", collected.text);
         registry.shutdown().await;
     }
 

@@ -5,7 +5,7 @@
 use std::{marker::PhantomData, path::Path, sync::Arc, time::Duration};
 
 use agent_tools_vibe::{
-    CommandBackend, DEFAULT_WAIT_SECONDS, KillArgs, ListArgs, MAX_WAIT_SECONDS, Roster,
+    CommandBackend, DEFAULT_WAIT_SECONDS, KillArgs, ListArgs, MAX_WAIT_SECONDS, Nesting, Roster,
     RosterError, RosterSettings, SendArgs, SpawnArgs, WaitArgs, WorkerBackend, tools,
 };
 use async_trait::async_trait;
@@ -96,7 +96,12 @@ pub(crate) fn attach(
         return builder;
     }
     let backend = CommandBackend::new(root, config.vibe.clone()).in_capsule(capsule.clone());
-    builder.with_vibe(Roster::new(Arc::new(backend), config.vibe.roster_settings()))
+    // A worker's own agent-tools learns its depth among nested workers from its environment.
+    let settings = RosterSettings {
+        nesting: Nesting::from_env(config.vibe.max_depth),
+        ..config.vibe.roster_settings()
+    };
+    builder.with_vibe(Roster::new(Arc::new(backend), settings))
 }
 
 /// One vibe tool: its arguments' type says what it does to the roster.
@@ -205,12 +210,28 @@ impl RunResource for Roster {
 
 /// One line of the roster's limits.
 fn limits_line(s: &RosterSettings) -> String {
+    let stall_limit = s.stall_limit.map_or_else(
+        || "never stopped for silence".to_string(),
+        |l| format!("stopped after {} s without output", l.as_secs()),
+    );
+    let depth = match s.nesting.refusal() {
+        Some(_) => format!(
+            "this agent is at worker depth {} of at most {}: it cannot start workers",
+            s.nesting.depth, s.nesting.max_depth
+        ),
+        None => format!(
+            "worker depth {} of at most {} ([vibe] max_depth)",
+            s.nesting.depth, s.nesting.max_depth
+        ),
+    };
     format!(
-        "{} slots; stalled after {} s without output; wall-clock budget {} s per attempt; kill \
-         grace {} s; results capped at {} characters",
+        "{} slots; stalled after {} s without output, {stall_limit}; wall-clock budget {} s \
+         per attempt and {} s for all the run's workers; kill grace {} s; results capped at {} \
+         characters; {depth}",
         s.slots,
         s.stall_after.as_secs(),
         s.budget.as_secs(),
+        s.run_budget.as_secs(),
         s.kill_grace.as_secs(),
         s.result_max_chars
     )

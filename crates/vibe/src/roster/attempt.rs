@@ -12,7 +12,9 @@ use super::{
     Inner, WorkerResult, WorkerState,
     worker::{Control, State, StopWhy},
 };
-use crate::backend::{ExitReport, StartRequest, StopReport, Stream, WorkerEvent, WorkerEvents};
+use crate::backend::{
+    ExitReport, StartRequest, StopReport, Stream, WorkerEvent, WorkerEvents, WorkerHandle,
+};
 
 /// How long to collect the last output after a stop before settling.
 const DRAIN: Duration = Duration::from_secs(2);
@@ -52,11 +54,29 @@ impl Inner {
     pub(super) fn start_attempt(this: &Arc<Inner>, state: &mut State, idx: usize) {
         let now = Instant::now();
         let closed = state.closed;
+        // A restart: the attempt it replaces counts against the run's budget.
+        let w = &state.workers[idx];
+        if matches!(w.state, WorkerState::Running | WorkerState::Stalled)
+            && let Some(started) = w.started_at
+        {
+            state.spent += now.saturating_duration_since(started);
+        }
+        let spent = this.run_budget_spent(state, now);
         let w = &mut state.workers[idx];
         if closed {
             w.holds_slot = false;
             w.control = None;
             w.kill_unstarted(now, "the run ended before it could start again");
+            return;
+        }
+        if let Some(why) = spent {
+            w.holds_slot = false;
+            w.control = None;
+            w.kill_unstarted(now, &why);
+            w.state = WorkerState::TimedOut;
+            if let Some(result) = w.result.as_mut() {
+                result.state = WorkerState::TimedOut;
+            }
             return;
         }
         w.attempt += 1;
@@ -79,6 +99,7 @@ impl Inner {
             briefing: w.briefing_text(),
             revision: w.briefing.len(),
             attempt: w.attempt,
+            nesting: this.settings.nesting.clone(),
         };
         tokio::spawn(supervise(this.clone(), idx, request, control_rx));
     }
@@ -98,6 +119,7 @@ impl Inner {
         if w.attempt != attempt || w.state.is_settled() || w.state == WorkerState::Queued {
             return;
         }
+        let ran = w.started_at.map_or(Duration::ZERO, |s| now.saturating_duration_since(s));
         let (output, output_note) = w.stdout.snapshot();
         let stderr = (outcome != WorkerState::Completed && !w.stderr.is_empty())
             .then(|| w.stderr.snapshot().0);
@@ -115,7 +137,42 @@ impl Inner {
             attempt,
             ran_seconds: w.ran_seconds(now),
         });
+        state.spent += ran;
         Inner::pump(this, state);
+    }
+
+    /// Why no worker may start any more, once the run's worker budget is spent.
+    pub(super) fn run_budget_spent(&self, state: &State, now: Instant) -> Option<String> {
+        let spent = state.spent_at(now);
+        (spent >= self.settings.run_budget).then(|| {
+            format!(
+                "the run's worker budget of {} wall clock is spent ({} used by all its workers \
+                 together); no worker starts any more in this run ([vibe] run_budget_seconds \
+                 sets it)",
+                seconds(self.settings.run_budget),
+                seconds(spent)
+            )
+        })
+    }
+
+    /// When the run's worker budget runs out at the earliest (every running worker spends it),
+    /// or `None` when it is spent.
+    pub(super) fn run_budget_deadline(&self) -> Option<Instant> {
+        let state = self.state.lock();
+        let now = Instant::now();
+        let left = self.settings.run_budget.checked_sub(state.spent_at(now))?;
+        if left.is_zero() {
+            return None;
+        }
+        let running = u32::try_from(state.running().max(1)).unwrap_or(u32::MAX);
+        Some(now + left / running)
+    }
+
+    /// The time of the current attempt's last output, or `None` if it is no longer current.
+    pub(super) fn last_activity(&self, idx: usize, attempt: u32) -> Option<Instant> {
+        let state = self.state.lock();
+        let w = &state.workers[idx];
+        (w.attempt == attempt && !w.state.is_settled()).then_some(w.last_activity).flatten()
     }
 
     pub(super) fn record(&self, idx: usize, attempt: u32, stream: Stream, text: &str) {
@@ -198,6 +255,40 @@ async fn drain(
     }
 }
 
+/// Stops the attempt for a hard limit (`why`) and settles it as timed out with its output.
+async fn time_out(
+    inner: &Arc<Inner>,
+    idx: usize,
+    attempt: u32,
+    handle: &dyn WorkerHandle,
+    rx: &mut mpsc::UnboundedReceiver<WorkerEvent>,
+    why: &str,
+) {
+    let stop = handle.stop(inner.settings.kill_grace).await;
+    drain(inner, idx, attempt, rx).await;
+    let detail = format!("{why}, so it was stopped ({})", stop.detail);
+    Inner::settle_now(inner, idx, attempt, WorkerState::TimedOut, detail);
+}
+
+/// What hard limit this attempt has passed, if any: the run's worker budget (no deadline
+/// left) or the silence limit.
+fn over_limit(
+    inner: &Inner,
+    run_deadline: Option<Instant>,
+    silence_limit: Option<Instant>,
+) -> Option<String> {
+    if run_deadline.is_none() {
+        return Some(format!(
+            "the run's worker budget of {} wall clock (all its workers together) ran out",
+            seconds(inner.settings.run_budget)
+        ));
+    }
+    let limit = inner.settings.stall_limit?;
+    silence_limit
+        .filter(|at| *at <= Instant::now())
+        .map(|_| format!("it printed nothing for {} (the stall limit)", seconds(limit)))
+}
+
 /// Runs one attempt: starts it, records its output, watches the stall and budget timers, and
 /// answers stop requests. Every change it makes is for this attempt only.
 async fn supervise(
@@ -230,13 +321,28 @@ async fn supervise(
     };
     let budget_deadline = Instant::now() + inner.settings.budget;
     let grace = inner.settings.kill_grace;
+    // A worker starting elsewhere spends the run's budget faster: recompute then.
+    let mut changes = inner.changed.subscribe();
     loop {
         let Some((stall_at, stalled)) = inner.stall_deadline(idx, attempt) else {
             // Superseded (for example killed after the stop bound): make sure it is gone.
             handle.stop(grace).await;
             return;
         };
+        // Checked again at each wake: the earliest the run's budget can run out, and the
+        // silence after which a stalled worker is stopped (when a hard limit is set).
+        let run_deadline = inner.run_budget_deadline();
+        let silence_limit = inner
+            .settings
+            .stall_limit
+            .and_then(|limit| inner.last_activity(idx, attempt).map(|last| last + limit));
+        if let Some(why) = over_limit(&inner, run_deadline, silence_limit) {
+            return time_out(&inner, idx, attempt, handle.as_ref(), &mut rx, &why).await;
+        }
+        let wake = [run_deadline, silence_limit].into_iter().flatten().min();
         tokio::select! {
+            () = tokio::time::sleep_until(wake.unwrap_or(budget_deadline)), if wake.is_some() => {}
+            _ = changes.changed() => {}
             event = rx.recv() => match event {
                 Some(WorkerEvent::Output(stream, text)) => inner.record(idx, attempt, stream, &text),
                 Some(WorkerEvent::Exited(report)) => {
@@ -255,15 +361,8 @@ async fn supervise(
             },
             () = tokio::time::sleep_until(stall_at), if !stalled => inner.mark_stalled(idx, attempt),
             () = tokio::time::sleep_until(budget_deadline) => {
-                let stop = handle.stop(grace).await;
-                drain(&inner, idx, attempt, &mut rx).await;
-                let detail = format!(
-                    "its wall-clock budget of {} ran out, so it was stopped ({})",
-                    seconds(inner.settings.budget),
-                    stop.detail
-                );
-                Inner::settle_now(&inner, idx, attempt, WorkerState::TimedOut, detail);
-                return;
+                let why = format!("its wall-clock budget of {} ran out", seconds(inner.settings.budget));
+                return time_out(&inner, idx, attempt, handle.as_ref(), &mut rx, &why).await;
             }
             Some(Control { why, reply }) = control.recv() => {
                 let stop = handle.stop(grace).await;

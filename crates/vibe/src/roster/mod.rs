@@ -41,10 +41,19 @@ const STDERR_CHARS: usize = 4000;
 pub struct RosterSettings {
     /// Workers that may run at once (default 4).
     pub slots: usize,
-    /// No output for this long makes a running worker `stalled` (default 120 s).
+    /// No output for this long makes a running worker `stalled` (default 120 s): reported, not
+    /// stopped.
     pub stall_after: Duration,
+    /// No output for this long stops a worker as `timed_out` (default: none; the attempt
+    /// budget is the hard limit).
+    pub stall_limit: Option<Duration>,
     /// Wall clock one attempt may run before it is stopped as `timed_out` (default 30 min).
     pub budget: Duration,
+    /// Wall clock all the run's attempts may use together (default 4 h): then running workers
+    /// are stopped as `timed_out` and nothing starts any more.
+    pub run_budget: Duration,
+    /// How deep this roster's agent is among nested workers, and the limit.
+    pub nesting: crate::Nesting,
     /// Time between the graceful and the forced stop (default 5 s).
     pub kill_grace: Duration,
     /// Characters of final output kept as a result (default 20000).
@@ -56,7 +65,10 @@ impl Default for RosterSettings {
         RosterSettings {
             slots: 4,
             stall_after: Duration::from_secs(120),
+            stall_limit: None,
             budget: Duration::from_secs(30 * 60),
+            run_budget: Duration::from_secs(4 * 3600),
+            nesting: crate::Nesting::default(),
             kill_grace: Duration::from_secs(5),
             result_max_chars: 20_000,
         }
@@ -93,6 +105,7 @@ impl Roster {
                     workers: Vec::new(),
                     queue: VecDeque::new(),
                     closed: false,
+                    spent: Duration::ZERO,
                 }),
                 changed: watch::Sender::new(0),
             }),
@@ -133,10 +146,16 @@ impl Roster {
                 "workers are supervised by tasks: call spawn inside a Tokio runtime".into(),
             ));
         }
+        if let Some(why) = self.inner.settings.nesting.refusal() {
+            return Err(RosterError::Refused(why));
+        }
         let ceiling = self.inner.backend.plan(tier, caller).map_err(RosterError::Refused)?;
         let mut state = self.inner.state.lock();
         if state.closed {
             return Err(RosterError::Closed);
+        }
+        if let Some(why) = self.inner.run_budget_spent(&state, Instant::now()) {
+            return Err(RosterError::Refused(why));
         }
         let idx = state.workers.len();
         state.workers.push(Worker {
@@ -358,6 +377,8 @@ impl Roster {
             workers: state.workers.iter().map(|w| w.view(now)).collect(),
             slots_used: state.slots_used(),
             slots_max: self.inner.settings.slots,
+            worker_time_used_seconds: round(state.spent_at(now)),
+            run_budget_seconds: round(self.inner.settings.run_budget),
         }
     }
 

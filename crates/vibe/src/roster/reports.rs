@@ -101,6 +101,10 @@ pub struct RosterView {
     pub workers: Vec<WorkerView>,
     pub slots_used: usize,
     pub slots_max: usize,
+    /// Wall-clock seconds all the run's attempts have used so far.
+    pub worker_time_used_seconds: f64,
+    /// The run's worker budget, in wall-clock seconds.
+    pub run_budget_seconds: f64,
 }
 
 /// What `spawn` did.

@@ -127,9 +127,30 @@ pub(super) struct State {
     pub(super) workers: Vec<Worker>,
     pub(super) queue: VecDeque<usize>,
     pub(super) closed: bool,
+    /// Wall clock of the attempts that ended (settled or restarted), for the run's budget.
+    pub(super) spent: Duration,
 }
 
 impl State {
+    /// Wall clock every attempt of the run has used by `now`, the running ones included.
+    pub(super) fn spent_at(&self, now: Instant) -> Duration {
+        let running: Duration = self
+            .workers
+            .iter()
+            .filter(|w| matches!(w.state, WorkerState::Running | WorkerState::Stalled))
+            .filter_map(|w| w.started_at.map(|s| now.saturating_duration_since(s)))
+            .sum();
+        self.spent + running
+    }
+
+    /// Workers running now.
+    pub(super) fn running(&self) -> usize {
+        self.workers
+            .iter()
+            .filter(|w| matches!(w.state, WorkerState::Running | WorkerState::Stalled))
+            .count()
+    }
+
     pub(super) fn slots_used(&self) -> usize {
         self.workers.iter().filter(|w| w.holds_slot).count()
     }

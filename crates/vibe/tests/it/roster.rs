@@ -27,6 +27,7 @@ const SCRIPTS: &[(&str, &str)] = &[
          echo released\n",
     ),
     ("silent.sh", "echo tick 1\necho tick 2\nsleep 60\n"),
+    ("depth.sh", "echo \"depth=$AGENT_TOOLS_WORKER_DEPTH max=$AGENT_TOOLS_WORKER_MAX_DEPTH\"\n"),
     ("stubborn.sh", "trap '' TERM\necho 'ignoring SIGTERM'\nsleep 60 &\nwait\nsleep 60\n"),
     ("loud.sh", "i=0\nwhile [ $i -lt 40 ]; do printf '0123456789'; i=$((i+1)); done\necho\n"),
 ];
@@ -44,6 +45,7 @@ fn settings() -> RosterSettings {
         budget: Duration::from_secs(600),
         kill_grace: Duration::from_millis(500),
         result_max_chars: 20_000,
+        ..RosterSettings::default()
     }
 }
 
@@ -410,7 +412,8 @@ async fn list_shows_every_worker_with_its_fields_and_the_slots() {
     insta::assert_json_snapshot!("list_view", timeless(&list));
 
     let text = render_list(&list);
-    assert!(text.starts_with("4 workers (slots 2/2 in use):"), "{text}");
+    assert!(text.starts_with("4 workers (slots 2/2 in use; worker time "), "{text}");
+    assert!(text.contains(" of the run's 4 h):\nw1 completed"), "{text}");
     assert!(text.contains("w4 queued · fast · \"queued one\""), "{text}");
     assert!(text.contains("last result (completed, exit code 0): id=w1 tier=good"), "{text}");
     f.end().await;
@@ -566,4 +569,75 @@ fn the_config_section_reads_commands_and_refuses_nonsense() {
     assert!(err.to_string().contains("give a positive number"), "{err}");
     let err = toml::from_str::<VibeConfig>("[fast]\ncmd = \"x\"\n").unwrap_err();
     assert!(err.to_string().contains("unknown field `cmd`"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_learns_its_depth_and_a_worker_at_the_limit_is_refused_a_spawn() {
+    let f = Fixture::with("depth.sh");
+    f.spawn("Say how deep you are.", "depth");
+    let done = f.wait("w1", 600.0).await;
+    let output = done.worker.result.clone().unwrap().output;
+    assert_eq!(output, "depth=1 max=1\n", "the worker's environment carries its depth");
+    f.end().await;
+    // The same roster in an agent that is itself a worker at depth 1 (the default limit).
+    let nesting = agent_tools_vibe::Nesting::from_values(Some("1"), Some("1"), 3);
+    let f = Fixture::new(RosterSettings { nesting, ..settings() }, Some("echo.sh"), None, None);
+    let err = f.roster.spawn("Delegate.", "nested", WorkerTier::Fast, Tier::Exec).unwrap_err();
+    let RosterError::Refused(why) = &err else { panic!("{err:?}") };
+    assert!(why.contains("runs as a worker at depth 1 (AGENT_TOOLS_WORKER_DEPTH=1)"), "{why}");
+    assert!(why.contains("a worker cannot start workers of its own"), "{why}");
+    assert!(f.roster.list().workers.is_empty(), "nothing was started");
+    f.end().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_runs_worker_budget_stops_running_workers_and_refuses_new_ones() {
+    let f = Fixture::new(
+        RosterSettings { run_budget: Duration::from_secs(2), ..settings() },
+        Some("silent.sh"),
+        None,
+        None,
+    );
+    f.spawn("Run long.", "one");
+    f.spawn("Run long too.", "two");
+    for id in ["w1", "w2"] {
+        let done = f.wait(id, 600.0).await;
+        assert_eq!(done.worker.state, WorkerState::TimedOut, "{id}");
+        let detail = done.worker.result.clone().unwrap().detail;
+        assert!(detail.starts_with("the run's worker budget of 2 s wall clock"), "{detail}");
+    }
+    let err = f.roster.spawn("One more.", "three", WorkerTier::Fast, Tier::Exec).unwrap_err();
+    assert!(err.to_string().starts_with("the run's worker budget of 2 s wall clock is spent"));
+    let list = f.roster.list();
+    assert!(list.worker_time_used_seconds >= 2.0, "{list:?}");
+    f.end().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_worker_is_reported_then_stopped_only_at_the_stall_limit() {
+    let f = Fixture::new(
+        RosterSettings {
+            stall_after: Duration::from_millis(300),
+            stall_limit: Some(Duration::from_secs(3)),
+            ..settings()
+        },
+        Some("silent.sh"),
+        None,
+        None,
+    );
+    f.spawn("Go quiet.", "quiet");
+    let mut report = f.wait("w1", 600.0).await;
+    while report.worker.state != WorkerState::TimedOut {
+        if report.stalled {
+            assert_eq!(report.worker.state, WorkerState::Stalled, "reported, still running");
+        }
+        report = f.wait("w1", 600.0).await;
+    }
+    let result = report.worker.result.clone().unwrap();
+    assert!(
+        result.detail.starts_with("it printed nothing for 3 s (the stall limit)"),
+        "{result:?}"
+    );
+    assert_eq!(result.output, "tick 1\ntick 2\n");
+    f.end().await;
 }

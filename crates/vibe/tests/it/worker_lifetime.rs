@@ -41,6 +41,7 @@ fn check_started_from_a_passing_thread() -> (ExitReport, String) {
             briefing: "Wait for the release.".into(),
             revision: 1,
             attempt: 1,
+            nesting: agent_tools_vibe::Nesting::top(1),
         };
         (tid, handle.block_on(backend.start(request, events)))
     });

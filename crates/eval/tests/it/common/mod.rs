@@ -167,6 +167,7 @@ impl Session {
             description: "a test cell".into(),
             language: Some(self.language),
             reset: Some(reset),
+            ..Default::default()
         };
         let report = self
             .kernels
@@ -189,6 +190,7 @@ impl Session {
             description: "a test cell".into(),
             language: Some(self.language),
             reset: Some(false),
+            ..Default::default()
         }
     }
 
@@ -249,6 +251,69 @@ impl Session {
         }
     }
 
+    /// Sends any request under a fresh scope reporting to `progress`; the report and its text.
+    pub async fn call(
+        &self,
+        request: EvalRequest,
+        progress: &dyn Progress,
+    ) -> Result<(CellReport, String), agent_tools_eval::EvalError> {
+        let cancel = CancellationToken::new();
+        let report = self
+            .kernels
+            .eval(
+                "conversation",
+                &self.root(),
+                request,
+                self.bridge.clone(),
+                CallScope::with_progress(&cancel, progress),
+            )
+            .await?;
+        let text = render(&report);
+        Ok((report, text))
+    }
+
+    /// A new cell that waits at most `wait_s`.
+    pub async fn run_waiting(&self, code: &str, wait_s: f64) -> (CellReport, String) {
+        let request = EvalRequest { wait_s: Some(wait_s), ..self.request(code) };
+        self.call(request, &agent_tools_eval::NoProgress).await.expect("eval")
+    }
+
+    /// `eval` with `cell`: waits again for that cell, at most `wait_s`.
+    pub async fn collect(&self, cell: u64, wait_s: f64) -> (CellReport, String) {
+        let request = EvalRequest { wait_s: Some(wait_s), ..EvalRequest::collect(cell) };
+        self.call(request, &agent_tools_eval::NoProgress).await.expect("collect")
+    }
+
+    /// `eval` with `cell` and `interrupt: true`.
+    pub async fn interrupt(&self, cell: u64) -> (CellReport, String) {
+        let request = EvalRequest { interrupt: Some(true), ..EvalRequest::collect(cell) };
+        self.call(request, &agent_tools_eval::NoProgress).await.expect("interrupt")
+    }
+
+    /// Runs a cell whose caller's connection is cut at the first progress report (and, with
+    /// `also_cancel`, whose call is cancelled at the same moment, as a host whose transport
+    /// cancels a cut request does): the call returns at once and the cell runs on.
+    pub async fn run_cut(&self, code: &str, also_cancel: bool) -> (CellReport, String) {
+        let cut = CancellationToken::new();
+        let cancel = CancellationToken::new();
+        let progress =
+            CutOnProgress { cut: cut.clone(), cancel: also_cancel.then(|| cancel.clone()) };
+        let request = EvalRequest { wait_s: Some(600.0), ..self.request(code) };
+        let report = self
+            .kernels
+            .eval(
+                "conversation",
+                &self.root(),
+                request,
+                self.bridge.clone(),
+                CallScope::with_progress(&cancel, &progress).with_cut(&cut),
+            )
+            .await
+            .expect("eval");
+        let text = render(&report);
+        (report, text)
+    }
+
     pub fn image_count(report: &CellReport) -> usize {
         images(report).len()
     }
@@ -260,6 +325,31 @@ pub struct CancelOnProgress(pub CancellationToken);
 impl Progress for CancelOnProgress {
     fn report(&self, _elapsed_secs: f64, _message: &str) {
         self.0.cancel();
+    }
+}
+
+/// Cuts the caller's connection (and cancels, when asked) at the first progress report.
+pub struct CutOnProgress {
+    pub cut: CancellationToken,
+    pub cancel: Option<CancellationToken>,
+}
+
+impl Progress for CutOnProgress {
+    fn report(&self, _elapsed_secs: f64, _message: &str) {
+        self.cut.cancel();
+        if let Some(cancel) = &self.cancel {
+            cancel.cancel();
+        }
+    }
+}
+
+/// Keeps every progress message.
+#[derive(Default)]
+pub struct Heard(pub parking_lot::Mutex<Vec<String>>);
+
+impl Progress for Heard {
+    fn report(&self, _elapsed_secs: f64, message: &str) {
+        self.0.lock().push(message.to_string());
     }
 }
 
