@@ -72,7 +72,13 @@ pub struct CapsuleConfig {
 }
 
 /// The capsule of a run at `root` as `config` asks for it.
-pub fn make(root: &Path, config: &CapsuleConfig) -> Result<Arc<dyn Capsule>, String> {
+/// `programs` are those the run was configured with (an interpreter, `node`): the capsule shows
+/// their prefixes where they lie in the private home.
+pub fn make(
+    root: &Path,
+    config: &CapsuleConfig,
+    programs: &[PathBuf],
+) -> Result<Arc<dyn Capsule>, String> {
     match config.kind {
         CapsuleKind::None => Ok(Arc::new(OnHost)),
         CapsuleKind::Prefix => Prefix::new(config.prefix.clone())
@@ -92,6 +98,7 @@ pub fn make(root: &Path, config: &CapsuleConfig) -> Result<Arc<dyn Capsule>, Str
                 expose: expand(&config.expose),
                 protect: config.protect.clone(),
                 pass_env: config.env.clone(),
+                programs: programs.to_vec(),
                 home,
             })
             .map(|b| Arc::new(b) as Arc<dyn Capsule>)
@@ -102,8 +109,23 @@ pub fn make(root: &Path, config: &CapsuleConfig) -> Result<Arc<dyn Capsule>, Str
 
 /// The capsule of a run, or one that refuses every start with `why` when it cannot be made:
 /// asked-for confinement is never silently dropped.
-pub fn make_or_refuse(root: &Path, config: &CapsuleConfig) -> Arc<dyn Capsule> {
-    make(root, config).unwrap_or_else(|why| Arc::new(Unmade { why }))
+pub fn make_or_refuse(
+    root: &Path,
+    config: &CapsuleConfig,
+    programs: &[PathBuf],
+) -> Arc<dyn Capsule> {
+    make(root, config, programs).unwrap_or_else(|why| Arc::new(Unmade { why }))
+}
+
+/// The programs a run's configuration names (the eval interpreter, `node`), for [`make`].
+pub fn configured_programs(config: &crate::Config) -> Vec<PathBuf> {
+    let _ = config;
+    #[cfg(feature = "eval")]
+    {
+        config.eval.python.iter().chain(&config.eval.node).cloned().collect()
+    }
+    #[cfg(not(feature = "eval"))]
+    Vec::new()
 }
 
 fn expand_home(path: &Path, home: Option<&Path>) -> PathBuf {

@@ -15,8 +15,14 @@
 
 mod bwrap;
 mod environment;
+mod home;
+mod landlock;
 mod netns;
 mod pids;
+mod seccomp;
+mod walls;
+
+pub(crate) use self::landlock::confine_last;
 
 use std::{
     ffi::{OsStr, OsString},
@@ -27,8 +33,11 @@ use std::{
 };
 
 pub use self::{
-    bwrap::{Bwrap, BwrapOptions, HIDDEN_IN_HOME, Network, PROTECTED_IN_PROJECT},
+    bwrap::Bwrap,
     environment::PASSED_ENV,
+    home::{HomeNeeds, HomeView},
+    landlock::{Landlock, MIN_ABI as LANDLOCK_MIN_ABI, kernel_abi as landlock_abi},
+    walls::{BwrapOptions, CapsuleOptions, HIDDEN_IN_HOME, Network, PROTECTED_IN_PROJECT},
 };
 
 /// A run's confinement: builds the command lines of the processes that run inside it.
