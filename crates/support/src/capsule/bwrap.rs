@@ -54,13 +54,6 @@ impl Bwrap {
         Ok(capsule)
     }
 
-    /// Whether bubblewrap can make its namespaces here (a throw-away capsule runs `true`),
-    /// and if not, bubblewrap's reason.
-    pub fn probe(project: &Path) -> Result<(), Error> {
-        Bwrap::start(CapsuleOptions { project: project.to_path_buf(), ..Default::default() })
-            .map(drop)
-    }
-
     /// The capsule's `/tmp` as the host sees it.
     pub fn tmp_on_host(&self) -> PathBuf {
         self.walls.tmp_on_host()

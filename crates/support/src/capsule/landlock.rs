@@ -146,17 +146,6 @@ impl Landlock {
         Ok(Landlock { walls, abi, confinement })
     }
 
-    /// Whether a Landlock capsule can be made here, and if not, why.
-    pub fn probe() -> Result<i32, Error> {
-        let abi = kernel_abi();
-        if abi < MIN_ABI {
-            return Err(capsule_error(format!(
-                "Landlock ABI {abi} is below {MIN_ABI} (Linux 6.7) or Landlock is off"
-            )));
-        }
-        Ok(abi)
-    }
-
     /// The private temp folder as the host sees it (the same path inside).
     pub fn tmp_on_host(&self) -> PathBuf {
         self.walls.tmp_on_host()
