@@ -326,3 +326,56 @@ fn the_folder_of_a_killed_host_is_swept_by_the_next_capsule() {
         drop(other);
     }
 }
+
+/// The user `cargo xtask setup` creates for the tests above to run as.
+const TEST_USER: &str = "agent-tools-test";
+
+/// Set in the re-run, so it does not run itself again.
+const AS_USER: &str = "AGENT_TOOLS_CAPSULE_TEST_AS_USER";
+
+#[test]
+fn the_walls_hold_for_an_unprivileged_user() {
+    if std::env::var_os(AS_USER).is_some() {
+        return;
+    }
+    // SAFETY: geteuid only returns a number.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("(not root: the tests above already ran as an unprivileged user)");
+        return;
+    }
+    let Some(home) = user_home(TEST_USER) else {
+        assert!(std::env::var_os("CI").is_none(), "no user {TEST_USER}: run `cargo xtask setup`");
+        eprintln!("\n!!! SKIPPED: no user {TEST_USER}; `cargo xtask setup` creates it !!!\n");
+        return;
+    };
+    let test_binary = std::env::current_exe().unwrap();
+    // A login-like environment (setpriv --reset-env), then the test's own variables.
+    let mut variables =
+        vec![format!("{AS_USER}=1"), format!("AGENT_TOOLS_TEST_SCRATCH={}", home.display())];
+    variables.extend(std::env::var("CI").ok().map(|ci| format!("CI={ci}")));
+    let out = std::process::Command::new("setpriv")
+        .args(["--reuid", TEST_USER, "--regid", TEST_USER, "--init-groups", "--reset-env", "--"])
+        .arg("env")
+        .args(&variables)
+        .arg(&test_binary)
+        .args([
+            "capsule::",
+            "--test-threads=1",
+            "--skip",
+            "the_walls_hold_for_an_unprivileged_user",
+        ])
+        .output()
+        .expect("setpriv runs the tests as the user");
+    let printed =
+        format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "as {TEST_USER}:\n{printed}");
+    assert!(!printed.contains("SKIPPED"), "as {TEST_USER}, a backend was missing:\n{printed}");
+    assert!(printed.contains("test result: ok. 8 passed"), "as {TEST_USER}:\n{printed}");
+}
+
+/// The home folder of `user` (from the password database), if the user exists.
+fn user_home(user: &str) -> Option<PathBuf> {
+    let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
+    let line = passwd.lines().find(|l| l.split(':').next() == Some(user))?;
+    line.split(':').nth(5).map(PathBuf::from)
+}
