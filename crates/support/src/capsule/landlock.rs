@@ -53,7 +53,7 @@ pub fn kernel_abi() -> i32 {
 
 /// The oldest ABI this capsule runs on: 4 has TCP rules (older kernels could not keep a
 /// capsule without network off the host's ports).
-pub const MIN_ABI: i32 = 4;
+const MIN_ABI: i32 = 4;
 
 /// What the child applies on itself: built once per capsule in the host.
 #[derive(Debug)]
@@ -219,7 +219,9 @@ fn project_rules(walls: &Walls, abi: ABI) -> Vec<(PathBuf, landlock::BitFlags<Ac
     let mut rules = vec![(walls.project.clone(), read(abi))];
     for entry in std::fs::read_dir(&walls.project).into_iter().flatten().flatten() {
         let path = entry.path();
-        if walls.protected.contains(&path) {
+        // A symlink out of the project must not make its target writable.
+        let link = entry.file_type().is_ok_and(|t| t.is_symlink());
+        if link || walls.protected.contains(&path) {
             continue;
         }
         rules.push((path, all(abi)));

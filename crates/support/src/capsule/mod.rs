@@ -9,9 +9,12 @@
 //! makes, or the program's own protocol when a wrapper sits in between) and tear down (drop:
 //! the capsule's processes die with their spawn's teardown, its private folders go with it).
 //!
-//! Backends: [`OnHost`] (no capsule), [`Prefix`] (a command prefix a harness supplies) and
+//! Backends: [`OnHost`] (no capsule), [`Prefix`] (a command prefix a harness supplies),
 //! [`Bwrap`] (bubblewrap: the project read-write at its own path, the system read-only, a
-//! private `/tmp` and home, the user's secrets hidden, no network, its own PID namespace).
+//! private `/tmp`, the home private but for what the run needs, no network, its own PID
+//! namespace) and [`Landlock`] (the same walls from Landlock rules and a seccomp filter applied
+//! between fork and exec, where bubblewrap cannot make namespaces; no PID namespace, no
+//! loopback of its own).
 
 mod bwrap;
 mod environment;
@@ -36,7 +39,7 @@ pub use self::{
     bwrap::Bwrap,
     environment::PASSED_ENV,
     home::{HomeNeeds, HomeView},
-    landlock::{Landlock, MIN_ABI as LANDLOCK_MIN_ABI, kernel_abi as landlock_abi},
+    landlock::{Landlock, kernel_abi as landlock_abi},
     walls::{BwrapOptions, CapsuleOptions, HIDDEN_IN_HOME, Network, PROTECTED_IN_PROJECT},
 };
 
@@ -103,7 +106,9 @@ impl Capsule for OnHost {
     }
 
     fn describe(&self) -> String {
-        "none: processes run on the host with the user's rights".to_string()
+        "none: processes run on the host with the user's rights, unconfined (set [capsule] kind \
+         = \"auto\" for a sandbox)"
+            .to_string()
     }
 }
 

@@ -215,8 +215,8 @@ impl Walls {
         )
     }
 
-    /// Sentences for what `output` shows a process ran into, `no_network_words` being how
-    /// the backend's refused connections read.
+    /// Sentences for what `output` shows a process ran into; `no_network` is the backend's
+    /// sentence for a refused connection.
     pub(super) fn explain(&self, output: &str, no_network: &str) -> Vec<String> {
         let mut found = Vec::new();
         let denied = ["Read-only file system", "EROFS", "Permission denied", "EACCES"];
