@@ -22,7 +22,7 @@ use std::{
 };
 
 use super::{
-    Capsule,
+    Capsule, seccomp,
     walls::{CapsuleOptions, Network, Walls, capsule_error},
 };
 use crate::Error;
@@ -33,7 +33,11 @@ pub struct Bwrap {
     program: PathBuf,
     args: Vec<OsString>,
     walls: Walls,
+    filter: Vec<seccomp::Instruction>,
 }
+
+/// The descriptor bubblewrap reads the seccomp filter from.
+const SECCOMP_FD: i32 = 200;
 
 /// The home inside a capsule (in its private `/tmp`).
 const HOME_INSIDE: &str = "/tmp/home";
@@ -49,7 +53,8 @@ impl Bwrap {
         std::fs::write(&empty, "")
             .map_err(|e| capsule_error(format!("cannot create {}: {e}", empty.display())))?;
         let args = mounts(&walls, &empty);
-        let capsule = Bwrap { program, args, walls };
+        let filter = seccomp::program(seccomp::IpSockets::All);
+        let capsule = Bwrap { program, args, walls, filter };
         capsule.check()?;
         Ok(capsule)
     }
@@ -143,8 +148,22 @@ fn mounts(walls: &Walls, empty: &Path) -> Vec<OsString> {
 
 impl Capsule for Bwrap {
     fn command(&self, program: &OsStr, args: &[OsString]) -> Command {
+        use std::os::{fd::AsRawFd, unix::process::CommandExt};
         let mut command = Command::new(&self.program);
-        command.args(&self.args).arg("--").arg(program).args(args);
+        command.args(&self.args);
+        // The system-call filter, from a memory file of this command's own (bubblewrap reads
+        // it to its end): a spawn that cannot make one fails rather than run without it.
+        let filter = seccomp::memory_file(&self.filter);
+        command.args(["--add-seccomp-fd".as_ref(), SECCOMP_FD.to_string().as_ref() as &OsStr]);
+        // SAFETY: dup2 only, on a descriptor the closure owns.
+        unsafe {
+            command.pre_exec(move || match &filter {
+                Ok(fd) if libc::dup2(fd.as_raw_fd(), SECCOMP_FD) == SECCOMP_FD => Ok(()),
+                Ok(_) => Err(io::Error::last_os_error()),
+                Err(e) => Err(io::Error::new(e.kind(), "no memory file for the seccomp filter")),
+            });
+        }
+        command.arg("--").arg(program).args(args);
         command.env_clear().envs(self.walls.environment(HOME_INSIDE.as_ref(), "/tmp".as_ref()));
         command
     }

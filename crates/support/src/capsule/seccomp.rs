@@ -1,4 +1,5 @@
-//! The system-call filter of a Landlock capsule: what Landlock cannot express.
+//! The system-call filter of a capsule: what Landlock cannot express, and what bubblewrap does
+//! not refuse by itself (it loads the same program from a descriptor).
 //!
 //! Refused with `EPERM`: new namespaces (`unshare`, `setns`, `clone` with a `CLONE_NEW*` flag;
 //! `clone3`, whose flags a filter cannot read, answers `ENOSYS` so libc falls back to `clone`),
@@ -135,4 +136,26 @@ pub(super) fn install(program: &[Instruction]) -> std::io::Result<()> {
         return Err(std::io::Error::last_os_error());
     }
     Ok(())
+}
+
+/// `program` in a sealed-off memory file at offset 0, for bubblewrap's `--add-seccomp-fd` (it
+/// reads the instructions as they lie in memory).
+pub(super) fn memory_file(program: &[Instruction]) -> std::io::Result<std::os::fd::OwnedFd> {
+    use std::{io::Write, os::fd::FromRawFd};
+    // SAFETY: a NUL-terminated name; the call returns a new descriptor or -1.
+    let fd = unsafe { libc::memfd_create(c"agent-tools-seccomp".as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: a new descriptor, ours alone.
+    let mut file = unsafe { std::fs::File::from_raw_fd(fd) };
+    // SAFETY: `sock_filter` is plain data (u16, u8, u8, u32) without padding; its bytes are
+    // what the kernel reads.
+    let bytes = unsafe {
+        std::slice::from_raw_parts(program.as_ptr().cast::<u8>(), std::mem::size_of_val(program))
+    };
+    file.write_all(bytes)?;
+    use std::io::Seek;
+    file.seek(std::io::SeekFrom::Start(0))?;
+    Ok(file.into())
 }
