@@ -123,8 +123,12 @@ impl Bench {
             return Ok(Kernels::new(config));
         };
         if !self.capsules.contains_key(backend) {
-            let options =
-                CapsuleOptions { project: self.root.clone(), ..CapsuleOptions::default() };
+            // The interpreters are the run's programs: the private home shows their prefixes.
+            let options = CapsuleOptions {
+                project: self.root.clone(),
+                programs: vec![self.python.clone(), self.node.clone()],
+                ..CapsuleOptions::default()
+            };
             let capsule: Arc<dyn Capsule> = if backend == "bwrap" {
                 Arc::new(Bwrap::start(options).map_err(|e| e.to_string())?)
             } else {
