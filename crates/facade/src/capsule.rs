@@ -161,15 +161,18 @@ pub fn make_or_refuse(
     make(root, config, programs).unwrap_or_else(|why| Arc::new(Unmade { why }))
 }
 
-/// The programs a run's configuration names (the eval interpreter, `node`), for [`make`].
-pub fn configured_programs(config: &crate::Config) -> Vec<PathBuf> {
+/// The programs a run at `root` resolves, for [`make`]: the configured interpreter and `node`,
+/// and the project's virtual environment's interpreter (its base interpreter often lives in
+/// the home: pyenv, uv).
+pub fn configured_programs(root: &Path, config: &crate::Config) -> Vec<PathBuf> {
     let _ = config;
+    let venvs = [".venv/bin/python", "venv/bin/python"].map(|p| root.join(p));
     #[cfg(feature = "eval")]
-    {
-        config.eval.python.iter().chain(&config.eval.node).cloned().collect()
-    }
+    let configured: Vec<PathBuf> =
+        config.eval.python.iter().chain(&config.eval.node).cloned().collect();
     #[cfg(not(feature = "eval"))]
-    Vec::new()
+    let configured: Vec<PathBuf> = Vec::new();
+    configured.into_iter().chain(venvs.into_iter().filter(|p| p.exists())).collect()
 }
 
 fn expand_home(path: &Path, home: Option<&Path>) -> PathBuf {

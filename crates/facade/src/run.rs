@@ -64,7 +64,7 @@ impl Attach {
 /// Each family adds one attach step here, behind its feature. The run's capsule is made here,
 /// once, and every exec-tier family starts its processes in it.
 pub fn assemble(root: &Path, config: &Config, attach: &Attach) -> Registry {
-    let programs = crate::capsule::configured_programs(config);
+    let programs = crate::capsule::configured_programs(root, config);
     assemble_in(
         root,
         config,
@@ -157,7 +157,7 @@ impl RunSetup {
         if let Some(kind) = kind {
             self.config.capsule.kind = kind;
         }
-        let programs = crate::capsule::configured_programs(&self.config);
+        let programs = crate::capsule::configured_programs(&self.info.root, &self.config);
         crate::capsule::make(&self.info.root, &self.config.capsule, &programs)
             .map_err(|e| format!("--capsule: {e}"))?;
         Ok(self)
