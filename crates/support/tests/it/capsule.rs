@@ -370,7 +370,8 @@ fn the_walls_hold_for_an_unprivileged_user() {
         format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success(), "as {TEST_USER}:\n{printed}");
     assert!(!printed.contains("SKIPPED"), "as {TEST_USER}, a backend was missing:\n{printed}");
-    assert!(printed.contains("test result: ok. 8 passed"), "as {TEST_USER}:\n{printed}");
+    let ran = printed.contains("test result: ok.") && !printed.contains("ok. 0 passed");
+    assert!(ran, "as {TEST_USER}, the tests did not run:\n{printed}");
 }
 
 /// The home folder of `user` (from the password database), if the user exists.
