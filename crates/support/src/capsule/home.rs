@@ -144,7 +144,9 @@ impl HomeView {
             return;
         }
         let why = format!("on PATH: {}", self.relative(folder));
-        self.show(&prefix_of_folder(folder), &why);
+        for prefix in prefix_of_folder(folder) {
+            self.show(&prefix, &why);
+        }
         let Ok(entries) = std::fs::read_dir(&real) else { return };
         for entry in entries.flatten().take(MAX_ENTRIES_FOLLOWED) {
             let path = entry.path();
@@ -166,13 +168,11 @@ impl HomeView {
             which(program)
         };
         let Some(program) = resolved else { return };
-        if let Some(folder) = program.parent() {
-            self.show(&prefix_of_folder(folder), why);
-        }
-        if let Ok(real) = std::fs::canonicalize(&program)
-            && let Some(folder) = real.parent()
-        {
-            self.show(&prefix_of_folder(folder), why);
+        let real = std::fs::canonicalize(&program).ok();
+        for folder in [Some(program.as_path()), real.as_deref()].into_iter().flatten() {
+            for prefix in folder.parent().map(prefix_of_folder).unwrap_or_default() {
+                self.show(&prefix, why);
+            }
         }
     }
 
@@ -202,11 +202,16 @@ impl HomeView {
     }
 }
 
-/// The prefix a folder of programs belongs to: `~/.pyenv/shims` → `~/.pyenv`, `x/bin` → `x`.
-fn prefix_of_folder(folder: &Path) -> PathBuf {
+/// The prefix a folder of programs belongs to: `~/.pyenv/shims` → `~/.pyenv`, `x/bin` → `x`;
+/// but `~/.local/bin` → itself and `~/.local/lib` (`~/.local/share` holds other programs' data).
+fn prefix_of_folder(folder: &Path) -> Vec<PathBuf> {
+    let parent = folder.parent().unwrap_or(folder);
     match folder.file_name().and_then(|n| n.to_str()) {
-        Some("bin" | "shims" | "sbin") => folder.parent().unwrap_or(folder).to_path_buf(),
-        _ => folder.to_path_buf(),
+        Some("bin") if parent.file_name().is_some_and(|n| n == ".local") => {
+            vec![folder.to_path_buf(), parent.join("lib")]
+        }
+        Some("bin" | "shims" | "sbin") => vec![parent.to_path_buf()],
+        _ => vec![folder.to_path_buf()],
     }
 }
 
@@ -233,7 +238,11 @@ mod tests {
         std::fs::write(home.path().join(".pgpass"), "secret").unwrap();
         let project = home.path().join("src/app");
         std::fs::create_dir_all(&project).unwrap();
-        let programs = [venv.join("python")];
+        let local = home.path().join(".local/bin");
+        std::fs::create_dir_all(&local).unwrap();
+        std::fs::create_dir_all(home.path().join(".local/share/fish")).unwrap();
+        std::fs::write(local.join("tool"), "").unwrap();
+        let programs = [venv.join("python"), local.join("tool")];
         let view = HomeView::resolve(
             Some(home.path()),
             &HomeNeeds { project: &project, programs: &programs, expose: &[] },
@@ -244,6 +253,8 @@ mod tests {
         assert!(shown.contains(&home.join("envs/tool").as_path()), "{shown:?}");
         assert!(shown.contains(&home.join("src/app").as_path()), "{shown:?}");
         assert!(view.hides(&home.join(".pgpass")));
+        assert!(!view.hides(&home.join(".local/bin/tool")));
+        assert!(view.hides(&home.join(".local/share/fish/fish_history")), "{shown:?}");
         assert!(!view.hides(&home.join("src/app/main.py")));
         assert!(view.describe().contains("~/envs/tool (the run's program"), "{}", view.describe());
     }
