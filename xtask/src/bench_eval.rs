@@ -139,7 +139,7 @@ struct Kernel {
     trips: bool,
 }
 
-const KERNELS: [Kernel; 9] = [
+const KERNELS: [Kernel; 11] = [
     Kernel { label: "ours, Python", kind: Some("python"), trips: true },
     Kernel {
         label: "ours, Python, first cell `%pwd` (IPython)",
@@ -153,6 +153,8 @@ const KERNELS: [Kernel; 9] = [
     Kernel { label: "bare `node` child", kind: Some("bare-node"), trips: false },
     Kernel { label: "ours, Python in bubblewrap", kind: Some("python-bwrap"), trips: true },
     Kernel { label: "ours, Node.js in bubblewrap", kind: Some("node-bwrap"), trips: true },
+    Kernel { label: "ours, Python in Landlock", kind: Some("python-landlock"), trips: true },
+    Kernel { label: "ours, Node.js in Landlock", kind: Some("node-landlock"), trips: true },
 ];
 
 const IPYKERNEL_ROW: usize = 4;
@@ -160,6 +162,8 @@ const BARE_PYTHON_ROW: usize = 5;
 const BARE_NODE_ROW: usize = 6;
 const PYTHON_BWRAP_ROW: usize = 7;
 const NODE_BWRAP_ROW: usize = 8;
+const PYTHON_LANDLOCK_ROW: usize = 9;
+const NODE_LANDLOCK_ROW: usize = 10;
 
 /// Median, quartiles, min and max of a sample.
 struct Spread {
@@ -325,13 +329,18 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
     ratio_line("Python, first cell %pwd (IPython) vs ipykernel", 1, IPYKERNEL_ROW, None);
     ratio_line("Node.js vs a bare node child", 2, BARE_NODE_ROW, Some(1.2));
     ratio_line("Node.js vs ipykernel", 2, IPYKERNEL_ROW, None);
-    // What bubblewrap adds to a kernel's start, per round (the two starts ran side by side).
-    for (what, inside, host) in [("Python", PYTHON_BWRAP_ROW, 0), ("Node.js", NODE_BWRAP_ROW, 2)] {
+    // What a capsule adds to a kernel's start, per round (the starts ran side by side).
+    for (what, inside, host) in [
+        ("Python in bubblewrap", PYTHON_BWRAP_ROW, 0),
+        ("Node.js in bubblewrap", NODE_BWRAP_ROW, 2),
+        ("Python in Landlock", PYTHON_LANDLOCK_ROW, 0),
+        ("Node.js in Landlock", NODE_LANDLOCK_ROW, 2),
+    ] {
         let added: Vec<f64> =
             starts[inside].iter().zip(&starts[host]).map(|(b, h)| b - h).collect();
         let added = spread(&added);
         println!(
-            "{what} in bubblewrap: start {:+.1} ms against the host (per round: median, IQR {:+.1} to {:+.1} ms; goal < +20 ms: {}), round trip {} vs {} ms",
+            "{what}: start {:+.1} ms against the host (per round: median, IQR {:+.1} to {:+.1} ms; goal < +20 ms: {}), round trip {} vs {} ms",
             added.median,
             added.p25,
             added.p75,

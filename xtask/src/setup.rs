@@ -211,5 +211,25 @@ pub(crate) fn run() -> Result<()> {
         )?;
         write_stamp("node22.stamp", NODE22)?;
     }
+    unprivileged_user()
+}
+
+/// The unprivileged user the capsule tests run themselves as when they run as root (users
+/// run the host as themselves, where bubblewrap needs unprivileged user namespaces).
+const TEST_USER: &str = "agent-tools-test";
+
+/// Creates [`TEST_USER`] with a home of its own, once; only root can, and only root needs it.
+fn unprivileged_user() -> Result<()> {
+    let root = Command::new("id").arg("-u").output().is_ok_and(|o| o.stdout == b"0\n");
+    let exists = Command::new("id").arg(TEST_USER).output().is_ok_and(|o| o.status.success());
+    if root && !exists {
+        step(&format!("useradd {TEST_USER} (the capsule tests' unprivileged user)"));
+        crate::run(Command::new("useradd").args([
+            "--create-home",
+            "--shell",
+            "/bin/sh",
+            TEST_USER,
+        ]))?;
+    }
     Ok(())
 }

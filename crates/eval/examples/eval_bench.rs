@@ -7,8 +7,9 @@
 //!   `python-ipython`, so IPython is imported and its shell built) and the result is back;
 //!   answers `ms=F`. KIND is `python`, `python-ipython`, `node`, `quickjs`, or `bare-python` /
 //!   `bare-node`: the interpreter run as a child that prints `1+1` (spawn to the printed `2`);
-//!   `python-bwrap` and `node-bwrap` are `python` and `node` in a bubblewrap capsule (made
-//!   once, as a run's is, and not timed).
+//!   `python-bwrap` and `node-bwrap` are `python` and `node` in a bubblewrap capsule,
+//!   `python-landlock` and `node-landlock` in a Landlock one (each made once, as a run's is,
+//!   and not timed).
 //! - `trips KIND N`: N cells of `1+1` in one kernel of KIND kept between commands (started
 //!   untimed at its first use); answers `ms=F,F,…`, one time per cell.
 //! - `quit`.
@@ -30,7 +31,7 @@ use agent_tools_eval::{
     CallScope, Capsule, CellStatus, EvalConfig, EvalRequest, JsEngine, Kernels, Language, NoBridge,
     render,
 };
-use agent_tools_support::capsule::{Bwrap, BwrapOptions};
+use agent_tools_support::capsule::{Bwrap, CapsuleOptions, Landlock};
 use tokio::io::AsyncReadExt;
 use tokio_util::sync::CancellationToken;
 
@@ -45,8 +46,8 @@ struct Bench {
     cancel: CancellationToken,
     /// Kernels kept for `trips`, by kind.
     kept: HashMap<String, Kernels>,
-    /// The bubblewrap capsule of the `-bwrap` kinds, made at their first use.
-    capsule: Option<Arc<dyn Capsule>>,
+    /// The capsules of the `-bwrap` and `-landlock` kinds, made at their first use.
+    capsules: HashMap<&'static str, Arc<dyn Capsule>>,
 }
 
 impl Bench {
@@ -56,7 +57,8 @@ impl Bench {
             node: Some(self.node.clone()),
             ..EvalConfig::default()
         };
-        Ok(match kind.strip_suffix("-bwrap").unwrap_or(kind) {
+        let bare = kind.strip_suffix("-bwrap").or_else(|| kind.strip_suffix("-landlock"));
+        Ok(match bare.unwrap_or(kind) {
             "python" => (base, Language::Python, "1+1"),
             "python-ipython" => (base, Language::Python, "%pwd"),
             "node" => (
@@ -111,20 +113,31 @@ impl Bench {
         outcome.map(|()| ms)
     }
 
-    /// Kernels for `kind`: in the bubblewrap capsule for a `-bwrap` kind, else on the host.
+    /// Kernels for `kind`: in the bubblewrap capsule for a `-bwrap` kind, in the Landlock one
+    /// for a `-landlock` kind, else on the host.
     fn kernels(&mut self, kind: &str, config: EvalConfig) -> Result<Kernels, String> {
-        if !kind.ends_with("-bwrap") {
+        let backend = if kind.ends_with("-bwrap") {
+            "bwrap"
+        } else if kind.ends_with("-landlock") {
+            "landlock"
+        } else {
             return Ok(Kernels::new(config));
-        }
-        if self.capsule.is_none() {
-            let capsule = Bwrap::start(BwrapOptions {
+        };
+        if !self.capsules.contains_key(backend) {
+            // The interpreters are the run's programs: the private home shows their prefixes.
+            let options = CapsuleOptions {
                 project: self.root.clone(),
-                ..BwrapOptions::default()
-            })
-            .map_err(|e| e.to_string())?;
-            self.capsule = Some(Arc::new(capsule));
+                programs: vec![self.python.clone(), self.node.clone()],
+                ..CapsuleOptions::default()
+            };
+            let capsule: Arc<dyn Capsule> = if backend == "bwrap" {
+                Arc::new(Bwrap::start(options).map_err(|e| e.to_string())?)
+            } else {
+                Arc::new(Landlock::start(options).map_err(|e| e.to_string())?)
+            };
+            self.capsules.insert(backend, capsule);
         }
-        Ok(Kernels::new(config).with_capsule(self.capsule.clone().ok_or("no capsule")?))
+        Ok(Kernels::new(config).with_capsule(self.capsules[backend].clone()))
     }
 
     async fn trips(&mut self, kind: &str, n: usize) -> Result<Vec<f64>, String> {
@@ -182,7 +195,7 @@ async fn main() {
         root: bench_root(),
         cancel: CancellationToken::new(),
         kept: HashMap::new(),
-        capsule: None,
+        capsules: HashMap::new(),
     };
     let stdin = std::io::stdin();
     for line in stdin.lock().lines() {
@@ -208,6 +221,6 @@ async fn main() {
     for (_, kernels) in bench.kept.drain() {
         kernels.shutdown().await;
     }
-    drop(bench.capsule.take());
+    bench.capsules.clear();
     let _ = std::fs::remove_dir_all(&bench.root);
 }

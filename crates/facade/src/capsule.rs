@@ -12,7 +12,9 @@ use std::{
     sync::Arc,
 };
 
-use agent_tools_support::capsule::{Bwrap, BwrapOptions, Capsule, Network, OnHost, Prefix};
+use agent_tools_support::capsule::{
+    Bwrap, Capsule, CapsuleOptions, Landlock, Network, OnHost, Prefix,
+};
 use serde::Deserialize;
 
 /// Which capsule a run gets.
@@ -22,8 +24,13 @@ pub enum CapsuleKind {
     /// Processes run on the host with the user's rights.
     #[default]
     None,
-    /// bubblewrap: the project writable, the system read-only, secrets hidden, no network.
+    /// bubblewrap: the project writable, the system read-only, the home private, no network.
     Bwrap,
+    /// Landlock and a seccomp filter, for hosts where bubblewrap cannot make namespaces.
+    Landlock,
+    /// bubblewrap where it can make its namespaces, else Landlock, else nothing of the exec
+    /// tier starts (never unconfined).
+    Auto,
     /// A command prefix the user gives (`prefix = ["docker", "exec", "-i", "box"]`).
     Prefix,
 }
@@ -35,10 +42,13 @@ impl std::str::FromStr for CapsuleKind {
         match s {
             "none" => Ok(CapsuleKind::None),
             "bwrap" => Ok(CapsuleKind::Bwrap),
+            "landlock" => Ok(CapsuleKind::Landlock),
+            "auto" => Ok(CapsuleKind::Auto),
             "prefix" => Ok(CapsuleKind::Prefix),
             other => Err(format!(
-                "unknown capsule `{other}`; use `bwrap` (a bubblewrap sandbox), `prefix` (the \
-                 [capsule] prefix of agent-tools.toml) or `none`"
+                "unknown capsule `{other}`; use `auto` (bubblewrap, else Landlock), `bwrap` (a \
+                 bubblewrap sandbox), `landlock` (Landlock and seccomp), `prefix` (the [capsule] \
+                 prefix of agent-tools.toml) or `none`"
             )),
         }
     }
@@ -48,68 +58,173 @@ impl std::str::FromStr for CapsuleKind {
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct CapsuleConfig {
-    /// `none` (default), `bwrap` or `prefix`; `--capsule` overrides it.
+    /// `none` (default), `auto`, `bwrap`, `landlock` or `prefix`; `--capsule` overrides it.
     pub kind: CapsuleKind,
     /// For `prefix`: the words put before every command; they must pass fds 3 and 4 through.
     pub prefix: Vec<String>,
-    /// For `bwrap`: `none` (default: its own loopback only) or `host`.
+    /// For `bwrap` and `landlock`: `none` (default) or `host`.
     pub network: Network,
     /// For `bwrap`: the `bwrap` program (default: /usr/bin/bwrap, /usr/local/bin/bwrap,
     /// /bin/bwrap, then PATH outside the project).
     pub bwrap: Option<PathBuf>,
-    /// For `bwrap`: more folders writable inside (`~/` is the home folder).
+    /// For `bwrap` and `landlock`: more folders writable inside (`~/` is the home folder).
     pub read_write: Vec<PathBuf>,
-    /// For `bwrap`: more paths hidden, besides the usual secret locations.
+    /// For `bwrap` and `landlock`: more paths hidden, besides the usual secret locations.
     pub hide: Vec<PathBuf>,
-    /// For `bwrap`: secret locations hidden by default that the capsule may see (`~/.claude`
-    /// for a worker that is Claude Code).
+    /// For `bwrap` and `landlock`: paths of the private home the capsule shows (read-only),
+    /// secret locations included (`~/.claude` for a worker that is Claude Code).
     pub expose: Vec<PathBuf>,
-    /// For `bwrap`: project paths read-only inside (default `.git` and `agent-tools.toml`).
+    /// For `bwrap` and `landlock`: project paths read-only inside (default `.git` and `agent-tools.toml`).
     pub protect: Option<Vec<PathBuf>>,
-    /// For `bwrap`: environment variables passed in besides the allow-list (an API key a worker
+    /// For `bwrap` and `landlock`: environment variables passed in besides the allow-list (an API key a worker
     /// needs, for example).
     pub env: Vec<String>,
 }
 
 /// The capsule of a run at `root` as `config` asks for it.
-pub fn make(root: &Path, config: &CapsuleConfig) -> Result<Arc<dyn Capsule>, String> {
+/// `programs` are those the run was configured with (an interpreter, `node`): the capsule shows
+/// their prefixes where they lie in the private home.
+pub fn make(
+    root: &Path,
+    config: &CapsuleConfig,
+    programs: &[PathBuf],
+) -> Result<Arc<dyn Capsule>, String> {
     match config.kind {
         CapsuleKind::None => Ok(Arc::new(OnHost)),
         CapsuleKind::Prefix => Prefix::new(config.prefix.clone())
             .map(|p| Arc::new(p) as Arc<dyn Capsule>)
             .map_err(|e| format!("capsule.prefix: {e}")),
-        CapsuleKind::Bwrap => {
-            let home = std::env::var_os("HOME").map(PathBuf::from);
-            let expand = |paths: &[PathBuf]| -> Vec<PathBuf> {
-                paths.iter().map(|p| expand_home(p, home.as_deref())).collect()
-            };
-            Bwrap::start(BwrapOptions {
-                program: config.bwrap.as_deref().map(|p| expand_home(p, home.as_deref())),
-                project: root.to_path_buf(),
-                network: config.network,
-                read_write: expand(&config.read_write),
-                hide: expand(&config.hide),
-                expose: expand(&config.expose),
-                protect: config.protect.clone(),
-                pass_env: config.env.clone(),
-                home,
-            })
+        CapsuleKind::Bwrap => Bwrap::start(options(root, config, programs))
             .map(|b| Arc::new(b) as Arc<dyn Capsule>)
-            .map_err(|e| e.to_string())
+            .map_err(|e| e.to_string()),
+        CapsuleKind::Landlock => Landlock::start(options(root, config, programs))
+            .map(|l| Arc::new(l) as Arc<dyn Capsule>)
+            .map_err(|e| e.to_string()),
+        CapsuleKind::Auto => auto(root, config, programs),
+    }
+}
+
+/// bubblewrap if it can make its namespaces here, else Landlock, else an error with both
+/// reasons; `status` says which one and why.
+fn auto(
+    root: &Path,
+    config: &CapsuleConfig,
+    programs: &[PathBuf],
+) -> Result<Arc<dyn Capsule>, String> {
+    let bwrap_failed = match Bwrap::start(options(root, config, programs)) {
+        Ok(capsule) => {
+            let why = "auto: bubblewrap can make its namespaces here".to_string();
+            return Ok(Arc::new(Chosen { inner: Arc::new(capsule), why }));
         }
+        Err(e) => e.to_string(),
+    };
+    match Landlock::start(options(root, config, programs)) {
+        Ok(capsule) => {
+            let why = format!("auto: Landlock, as bubblewrap cannot run here ({bwrap_failed})");
+            Ok(Arc::new(Chosen { inner: Arc::new(capsule), why }))
+        }
+        Err(landlock_failed) => Err(format!(
+            "no capsule can be made on this machine: bubblewrap: {bwrap_failed}; Landlock: \
+             {landlock_failed}; kernels, debuggers and workers stay off (set [capsule] kind = \
+             \"none\" in the user's agent-tools.toml to run them unconfined)"
+        )),
+    }
+}
+
+/// The local backends' options from the user's `[capsule]`.
+fn options(root: &Path, config: &CapsuleConfig, programs: &[PathBuf]) -> CapsuleOptions {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let expand = |paths: &[PathBuf]| -> Vec<PathBuf> {
+        paths.iter().map(|p| expand_home(p, home.as_deref())).collect()
+    };
+    CapsuleOptions {
+        program: config.bwrap.as_deref().map(|p| expand_home(p, home.as_deref())),
+        project: root.to_path_buf(),
+        network: config.network,
+        read_write: expand(&config.read_write),
+        hide: expand(&config.hide),
+        expose: expand(&config.expose),
+        protect: config.protect.clone(),
+        pass_env: config.env.clone(),
+        programs: programs.to_vec(),
+        home,
     }
 }
 
 /// The capsule of a run, or one that refuses every start with `why` when it cannot be made:
 /// asked-for confinement is never silently dropped.
-pub fn make_or_refuse(root: &Path, config: &CapsuleConfig) -> Arc<dyn Capsule> {
-    make(root, config).unwrap_or_else(|why| Arc::new(Unmade { why }))
+pub fn make_or_refuse(
+    root: &Path,
+    config: &CapsuleConfig,
+    programs: &[PathBuf],
+) -> Arc<dyn Capsule> {
+    make(root, config, programs).unwrap_or_else(|why| Arc::new(Unmade { why }))
+}
+
+/// The programs a run at `root` resolves, for [`make`]: the configured interpreter and `node`,
+/// and the project's virtual environment's interpreter (its base interpreter often lives in
+/// the home: pyenv, uv).
+pub fn configured_programs(root: &Path, config: &crate::Config) -> Vec<PathBuf> {
+    let _ = config;
+    let venvs = [".venv/bin/python", "venv/bin/python"].map(|p| root.join(p));
+    #[cfg(feature = "eval")]
+    let configured: Vec<PathBuf> =
+        config.eval.python.iter().chain(&config.eval.node).cloned().collect();
+    #[cfg(not(feature = "eval"))]
+    let configured: Vec<PathBuf> = Vec::new();
+    configured.into_iter().chain(venvs.into_iter().filter(|p| p.exists())).collect()
 }
 
 fn expand_home(path: &Path, home: Option<&Path>) -> PathBuf {
     match (path.strip_prefix("~"), home) {
         (Ok(rest), Some(home)) => home.join(rest),
         _ => path.to_path_buf(),
+    }
+}
+
+/// The capsule `auto` chose, saying which and why.
+#[derive(Debug)]
+struct Chosen {
+    inner: Arc<dyn Capsule>,
+    why: String,
+}
+
+impl Capsule for Chosen {
+    fn command(&self, program: &OsStr, args: &[OsString]) -> Command {
+        self.inner.command(program, args)
+    }
+
+    fn describe(&self) -> String {
+        format!("{} ({})", self.inner.describe(), self.why)
+    }
+
+    fn signals_reach_the_program(&self) -> bool {
+        self.inner.signals_reach_the_program()
+    }
+
+    fn sees_host_files(&self) -> bool {
+        self.inner.sees_host_files()
+    }
+
+    fn temp_dir(&self) -> PathBuf {
+        self.inner.temp_dir()
+    }
+
+    fn connect_loopback(
+        &self,
+        pid: u32,
+        port: u16,
+        within: std::time::Duration,
+    ) -> std::io::Result<std::net::TcpStream> {
+        self.inner.connect_loopback(pid, port, within)
+    }
+
+    fn host_pid(&self, inside: u32, under: u32) -> Option<u32> {
+        self.inner.host_pid(inside, under)
+    }
+
+    fn explain(&self, output: &str) -> Option<String> {
+        self.inner.explain(output)
     }
 }
 

@@ -64,7 +64,13 @@ impl Attach {
 /// Each family adds one attach step here, behind its feature. The run's capsule is made here,
 /// once, and every exec-tier family starts its processes in it.
 pub fn assemble(root: &Path, config: &Config, attach: &Attach) -> Registry {
-    assemble_in(root, config, attach, crate::capsule::make_or_refuse(root, &config.capsule))
+    let programs = crate::capsule::configured_programs(root, config);
+    assemble_in(
+        root,
+        config,
+        attach,
+        crate::capsule::make_or_refuse(root, &config.capsule, &programs),
+    )
 }
 
 /// [`assemble`] with the run's capsule given.
@@ -151,7 +157,8 @@ impl RunSetup {
         if let Some(kind) = kind {
             self.config.capsule.kind = kind;
         }
-        crate::capsule::make(&self.info.root, &self.config.capsule)
+        let programs = crate::capsule::configured_programs(&self.info.root, &self.config);
+        crate::capsule::make(&self.info.root, &self.config.capsule, &programs)
             .map_err(|e| format!("--capsule: {e}"))?;
         Ok(self)
     }

@@ -80,7 +80,8 @@ pub fn status_report(setup: &RunSetup, attach: &Attach) -> StatusReport {
     let root = setup.info.root.as_path();
     let config = &setup.config;
     // A capsule that cannot be made is reported, not fatal: saying so is the doctor's job.
-    let capsule = agent_tools::capsule::make_or_refuse(root, &config.capsule);
+    let programs = agent_tools::capsule::configured_programs(root, config);
+    let capsule = agent_tools::capsule::make_or_refuse(root, &config.capsule, &programs);
     let capsule_line = capsule.describe();
     let registry = agent_tools::run::assemble_in(root, config, attach, capsule);
     let surface = registry.surface(setup.surface_kind);

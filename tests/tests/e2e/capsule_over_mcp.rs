@@ -1,7 +1,8 @@
-//! `agent-tools mcp --capsule bwrap`: a Python cell, a Node cell, a debuggee and a worker each
-//! try to write outside the project, read `~/.ssh`, reach a port of the host and signal a host
-//! process, and all four fail, while the project's files, the `tool()` bridge, interrupts and
-//! crash recovery work; `status` says what confines the run; nothing is left after it.
+//! `agent-tools mcp --capsule bwrap` and `--capsule landlock`: a Python cell, a Node cell, a
+//! debuggee and a worker each try to write outside the project, read `~/.ssh` and a file of the
+//! user's home on no list, reach a port of the host and signal a host process, and all fail,
+//! while the project's files, the `tool()` bridge, interrupts and crash recovery work; `status`
+//! says what confines the run; nothing is left after it.
 
 use std::{net::TcpListener, path::Path, process::Command};
 
@@ -30,7 +31,7 @@ impl Drop for FakeHome {
 }
 
 /// What each probe tries; every line must say `refused`/`hidden`, none `ALLOWED`/`READ`/…
-fn python_probe(ssh: &Path, port: u16) -> String {
+fn python_probe(ssh: &Path, pgpass: &Path, port: u16) -> String {
     format!(
         "import os, socket\n\
          def probe():\n\
@@ -42,35 +43,48 @@ fn python_probe(ssh: &Path, port: u16) -> String {
          \x20       out.append('ssh: READ ' + open({ssh:?}).read())\n\
          \x20   except OSError as e: out.append('ssh: hidden (%s)' % e.strerror)\n\
          \x20   try:\n\
+         \x20       out.append('home: READ ' + open({pgpass:?}).read())\n\
+         \x20   except OSError as e: out.append('home: hidden (%s)' % e.strerror)\n\
+         \x20   try:\n\
          \x20       socket.create_connection(('127.0.0.1', {port}), 2); out.append('network: CONNECTED')\n\
          \x20   except OSError as e: out.append('network: refused (%s)' % e.strerror)\n\
          \x20   try:\n\
          \x20       os.kill({host}, 0); out.append('signal: DELIVERED')\n\
          \x20   except OSError as e: out.append('signal: refused (%s)' % e.strerror)\n\
-         \x20   open('made-here.txt', 'a').write('x'); out.append('project: writable')\n\
+         \x20   open('out/made-here.txt', 'a').write('x'); out.append('project: writable')\n\
          \x20   return out\n",
         ssh = ssh.display().to_string(),
+        pgpass = pgpass.display().to_string(),
         host = std::process::id(),
     )
 }
 
-fn node_probe(ssh: &Path, port: u16) -> String {
+fn node_probe(ssh: &Path, pgpass: &Path, port: u16) -> String {
     format!(
         "const fs = require('fs'), net = require('net'); const out = [];\n\
          try {{ fs.writeFileSync('/etc/agent-tools-capsule-probe', 'x'); out.push('write-outside: ALLOWED') }} catch (e) {{ out.push('write-outside: refused (' + e.code + ')') }}\n\
          try {{ out.push('ssh: READ ' + fs.readFileSync({ssh:?}, 'utf8')) }} catch (e) {{ out.push('ssh: hidden (' + e.code + ')') }}\n\
+         try {{ out.push('home: READ ' + fs.readFileSync({pgpass:?}, 'utf8')) }} catch (e) {{ out.push('home: hidden (' + e.code + ')') }}\n\
          try {{ process.kill({host}, 0); out.push('signal: DELIVERED') }} catch (e) {{ out.push('signal: refused (' + e.code + ')') }}\n\
          await new Promise(done => {{ const s = net.connect({port}, '127.0.0.1'); s.on('connect', () => {{ out.push('network: CONNECTED'); s.destroy(); done() }}); s.on('error', e => {{ out.push('network: refused (' + e.code + ')'); done() }}) }});\n\
-         fs.appendFileSync('made-here.txt', 'j'); out.push('project: writable');\n\
+         fs.appendFileSync('out/made-here.txt', 'j'); out.push('project: writable');\n\
          out.join('\\n')",
         ssh = ssh.display().to_string(),
+        pgpass = pgpass.display().to_string(),
         host = std::process::id(),
     )
 }
 
 /// Every wall held in `text` (the four probes refused, the project written).
 fn assert_walls_held(who: &str, text: &str) {
-    for wall in ["write-outside: refused", "ssh: hidden", "network: refused", "signal: refused"] {
+    let walls = [
+        "write-outside: refused",
+        "ssh: hidden",
+        "home: hidden",
+        "network: refused",
+        "signal: refused",
+    ];
+    for wall in walls {
         assert!(text.contains(wall), "{who}: `{wall}` missing:\n{text}");
     }
     for breach in ["ALLOWED", "READ ", "CONNECTED", "DELIVERED", "PRIVATE KEY"] {
@@ -85,22 +99,61 @@ fn eval(code: &str, language: &str) -> Value {
 
 #[test]
 fn kernels_a_debuggee_and_a_worker_stay_inside_bubblewrap() {
+    if require("bubblewrap", Path::new("/usr/bin/bwrap").exists(), "run `cargo xtask setup`") {
+        walls_hold_over_mcp("bwrap", "bubblewrap capsule", Debuggee::Python);
+    }
+}
+
+#[test]
+fn kernels_a_debuggee_and_a_worker_stay_inside_landlock() {
+    let line = capsule_line(&["--capsule", "landlock"]);
+    if require("a Landlock capsule", line.starts_with("capsule: landlock"), &line) {
+        // debugpy's adapter and debuggee talk over TCP on 127.0.0.1, which a Landlock capsule
+        // without network refuses (it has no loopback of its own): no Python debuggee here.
+        walls_hold_over_mcp("landlock", "Landlock capsule", Debuggee::None);
+    }
+}
+
+/// The `capsule:` line of `agent-tools status` with `args`, in a fresh project.
+fn capsule_line(args: &[&str]) -> String {
+    let project = crate::support::TempProject::new(&[]);
+    let out = Command::new(host_binary())
+        .arg("status")
+        .args(args)
+        .arg("--root")
+        .arg(&project.root)
+        .output()
+        .expect("status");
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.lines().find(|l| l.starts_with("capsule: ")).unwrap_or_default().to_string()
+}
+
+/// Whether a run's probes include a debuggee.
+#[derive(PartialEq)]
+enum Debuggee {
+    Python,
+    None,
+}
+
+/// One run with capsule `kind` (its notes name it `named`): every probe meets every wall.
+fn walls_hold_over_mcp(kind: &str, named: &str, debuggee: Debuggee) {
     let Some(python) = test_python() else {
         require("python venv with the `mcp` SDK", false, "run `cargo xtask setup`");
         return;
     };
-    if !require("bubblewrap", Path::new("/usr/bin/bwrap").exists(), "run `cargo xtask setup`")
-        || !require_debugpy(&python)
-    {
+    if !require_debugpy(&python) {
         return;
     }
-    // A home outside /tmp with a key in it, as the user's is; the capsule must hide it.
+    // A home outside /tmp with a key and a password file in it, as the user's is; the capsule
+    // must hide both.
     let home = FakeHome::new();
     let ssh = home.0.join(".ssh/id_ed25519");
     std::fs::write(&ssh, "PRIVATE KEY").expect("key");
+    let pgpass = home.0.join(".pgpass");
+    std::fs::write(&pgpass, "db:5432:*:me:PRIVATE KEY").expect("password file");
     let listener = TcpListener::bind("127.0.0.1:0").expect("listener");
     let port = listener.local_addr().expect("port").port();
-    let probe = python_probe(&ssh, port);
+    let probe = python_probe(&ssh, &pgpass, port);
     let walls = format!("{probe}print('\\n'.join(probe()))\n");
     let config = format!(
         "[eval]\npython = {:?}\n[vibe.fast]\ncommand = \"sh ./worker.sh\"\n",
@@ -113,17 +166,19 @@ fn kernels_a_debuggee_and_a_worker_stay_inside_bubblewrap() {
             ("walls.py", &walls),
             ("worker.sh", "cat > /dev/null\n.venv/bin/python walls.py\n"),
             ("data.txt", "alpha\n"),
+            ("out/.keep", ""),
         ],
     );
     let scratch = format!("capsule-scratch-{}", unique());
-    let script = McpScript::new(&project.root, &["--capsule", "bwrap", "--vibe"])
+    let mut script = McpScript::new(&project.root, &["--capsule", kind, "--vibe"])
         .env("HOME", &home.0.display().to_string())
         .call("eval", eval(&format!("{probe}n = 41\nprint('\\n'.join(probe()))"), "python"))
         .call(
             "eval",
             eval(
                 &format!(
-                    "open('/tmp/{scratch}', 'w').write('x')\n\
+                    "import tempfile, os\n\
+                     open(os.path.join(tempfile.gettempdir(), '{scratch}'), 'w').write('x')\n\
                      tool('read', {{'path': 'data.txt'}})['text']"
                 ),
                 "python",
@@ -133,8 +188,12 @@ fn kernels_a_debuggee_and_a_worker_stay_inside_bubblewrap() {
         .call("eval", eval("n + 1", "python"))
         .call("eval", eval("import os; os._exit(3)", "python"))
         .call("eval", eval("'fresh kernel'", "python"))
-        .call("eval", eval(&node_probe(&ssh, port), "javascript"))
-        .call("debug", json!({"operation": "launch", "program": "walls.py", "wait_seconds": 120}))
+        .call("eval", eval(&node_probe(&ssh, &pgpass, port), "javascript"));
+    if debuggee == Debuggee::Python {
+        let launch = json!({"operation": "launch", "program": "walls.py", "wait_seconds": 120});
+        script = script.call("debug", launch);
+    }
+    let script = script
         .call("vibe_spawn", json!({"brief": "probe the walls", "label": "walls"}))
         .call("vibe_wait", json!({"worker_id": "w1", "timeout_seconds": 120}));
     let marker = script.marker().to_string();
@@ -145,7 +204,7 @@ fn kernels_a_debuggee_and_a_worker_stay_inside_bubblewrap() {
     assert_eq!(results[1]["isError"], false, "{first}");
     assert_walls_held("a Python cell", first);
     assert!(
-        first.contains("bubblewrap capsule") && first.contains("no network"),
+        first.contains(named) && first.contains("no network"),
         "the note tells the model what confined it: {first}"
     );
     assert!(
@@ -169,21 +228,25 @@ fn kernels_a_debuggee_and_a_worker_stay_inside_bubblewrap() {
     let node = text_of(&results[7]);
     assert_eq!(results[7]["isError"], false, "{node}");
     assert_walls_held("a Node cell", node);
-    let debuggee = text_of(&results[8]);
-    assert_eq!(results[8]["isError"], false, "{debuggee}");
-    assert!(debuggee.contains("exited"), "{debuggee}");
-    assert_walls_held("a debuggee", debuggee);
-    let worker = text_of(&results[10]);
-    assert_eq!(results[10]["isError"], false, "{worker}");
+    let mut next = 8;
+    if debuggee == Debuggee::Python {
+        let debugged = text_of(&results[next]);
+        assert_eq!(results[next]["isError"], false, "{debugged}");
+        assert!(debugged.contains("exited"), "{debugged}");
+        assert_walls_held("a debuggee", debugged);
+        next += 1;
+    }
+    let worker = text_of(&results[next + 1]);
+    assert_eq!(results[next + 1]["isError"], false, "{worker}");
     assert_walls_held("a worker", worker);
     assert_eq!(
-        std::fs::read_to_string(project.root.join("made-here.txt")).expect("made"),
-        "xjxx",
+        std::fs::read_to_string(project.root.join("out/made-here.txt")).expect("made"),
+        if debuggee == Debuggee::Python { "xjxx" } else { "xjx" },
         "each probe wrote in the project: Python cell, Node cell, debuggee, worker"
     );
     listener.set_nonblocking(true).expect("nonblocking");
     assert!(listener.accept().is_err(), "nothing reached the host's port");
-    assert!(!Path::new(&format!("/tmp/{scratch}")).exists(), "the capsule's /tmp is its own");
+    assert!(!Path::new(&format!("/tmp/{scratch}")).exists(), "the capsule's temp is its own");
     crate::support::assert_no_survivors(&marker, std::time::Duration::from_secs(5));
     let leftovers: Vec<_> = std::fs::read_dir(std::env::temp_dir())
         .expect("tmp")
@@ -217,8 +280,18 @@ fn status_says_which_capsule_a_run_gets_and_what_it_confines() {
     assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
     let line = text.lines().find(|l| l.starts_with("capsule: ")).expect("a capsule line");
     assert!(line.starts_with("capsule: bwrap (/usr/bin/bwrap)"), "{line}");
-    for said in ["read-write", "read-only", "~/.ssh", "no network", "PID namespace"] {
+    for said in ["read-write", "read-only", "is private", "~/.ssh", "no network", "PID namespace"] {
         assert!(line.contains(said), "`{said}` missing: {line}");
+    }
+    // `auto` says which backend it chose and why; Landlock says what it does not give.
+    let auto = capsule_line(&["--capsule", "auto"]);
+    assert!(auto.contains("(auto: bubblewrap can make its namespaces here)"), "{auto}");
+    let landlock = capsule_line(&["--capsule", "landlock"]);
+    if landlock.starts_with("capsule: landlock") {
+        assert!(
+            landlock.contains("not given (bubblewrap gives them): a PID namespace"),
+            "{landlock}"
+        );
     }
     // A prefix capsule asked for without its prefix stops the host at once, saying why.
     let bad = Command::new(host_binary())

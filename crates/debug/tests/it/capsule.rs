@@ -1,6 +1,7 @@
-//! A debug session in the run's bubblewrap capsule: the adapter and its debuggee start inside,
-//! delve is reached on the capsule's own loopback, the debuggee meets the walls (a read-only
-//! system, no network), and nothing is left when the session ends.
+//! A debug session in the run's capsule: the adapter and its debuggee start inside, delve is
+//! reached on bubblewrap's own loopback or, under Landlock, on the host's (an ephemeral port is
+//! the one a process inside may listen on), the debuggee meets the walls (a read-only system, no
+//! network), and nothing is left when the session ends.
 
 #![allow(clippy::print_stderr)]
 // a skipped test says so loudly
@@ -13,7 +14,7 @@ use agent_tools_debug::{
     DebugConfig, DebugSupervisor,
     adapters::{SearchEnv, delve_candidates},
 };
-use agent_tools_support::capsule::{Bwrap, BwrapOptions};
+use agent_tools_support::capsule::{Bwrap, BwrapOptions, Capsule, Landlock, landlock_abi};
 use serde_json::json;
 use support::*;
 use tokio_util::sync::CancellationToken;
@@ -30,8 +31,12 @@ fn in_bwrap(project: &Project, config: DebugConfig) -> Harness {
     let capsule =
         Bwrap::start(BwrapOptions { project: project.root.clone(), ..BwrapOptions::default() })
             .expect("a bubblewrap capsule");
+    in_capsule(project, config, Arc::new(capsule))
+}
+
+fn in_capsule(project: &Project, config: DebugConfig, capsule: Arc<dyn Capsule>) -> Harness {
     Harness {
-        debug: DebugSupervisor::in_capsule(config, Arc::new(capsule)),
+        debug: DebugSupervisor::in_capsule(config, capsule),
         root: project.root.clone(),
         conversation: "conversation-1".into(),
         cancel: CancellationToken::new(),
@@ -83,16 +88,17 @@ async fn a_python_debuggee_in_bubblewrap_stops_and_cannot_leave() {
     assert!(listener.accept().is_err(), "nothing reached the host's port");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn delve_in_bubblewrap_is_reached_on_the_capsules_own_loopback() {
+fn delve_available() -> bool {
     let env = SearchEnv::from_process();
     let found = !delve_candidates(&env).is_empty() && env.which("go").is_some();
-    if !require("delve and Go", found, "run `cargo xtask setup`") || !bwrap_available() {
-        return;
-    }
-    let project = Project::copy("go");
+    require("delve and Go", found, "run `cargo xtask setup`")
+}
+
+/// The Go fixture debugged in `capsule` with delve: it stops, shows a local, exits, and leaves
+/// nothing behind.
+async fn delve_stops_and_exits(project: &Project, capsule: Arc<dyn Capsule>) {
     let config = DebugConfig { stop_wait_seconds: 120, launch_timeout_seconds: 300, ..config() };
-    let h = in_bwrap(&project, config);
+    let h = in_capsule(project, config, capsule);
     h.ok(json!({"operation": "breakpoints", "file": "main.go", "lines": [15]})).await;
     let launched = h.ok(json!({"operation": "launch", "program": "."})).await;
     let procs = session_processes(&launched);
@@ -101,4 +107,30 @@ async fn delve_in_bubblewrap_is_reached_on_the_capsules_own_loopback() {
     assert_eq!(h.continue_to_exit().await, Some(3));
     h.ok(json!({"operation": "terminate"})).await;
     assert_gone(&procs);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delve_in_bubblewrap_is_reached_on_the_capsules_own_loopback() {
+    if !delve_available() || !bwrap_available() {
+        return;
+    }
+    let project = Project::copy("go");
+    let capsule =
+        Bwrap::start(BwrapOptions { project: project.root.clone(), ..BwrapOptions::default() })
+            .expect("a bubblewrap capsule");
+    delve_stops_and_exits(&project, Arc::new(capsule)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delve_in_landlock_is_reached_on_the_hosts_loopback() {
+    if !delve_available()
+        || !require("Landlock ABI 4 (Linux 6.7)", landlock_abi() >= 4, "a newer kernel")
+    {
+        return;
+    }
+    let project = Project::copy("go");
+    let capsule =
+        Landlock::start(BwrapOptions { project: project.root.clone(), ..BwrapOptions::default() })
+            .expect("a Landlock capsule");
+    delve_stops_and_exits(&project, Arc::new(capsule)).await;
 }

@@ -9,14 +9,23 @@
 //! makes, or the program's own protocol when a wrapper sits in between) and tear down (drop:
 //! the capsule's processes die with their spawn's teardown, its private folders go with it).
 //!
-//! Backends: [`OnHost`] (no capsule), [`Prefix`] (a command prefix a harness supplies) and
+//! Backends: [`OnHost`] (no capsule), [`Prefix`] (a command prefix a harness supplies),
 //! [`Bwrap`] (bubblewrap: the project read-write at its own path, the system read-only, a
-//! private `/tmp` and home, the user's secrets hidden, no network, its own PID namespace).
+//! private `/tmp`, the home private but for what the run needs, no network, its own PID
+//! namespace) and [`Landlock`] (the same walls from Landlock rules and a seccomp filter applied
+//! between fork and exec, where bubblewrap cannot make namespaces; no PID namespace, no
+//! loopback of its own).
 
 mod bwrap;
 mod environment;
+mod home;
+mod landlock;
 mod netns;
 mod pids;
+mod seccomp;
+mod walls;
+
+pub(crate) use self::landlock::confine_last;
 
 use std::{
     ffi::{OsStr, OsString},
@@ -27,8 +36,11 @@ use std::{
 };
 
 pub use self::{
-    bwrap::{Bwrap, BwrapOptions, HIDDEN_IN_HOME, Network, PROTECTED_IN_PROJECT},
+    bwrap::Bwrap,
     environment::PASSED_ENV,
+    home::{HomeNeeds, HomeView},
+    landlock::{Landlock, kernel_abi as landlock_abi},
+    walls::{BwrapOptions, CapsuleOptions, HIDDEN_IN_HOME, Network, PROTECTED_IN_PROJECT},
 };
 
 /// A run's confinement: builds the command lines of the processes that run inside it.
@@ -94,7 +106,9 @@ impl Capsule for OnHost {
     }
 
     fn describe(&self) -> String {
-        "none: processes run on the host with the user's rights".to_string()
+        "none: processes run on the host with the user's rights, unconfined (set [capsule] kind \
+         = \"auto\" for a sandbox)"
+            .to_string()
     }
 }
 

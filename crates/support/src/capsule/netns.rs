@@ -26,8 +26,11 @@ pub(super) fn connect_inside(pid: u32, port: u16, within: Duration) -> io::Resul
         )
     })?;
     let net = File::open(format!("/proc/{target}/ns/net"))?;
-    let user = File::open(format!("/proc/{target}/ns/user"))?;
-    let join_user = !same_namespace(&format!("/proc/{target}/ns/user"), "/proc/self/ns/user");
+    // The user namespace that owns the network namespace: an unprivileged bubblewrap runs its
+    // processes in a user namespace nested in the one that owns it, and joining theirs would
+    // leave the host without the right to enter the network namespace.
+    let user = owner_of(&net)?;
+    let join_user = !same_inode(&user, Path::new("/proc/self/ns/user"));
     let (ours, theirs) = socket_pair()?;
     let address = loopback(port);
     let timeout = libc::timeval {
@@ -200,6 +203,29 @@ fn loopback(port: u16) -> libc::sockaddr_in {
         sin_addr: libc::in_addr { s_addr: u32::from(std::net::Ipv4Addr::LOCALHOST).to_be() },
         sin_zero: [0; 8],
     }
+}
+
+/// `NS_GET_USERNS`: the user namespace owning a namespace, as a new descriptor.
+const NS_GET_USERNS: libc::c_ulong = 0xb701;
+
+fn owner_of(namespace: &File) -> io::Result<OwnedFd> {
+    // SAFETY: the ioctl takes no argument and returns a new descriptor or -1.
+    let fd = unsafe { libc::ioctl(namespace.as_raw_fd(), NS_GET_USERNS as _) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a new descriptor, ours alone.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Whether the namespace open as `fd` is the one at `path`.
+fn same_inode(fd: &OwnedFd, path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(at_path) = std::fs::metadata(path) else { return false };
+    // SAFETY: fstat on a descriptor we own into a zeroed stat.
+    let mut stat: libc::stat = unsafe { std::mem::zeroed() };
+    let done = unsafe { libc::fstat(fd.as_raw_fd(), &mut stat) };
+    done == 0 && stat.st_ino == at_path.ino() && stat.st_dev == at_path.dev()
 }
 
 fn same_namespace(a: &str, b: &str) -> bool {

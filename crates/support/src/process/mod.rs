@@ -233,6 +233,9 @@ impl SpawnOptions {
         {
             cgroup.join_on_exec(command);
         }
+        // Last: a Landlock capsule's confinement, once the steps that need the host's rights
+        // (the cgroup join) are done.
+        crate::capsule::confine_last(command);
         cgroup
     }
 }

@@ -1,58 +1,91 @@
-//! A bubblewrap capsule as a process inside meets it: the project writable, everything else
-//! read-only or hidden, no network, the host's processes out of reach, nothing left after.
+//! A capsule as a process inside meets it, with each local backend (bubblewrap and Landlock):
+//! the project writable, everything else read-only or hidden (the user's home whole, but what
+//! the run needs from it), no network, the host's processes out of reach, nothing left after.
+//! As root these tests also run themselves again as an unprivileged user (the one
+//! `cargo xtask setup` creates), the way users run the host.
 
 #![allow(clippy::print_stderr)] // a skipped test says so loudly
 
 use std::{
     ffi::{OsStr, OsString},
     io::{BufRead, BufReader, Read},
-    path::Path,
+    path::{Path, PathBuf},
     process::Stdio,
     time::Duration,
 };
 
 use agent_tools_support::{
-    capsule::{Bwrap, BwrapOptions, Capsule, Network},
+    capsule::{Bwrap, Capsule, CapsuleOptions, Landlock, Network, landlock_abi},
     process,
 };
 
-/// bubblewrap, or a loud skip outside CI (CI installs it, so there a missing one fails).
-fn bwrap_available() -> bool {
-    if Path::new("/usr/bin/bwrap").exists() {
-        return true;
+/// The local backends under test.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Backend {
+    Bwrap,
+    Landlock,
+}
+
+/// The backends this machine has; a missing one fails in CI and is skipped loudly elsewhere.
+fn backends() -> Vec<Backend> {
+    let mut found = Vec::new();
+    for (backend, present, why) in [
+        (
+            Backend::Bwrap,
+            Path::new("/usr/bin/bwrap").exists(),
+            "bubblewrap is missing: `cargo xtask setup` installs it",
+        ),
+        (Backend::Landlock, landlock_abi() >= 4, "this kernel has no Landlock ABI 4 (Linux 6.7)"),
+    ] {
+        if present {
+            found.push(backend);
+            continue;
+        }
+        assert!(std::env::var_os("CI").is_none(), "{why}");
+        eprintln!("\n!!! SKIPPED for {backend:?}: {why} !!!\n");
     }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "bubblewrap is missing: `cargo xtask setup` installs it"
-    );
-    eprintln!(
-        "\n!!! SKIPPED: bubblewrap (bwrap) is not installed; `cargo xtask setup` installs it !!!\n"
-    );
-    false
+    found
+}
+
+fn start(backend: Backend, options: CapsuleOptions) -> Box<dyn Capsule> {
+    match backend {
+        Backend::Bwrap => Box::new(Bwrap::start(options).expect("a bubblewrap capsule")),
+        Backend::Landlock => Box::new(Landlock::start(options).expect("a Landlock capsule")),
+    }
+}
+
+/// Where fixtures live: a folder the running user owns (the unprivileged re-run sets it).
+fn scratch() -> PathBuf {
+    std::env::var_os("AGENT_TOOLS_TEST_SCRATCH")
+        .map_or_else(|| PathBuf::from(env!("CARGO_TARGET_TMPDIR")), PathBuf::from)
 }
 
 struct Fixture {
     project: tempfile::TempDir,
     home: tempfile::TempDir,
-    capsule: Bwrap,
+    capsule: Box<dyn Capsule>,
 }
 
-fn fixture(network: Network) -> Fixture {
+fn fixture(backend: Backend, network: Network) -> Fixture {
     let project = tempfile::tempdir().unwrap();
-    std::fs::create_dir(project.path().join(".git")).unwrap();
-    // A home outside /tmp, as real ones are (the capsule's /tmp is its own).
-    let home = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    std::fs::create_dir_all(project.path().join(".git/hooks")).unwrap();
+    std::fs::create_dir(project.path().join("work")).unwrap();
+    // A home outside /tmp, as real ones are, with a key, a credential and a file of the user's
+    // own on no list.
+    let home = tempfile::tempdir_in(scratch()).unwrap();
     std::fs::create_dir(home.path().join(".ssh")).unwrap();
     std::fs::write(home.path().join(".ssh/id_ed25519"), "PRIVATE KEY").unwrap();
     std::fs::write(home.path().join(".netrc"), "machine example.com password hunter2").unwrap();
-    std::fs::write(home.path().join("notes.txt"), "readable").unwrap();
-    let capsule = Bwrap::start(BwrapOptions {
-        project: project.path().to_path_buf(),
-        network,
-        home: Some(home.path().to_path_buf()),
-        ..BwrapOptions::default()
-    })
-    .unwrap();
+    std::fs::write(home.path().join(".pgpass"), "db:5432:*:me:pgsecret").unwrap();
+    let capsule = start(
+        backend,
+        CapsuleOptions {
+            project: project.path().to_path_buf(),
+            network,
+            home: Some(home.path().to_path_buf()),
+            ..CapsuleOptions::default()
+        },
+    );
     Fixture { project, home, capsule }
 }
 
@@ -71,136 +104,183 @@ fn run_inside(capsule: &dyn Capsule, cwd: &Path, script: &str) -> String {
 
 #[test]
 fn the_project_is_writable_and_nothing_else_is() {
-    if !bwrap_available() {
-        return;
+    for backend in backends() {
+        let f = fixture(backend, Network::None);
+        let out = run_inside(
+            &*f.capsule,
+            f.project.path(),
+            "echo made > work/made.txt && echo project-ok; \
+             echo x > /etc/agent-tools-probe || echo etc-refused; \
+             echo x > .git/hooks/pre-commit || echo git-refused; \
+             echo x > \"$TMPDIR/scratch\" && echo tmp-ok; \
+             echo x > \"$HOME/file\" && echo home-ok",
+        );
+        let project = f.project.path();
+        assert!(out.contains("project-ok"), "{backend:?}: {out}");
+        assert_eq!(std::fs::read_to_string(project.join("work/made.txt")).unwrap(), "made\n");
+        assert!(out.contains("etc-refused") && out.contains("git-refused"), "{backend:?}: {out}");
+        assert!(!project.join(".git/hooks/pre-commit").exists(), "{backend:?}");
+        assert!(!Path::new("/etc/agent-tools-probe").exists(), "{backend:?}");
+        assert!(out.contains("tmp-ok") && out.contains("home-ok"), "{backend:?}: {out}");
+        assert!(f.capsule.temp_dir().join("scratch").exists(), "{backend:?}: a private temp");
+        let why = f.capsule.explain(&out).expect("a refused write is explained");
+        assert!(why.contains("only the project") && why.contains("read-only"), "{why}");
     }
-    let f = fixture(Network::None);
-    let out = run_inside(
-        &f.capsule,
-        f.project.path(),
-        "echo made > made.txt && echo project-ok; \
-         echo x > /etc/agent-tools-probe || echo etc-refused; \
-         echo x > .git/hooks-probe || echo git-refused; \
-         echo x > /tmp/scratch && echo tmp-ok; \
-         echo x > \"$HOME/file\" && echo home-ok",
-    );
-    assert!(out.contains("project-ok"), "{out}");
-    assert_eq!(std::fs::read_to_string(f.project.path().join("made.txt")).unwrap(), "made\n");
-    assert!(out.contains("etc-refused") && out.contains("Read-only file system"), "{out}");
-    assert!(out.contains("git-refused"), "{out}");
-    assert!(!f.project.path().join(".git/hooks-probe").exists());
-    assert!(out.contains("tmp-ok") && out.contains("home-ok"), "{out}");
-    // The private /tmp is the run's, not the host's.
-    assert!(
-        !Path::new("/tmp/scratch").exists()
-            || std::fs::read_to_string("/tmp/scratch").unwrap() != "x\n"
-    );
-    assert!(f.capsule.tmp_on_host().join("scratch").exists());
-    let why = f.capsule.explain(&out).expect("a read-only refusal is explained");
-    assert!(why.contains("only the project") && why.contains("read-only"), "{why}");
 }
 
 #[test]
-fn secrets_stay_outside() {
-    if !bwrap_available() {
-        return;
+fn the_home_is_private_and_secrets_stay_outside() {
+    for backend in backends() {
+        // SAFETY: nextest runs every test in its own process; nothing else reads the
+        // environment. A token by a name the allow-list does not pass:
+        unsafe { std::env::set_var("GITHUB_TOKEN", "ghp_secret") };
+        let f = fixture(backend, Network::None);
+        let home = f.home.path().display();
+        let out = run_inside(
+            &*f.capsule,
+            f.project.path(),
+            &format!(
+                "cat {home}/.ssh/id_ed25519 || echo key-hidden; cat {home}/.netrc || echo \
+                 netrc-hidden; cat {home}/.pgpass || echo pgpass-hidden; ls {home} || echo \
+                 listing-refused; echo token=[$GITHUB_TOKEN]"
+            ),
+        );
+        for (hidden, secret) in [
+            ("key-hidden", "PRIVATE KEY"),
+            ("netrc-hidden", "hunter2"),
+            ("pgpass-hidden", "pgsecret"),
+        ] {
+            assert!(out.contains(hidden) && !out.contains(secret), "{backend:?}: {out}");
+        }
+        assert!(!out.contains(".pgpass\n"), "{backend:?}: the home's names are hidden: {out}");
+        assert!(out.contains("token=[]"), "{backend:?}: {out}");
+        let why = f.capsule.explain(&out).expect("a hidden home file is explained");
+        assert!(why.contains("~/.pgpass") && why.contains("private"), "{backend:?}: {why}");
+        let status = f.capsule.describe();
+        assert!(status.contains("is private") && status.contains(".ssh"), "{status}");
     }
-    // SAFETY: nextest runs every test in its own process; nothing else reads the environment.
-    unsafe { std::env::set_var("AGENT_TOOLS_TEST_SECRET_TOKEN_FOR_CAPSULE", "hunter2") };
-    // The allow-list lets AGENT_TOOLS_* through (lineage marks); a token by another name:
-    unsafe { std::env::set_var("GITHUB_TOKEN", "ghp_secret") };
-    let f = fixture(Network::None);
-    let home = f.home.path().display();
-    let out = run_inside(
-        &f.capsule,
-        f.project.path(),
-        &format!(
-            "cat {home}/.ssh/id_ed25519 || echo key-hidden; cat {home}/.netrc; echo netrc-done; \
-             cat {home}/notes.txt; echo; echo token=[$GITHUB_TOKEN]"
-        ),
-    );
-    assert!(out.contains("key-hidden") && !out.contains("PRIVATE KEY"), "{out}");
-    assert!(!out.contains("hunter2") && out.contains("netrc-done"), "{out}");
-    assert!(out.contains("readable"), "the rest of the home stays readable: {out}");
-    assert!(out.contains("token=[]"), "{out}");
-    assert!(f.capsule.describe().contains(".ssh"), "{}", f.capsule.describe());
+}
+
+#[test]
+fn what_the_run_needs_from_the_home_is_shown_read_only() {
+    for backend in backends() {
+        let project = tempfile::tempdir().unwrap();
+        let home = tempfile::tempdir_in(scratch()).unwrap();
+        let tool = home.path().join(".local/tool/bin");
+        std::fs::create_dir_all(&tool).unwrap();
+        std::fs::write(tool.join("greet"), "#!/bin/sh\necho hello from the home\n").unwrap();
+        std::process::Command::new("chmod").arg("+x").arg(tool.join("greet")).status().unwrap();
+        std::fs::create_dir(home.path().join(".claude")).unwrap();
+        std::fs::write(home.path().join(".claude/key"), "exposed-key").unwrap();
+        std::fs::write(home.path().join(".history"), "secret history").unwrap();
+        let capsule = start(
+            backend,
+            CapsuleOptions {
+                project: project.path().to_path_buf(),
+                home: Some(home.path().to_path_buf()),
+                programs: vec![tool.join("greet")],
+                expose: vec![home.path().join(".claude")],
+                ..CapsuleOptions::default()
+            },
+        );
+        let h = home.path().display();
+        let out = run_inside(
+            &*capsule,
+            project.path(),
+            &format!(
+                "{h}/.local/tool/bin/greet; cat {h}/.claude/key; echo; cat {h}/.history || echo \
+                 history-hidden; echo x > {h}/.local/tool/bin/planted || echo shown-read-only"
+            ),
+        );
+        assert!(out.contains("hello from the home") && out.contains("exposed-key"), "{out}");
+        assert!(out.contains("history-hidden") && !out.contains("secret history"), "{out}");
+        assert!(out.contains("shown-read-only"), "{backend:?}: {out}");
+        let status = capsule.describe();
+        assert!(status.contains("~/.local/tool (the run's program"), "{status}");
+        assert!(status.contains("~/.claude (exposed by the configuration)"), "{status}");
+    }
 }
 
 #[test]
 fn no_network_and_the_host_processes_are_out_of_reach() {
-    if !bwrap_available() {
-        return;
+    for backend in backends() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let f = fixture(backend, Network::None);
+        let host = std::process::id();
+        let out = run_inside(
+            &*f.capsule,
+            f.project.path(),
+            &format!(
+                "python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", {port}), 2)' \
+                 2>&1 | tail -1; node -e \"require('net').connect({port}, '127.0.0.1') \
+                 .on('error', e => console.log('node', e.code))\"; \
+                 python3 -c 'import socket; socket.socket(socket.AF_INET, \
+                 socket.SOCK_DGRAM)' 2>&1 | tail -1; kill -TERM {host} || echo kill-refused; \
+                 unshare --user true 2>&1 || echo unshare-refused"
+            ),
+        );
+        assert!(
+            out.contains("Connection refused") || out.contains("Permission denied"),
+            "{backend:?}: {out}"
+        );
+        assert!(out.contains("node ECONNREFUSED") || out.contains("node EACCES"), "{out}");
+        assert!(out.contains("kill-refused"), "{backend:?}: {out}");
+        assert!(out.contains("unshare-refused"), "{backend:?}: no namespaces: {out}");
+        let why = f.capsule.explain(&out).expect("a refused connection is explained");
+        assert!(why.contains("no network"), "{why}");
+        listener.set_nonblocking(true).unwrap();
+        assert!(listener.accept().is_err(), "{backend:?}: nothing came through");
     }
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let f = fixture(Network::None);
-    let host = std::process::id();
-    let out = run_inside(
-        &f.capsule,
-        f.project.path(),
-        &format!(
-            "python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", {port}), 2)' \
-             2>&1 | tail -1; kill -TERM {host} || echo kill-refused; echo pid=$$"
-        ),
-    );
-    assert!(out.contains("Connection refused"), "{out}");
-    assert!(out.contains("kill-refused"), "{out}");
-    assert!(out.contains("pid=2") || out.contains("pid=1"), "its own PID namespace: {out}");
-    let why = f.capsule.explain(&out).expect("a refused connection is explained");
-    assert!(why.contains("no network"), "{why}");
-    listener.set_nonblocking(true).unwrap();
-    assert!(listener.accept().is_err(), "nothing came through");
 }
 
 #[test]
 fn the_host_reaches_a_port_a_process_inside_listens_on() {
-    if !bwrap_available() {
-        return;
+    for backend in backends() {
+        let f = fixture(backend, Network::None);
+        let script = "import socket,sys\n\
+                      s=socket.socket(); s.bind(('127.0.0.1',0)); s.listen(1)\n\
+                      print(s.getsockname()[1], flush=True)\n\
+                      c,_=s.accept(); c.sendall(b'hello from inside'); c.close()\n";
+        let mut command = f.capsule.command(OsStr::new("python3"), &["-c".into(), script.into()]);
+        command.current_dir(f.project.path()).stdin(Stdio::null()).stdout(Stdio::piped());
+        let mut spawned = process::spawn_std(command).unwrap();
+        let mut line = String::new();
+        BufReader::new(spawned.child.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
+        let port: u16 = line.trim().parse().unwrap_or_else(|_| panic!("{backend:?}: {line}"));
+        let mut stream =
+            f.capsule.connect_loopback(spawned.child.id(), port, Duration::from_secs(5)).unwrap();
+        let mut got = String::new();
+        stream.read_to_string(&mut got).unwrap();
+        assert_eq!(got, "hello from inside");
+        spawned.child.wait().unwrap();
     }
-    let f = fixture(Network::None);
-    let script = "import socket,sys\n\
-                  s=socket.socket(); s.bind(('127.0.0.1',0)); s.listen(1)\n\
-                  print(s.getsockname()[1], flush=True)\n\
-                  c,_=s.accept(); c.sendall(b'hello from inside'); c.close()\n";
-    let mut command = f.capsule.command(OsStr::new("python3"), &["-c".into(), script.into()]);
-    command.current_dir(f.project.path()).stdin(Stdio::null()).stdout(Stdio::piped());
-    let mut spawned = process::spawn_std(command).unwrap();
-    let mut line = String::new();
-    BufReader::new(spawned.child.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
-    let port: u16 = line.trim().parse().unwrap();
-    let mut stream =
-        f.capsule.connect_loopback(spawned.child.id(), port, Duration::from_secs(5)).unwrap();
-    let mut got = String::new();
-    stream.read_to_string(&mut got).unwrap();
-    assert_eq!(got, "hello from inside");
-    spawned.child.wait().unwrap();
 }
 
 #[test]
 fn nothing_is_left_once_the_run_ends() {
-    if !bwrap_available() {
-        return;
+    for backend in backends() {
+        let f = fixture(backend, Network::None);
+        let tmp = f.capsule.temp_dir();
+        let mut command = f.capsule.command(
+            OsStr::new("sh"),
+            &["-c".into(), "(setsid sleep 600 &) ; sleep 600 & echo started; wait".into()],
+        );
+        command.current_dir(f.project.path()).stdin(Stdio::null()).stdout(Stdio::piped());
+        let mut spawned = process::spawn_std(command).unwrap();
+        let mut line = String::new();
+        BufReader::new(spawned.child.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
+        assert_eq!(line.trim(), "started");
+        let inside = descendants(spawned.child.id());
+        assert!(inside.len() >= 2, "{backend:?}: the shell and a sleep: {inside:?}");
+        spawned.group.terminate_blocking(Duration::from_millis(200));
+        let _ = spawned.child.wait();
+        for pid in &inside {
+            assert!(!alive(*pid), "{backend:?}: pid {pid} outlived the teardown");
+        }
+        drop(f);
+        assert!(!tmp.exists(), "{backend:?}: the capsule's private temp folder outlived it");
     }
-    let f = fixture(Network::None);
-    let tmp = f.capsule.tmp_on_host();
-    let mut command = f.capsule.command(
-        OsStr::new("sh"),
-        &["-c".into(), "(setsid sleep 600 &) ; sleep 600 & echo started; wait".into()],
-    );
-    command.current_dir(f.project.path()).stdin(Stdio::null()).stdout(Stdio::piped());
-    let mut spawned = process::spawn_std(command).unwrap();
-    let mut line = String::new();
-    BufReader::new(spawned.child.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
-    assert_eq!(line.trim(), "started");
-    let inside = descendants(spawned.child.id());
-    assert!(inside.len() >= 3, "bwrap, its init and the sleeps: {inside:?}");
-    spawned.group.terminate_blocking(Duration::from_millis(200));
-    let _ = spawned.child.wait();
-    for pid in &inside {
-        assert!(!alive(*pid), "pid {pid} outlived the teardown");
-    }
-    drop(f);
-    assert!(!tmp.exists(), "the capsule's private /tmp outlived it");
 }
 
 fn descendants(pid: u32) -> Vec<u32> {
@@ -223,43 +303,80 @@ fn alive(pid: u32) -> bool {
 }
 
 #[test]
-fn the_folder_of_a_killed_host_is_swept_by_the_next_capsule() {
-    if !bwrap_available() {
+fn bubblewrap_gives_its_own_pid_namespace() {
+    if !backends().contains(&Backend::Bwrap) {
         return;
     }
-    // A host that is gone (no such pid) left its capsule folder behind; one that runs keeps its.
-    let gone = std::env::temp_dir().join("agent-tools-capsule-4194304000-1-deadbeef");
-    std::fs::create_dir_all(gone.join("tmp/home")).unwrap();
-    let f = fixture(Network::None);
-    assert!(!gone.exists(), "the abandoned folder was removed");
-    let other = fixture(Network::None);
-    assert!(f.capsule.tmp_on_host().exists(), "a live host's folder is kept");
-    drop(other);
+    let f = fixture(Backend::Bwrap, Network::None);
+    let out = run_inside(&*f.capsule, f.project.path(), "echo pid=$$");
+    assert!(out.contains("pid=2") || out.contains("pid=1"), "its own PID namespace: {out}");
 }
 
 #[test]
-fn a_secret_location_the_user_exposes_is_seen() {
-    if !bwrap_available() {
+fn the_folder_of_a_killed_host_is_swept_by_the_next_capsule() {
+    for backend in backends() {
+        // A host that is gone (no such pid) left its capsule folder behind; one that runs keeps
+        // its own.
+        let gone = std::env::temp_dir().join("agent-tools-capsule-4194304000-1-deadbeef");
+        std::fs::create_dir_all(gone.join("tmp/home")).unwrap();
+        let f = fixture(backend, Network::None);
+        assert!(!gone.exists(), "{backend:?}: the abandoned folder was removed");
+        let other = fixture(backend, Network::None);
+        assert!(f.capsule.temp_dir().exists(), "{backend:?}: a live host's folder is kept");
+        drop(other);
+    }
+}
+
+/// The user `cargo xtask setup` creates for the tests above to run as.
+const TEST_USER: &str = "agent-tools-test";
+
+/// Set in the re-run, so it does not run itself again.
+const AS_USER: &str = "AGENT_TOOLS_CAPSULE_TEST_AS_USER";
+
+#[test]
+fn the_walls_hold_for_an_unprivileged_user() {
+    if std::env::var_os(AS_USER).is_some() {
         return;
     }
-    let project = tempfile::tempdir().unwrap();
-    let home = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    for dir in [".ssh", ".claude"] {
-        std::fs::create_dir(home.path().join(dir)).unwrap();
-        std::fs::write(home.path().join(dir).join("key"), dir).unwrap();
+    // SAFETY: geteuid only returns a number.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("(not root: the tests above already ran as an unprivileged user)");
+        return;
     }
-    let capsule = Bwrap::start(BwrapOptions {
-        project: project.path().to_path_buf(),
-        home: Some(home.path().to_path_buf()),
-        expose: vec![home.path().join(".claude")],
-        ..BwrapOptions::default()
-    })
-    .unwrap();
-    let home = home.path().display();
-    let out = run_inside(
-        &capsule,
-        project.path(),
-        &format!("cat {home}/.claude/key; echo; cat {home}/.ssh/key || echo ssh-hidden"),
-    );
-    assert!(out.contains(".claude") && out.contains("ssh-hidden"), "{out}");
+    let Some(home) = user_home(TEST_USER) else {
+        assert!(std::env::var_os("CI").is_none(), "no user {TEST_USER}: run `cargo xtask setup`");
+        eprintln!("\n!!! SKIPPED: no user {TEST_USER}; `cargo xtask setup` creates it !!!\n");
+        return;
+    };
+    let test_binary = std::env::current_exe().unwrap();
+    // A login-like environment (setpriv --reset-env), then the test's own variables.
+    let mut variables =
+        vec![format!("{AS_USER}=1"), format!("AGENT_TOOLS_TEST_SCRATCH={}", home.display())];
+    variables.extend(std::env::var("CI").ok().map(|ci| format!("CI={ci}")));
+    let out = std::process::Command::new("setpriv")
+        .args(["--reuid", TEST_USER, "--regid", TEST_USER, "--init-groups", "--reset-env", "--"])
+        .arg("env")
+        .args(&variables)
+        .arg(&test_binary)
+        .args([
+            "capsule::",
+            "--test-threads=1",
+            "--skip",
+            "the_walls_hold_for_an_unprivileged_user",
+        ])
+        .output()
+        .expect("setpriv runs the tests as the user");
+    let printed =
+        format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "as {TEST_USER}:\n{printed}");
+    assert!(!printed.contains("SKIPPED"), "as {TEST_USER}, a backend was missing:\n{printed}");
+    let ran = printed.contains("test result: ok.") && !printed.contains("ok. 0 passed");
+    assert!(ran, "as {TEST_USER}, the tests did not run:\n{printed}");
+}
+
+/// The home folder of `user` (from the password database), if the user exists.
+fn user_home(user: &str) -> Option<PathBuf> {
+    let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
+    let line = passwd.lines().find(|l| l.split(':').next() == Some(user))?;
+    line.split(':').nth(5).map(PathBuf::from)
 }
