@@ -269,7 +269,11 @@ impl Surface {
         }
         let mut result = call_contained(tool.clone(), ctx.clone(), args).await;
         result.cap(self.max_output_chars);
-        self.put_notices(&mut result);
+        // A nested call (a kernel's `tool()`) returns to code, not to the model: the notices
+        // wait for the next call the model sees.
+        if ctx.depth == 0 {
+            self.put_notices(&mut result);
+        }
         result
     }
 
