@@ -1,4 +1,5 @@
-//! `edit`: replace an exact string in one file, crash-atomically, confined by handle.
+//! `edit`: replace an exact string in one file, or a declaration by name path (or insert a
+//! sibling of it), crash-atomically, confined by handle.
 
 use std::sync::Arc;
 
@@ -7,7 +8,10 @@ use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::access::{self, Access};
+use super::{
+    access::{self, Access},
+    edit_symbol::{self, Insert},
+};
 use crate::tool::{Before, CallContext, Tier, ToolResult, ToolSpec, TypedTool};
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -16,12 +20,17 @@ pub struct EditArgs {
     /// File to edit, relative to the run's root.
     pub path: String,
     /// Exact text to replace, including whitespace; must occur once unless replace_all is set.
+    #[serde(default)]
     pub old_string: String,
-    /// Text to put in its place.
+    /// Text to put in its place (with `symbol`: the whole new declaration).
     pub new_string: String,
     /// Replace every occurrence instead of exactly one (default false).
     #[serde(default)]
     pub replace_all: bool,
+    /// Instead of old_string: a declaration by name path (`Class/method`), replaced whole.
+    pub symbol: Option<String>,
+    /// With `symbol`: add new_string as a sibling declaration before or after it instead.
+    pub insert: Option<Insert>,
 }
 
 pub struct EditTool {
@@ -33,7 +42,7 @@ impl EditTool {
         EditTool {
             spec: ToolSpec::new::<EditArgs>(
                 "edit",
-                "Replace an exact string in a file. old_string must match exactly once (include surrounding lines to make it unique), or set replace_all.",
+                "Replace an exact string in a file. old_string must match exactly once (include surrounding lines to make it unique), or set replace_all. Or replace a declaration whole by name path (symbol), or add one beside it (insert: before|after).",
                 Tier::Write,
             ),
         }
@@ -63,9 +72,12 @@ impl TypedTool for EditTool {
     }
 
     async fn run(&self, ctx: &CallContext, args: EditArgs) -> ToolResult {
-        if args.old_string.is_empty() {
+        if let Some(refusal) = symbol_conflict(&args) {
+            return ToolResult::error(format!("edit: {refusal}"));
+        }
+        if args.old_string.is_empty() && args.symbol.is_none() {
             return ToolResult::error(
-                "edit: argument `old_string` is empty; give the exact text to replace (use `write` to create a file)",
+                "edit: argument `old_string` is empty; give the exact text to replace, or `symbol` (a name path) to replace a declaration whole (use `write` to create a file)",
             );
         }
         if args.old_string == args.new_string {
@@ -75,6 +87,22 @@ impl TypedTool for EditTool {
         }
         let path = args.path.clone();
         access::run(ctx, "edit", &[&path], move |access| edit(&access, &args)).await
+    }
+}
+
+/// Why `symbol`, `insert` and the text form's arguments cannot go together, if they cannot.
+fn symbol_conflict(args: &EditArgs) -> Option<&'static str> {
+    match (&args.symbol, args.insert) {
+        (None, Some(_)) => Some(
+            "argument `insert` needs `symbol`: the name path of the declaration to insert before or after",
+        ),
+        (Some(_), _) if !args.old_string.is_empty() => Some(
+            "give `old_string` (exact text) or `symbol` (a name path), not both: with `symbol`, new_string is the whole new declaration",
+        ),
+        (Some(_), _) if args.replace_all => Some(
+            "argument `replace_all` cannot be given with `symbol`; a name path names one declaration",
+        ),
+        _ => None,
     }
 }
 
@@ -88,6 +116,12 @@ fn edit(access: &Access, args: &EditArgs) -> ToolResult {
     let shown = rel.to_string();
     let planned = access.commit_fresh("path", |changed| {
         let text = access.read_text(&rel, "path")?;
+        if let Some(symbol) = &args.symbol {
+            let planned = edit_symbol::plan(&rel, &text, symbol, &args.new_string, args.insert)?;
+            let expect = Expect::holding(Some(text.as_bytes()));
+            let change = Change::write(rel.clone(), planned.updated.into_bytes(), expect);
+            return Ok((vec![change], (text, vec![planned.at], Some(planned.summary))));
+        }
         let positions: Vec<usize> = text.match_indices(&args.old_string).map(|(i, _)| i).collect();
         if changed && (positions.is_empty() || positions.len() > 1 && !args.replace_all) {
             let now = match positions.len() {
@@ -132,15 +166,17 @@ fn edit(access: &Access, args: &EditArgs) -> ToolResult {
         };
         let expect = Expect::holding(Some(text.as_bytes()));
         let change = Change::write(rel.clone(), updated.into_bytes(), expect);
-        Ok((vec![change], (text, positions)))
+        Ok((vec![change], (text, positions, None)))
     });
-    let (done, (text, positions)) = match planned {
+    let (done, (text, positions, summary)) = match planned {
         Ok((mut done, extra)) => (done.remove(0), extra),
         Err(e) => return ToolResult::error(format!("edit: {e}")),
     };
     let first_line = line_of(&text, positions[0]);
     let count = positions.len();
-    let what = if count == 1 {
+    let what = if let Some(summary) = summary {
+        summary
+    } else if count == 1 {
         format!("1 replacement at line {first_line}")
     } else {
         format!("{count} replacements")

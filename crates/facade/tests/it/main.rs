@@ -6,6 +6,7 @@ mod config;
 mod file_tools;
 mod shutdown;
 mod surfaces;
+mod symbols;
 
 use agent_tools::{RegistryBuilder, RunInfo, SurfaceKind, ToolResult};
 use serde_json::Value;
