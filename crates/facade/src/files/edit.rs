@@ -19,17 +19,18 @@ use crate::tool::{Before, CallContext, Tier, ToolResult, ToolSpec, TypedTool};
 pub struct EditArgs {
     /// File to edit, relative to the run's root.
     pub path: String,
-    /// Exact text to replace, including whitespace; must occur once unless replace_all is set.
+    // Exact text to replace, including whitespace; must occur once unless replace_all is set.
     #[serde(default)]
     pub old_string: String,
-    /// Text to put in its place (with `symbol`: the whole new declaration).
+    /// Text to put in its place.
     pub new_string: String,
-    /// Replace every occurrence instead of exactly one (default false).
+    // Replace every occurrence instead of exactly one (default false).
     #[serde(default)]
     pub replace_all: bool,
-    /// Instead of old_string: a declaration by name path (`Class/method`), replaced whole.
+    // Instead of old_string: a declaration by name path (`Class/method`), which new_string
+    // replaces whole; the tool's description says so (the tool list's token budget).
     pub symbol: Option<String>,
-    /// With `symbol`: add new_string as a sibling declaration before or after it instead.
+    // With `symbol`: new_string is added as a sibling declaration before or after it.
     pub insert: Option<Insert>,
 }
 
@@ -42,7 +43,7 @@ impl EditTool {
         EditTool {
             spec: ToolSpec::new::<EditArgs>(
                 "edit",
-                "Replace an exact string in a file. old_string must match exactly once (include surrounding lines to make it unique), or set replace_all. Or replace a declaration whole by name path (symbol), or add one beside it (insert: before|after).",
+                "Replace old_string, exact text that must occur once (add surrounding lines to make it unique) unless replace_all, by new_string. Or symbol (a name path) instead of old_string: new_string replaces that declaration, or with insert goes beside it.",
                 Tier::Write,
             ),
         }

@@ -7,7 +7,8 @@ use serde::Deserialize;
 
 use super::symbols;
 
-/// Where `edit` puts `new_string` relative to the declaration `symbol` names.
+// Where `edit` puts `new_string` relative to the declaration `symbol` names (no doc comment:
+// it would go into the schema, and the tool list has a token budget).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Insert {

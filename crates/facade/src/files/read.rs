@@ -40,12 +40,13 @@ pub struct ReadArgs {
     /// First line to show, 1-based (default 1).
     #[schemars(range(min = 1))]
     pub start_line: Option<usize>,
-    /// Last line to show, inclusive (default: 2000 lines after start_line).
+    /// Last line to show, inclusive (default: 2000 lines on).
     #[schemars(range(min = 1))]
     pub end_line: Option<usize>,
-    /// A declaration to show whole, by name path: `Class/method`, `func`, `name[2]`.
+    // A declaration to show whole, by name path (`Class/method`, `name[2]`); the tool's
+    // description says so (the tool list's token budget).
     pub symbol: Option<String>,
-    /// Show the file's outline: declarations with kind, name path and lines.
+    // Show the file's outline: declarations with kind, name path and lines.
     #[serde(default)]
     pub outline: bool,
 }
@@ -88,7 +89,7 @@ impl ReadTool {
         ReadTool {
             spec: ToolSpec::new::<ReadArgs>(
                 "read",
-                "Read a text file with numbered lines: a range (start_line/end_line), one declaration by name path (symbol: \"Class/method\"), or its outline (outline: true).",
+                "Read a text file, lines numbered: a range (start_line, end_line), one declaration (symbol: a name path, Class/method) or its outline (outline: true).",
                 Tier::Read,
             ),
         }
