@@ -96,16 +96,20 @@ pub(super) fn plan(
 
 /// `new_string` without its trailing line breaks, its lines moved left by their common
 /// indentation and then right by `indent` (all but the first, which lands after the target's
-/// own indentation), line breaks written as `eol`.
+/// own indentation), line breaks written as `eol`. A first line at column 0 over lines indented
+/// deeper than the target is a declaration copied without its first indentation: those lines
+/// keep theirs.
 fn reindent(new_string: &str, indent: &str, eol: &str) -> String {
-    let trimmed = new_string.trim_end_matches(['\n', '\r']);
+    let trimmed = new_string.trim_start_matches(['\n', '\r']).trim_end_matches(['\n', '\r']);
     let lines: Vec<&str> = trimmed.lines().collect();
-    let common = lines
-        .iter()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| l.len() - l.trim_start_matches([' ', '\t']).len())
-        .min()
-        .unwrap_or(0);
+    let width = |l: &&str| l.len() - l.trim_start_matches([' ', '\t']).len();
+    let first = lines.first().map_or(0, width);
+    let rest = lines.iter().skip(1).filter(|l| !l.trim().is_empty()).map(width).min();
+    let common = match rest {
+        Some(rest) if first == 0 && !indent.is_empty() && rest > indent.len() => indent.len(),
+        Some(rest) => rest.min(first),
+        None => first,
+    };
     let mut out = String::new();
     for (i, line) in lines.iter().enumerate() {
         if i > 0 {
@@ -117,7 +121,8 @@ fn reindent(new_string: &str, indent: &str, eol: &str) -> String {
         if i > 0 {
             out.push_str(indent);
         }
-        out.push_str(line.get(common..).unwrap_or(line.trim_start()));
+        let cut = if i == 0 { first.min(common) } else { common };
+        out.push_str(line.get(cut..).unwrap_or(line.trim_start()));
     }
     out
 }

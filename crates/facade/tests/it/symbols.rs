@@ -289,6 +289,15 @@ fn edit_by_name_path_replaces_the_declaration_and_keeps_every_other_byte() {
         text,
         "edited a.py: replaced method Context/ensure_object (was lines 14-18, now 14-15)"
     );
+    // Copied from a read without the first line's indentation: the other lines keep theirs.
+    check_edit(
+        "a.py",
+        PYTHON,
+        json!({"symbol": "Context/ensure_object",
+               "new_string": "def ensure_object(self, object_type):\n        return self.obj\n"}),
+        old,
+        "    def ensure_object(self, object_type):\n        return self.obj",
+    );
     check_edit(
         "a.go",
         GO,
