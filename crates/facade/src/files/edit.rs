@@ -81,7 +81,7 @@ impl TypedTool for EditTool {
                 "edit: argument `old_string` is empty; give the exact text to replace, or `symbol` (a name path) to replace a declaration whole (use `write` to create a file)",
             );
         }
-        if args.old_string == args.new_string {
+        if args.symbol.is_none() && args.old_string == args.new_string {
             return ToolResult::error(
                 "edit: `old_string` and `new_string` are identical; nothing would change",
             );

@@ -393,6 +393,13 @@ fn ambiguous_missing_and_unoutlinable_name_paths_are_refused_with_what_would_wor
         call(&project, "edit", json!({"path": "a.rs", "insert": "after", "new_string": "y"}));
     assert!(err);
     insta::assert_snapshot!(text, @"edit: argument `insert` needs `symbol`: the name path of the declaration to insert before or after");
+    let (err, text) =
+        call(&project, "edit", json!({"path": "a.rs", "symbol": "square", "new_string": ""}));
+    assert!(err);
+    assert!(
+        text.starts_with("edit: argument `new_string` is empty; give the whole new declaration"),
+        "{text}"
+    );
     assert_eq!(project.read("a.rs"), RUST, "nothing was written");
 }
 
