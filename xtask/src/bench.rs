@@ -10,6 +10,8 @@ mod bench_astgrep;
 mod bench_debug;
 #[path = "bench_diagnostics.rs"]
 mod bench_diagnostics;
+#[path = "bench_economy.rs"]
+mod bench_economy;
 #[path = "bench_eval.rs"]
 mod bench_eval;
 #[path = "bench_files.rs"]
@@ -25,6 +27,11 @@ type Bench = fn(&[String]) -> Result<()>;
 const BENCHES: &[(&str, &str, Bench)] = &[
     ("astgrep", "structural search vs the ast-grep CLI", bench_astgrep::run),
     ("debug", "launch to the first stop snapshot vs a raw DAP client", bench_debug::run),
+    (
+        "economy",
+        "calls and characters of reading and editing by symbol vs by lines and text (click)",
+        bench_economy::run,
+    ),
     (
         "eval",
         "Python/JavaScript kernels vs ipykernel and bare python/node, interleaved",

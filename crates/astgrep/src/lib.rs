@@ -9,6 +9,7 @@ mod edit;
 mod error;
 mod lang;
 mod matcher;
+pub mod outline;
 mod pattern;
 mod query;
 mod rule;

@@ -30,11 +30,11 @@ pub use lsp_types;
 
 pub use crate::{
     actions::{
-        Action, Answer, CheckRunReport, CodeActionItem, CodeActionList, DiagnosticsAnswer,
-        FileDiagnostics, HoverAnswer, Located, Locations, LspArgs, LspOutput, LspResult,
-        MAX_DIAGNOSTICS, MAX_DOCUMENT_SYMBOLS, MAX_REFERENCES, MAX_WORKSPACE_SYMBOLS, Outline,
-        OutlineRow, ProjectCheckReport, ReloadAnswer, Reloaded, ShownLocation, StatusAnswer,
-        SymbolsAnswer, WorkspaceSymbolRow, WorkspaceSymbols, locate,
+        Action, Answer, CallRow, Calls, CheckRunReport, CodeActionItem, CodeActionList,
+        DiagnosticsAnswer, FileDiagnostics, HoverAnswer, Located, Locations, LspArgs, LspOutput,
+        LspResult, MAX_DIAGNOSTICS, MAX_DOCUMENT_SYMBOLS, MAX_REFERENCES, MAX_WORKSPACE_SYMBOLS,
+        Outline, OutlineRow, ProjectCheckReport, ReloadAnswer, Reloaded, ShownLocation,
+        StatusAnswer, SymbolsAnswer, WorkspaceSymbolRow, WorkspaceSymbols, locate,
     },
     code_action::{CODE_ACTION_DESCRIPTION, CodeActionArgs, CodeActionReport},
     config::{LspConfig, OnWriteConfig, ServerDef, ServerOverride, builtin_servers},
@@ -59,12 +59,12 @@ pub use agent_tools_support::Before;
 pub use agent_tools_support::progress::CallScope;
 
 /// The `lsp` tool's description for a model.
-pub const LSP_DESCRIPTION: &str = "Ask the language server about code. Address a symbol by file, \
-line (1-based) and symbol (text on that line; `a.b` means b); no column is guessed. definition, \
-type_definition, implementation, references, hover, code_actions need all three. diagnostics: \
-file, or \"*\" for the project's checker. symbols: query (workspace) or file (outline). \
-references and symbols page with offset. status: servers, roots, what is missing. reload: \
-restart a server.";
+pub const LSP_DESCRIPTION: &str = "Ask the language server about code. Address a symbol by file \
+plus line (1-based) and symbol (text on it; `a.b` means b), or plus symbol alone as a name path \
+(Class/method); no column is guessed. definition, type_definition, implementation, references, \
+hover, code_actions, incoming_calls, outgoing_calls need one. diagnostics: file, or \"*\" for \
+the project's checker. symbols: query or file (outline). references, calls, symbols page with \
+offset. status: servers, roots, what is missing. reload: restart a server.";
 
 /// The `lsp_rename` tool's description for a model.
 pub const RENAME_DESCRIPTION: &str = "Rename a symbol across the project through the language \

@@ -8,6 +8,7 @@ mod error;
 pub mod framing;
 pub mod fs;
 pub mod journal;
+pub mod name_path;
 pub mod process;
 pub mod progress;
 mod tier;

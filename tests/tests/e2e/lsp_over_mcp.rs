@@ -139,3 +139,44 @@ fn a_long_outline_is_cut_by_the_output_cap_alike_in_text_and_structured_content(
     let next = format!("call again with offset={shown}");
     assert!(text.contains(&next), "the text says how to go on: {text}");
 }
+
+#[test]
+fn a_client_reads_and_edits_by_name_path_and_gets_the_new_diagnostics_and_the_callers() {
+    let project = python_project();
+    let script = McpScript::new(&project.root, &[])
+        .call("read", json!({"path": "shapes.py", "symbol": "make_square"}))
+        .call(
+            "edit",
+            json!({"path": "shapes.py", "symbol": "make_square",
+            "new_string": "def make_square(side: float) -> float:\n    return str(side)\n"}),
+        )
+        .call(
+            "lsp",
+            json!({"action": "incoming_calls", "file": "shapes.py", "symbol": "make_square"}),
+        );
+    let Some(results) = check(script) else { return };
+    let read = text_of(&results[1]);
+    assert_eq!(
+        read,
+        "1\tdef make_square(side: float) -> float:\n2\t    return side * side\n[shapes.py: function make_square, lines 1-2]\n"
+    );
+    assert!(results[1]["structured"].is_null(), "read has no structured content over MCP");
+    let edit = text_of(&results[2]);
+    assert!(
+        edit.starts_with(
+            "edited shapes.py: replaced function make_square (was lines 1-2, now 1-2)"
+        ),
+        "{edit}"
+    );
+    assert!(edit.contains("1 new error") && edit.contains("reportReturnType"), "{edit}");
+    assert_eq!(
+        std::fs::read_to_string(project.root.join("shapes.py")).unwrap(),
+        "def make_square(side: float) -> float:\n    return str(side)\n"
+    );
+    let callers = text_of(&results[3]);
+    eprintln!("{callers}");
+    assert!(
+        callers.contains("main.py:3:7  <module>") || callers.contains("main.py:3:7"),
+        "{callers}"
+    );
+}

@@ -17,6 +17,8 @@ mod features;
 mod fuzz;
 #[cfg(feature = "default")]
 mod matching;
+#[cfg(feature = "default")]
+mod outline;
 #[cfg(all(
     feature = "lang-c",
     feature = "lang-go",

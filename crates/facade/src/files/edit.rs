@@ -1,4 +1,5 @@
-//! `edit`: replace an exact string in one file, crash-atomically, confined by handle.
+//! `edit`: replace an exact string in one file, or a declaration by name path (or insert a
+//! sibling of it), crash-atomically, confined by handle.
 
 use std::sync::Arc;
 
@@ -7,7 +8,10 @@ use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::access::{self, Access};
+use super::{
+    access::{self, Access},
+    edit_symbol::{self, Insert},
+};
 use crate::tool::{Before, CallContext, Tier, ToolResult, ToolSpec, TypedTool};
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -15,13 +19,19 @@ use crate::tool::{Before, CallContext, Tier, ToolResult, ToolSpec, TypedTool};
 pub struct EditArgs {
     /// File to edit, relative to the run's root.
     pub path: String,
-    /// Exact text to replace, including whitespace; must occur once unless replace_all is set.
+    // Exact text to replace, including whitespace; must occur once unless replace_all is set.
+    #[serde(default)]
     pub old_string: String,
     /// Text to put in its place.
     pub new_string: String,
-    /// Replace every occurrence instead of exactly one (default false).
+    // Replace every occurrence instead of exactly one (default false).
     #[serde(default)]
     pub replace_all: bool,
+    // Instead of old_string: a declaration by name path (`Class/method`), which new_string
+    // replaces whole; the tool's description says so (the tool list's token budget).
+    pub symbol: Option<String>,
+    // With `symbol`: new_string is added as a sibling declaration before or after it.
+    pub insert: Option<Insert>,
     /// Preview only: nothing written.
     #[serde(default)]
     pub dry_run: bool,
@@ -36,7 +46,7 @@ impl EditTool {
         EditTool {
             spec: ToolSpec::new::<EditArgs>(
                 "edit",
-                "Replace an exact string in a file. old_string must match exactly once (include surrounding lines to make it unique), or set replace_all.",
+                "Replace old_string, exact text that must occur once (add surrounding lines to make it unique) unless replace_all, by new_string. Or symbol (a name path) instead of old_string: new_string replaces that declaration, or with insert goes beside it.",
                 Tier::Write,
             ),
         }
@@ -66,18 +76,37 @@ impl TypedTool for EditTool {
     }
 
     async fn run(&self, ctx: &CallContext, args: EditArgs) -> ToolResult {
-        if args.old_string.is_empty() {
+        if let Some(refusal) = symbol_conflict(&args) {
+            return ToolResult::error(format!("edit: {refusal}"));
+        }
+        if args.old_string.is_empty() && args.symbol.is_none() {
             return ToolResult::error(
-                "edit: argument `old_string` is empty; give the exact text to replace (use `write` to create a file)",
+                "edit: argument `old_string` is empty; give the exact text to replace, or `symbol` (a name path) to replace a declaration whole (use `write` to create a file)",
             );
         }
-        if args.old_string == args.new_string {
+        if args.symbol.is_none() && args.old_string == args.new_string {
             return ToolResult::error(
                 "edit: `old_string` and `new_string` are identical; nothing would change",
             );
         }
         let path = args.path.clone();
         access::run(ctx, "edit", &[&path], move |access| edit(&access, &args)).await
+    }
+}
+
+/// Why `symbol`, `insert` and the text form's arguments cannot go together, if they cannot.
+fn symbol_conflict(args: &EditArgs) -> Option<&'static str> {
+    match (&args.symbol, args.insert) {
+        (None, Some(_)) => Some(
+            "argument `insert` needs `symbol`: the name path of the declaration to insert before or after",
+        ),
+        (Some(_), _) if !args.old_string.is_empty() => Some(
+            "give `old_string` (exact text) or `symbol` (a name path), not both: with `symbol`, new_string is the whole new declaration",
+        ),
+        (Some(_), _) if args.replace_all => Some(
+            "argument `replace_all` cannot be given with `symbol`; a name path names one declaration",
+        ),
+        _ => None,
     }
 }
 
@@ -91,6 +120,12 @@ fn edit(access: &Access, args: &EditArgs) -> ToolResult {
     let shown = rel.to_string();
     let plan = |changed: bool| {
         let text = access.read_text(&rel, "path")?;
+        if let Some(symbol) = &args.symbol {
+            let planned = edit_symbol::plan(&rel, &text, symbol, &args.new_string, args.insert)?;
+            let expect = Expect::holding(Some(text.as_bytes()));
+            let change = Change::write(rel.clone(), planned.updated.into_bytes(), expect);
+            return Ok((vec![change], (text, vec![planned.at], Some(planned.summary))));
+        }
         let positions: Vec<usize> = text.match_indices(&args.old_string).map(|(i, _)| i).collect();
         if changed && (positions.is_empty() || positions.len() > 1 && !args.replace_all) {
             let now = match positions.len() {
@@ -135,13 +170,13 @@ fn edit(access: &Access, args: &EditArgs) -> ToolResult {
         };
         let expect = Expect::holding(Some(text.as_bytes()));
         let change = Change::write(rel.clone(), updated.into_bytes(), expect);
-        Ok((vec![change], (text, positions)))
+        Ok((vec![change], (text, positions, None)))
     };
     if args.dry_run {
         return match plan(false) {
-            Ok((mut changes, (text, positions))) => {
+            Ok((mut changes, (text, positions, summary))) => {
                 let after = changes.remove(0).contents.map(Arc::from);
-                let what = replacements(&text, &positions);
+                let what = summary.unwrap_or_else(|| replacements(&text, &positions));
                 ToolResult::text(format!(
                     "dry run: would edit {shown}: {what}; nothing was written"
                 ))
@@ -154,11 +189,11 @@ fn edit(access: &Access, args: &EditArgs) -> ToolResult {
             Err(e) => ToolResult::error(format!("edit: {e}")),
         };
     }
-    let (done, (text, positions)) = match access.commit_fresh("path", plan) {
+    let (done, (text, positions, summary)) = match access.commit_fresh("path", plan) {
         Ok((mut done, extra)) => (done.remove(0), extra),
         Err(e) => return ToolResult::error(format!("edit: {e}")),
     };
-    let what = replacements(&text, &positions);
+    let what = summary.unwrap_or_else(|| replacements(&text, &positions));
     ToolResult::text(format!("edited {shown}: {what}")).with_changed_file_before(
         access.absolute(&done.path),
         Before::Contents(Arc::from(text.into_bytes())),

@@ -7,8 +7,10 @@
 mod access;
 mod apply_patch;
 mod edit;
+mod edit_symbol;
 mod patch;
 mod read;
+mod symbols;
 mod write;
 
 use std::sync::Arc;
@@ -16,6 +18,7 @@ use std::sync::Arc;
 pub use self::{
     apply_patch::{ApplyPatchArgs, ApplyPatchTool},
     edit::{EditArgs, EditTool},
+    edit_symbol::Insert,
     read::{ReadArgs, ReadOutput, ReadTool},
     write::{WriteArgs, WriteTool},
 };

@@ -1,4 +1,9 @@
-//! `read`: a text file's lines, numbered for the model and raw as structured content.
+//! `read`: a text file's lines, numbered; one declaration by name path; or the file's outline.
+//!
+//! The model gets the numbered text in every client: `read` declares no output schema, so no
+//! MCP result carries structured content (Claude Code and Codex would show a model only that,
+//! without line numbers, and numbered lines cost more as JSON than as text). Programs calling it
+//! (an `eval` cell's `tool()`) get the lines' exact text as data, [`ReadOutput`].
 
 use std::{
     fs::File,
@@ -10,10 +15,12 @@ use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-
 use tokio_util::sync::CancellationToken;
 
-use super::access::{self, Access, SNIFF_BYTES};
+use super::{
+    access::{self, Access, SNIFF_BYTES},
+    symbols::{self, MAX_OUTLINE_ROWS},
+};
 use crate::tool::{CallContext, Tier, ToolResult, ToolSpec, TypedTool, fit_prefix};
 
 /// Lines `read` shows when no range is given.
@@ -33,12 +40,22 @@ pub struct ReadArgs {
     /// First line to show, 1-based (default 1).
     #[schemars(range(min = 1))]
     pub start_line: Option<usize>,
-    /// Last line to show, inclusive (default: 2000 lines after start_line).
+    /// Last line to show, inclusive (default: 2000 lines on).
     #[schemars(range(min = 1))]
     pub end_line: Option<usize>,
+    // A declaration to show whole, by name path (`Class/method`, `name[2]`); the tool's
+    // description says so (the tool list's token budget).
+    pub symbol: Option<String>,
+    // Show the file's outline: declarations with kind, name path and lines.
+    #[serde(default)]
+    pub outline: bool,
 }
 
-/// The structured payload of `read`: the same lines as the text, unnumbered.
+/// Declarations listed above the first page of a file longer than one read.
+const HEAD_OUTLINE_ROWS: usize = 150;
+
+/// The data of a `read` for programs (never sent to MCP clients): the same lines as the text,
+/// unnumbered and exactly as in the file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ReadOutput {
     /// The file, relative to the root.
@@ -58,6 +75,9 @@ pub struct ReadOutput {
     /// on; the text ends with the same note.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// With `symbol`: the declaration's name path, as resolved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub symbol: Option<String>,
 }
 
 pub struct ReadTool {
@@ -69,10 +89,9 @@ impl ReadTool {
         ReadTool {
             spec: ToolSpec::new::<ReadArgs>(
                 "read",
-                "Read a text file inside the workspace, with numbered lines. Use start_line/end_line for a range of a large file.",
+                "Read a text file, lines numbered: a range (start_line, end_line), one declaration (symbol: a name path, Class/method) or its outline (outline: true).",
                 Tier::Read,
-            )
-            .with_output_schema::<ReadOutput>(),
+            ),
         }
     }
 }
@@ -109,6 +128,9 @@ fn read(
         Ok(r) => r,
         Err(e) => return fail(e),
     };
+    if args.symbol.is_some() || args.outline {
+        return read_declarations(access, &rel, args, max_chars);
+    }
     let start = args.start_line.unwrap_or(1);
     if let Some(end) = args.end_line.filter(|&end| end < start) {
         return fail(format!(
@@ -134,6 +156,7 @@ fn read(
                 total_lines: Some(0),
                 content: String::new(),
                 note: None,
+                symbol: None,
             },
         ));
     }
@@ -143,8 +166,18 @@ fn read(
             count(total as u64, "line", "lines")
         ));
     }
+    let first_page = args.start_line.is_none() && args.end_line.is_none();
+    let head = if first_page
+        && !(window.total == Some(window.lines.len())
+            && render(&shown, start, &window, window.lines.len(), max_chars, None, "")
+                .fits(max_chars))
+    {
+        outline_head(access, &rel, &window)
+    } else {
+        String::new()
+    };
     let (n, result) = fit_prefix(window.lines.len(), max_chars, |n| {
-        render(&shown, start, &window, n, max_chars, None)
+        render(&shown, start, &window, n, max_chars, None, &head)
     });
     if n > 1 || result.fits(max_chars) {
         return result;
@@ -152,7 +185,7 @@ fn read(
     // One line alone is over the cap: it is cut to what fits, in both renderings.
     let chars = window.lines[0].chars().count();
     let (_, result) = fit_prefix(chars, max_chars, |keep| {
-        render(&shown, start, &window, 1, max_chars, Some(keep))
+        render(&shown, start, &window, 1, max_chars, Some(keep), &head)
     });
     result
 }
@@ -162,9 +195,28 @@ fn char_boundary(line: &str, keep: usize) -> usize {
     line.char_indices().nth(keep).map_or(line.len(), |(i, _)| i)
 }
 
+/// The outline put above the first page of a file longer than one read, when its language
+/// has one (empty otherwise).
+fn outline_head(access: &Access, rel: &RelPath, window: &Window) -> String {
+    if !symbols::has_outline(rel) {
+        return String::new();
+    }
+    let Ok(text) = access.read_text(rel, "path") else { return String::new() };
+    match symbols::outline(rel, &text, HEAD_OUTLINE_ROWS) {
+        Ok((shown, count)) if count > 0 => {
+            let total = window.total.map_or_else(String::new, |t| format!(" of {t} lines"));
+            format!(
+                "[{rel}{total} is longer than one read; its {count} declarations (read one whole \
+                 with symbol=\"<name path>\"):]\n{shown}[{rel} from line 1:]\n"
+            )
+        }
+        _ => String::new(),
+    }
+}
+
 /// The result showing the first `n` lines of `window` (of the first line only its first
-/// `keep_chars` characters, when given): numbered in the text, raw in the payload, and the same
-/// note in both on where it stopped and how to go on.
+/// `keep_chars` characters, when given), numbered, under `head`, with a note on where it
+/// stopped and how to go on.
 fn render(
     shown: &str,
     start: usize,
@@ -172,11 +224,12 @@ fn render(
     n: usize,
     max_chars: usize,
     keep_chars: Option<usize>,
+    head: &str,
 ) -> ToolResult {
     let lines = &window.lines[..n];
     let end = start + n - 1;
     let width = end.to_string().len();
-    let mut out = String::new();
+    let mut out = head.to_string();
     let mut content = String::new();
     for (i, (line, ending)) in lines.iter().zip(&window.endings).enumerate() {
         let (line, ending) = match keep_chars {
@@ -233,7 +286,103 @@ fn render(
         total_lines: window.total,
         content,
         note: (!notes.is_empty()).then(|| notes.join("\n")),
+        symbol: None,
     }))
+}
+
+/// `read` with `symbol` (one declaration whole, numbered) or `outline: true`.
+fn read_declarations(
+    access: &Access,
+    rel: &RelPath,
+    args: &ReadArgs,
+    max_chars: usize,
+) -> ToolResult {
+    let fail = |e: String| ToolResult::error(format!("read: {e}"));
+    let given = [("start_line", args.start_line.is_some()), ("end_line", args.end_line.is_some())];
+    if let Some((arg, _)) = given.iter().find(|(_, set)| *set) {
+        return fail(format!(
+            "argument `{arg}` cannot be given with `symbol` or `outline`: a declaration is shown \
+             whole; leave out `{arg}`, or `symbol` to read by lines"
+        ));
+    }
+    let text = match access.read_text(rel, "path") {
+        Ok(text) => text,
+        Err(e) => return fail(e),
+    };
+    let symbol = match (&args.symbol, args.outline) {
+        (Some(_), true) => {
+            return fail(
+                "give `symbol` (one declaration) or `outline: true` (all of them), not both".into(),
+            );
+        }
+        (Some(symbol), false) => symbol,
+        (None, _) => {
+            return match symbols::outline(rel, &text, MAX_OUTLINE_ROWS) {
+                Ok((_, 0)) => ToolResult::text(format!("{rel} declares nothing an outline lists")),
+                Ok((shown, _)) => ToolResult::text(shown),
+                Err(e) => fail(e),
+            };
+        }
+    };
+    let declaration = match symbols::find(rel, &text, symbol) {
+        Ok(d) => d,
+        Err(e) => return fail(e),
+    };
+    let lines: Vec<&str> = text
+        .split_inclusive('\n')
+        .skip(declaration.start_line - 1)
+        .take(declaration.end_line + 1 - declaration.start_line)
+        .collect();
+    let total = text.lines().count();
+    let (_, result) = fit_prefix(lines.len(), max_chars, |n| {
+        render_declaration(rel, &declaration, &lines[..n], total, max_chars)
+    });
+    result
+}
+
+/// A declaration's lines, numbered, and a note naming it (and where to go on when the output
+/// cap cut it).
+fn render_declaration(
+    rel: &RelPath,
+    declaration: &symbols::Declaration,
+    lines: &[&str],
+    total: usize,
+    max_chars: usize,
+) -> ToolResult {
+    let start = declaration.start_line;
+    let end = start + lines.len() - 1;
+    let width = end.to_string().len();
+    let mut out = String::new();
+    for (i, line) in lines.iter().enumerate() {
+        let line = line.trim_end_matches('\n').trim_end_matches('\r');
+        out.push_str(&format!("{:>width$}\t{line}\n", start + i));
+    }
+    let what = format!("{} {}", declaration.kind, declaration.name_path);
+    if end < declaration.end_line {
+        out.push_str(&format!(
+            "[{rel}: {what} is lines {start}-{}; showed {start}-{end} (the rest is over the \
+             {max_chars}-character output cap); call read with start_line={} end_line={} for the rest]\n",
+            declaration.end_line,
+            end + 1,
+            declaration.end_line
+        ));
+    } else {
+        out.push_str(&format!("[{rel}: {what}, lines {start}-{end}]\n"));
+    }
+    let note = out.lines().last().map(str::to_string);
+    ToolResult::text(out).with_structured(payload(&ReadOutput {
+        path: rel.to_string(),
+        start_line: start,
+        end_line: end,
+        total_lines: Some(total),
+        content: lines.concat(),
+        note,
+        symbol: Some(declaration.name_path.clone()),
+    }))
+}
+
+fn payload(output: &ReadOutput) -> Value {
+    serde_json::to_value(output).unwrap_or(Value::Null)
 }
 
 /// The lines `start..=last` of a file, read as a stream: only the bytes up to the last line
@@ -390,8 +539,4 @@ impl Window {
         self.lines.push(text);
         Ok(len)
     }
-}
-
-fn payload(output: &ReadOutput) -> Value {
-    serde_json::to_value(output).unwrap_or(Value::Null)
 }

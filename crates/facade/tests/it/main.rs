@@ -7,6 +7,7 @@ mod file_tools;
 mod previews;
 mod shutdown;
 mod surfaces;
+mod symbols;
 
 use agent_tools::{RegistryBuilder, RunInfo, SurfaceKind, ToolResult};
 use serde_json::Value;

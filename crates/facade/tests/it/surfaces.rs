@@ -79,7 +79,7 @@ fn a_wrong_type_is_named() {
 fn an_unknown_argument_is_refused_with_the_known_ones() {
     let project = Project::new(&[("a.txt", "x\n")]);
     let result = project.call(SurfaceKind::Build, "read", json!({"path": "a.txt", "offset": 3}));
-    insta::assert_snapshot!(result.text, @"read: unknown argument `offset`; known arguments: end_line, path, start_line");
+    insta::assert_snapshot!(result.text, @"read: unknown argument `offset`; known arguments: end_line, outline, path, start_line, symbol");
 }
 
 #[test]

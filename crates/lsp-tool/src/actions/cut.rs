@@ -14,6 +14,7 @@ impl LspResult {
             | LspResult::TypeDefinition(l)
             | LspResult::Implementation(l)
             | LspResult::References(l) => l.locations.len(),
+            LspResult::IncomingCalls(c) | LspResult::OutgoingCalls(c) => c.calls.len(),
             LspResult::Hover(h) => h.hover.as_ref().map_or(1, |text| text.chars().count()),
             LspResult::Symbols(SymbolsAnswer::Workspace(w)) => w.symbols.len(),
             LspResult::Symbols(SymbolsAnswer::Outline(o)) => o.symbols.len(),
@@ -34,6 +35,7 @@ impl LspResult {
             | LspResult::TypeDefinition(l)
             | LspResult::Implementation(l)
             | LspResult::References(l) => l.locations.truncate(n),
+            LspResult::IncomingCalls(c) | LspResult::OutgoingCalls(c) => c.calls.truncate(n),
             LspResult::Hover(h) => {
                 if let Some(text) = h.hover.as_mut() {
                     let total = text.chars().count();

@@ -1,16 +1,18 @@
 //! The `lsp` tool: its arguments, the ten actions, line + symbol addressing, and the rendering
 //! of every answer as `path:line:col` with the source line.
 
+mod calls;
 mod cut;
+mod name_path;
 mod navigation;
 mod result;
 mod status;
 mod symbols;
 
 pub use result::{
-    CheckRunReport, CodeActionItem, CodeActionList, DiagnosticsAnswer, FileDiagnostics,
-    HoverAnswer, Locations, LspResult, Outline, OutlineRow, ProjectCheckReport, ReloadAnswer,
-    Reloaded, StatusAnswer, SymbolsAnswer, WorkspaceSymbolRow, WorkspaceSymbols,
+    CallRow, Calls, CheckRunReport, CodeActionItem, CodeActionList, DiagnosticsAnswer,
+    FileDiagnostics, HoverAnswer, Locations, LspResult, Outline, OutlineRow, ProjectCheckReport,
+    ReloadAnswer, Reloaded, StatusAnswer, SymbolsAnswer, WorkspaceSymbolRow, WorkspaceSymbols,
 };
 
 use std::{
@@ -73,6 +75,10 @@ pub enum Action {
     Symbols,
     /// Quick fixes the server offers at the symbol (listed, not applied).
     CodeActions,
+    /// Who calls the symbol: each call site with the caller's name path (at most 50).
+    IncomingCalls,
+    /// What the symbol calls: each callee where it is declared (at most 50).
+    OutgoingCalls,
     /// Which servers run, for which roots, and why a language has none.
     Status,
     /// Restart the server of `file`'s root (or every running server).
@@ -90,6 +96,8 @@ impl Action {
             Action::Hover => "hover",
             Action::Symbols => "symbols",
             Action::CodeActions => "code_actions",
+            Action::IncomingCalls => "incoming_calls",
+            Action::OutgoingCalls => "outgoing_calls",
             Action::Status => "status",
             Action::Reload => "reload",
         }
@@ -99,7 +107,7 @@ impl Action {
     /// others are answered from the open file and what it names.
     fn scope(self) -> Scope {
         match self {
-            Action::References | Action::Implementation => Scope::Project,
+            Action::References | Action::Implementation | Action::IncomingCalls => Scope::Project,
             _ => Scope::File,
         }
     }
@@ -113,6 +121,8 @@ impl Action {
             Action::References => Some(("referencesProvider", "references")),
             Action::Hover => Some(("hoverProvider", "hover")),
             Action::CodeActions => Some(("codeActionProvider", "code actions")),
+            Action::IncomingCalls => Some(("callHierarchyProvider", "incoming calls")),
+            Action::OutgoingCalls => Some(("callHierarchyProvider", "outgoing calls")),
             _ => None,
         }
     }
@@ -124,7 +134,7 @@ impl Action {
 #[serde(deny_unknown_fields)]
 pub struct LspArgs {
     /// The action: diagnostics, definition, type_definition, implementation, references, hover,
-    /// symbols, code_actions, status, reload.
+    /// symbols, code_actions, incoming_calls, outgoing_calls, status, reload.
     pub action: Action,
     /// File relative to the workspace root. Required for navigation actions and per-file
     /// diagnostics; `"*"` with `diagnostics` runs the project's checker; with `symbols` it lists
@@ -135,7 +145,8 @@ pub struct LspArgs {
     #[serde(default)]
     pub line: Option<u32>,
     /// Text on that line that marks the symbol, for example a function name. Required for
-    /// navigation actions; a whole-word match is preferred over a substring.
+    /// navigation actions; a whole-word match is preferred over a substring. Without `line`, a
+    /// name path (`Class/method`) found in the server's document symbols.
     #[serde(default)]
     pub symbol: Option<String>,
     /// Which occurrence of `symbol` on the line, 1-based (default 1).
@@ -162,10 +173,11 @@ impl JsonSchema for LspArgs {
             "type": "object",
             "properties": {
                 "action": {"enum": ["diagnostics", "definition", "type_definition", "implementation",
-                    "references", "hover", "symbols", "code_actions", "status", "reload"]},
+                    "references", "hover", "symbols", "code_actions", "incoming_calls",
+                    "outgoing_calls", "status", "reload"]},
                 "file": {"type": "string"},
                 "line": {"type": "integer", "minimum": 1},
-                "symbol": {"type": "string", "description": "text on `line` naming the symbol"},
+                "symbol": {"type": "string"},
                 "occurrence": {"type": "integer", "minimum": 1},
                 "query": {"type": "string"},
                 "offset": {"type": "integer", "minimum": 0},

@@ -14,16 +14,16 @@ use lsp_types::{
 use super::{result::*, *};
 
 /// Where the addressed symbol is, as every request of the action needs it.
-struct Addressed {
-    document: TextDocumentIdentifier,
-    position: Position,
-    end: Position,
-    symbol: String,
-    at: String,
+pub(super) struct Addressed {
+    pub document: TextDocumentIdentifier,
+    pub position: Position,
+    pub end: Position,
+    pub symbol: String,
+    pub at: String,
 }
 
 impl Addressed {
-    fn position_params(&self) -> TextDocumentPositionParams {
+    pub(super) fn position_params(&self) -> TextDocumentPositionParams {
         TextDocumentPositionParams { text_document: self.document.clone(), position: self.position }
     }
 }
@@ -58,6 +58,9 @@ impl Supervisor {
             Action::Hover => hover(&server, addressed, what, busy, cancel).await?,
             Action::CodeActions => {
                 self.code_action_list(&server, &doc, addressed, busy, cancel).await?
+            }
+            Action::IncomingCalls | Action::OutgoingCalls => {
+                self.calls(&server, args, addressed, what, busy, cancel).await?
             }
             _ => self.locations(&server, args, addressed, what, busy, cancel).await?,
         };
@@ -155,8 +158,12 @@ impl Supervisor {
         let action = args.action;
         let shown = display_relative(self.root(), path);
         let Some(line) = args.line else {
+            if let Some(symbol) = args.symbol.as_deref().filter(|s| !s.trim().is_empty()) {
+                return self.address_by_name_path(path, symbol, cancel).await;
+            }
             return Err(LspError::Invalid(format!(
-                "action `{}` needs `line` (1-based) and `symbol` (text on that line); no column is guessed",
+                "action `{}` needs `symbol`: a name path (`Class/method`), or with `line` \
+                 (1-based) the text on that line; no column is guessed",
                 action.as_str()
             )));
         };

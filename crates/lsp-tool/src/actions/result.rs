@@ -20,6 +20,8 @@ pub enum LspResult {
     References(Locations),
     Hover(HoverAnswer),
     CodeActions(CodeActionList),
+    IncomingCalls(Calls),
+    OutgoingCalls(Calls),
     Symbols(SymbolsAnswer),
     Diagnostics(DiagnosticsAnswer),
     Status(StatusAnswer),
@@ -39,6 +41,33 @@ pub struct Locations {
     pub locations: Vec<ShownLocation>,
     /// What the server was still busy with when it answered (the answer may be partial).
     pub partial: Option<String>,
+}
+
+/// Calls into or out of a symbol, one page of them.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct Calls {
+    /// The symbol's name path, or its text on the line.
+    pub symbol: String,
+    pub at: String,
+    pub server: String,
+    pub total: usize,
+    pub offset: usize,
+    pub calls: Vec<CallRow>,
+    /// What the server was still busy with when it answered (the answer may be partial).
+    pub partial: Option<String>,
+}
+
+/// One call: where (the call site of an incoming call, the callee's declaration of an outgoing
+/// one), and the caller or callee by name path.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct CallRow {
+    pub path: String,
+    pub line: u32,
+    pub column: u32,
+    pub name_path: String,
+    pub kind: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
 }
 
 /// A symbol's signature and documentation.
@@ -203,6 +232,8 @@ impl LspResult {
             LspResult::References(l) => l.render("references"),
             LspResult::Hover(h) => h.render(),
             LspResult::CodeActions(c) => c.render(),
+            LspResult::IncomingCalls(c) => c.render("caller(s) of", "calls"),
+            LspResult::OutgoingCalls(c) => c.render("callee(s) of", "callees"),
             LspResult::Symbols(SymbolsAnswer::Workspace(w)) => w.render(),
             LspResult::Symbols(SymbolsAnswer::Outline(o)) => o.render(),
             LspResult::Diagnostics(DiagnosticsAnswer::File(f)) => f.render(),
@@ -233,6 +264,38 @@ impl Locations {
             out.push_str(&loc.render());
         }
         if let Some(note) = page_note(self.offset, self.locations.len(), self.total) {
+            out.push('\n');
+            out.push_str(&note);
+        }
+        if let Some(busy) = &self.partial {
+            out.push_str(&format!(
+                "\n(may be partial: the server is still {busy}; ask again shortly for the full answer)"
+            ));
+        }
+        out
+    }
+}
+
+impl Calls {
+    fn render(&self, heading: &str, what: &str) -> String {
+        if self.total == 0 {
+            let state = match &self.partial {
+                Some(busy) => format!("still {busy}; ask again shortly"),
+                None => "ready".to_string(),
+            };
+            return format!("no {what} found for {} ({}, {state})", self.at, self.server);
+        }
+        let mut out = format!("{} {heading} {}:", self.total, self.at);
+        for call in &self.calls {
+            out.push_str(&format!(
+                "\n{}:{}:{}  {}",
+                call.path, call.line, call.column, call.name_path
+            ));
+            if let Some(text) = call.text.as_deref().map(str::trim).filter(|t| !t.is_empty()) {
+                out.push_str(&format!("  {text}"));
+            }
+        }
+        if let Some(note) = page_note(self.offset, self.calls.len(), self.total) {
             out.push('\n');
             out.push_str(&note);
         }

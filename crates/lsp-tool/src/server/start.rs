@@ -70,6 +70,7 @@ fn client_capabilities() -> Value {
             "implementation": {"linkSupport": true},
             "declaration": {"linkSupport": true},
             "references": {},
+            "callHierarchy": {},
             "hover": {"contentFormat": ["markdown", "plaintext"]},
             "documentSymbol": {"hierarchicalDocumentSymbolSupport": true},
             "codeAction": {

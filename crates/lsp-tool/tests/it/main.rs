@@ -3,6 +3,7 @@
 #![allow(clippy::disallowed_methods)]
 
 mod bench_on_write;
+mod by_symbol;
 mod checker_capsule;
 mod fake;
 mod real;

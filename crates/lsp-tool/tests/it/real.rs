@@ -19,19 +19,19 @@ use agent_tools_lsp::{
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-struct Real {
+pub(crate) struct Real {
     _dir: tempfile::TempDir,
     root: PathBuf,
     sup: Supervisor,
 }
 
 impl Real {
-    async fn call(&self, args: Value) -> Result<String, LspError> {
+    pub(crate) async fn call(&self, args: Value) -> Result<String, LspError> {
         let parsed: LspArgs = serde_json::from_value(args).expect("valid lsp args");
         self.sup.call(parsed, &CancellationToken::new()).await.map(|o| o.text)
     }
 
-    async fn ok(&self, args: Value) -> String {
+    pub(crate) async fn ok(&self, args: Value) -> String {
         match self.call(args.clone()).await {
             Ok(text) => {
                 eprintln!("--- lsp {args}\n{text}");
@@ -59,7 +59,7 @@ impl Real {
         std::fs::read_to_string(self.root.join(file)).expect("read fixture file")
     }
 
-    async fn finish(self) {
+    pub(crate) async fn finish(self) {
         let pids = self.sup.server_pids();
         self.sup.shutdown().await;
         for pid in pids {
@@ -82,7 +82,7 @@ fn copy_dir(from: &Path, to: &Path) {
 
 /// A fresh copy of the fixture project of `language` with a supervisor, or `None` (after a
 /// loud skip) when its server is not installed here. In CI a missing server fails the test.
-fn check(language: &str) -> Option<Real> {
+pub(crate) fn check(language: &str) -> Option<Real> {
     let (program, how) = match language {
         "python" => ("basedpyright-langserver", "pip install basedpyright (cargo xtask setup)"),
         "typescript" => (

@@ -265,7 +265,7 @@ fn claude_codes_model_gets_a_long_read_and_a_large_search_cut_once_and_a_figure(
 }
 
 /// Through Claude Code at `claude_bin` (the pinned release, or the newest): the model gets a
-/// 3,519-line read and a 500-match search cut once, alike in text and payload, and a figure as
+/// 3,519-line read (numbered lines) and a 500-match search cut once, alike in text and payload, and a figure as
 /// an image.
 pub(super) fn long_read_large_search_and_figure(claude_bin: &Path) {
     use crate::output_cap_over_mcp::{CAP, LINES, MATCHES, big_file, many_calls};
@@ -290,15 +290,16 @@ pub(super) fn long_read_large_search_and_figure(claude_bin: &Path) {
     let (_, results) =
         claude_print(claude_bin, &python, &home.root, &project.root, &marker, &calls);
 
-    // The read reaches the model inline, as the cut payload: where it stops and how to go on.
+    // The read reaches the model inline, as numbered lines: where it stops and how to go on.
     let (read, _) = model_got(&results[0]);
-    let payload: Value = serde_json::from_str(&read)
-        .unwrap_or_else(|_| panic!("the model got no payload (saved to a file?): {read:.300}"));
-    let end = payload["end_line"].as_u64().expect("end_line") as usize;
-    assert!(end > 100 && end < 2000, "cut at line {end}");
-    assert_eq!(payload["total_lines"], LINES);
-    let note = payload["note"].as_str().unwrap_or_default();
-    assert!(note.contains(&format!("start_line={}", end + 1)), "{note}");
+    let end = crate::output_cap_over_mcp::last_numbered_line(&read);
+    assert!(end > 100 && end < 2000, "cut at line {end}: {read:.300}");
+    assert!(
+        read.lines().any(|l| l.trim_start().starts_with("1\t")),
+        "numbered from line 1: {read:.300}"
+    );
+    assert!(read.contains(&format!("of {LINES}")), "{read:.300}");
+    assert!(read.contains(&format!("start_line={}", end + 1)), "{read:.300}");
     assert!(read.chars().count() <= CAP + 1_000, "{} characters", read.chars().count());
 
     // The search too: whole matches, fewer than found, and the note saying so.
