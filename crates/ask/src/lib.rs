@@ -23,8 +23,8 @@ pub const TOOL_NAME: &str = "ask_user";
 
 /// The tool's description, as the model reads it.
 pub const TOOL_DESCRIPTION: &str = "Ask the operator one question on a numbered card and wait \
-for the answer, only for a decision you cannot make or find out yourself that changes what you do \
-next; otherwise decide, go on, and say what you assumed. Give 2–6 options (the recommended one \
-first) and/or allow_free_text. A skip is a success: go on under a stated assumption, do not ask \
-again. A timeout, or no operator, is an error; nothing is ever answered for you. The same question \
-twice returns the first outcome.";
+for the answer: only for a decision you cannot make or find out that changes what you do next; \
+else decide, go on, and say what you assumed. Give 2–6 options (recommended first) and/or \
+allow_free_text. A skip is a success: go on under a stated assumption, do not ask again. A \
+timeout or no operator is an error; nothing is answered for you. The same question twice returns \
+the first outcome.";

@@ -50,9 +50,9 @@ impl JsonSchema for CodeActionArgs {
 }
 
 /// The `lsp_code_action` tool's description for a model.
-pub const CODE_ACTION_DESCRIPTION: &str = "Apply one code action that `lsp code_actions` \
-listed: the same file, line, symbol, and its number as index. All or nothing; lists the changed \
-files and the new diagnostics.";
+pub const CODE_ACTION_DESCRIPTION: &str = "Apply one code action `lsp code_actions` listed: \
+the same file, line, symbol, and its number as index. All or nothing; lists the changed files \
+and new diagnostics.";
 
 /// The result of `lsp_code_action`.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]

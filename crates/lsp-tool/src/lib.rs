@@ -63,11 +63,11 @@ pub const LSP_DESCRIPTION: &str = "Ask the language server about code. Address a
 plus line (1-based) and symbol (text on it; `a.b` means b), or plus symbol alone as a name path \
 (Class/method); no column is guessed. definition, type_definition, implementation, references, \
 hover, code_actions, incoming_calls, outgoing_calls need one. diagnostics: file, or \"*\" for \
-the project's checker. symbols: query or file (outline). references, calls, symbols page with \
-offset. status: servers, roots, what is missing. reload: restart a server.";
+the project's checker. symbols: query or file (outline). Lists page with offset. status: \
+servers, roots, what is missing. reload: restart a server.";
 
 /// The `lsp_rename` tool's description for a model.
-pub const RENAME_DESCRIPTION: &str = "Rename a symbol across the project through the language \
-server: file, line (1-based), symbol (text on that line), new_name. All or nothing; refused if \
-new_name is no identifier or taken, or a file changed since the server read it. Lists the \
-changed files and the new diagnostics.";
+pub const RENAME_DESCRIPTION: &str = "Rename a symbol across the project: file, line \
+(1-based), symbol (text on that line), new_name. All or nothing; refused if new_name is no \
+identifier or taken, or a file changed since the server read it. Lists the changed files and the \
+new diagnostics.";

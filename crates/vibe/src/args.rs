@@ -13,11 +13,11 @@ pub const MAX_WAIT_SECONDS: u64 = 600;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SpawnArgs {
-    /// The worker's whole briefing: the task, the files or area it concerns, constraints, and what done looks like. It knows nothing else, so be complete.
+    /// The worker's whole briefing: task, files or area, constraints, what done looks like. It knows nothing else.
     pub brief: String,
     /// A short label for lists and the transcript (a few words).
     pub label: String,
-    /// `fast` (default): mechanical work with a clear brief. `good`: design, judgement, or reviewing what a fast worker produced.
+    /// `fast` (default): mechanical work with a clear brief; `good`: design, judgement, review.
     #[serde(default)]
     #[schemars(extend("default" = "fast"))]
     pub tier: Option<WorkerTier>,
@@ -29,7 +29,7 @@ pub struct SpawnArgs {
 pub struct SendArgs {
     /// The worker's id, for example `w1`.
     pub worker_id: String,
-    /// Appended to the briefing; the worker restarts with the whole briefing.
+    /// Appended to the briefing; the worker restarts with all of it.
     pub message: String,
 }
 
@@ -39,7 +39,7 @@ pub struct SendArgs {
 pub struct WaitArgs {
     /// The worker's id, for example `w1`.
     pub worker_id: String,
-    /// Seconds to wait at most. Defaults to 60, min 1, max 600. Prefer longer waits to polling.
+    /// Seconds to wait at most (default 60, 1 to 600). Prefer long waits to polling.
     #[serde(default)]
     #[schemars(range(min = 1, max = 600), extend("default" = 60))]
     pub timeout_seconds: Option<u64>,

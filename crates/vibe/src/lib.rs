@@ -43,16 +43,15 @@ pub mod tools {
     pub const LIST: &str = "vibe_list";
 
     pub const SPAWN_DESCRIPTION: &str = "Start a background worker on a task; returns its id at \
-once while the worker keeps running. Delegate self-contained work with a complete brief; keep the \
-critical path yourself and give parallel workers disjoint files. Beyond the slot limit it is \
-queued. Collect results with vibe_wait; do not redo delegated work.";
+once while it runs. Delegate self-contained work with a complete brief; keep the critical path \
+and give parallel workers disjoint files. Over the slot limit it queues. Collect with vibe_wait; \
+do not redo delegated work.";
     pub const SEND_DESCRIPTION: &str = "Send a worker more instructions. A running attempt is \
 interrupted (the result says so); a finished worker starts a new attempt.";
-    pub const WAIT_DESCRIPTION: &str = "Wait until a worker finishes and return its result; returns \
-early if it stalls. If the timeout passes first, returns the current state (not an error) and the \
-worker keeps running.";
-    pub const KILL_DESCRIPTION: &str = "Stop a worker: gracefully, then forced after a short grace \
-time. Always frees its slot. On a finished worker it does nothing and says so.";
-    pub const LIST_DESCRIPTION: &str = "List every worker of this run: id, label, tier, state, \
-briefing revision, elapsed time, last activity, last result, and the slots in use.";
+    pub const WAIT_DESCRIPTION: &str = "Wait for a worker to finish and return its result (early if \
+it stalls). At the timeout: its current state, not an error; it keeps running.";
+    pub const KILL_DESCRIPTION: &str = "Stop a worker (gracefully, then forced) and free its slot; \
+a finished worker is left as it is.";
+    pub const LIST_DESCRIPTION: &str = "List the run's workers: id, label, tier, state, revision, \
+elapsed, last activity and result, slots used.";
 }

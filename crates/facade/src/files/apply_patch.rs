@@ -19,7 +19,7 @@ pub struct ApplyPatchArgs {
     /// A unified diff (`--- a/path`, `+++ b/path`, `@@ ... @@` hunks) touching one or more files.
     /// `/dev/null` as the old side creates a file, as the new side deletes it.
     pub patch: String,
-    /// Preview only: nothing written.
+    // Preview only: nothing written (the tool's description says so: the token budget).
     #[serde(default)]
     pub dry_run: bool,
 }
@@ -33,7 +33,7 @@ impl ApplyPatchTool {
         ApplyPatchTool {
             spec: ToolSpec::new::<ApplyPatchArgs>(
                 "apply_patch",
-                "Apply a unified diff to one or more files, all or nothing: if any hunk fails, no file changes.",
+                "Apply a unified diff to one or more files, all or nothing: if any hunk fails, no file changes. dry_run: check only.",
                 Tier::Write,
             ),
         }

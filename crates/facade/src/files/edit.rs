@@ -32,7 +32,7 @@ pub struct EditArgs {
     pub symbol: Option<String>,
     // With `symbol`: new_string is added as a sibling declaration before or after it.
     pub insert: Option<Insert>,
-    /// Preview only: nothing written.
+    // Preview only: nothing written (the tool's description says so: the token budget).
     #[serde(default)]
     pub dry_run: bool,
 }
@@ -46,7 +46,7 @@ impl EditTool {
         EditTool {
             spec: ToolSpec::new::<EditArgs>(
                 "edit",
-                "Replace old_string, exact text that must occur once (add surrounding lines to make it unique) unless replace_all, by new_string. Or symbol (a name path) instead of old_string: new_string replaces that declaration, or with insert goes beside it.",
+                "Replace old_string, exact text that must occur once (add surrounding lines to make it unique) unless replace_all, by new_string. Or symbol (a name path) instead of old_string: new_string replaces that declaration, or with insert goes beside it. dry_run: check only.",
                 Tier::Write,
             ),
         }

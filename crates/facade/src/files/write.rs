@@ -16,7 +16,7 @@ pub struct WriteArgs {
     pub path: String,
     /// The file's complete new content.
     pub content: String,
-    /// Preview only: nothing written.
+    // Preview only: nothing written (the tool's description says so: the token budget).
     #[serde(default)]
     pub dry_run: bool,
 }
@@ -30,7 +30,7 @@ impl WriteTool {
         WriteTool {
             spec: ToolSpec::new::<WriteArgs>(
                 "write",
-                "Create or replace a file inside the workspace with the given content (atomic; keeps the file's permissions).",
+                "Create or replace a file inside the workspace with the given content (atomic; keeps the file's permissions). dry_run: check only.",
                 Tier::Write,
             ),
         }
