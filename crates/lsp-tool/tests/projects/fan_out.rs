@@ -96,7 +96,7 @@ async fn a_prototype_changed_in_a_header_names_every_broken_file_however_many_er
     assert!(summary.iter().all(|l| l.starts_with("  ") && l.contains(": ")), "{text}");
     // clang stops at 20 errors a file; however many, they are one line here.
     assert!(
-        summary[0].starts_with("  ltable.c: ") && summary[0].ends_with(" new errors"),
+        summary.iter().any(|l| l.starts_with("  ltable.c: ") && l.ends_with(" new errors")),
         "{text}"
     );
     // ltable.c's thirty errors leave room for the details of the others.
