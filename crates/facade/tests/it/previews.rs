@@ -21,7 +21,13 @@ struct Run {
 }
 
 impl Run {
+    /// Three modules use `lib.area`.
     fn new() -> Option<Run> {
+        Run::with(3, json!({}))
+    }
+
+    /// `users` modules use `lib.area`; `on_write` is the `[lsp.on_write]` section.
+    fn with(users: usize, on_write: Value) -> Option<Run> {
         let extra = setup_paths();
         if !require_program(&["basedpyright-langserver"], &extra, "cargo xtask setup") {
             return None;
@@ -30,7 +36,7 @@ impl Run {
         let root = dir.path().canonicalize().expect("canonical");
         let mut files =
             vec![("pyproject.toml".to_string(), String::new()), ("lib.py".into(), LIB.into())];
-        for i in 1..=3 {
+        for i in 1..=users {
             files.push((
                 format!("use{i}.py"),
                 format!("from lib import area\n\nprint(area({i}))\n"),
@@ -40,7 +46,8 @@ impl Run {
             std::fs::write(root.join(path), text).expect("write");
         }
         let config: agent_tools_lsp::LspConfig =
-            serde_json::from_value(json!({"extra_paths": extra})).expect("config");
+            serde_json::from_value(json!({"extra_paths": extra, "on_write": on_write}))
+                .expect("config");
         let registry = RegistryBuilder::new()
             .with_reference_file_tools()
             .with_astgrep(Default::default())
@@ -161,28 +168,10 @@ async fn an_ast_edit_proposal_carries_its_new_errors_and_accept_reports_only_wha
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn files_over_the_bound_are_reported_at_the_head_of_the_next_result() {
-    let extra = setup_paths();
-    if !require_program(&["basedpyright-langserver"], &extra, "cargo xtask setup") {
-        return;
-    }
-    let dir = tempfile::tempdir().expect("temp dir");
-    let root = dir.path().canonicalize().expect("canonical");
-    std::fs::write(root.join("pyproject.toml"), "").expect("write");
-    std::fs::write(root.join("lib.py"), LIB).expect("write");
-    for i in 1..=6 {
-        let text = format!("from lib import area\n\nprint(area({i}))\n");
-        std::fs::write(root.join(format!("use{i}.py")), text).expect("write");
-    }
-    let config: agent_tools_lsp::LspConfig =
-        serde_json::from_value(json!({"extra_paths": extra, "on_write": {"max_files": 2}}))
-            .expect("config");
-    let registry =
-        RegistryBuilder::new().with_reference_file_tools().with_lsp(&root, config).build();
-    let surface = registry.surface(SurfaceKind::Build);
-    let info = RunInfo::new(&root);
-    let ctx = surface.context(&info, None);
+    let Some(run) = Run::with(6, json!({"max_files": 2})) else { return };
+    let ctx = run.surface.context(&run.info, None);
     let edit = json!({"path": "lib.py", "old_string": LIB, "new_string": BROKEN});
-    let result = surface.call(&ctx, "edit", edit).await;
+    let result = run.surface.call(&ctx, "edit", edit).await;
     assert!(
         result.text.contains("4 more file(s) that use it, over the bound of 2"),
         "{}",
@@ -192,7 +181,7 @@ async fn files_over_the_bound_are_reported_at_the_head_of_the_next_result() {
     // the check of the other four found, in its text and its structured content.
     let mut next = ToolResult::default();
     for _ in 0..300 {
-        next = surface.call(&ctx, "lsp", json!({"action": "status"})).await;
+        next = run.surface.call(&ctx, "lsp", json!({"action": "status"})).await;
         if next.text.starts_with("Since your edit of lib.py") {
             break;
         }
@@ -205,5 +194,5 @@ async fn files_over_the_bound_are_reported_at_the_head_of_the_next_result() {
     files.sort();
     files.dedup();
     assert_eq!(files.len(), 4, "{}", next.text);
-    registry.shutdown().await;
+    run.registry.shutdown().await;
 }
