@@ -1,9 +1,10 @@
-//! Project automation: `cargo xtask setup | ci | test | bench | wheel` (tidy checks are its tests).
+//! Project automation: `cargo xtask setup | ci | test | bench | soak | wheel` (tidy checks are its tests).
 // xtask runs the tools it automates directly.
 #![allow(clippy::disallowed_methods)]
 
 mod bench;
 mod setup;
+mod soak;
 #[cfg(test)]
 mod tidy;
 #[cfg(test)]
@@ -24,6 +25,7 @@ usage: cargo xtask <command>
   ci      setup, fmt check, clippy -D warnings, doctests, cargo package, pip install . and its pytest, nextest
   test    nextest with the test environment (PATH with the venv and npm tools), after setup
   bench   run the benchmarks side by side with the reference tools and print ratios
+  soak    MCP sessions under random kills and dropped connections (--seconds 180 --seed 38 --sessions 3)
   wheel   the Python wheel and its pytest suite (--release: manylinux_2_28; --no-test: build only)
 ";
 
@@ -39,6 +41,7 @@ fn main() -> Result<()> {
             nextest(&args[1..])
         }
         Some("bench") => bench::run(&args[1..]),
+        Some("soak") => soak::run(&args[1..]),
         Some("wheel") => wheel::run_command(&args[1..]),
         _ => {
             #[allow(clippy::print_stderr)]
