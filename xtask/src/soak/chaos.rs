@@ -42,7 +42,8 @@ pub(super) fn marked(prefix: &str) -> Vec<Marked> {
             continue;
         }
         let command = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
-        let command = String::from_utf8_lossy(&command).replace('\0', " ").trim().to_string();
+        let command = String::from_utf8_lossy(&command).replace(['\0', '\n'], " ");
+        let command = command.trim().to_string();
         let marker = String::from_utf8_lossy(&var[MARKER_VAR.len() + 1..]).into_owned();
         found.push(Marked { pid, marker, command });
     }
@@ -61,6 +62,10 @@ pub(super) fn family_of(command: &str) -> Option<Family> {
     } else {
         None
     }
+}
+
+fn is_watchdog(command: &str) -> bool {
+    command.starts_with("sh -c trap ''")
 }
 
 /// What the sessions share with the chaos thread.
@@ -108,14 +113,26 @@ pub(super) fn run(
         if targets.is_empty() {
             continue;
         }
-        let target = rng.pick(&targets);
+        // The trees' watchdogs (tiny `sh`) are many; a real OOM killer rarely picks them.
+        let mut target = rng.pick(&targets);
+        if is_watchdog(&target.command) && rng.below(3) != 0 {
+            let others: Vec<&Marked> =
+                targets.iter().filter(|m| !is_watchdog(&m.command)).collect();
+            if !others.is_empty() {
+                target = others[rng.below(others.len() as u64) as usize];
+            }
+        }
         let family = family_of(&target.command);
         let session = sessions.iter().position(|s| lock(s).marker == target.marker);
         let what = format!(
             "pid {} of session {} [{}]: {:.160}",
             target.pid,
             session.map_or("?".into(), |s| s.to_string()),
-            family.map_or("other".into(), |f| format!("{f:?}").to_lowercase()),
+            match family {
+                Some(family) => format!("{family:?}").to_lowercase(),
+                None if is_watchdog(&target.command) => "watchdog".into(),
+                None => "other".into(),
+            },
             target.command
         );
         let kind = if roll < 55 {

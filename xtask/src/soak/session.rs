@@ -128,9 +128,10 @@ impl Session<'_> {
             Step::Calls(calls) => {
                 calls.iter().all(|call| self.call(connection, call, Interrupt::None).is_some())
             }
-            Step::Cancelled(call) => {
+            Step::Cancelled(call, cleanup) => {
                 let after = self.workload.rng.millis(100, 2500);
                 self.call(connection, &call, Interrupt::Cancel(after)).is_some()
+                    && cleanup.is_none_or(|c| self.call(connection, &c, Interrupt::None).is_some())
             }
             Step::StagedEdit { stage, accept } => {
                 let Some(staged) = self.call(connection, &stage, Interrupt::None) else {
@@ -172,18 +173,23 @@ impl Session<'_> {
         };
         soak.report.call(call.tool, &format!("call {what} ({took:.2} s): {said:.160}"));
         let family = Family::of(call.tool);
+        // The log says which fault an error follows: the family's last one not yet recovered.
+        let cause =
+            state(soak, index).pending.get(&family).map_or(String::new(), |(at, fault, _)| {
+                format!(" [after the fault at {at:.3}: {fault:.120}]")
+            });
         match outcome {
             Outcome::Answer(answer) => {
                 let result = &answer["result"];
                 let failed = if let Some(error) = answer.get("error") {
                     let message = error["message"].as_str().unwrap_or_default();
                     let kind = error_kind(call.tool, &format!("JSON-RPC {message}"));
-                    soak.report.error(&kind, &format!("{what}: {error}"));
+                    soak.report.error(&kind, &format!("{what}: {error}{cause}"));
                     true
                 } else if result["isError"] == true {
                     let text = result["content"][0]["text"].as_str().unwrap_or_default();
-                    soak.report
-                        .error(&error_kind(call.tool, text), &format!("{what}: {text:.400}"));
+                    let line = format!("{what}: {text:.400}{cause}");
+                    soak.report.error(&error_kind(call.tool, text), &line);
                     true
                 } else {
                     false

@@ -119,8 +119,8 @@ fn call(tool: &'static str, args: Value) -> Call {
 pub(super) enum Step {
     /// The calls one after the other.
     Calls(Vec<Call>),
-    /// One slow call, cancelled after a while.
-    Cancelled(Call),
+    /// One slow call, cancelled after a while, then what ends what it may have started.
+    Cancelled(Call, Option<Call>),
     /// A staged `ast_edit`, accepted or discarded with the edit id its result names.
     StagedEdit { stage: Call, accept: bool },
 }
@@ -149,7 +149,12 @@ impl Workload {
             55..=61 => self.staged_edit(),
             62..=77 => Step::Calls(vec![self.eval()]),
             78..=85 => Step::Calls(self.debug()),
-            _ => Step::Cancelled(self.slow()),
+            _ => {
+                let slow = self.slow();
+                let cleanup = (slow.tool == "debug")
+                    .then(|| call("debug", json!({"operation": "terminate"})));
+                Step::Cancelled(slow, cleanup)
+            }
         }
     }
 
@@ -231,7 +236,11 @@ impl Workload {
             ),
             3 => format!("kept = globals().get('kept', 0) + {n}\nkept"),
             _ => {
-                let code = format!("{n} + 1");
+                let code = if n.is_multiple_of(2) {
+                    "(await tool('read', {path: 'pkg/main.py'})).total_lines".to_string()
+                } else {
+                    format!("{n} + 1")
+                };
                 return call(
                     "eval",
                     json!({"code": code, "description": "a soak cell", "language": "javascript"}),
