@@ -22,7 +22,7 @@ const USAGE: &str = "\
 usage: cargo xtask <command>
 
   setup   install what the tests need that this machine lacks (apt, a venv, npm)
-  ci      setup, fmt check, clippy -D warnings, doctests, cargo package, pip install . and its pytest, nextest
+  ci      setup, fmt check, clippy -D warnings, doctests, cargo package, pip install . and its pytest, nextest, a 3-minute soak
   test    nextest with the test environment (PATH with the venv and npm tools), after setup
   bench   run the benchmarks side by side with the reference tools and print ratios
   soak    MCP sessions under random kills and dropped connections (--seconds 180 --seed 38 --sessions 3)
@@ -106,7 +106,10 @@ fn ci() -> Result<()> {
         ]))?;
     // `pip install .` of this checkout in the dev profile: it reuses what clippy built.
     wheel::test(wheel::Install::Checkout)?;
-    nextest(&["--profile".into(), "ci".into()])
+    nextest(&["--profile".into(), "ci".into()])?;
+    // Three minutes of chaos with the fixed seed: any broken invariant fails the run.
+    step(&format!("cargo xtask soak --seconds 180 --seed {}", soak::DEFAULT_SEED));
+    soak::run(&["--seconds".into(), "180".into()])
 }
 
 /// nextest over the workspace, or over the packages `extra` names with `-p`.
