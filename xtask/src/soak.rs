@@ -176,6 +176,7 @@ struct HttpHost {
     child: std::process::Child,
     url: String,
     marker: String,
+    index: usize,
 }
 
 impl HttpHost {
@@ -203,11 +204,20 @@ impl HttpHost {
         let mut state = soak.states[index].lock().unwrap_or_else(|e| e.into_inner());
         state.marker = marker.clone();
         state.host_pid = child.id();
-        Ok(HttpHost { child, url, marker })
+        Ok(HttpHost { child, url, marker, index })
     }
 
     /// SIGTERM, then the same checks as a stdio host's end.
     fn stop(mut self, soak: &Soak) {
+        let (fds, rss_kb) = {
+            let mut state = soak.states[self.index].lock().unwrap_or_else(|e| e.into_inner());
+            (std::mem::take(&mut state.fds), state.peak_rss_kb)
+        };
+        soak.report.peak("memory of the HTTP host (MB)", rss_kb / 1024);
+        match chaos::fds_bounded(&fds) {
+            Ok(peak) => soak.report.peak("descriptors of the HTTP host", peak as u64),
+            Err(why) => soak.report.broken(&format!("the HTTP host's descriptors grew: {why}")),
+        }
         chaos::signal(self.child.id(), libc::SIGTERM);
         let end = Instant::now() + Duration::from_secs(30);
         while Instant::now() < end && !matches!(self.child.try_wait(), Ok(Some(_))) {

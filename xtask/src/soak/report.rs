@@ -26,6 +26,8 @@ struct Tallies {
     errors: BTreeMap<String, u64>,
     /// Broken invariants, each with the index of its line in `lines`.
     broken: Vec<(usize, String)>,
+    /// The largest value seen of each gauge (descriptors, memory).
+    peaks: BTreeMap<String, u64>,
 }
 
 /// What a line is, for the console: faults and broken invariants are shown as they happen.
@@ -89,6 +91,14 @@ impl Report {
         });
     }
 
+    /// Keeps the largest `value` of the gauge `name`.
+    pub(super) fn peak(&self, name: &str, value: u64) {
+        self.with(|t| {
+            let peak = t.peaks.entry(name.to_string()).or_default();
+            *peak = (*peak).max(value);
+        });
+    }
+
     pub(super) fn broken(&self, line: &str) {
         self.with(|t| {
             let at = self.write(t, &format!("BROKEN {line}"), Loud::Shown);
@@ -113,6 +123,9 @@ impl Report {
             println!("errors: {}", t.errors.values().sum::<u64>());
             for (kind, n) in &t.errors {
                 println!("  {n:4} {kind}");
+            }
+            for (name, value) in &t.peaks {
+                println!("peak {name}: {value}");
             }
             println!("broken invariants: {}", t.broken.len());
             for (at, what) in &t.broken {

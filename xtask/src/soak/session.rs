@@ -267,9 +267,16 @@ impl Session<'_> {
                     let _ = client.child.wait();
                 }
                 let _ = client.child.wait();
-                let fds = std::mem::take(&mut state(soak, self.index).fds);
+                let (fds, rss_kb) = {
+                    let mut state = state(soak, self.index);
+                    (std::mem::take(&mut state.fds), std::mem::take(&mut state.peak_rss_kb))
+                };
+                soak.report.peak("memory of a stdio host (MB)", rss_kb / 1024);
                 match chaos::fds_bounded(&fds) {
-                    Ok(peak) => soak.report.note(&format!("{marker}: peak {peak} descriptors")),
+                    Ok(peak) => {
+                        soak.report.peak("descriptors of a stdio host", peak as u64);
+                        soak.report.note(&format!("{marker}: peak {peak} descriptors"));
+                    }
                     Err(why) => soak.report.broken(&format!("{marker}: descriptors grew: {why}")),
                 }
                 no_survivors(soak, &marker, &format!("session {}", self.index));
