@@ -1,9 +1,10 @@
-//! Project automation: `cargo xtask setup | ci | test | bench | wheel` (tidy checks are its tests).
+//! Project automation: `cargo xtask setup | ci | test | bench | soak | wheel` (tidy checks are its tests).
 // xtask runs the tools it automates directly.
 #![allow(clippy::disallowed_methods)]
 
 mod bench;
 mod setup;
+mod soak;
 #[cfg(test)]
 mod tidy;
 #[cfg(test)]
@@ -21,9 +22,10 @@ const USAGE: &str = "\
 usage: cargo xtask <command>
 
   setup   install what the tests need that this machine lacks (apt, a venv, npm)
-  ci      setup, fmt check, clippy -D warnings, doctests, cargo package, pip install . and its pytest, nextest
+  ci      setup, fmt check, clippy -D warnings, doctests, cargo package, pip install . and its pytest, nextest, a 3-minute soak
   test    nextest with the test environment (PATH with the venv and npm tools), after setup
   bench   run the benchmarks side by side with the reference tools and print ratios
+  soak    MCP sessions under random kills and dropped connections (--seconds 180 --seed 38 --sessions 3)
   wheel   the Python wheel and its pytest suite (--release: manylinux_2_28; --no-test: build only)
 ";
 
@@ -39,6 +41,7 @@ fn main() -> Result<()> {
             nextest(&args[1..])
         }
         Some("bench") => bench::run(&args[1..]),
+        Some("soak") => soak::run(&args[1..]),
         Some("wheel") => wheel::run_command(&args[1..]),
         _ => {
             #[allow(clippy::print_stderr)]
@@ -103,7 +106,10 @@ fn ci() -> Result<()> {
         ]))?;
     // `pip install .` of this checkout in the dev profile: it reuses what clippy built.
     wheel::test(wheel::Install::Checkout)?;
-    nextest(&["--profile".into(), "ci".into()])
+    nextest(&["--profile".into(), "ci".into()])?;
+    // Three minutes of chaos with the fixed seed: any broken invariant fails the run.
+    step(&format!("cargo xtask soak --seconds 180 --seed {}", soak::DEFAULT_SEED));
+    soak::run(&["--seconds".into(), "180".into()])
 }
 
 /// nextest over the workspace, or over the packages `extra` names with `-p`.

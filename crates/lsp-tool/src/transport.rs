@@ -69,6 +69,13 @@ impl std::fmt::Display for RequestError {
 type Pending = Arc<Mutex<HashMap<i64, oneshot::Sender<Result<Value, RequestError>>>>>;
 
 /// One JSON-RPC connection.
+/// Requests the server is never told to cancel. basedpyright (1.40) keeps the cancellation
+/// source of its last "find all references/implementations" and cancels it when the next one
+/// comes; one cancelled before its work began was disposed into a token without `cancel`, so
+/// every later request of the kind failed ("this._token.cancel is not a function") until the
+/// server restarted. Not cancelling costs the server the rest of one search.
+const NEVER_CANCELLED: &[&str] = &["textDocument/references", "textDocument/implementation"];
+
 pub(crate) struct Rpc {
     writer: FrameWriter,
     pending: Pending,
@@ -159,7 +166,8 @@ impl Rpc {
     }
 
     /// Sends a request and waits for its result, at most `timeout`; on timeout or cancellation
-    /// the server is told with `$/cancelRequest`.
+    /// the server is told with `$/cancelRequest` (except for [`NEVER_CANCELLED`] methods, whose
+    /// late answer is dropped).
     pub(crate) async fn request(
         &self,
         method: &str,
@@ -184,6 +192,7 @@ impl Rpc {
         };
         if matches!(outcome, Err(RequestError::Timeout(_)) | Err(RequestError::Cancelled))
             && self.pending.lock().remove(&id).is_some()
+            && !NEVER_CANCELLED.contains(&method)
         {
             let _ = self.notify("$/cancelRequest", json!({"id": id})).await;
         }

@@ -148,6 +148,33 @@ async fn lifecycle(real: Real, file: &str, line: u32, symbol: &str, expect: &str
 
 // ---------------------------------------------------------------- python (basedpyright)
 
+/// `cargo xtask soak --seed 38` found it: once a `references` call was cancelled while
+/// basedpyright worked on it, the server failed every later one ("this._token.cancel is not a
+/// function") until it restarted. Calls cancelled at every moment from at once to 300 ms.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_references_answer_after_cancelled_ones() {
+    let Some(real) = check("python") else { return };
+    let args =
+        json!({"action": "references", "file": "shapes.py", "line": 19, "symbol": "make_square"});
+    assert!(real.ok(args.clone()).await.contains("main.py:5:14"));
+    for delay in (0..=300).step_by(10) {
+        let cancel = CancellationToken::new();
+        let trigger = cancel.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(delay)).await;
+            trigger.cancel();
+        });
+        let parsed: LspArgs = serde_json::from_value(args.clone()).expect("valid lsp args");
+        let _ = real.sup.call(parsed, &cancel).await;
+        let again = real.call(args.clone()).await;
+        assert!(
+            again.as_ref().is_ok_and(|text| text.contains("main.py:5:14")),
+            "references after one cancelled at {delay} ms: {again:?}"
+        );
+    }
+    real.finish().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_navigation() {
     let Some(real) = check("python") else { return };

@@ -1,0 +1,324 @@
+//! One soak session: its host (a stdio host of its own, or a session on the shared HTTP host),
+//! its steps, the per-call invariants (an answer within the deadline, recovery after a fault),
+//! and the checks when its host ends (exit on closed stdin, no survivors, bounded descriptors).
+
+use std::{
+    path::Path,
+    time::{Duration, Instant},
+};
+
+use serde_json::Value;
+
+use super::{
+    Soak,
+    chaos::{self, SessionState},
+    client::{Client, HttpClient, Interrupt, Outcome, StdioClient},
+    report::error_kind,
+    workload::{Call, Family, Step, Workload},
+};
+
+/// A request without an answer this long is a hung request: a broken invariant.
+const DEADLINE: Duration = Duration::from_secs(120);
+/// Calls of a family that may fail after its process was killed before it must have recovered.
+const RECOVERY_CALLS: u32 = 5;
+
+pub(super) enum Kind {
+    Stdio,
+    /// A session on the HTTP host at this URL.
+    Http(String),
+}
+
+/// The connection of a session, and the host's generation (a new host after each drop).
+enum Connection {
+    Stdio(StdioClient),
+    Http(HttpClient),
+}
+
+impl Connection {
+    fn client(&mut self) -> &mut dyn Client {
+        match self {
+            Connection::Stdio(c) => c,
+            Connection::Http(c) => c,
+        }
+    }
+}
+
+struct Session<'a> {
+    soak: &'a Soak,
+    index: usize,
+    kind: Kind,
+    project: &'a Path,
+    generation: u32,
+    next_id: u64,
+    workload: Workload,
+}
+
+fn state<'a>(soak: &'a Soak, index: usize) -> std::sync::MutexGuard<'a, SessionState> {
+    soak.states[index].lock().unwrap_or_else(|e| e.into_inner())
+}
+
+pub(super) fn run(soak: &Soak, index: usize, kind: Kind, project: &Path) {
+    let seed = soak.seed ^ (index as u64 + 1).wrapping_mul(0x1000_0000_01B3);
+    let mut session = Session {
+        soak,
+        index,
+        kind,
+        project,
+        generation: 0,
+        next_id: 1,
+        workload: Workload::new(seed),
+    };
+    let Some(mut connection) = session.connect() else { return };
+    while Instant::now() < soak.end {
+        let dropped = std::mem::take(&mut state(soak, index).drop_requested);
+        if dropped {
+            let call = session.workload.interrupted();
+            let after = session.workload.rng.millis(50, 1500);
+            session.call(&mut connection, &call, Interrupt::Drop(after));
+            session.end(connection);
+            session.generation += 1;
+            let Some(next) = session.connect() else { return };
+            connection = next;
+            continue;
+        }
+        let step = session.workload.next_step();
+        if !session.step(&mut connection, step) {
+            session.end(connection);
+            session.generation += 1;
+            let Some(next) = session.connect() else { return };
+            connection = next;
+        }
+    }
+    session.end(connection);
+}
+
+impl Session<'_> {
+    fn connect(&mut self) -> Option<Connection> {
+        let soak = self.soak;
+        let connection = match &self.kind {
+            Kind::Stdio => {
+                let marker = format!("{}s{}-g{}", soak.prefix, self.index, self.generation);
+                let started = StdioClient::start(&mut soak.host_command(), self.project, &marker);
+                started.map(|client| {
+                    let mut state = state(soak, self.index);
+                    state.marker = marker;
+                    state.host_pid = client.pid();
+                    state.fds.clear();
+                    Connection::Stdio(client)
+                })
+            }
+            Kind::Http(url) => HttpClient::open(url).map(Connection::Http),
+        };
+        match connection {
+            Ok(connection) => {
+                soak.report
+                    .note(&format!("session {} connected ({})", self.index, self.generation));
+                Some(connection)
+            }
+            Err(e) => {
+                soak.report.broken(&format!("session {} cannot connect: {e:#}", self.index));
+                None
+            }
+        }
+    }
+
+    /// Runs a step's calls; `false` when the connection broke and must be made again.
+    fn step(&mut self, connection: &mut Connection, step: Step) -> bool {
+        match step {
+            Step::Calls(calls) => {
+                calls.iter().all(|call| self.call(connection, call, Interrupt::None).is_some())
+            }
+            Step::Cancelled(call, cleanup) => {
+                let after = self.workload.rng.millis(100, 2500);
+                self.call(connection, &call, Interrupt::Cancel(after)).is_some()
+                    && cleanup.is_none_or(|c| self.call(connection, &c, Interrupt::None).is_some())
+            }
+            Step::StagedEdit { stage, accept } => {
+                let Some(staged) = self.call(connection, &stage, Interrupt::None) else {
+                    return false;
+                };
+                let Some(edit_id) = edit_id(&staged) else { return true };
+                let action = if accept { "accept" } else { "discard" };
+                let resolve = Call {
+                    tool: "resolve",
+                    args: serde_json::json!({"edit_id": edit_id, "action": action}),
+                };
+                self.call(connection, &resolve, Interrupt::None).is_some()
+            }
+        }
+    }
+
+    /// One call and its invariants; the answer, `Some(Null)` when there is none to be had
+    /// (cancelled, dropped), `None` when the connection broke.
+    fn call(
+        &mut self,
+        connection: &mut Connection,
+        call: &Call,
+        interrupt: Interrupt,
+    ) -> Option<Value> {
+        let (soak, index) = (self.soak, self.index);
+        let id = self.next_id;
+        self.next_id += 1;
+        let started = soak.report.elapsed().as_secs_f64();
+        let begun = Instant::now();
+        let outcome = connection.client().call(id, call.tool, &call.args, interrupt, DEADLINE);
+        let took = begun.elapsed().as_secs_f64();
+        let what = format!("s{index} #{id} {} {:.160}", call.tool, call.args.to_string());
+        let said = match &outcome {
+            Outcome::Answer(answer) => {
+                let text = answer["result"]["content"][0]["text"].as_str().map(String::from);
+                text.unwrap_or_else(|| answer["error"].to_string()).replace('\n', " | ")
+            }
+            _ => String::new(),
+        };
+        soak.report.call(call.tool, &format!("call {what} ({took:.2} s): {said:.160}"));
+        let family = Family::of(call.tool);
+        // The log says which fault an error follows: the family's last one not yet recovered.
+        let cause =
+            state(soak, index).pending.get(&family).map_or(String::new(), |(at, fault, _)| {
+                format!(" [after the fault at {at:.3}: {fault:.120}]")
+            });
+        match outcome {
+            Outcome::Answer(answer) => {
+                let result = &answer["result"];
+                let failed = if let Some(error) = answer.get("error") {
+                    let message = error["message"].as_str().unwrap_or_default();
+                    let kind = error_kind(call.tool, &format!("JSON-RPC {message}"));
+                    soak.report.error(&kind, &format!("{what}: {error}{cause}"));
+                    true
+                } else if result["isError"] == true {
+                    let text = result["content"][0]["text"].as_str().unwrap_or_default();
+                    let line = format!("{what}: {text:.400}{cause}");
+                    soak.report.error(&error_kind(call.tool, text), &line);
+                    true
+                } else {
+                    false
+                };
+                if failed && call.tool == "edit" {
+                    self.workload.forget_counter();
+                }
+                self.recovery(family, started, failed, &what);
+                Some(answer)
+            }
+            Outcome::Hung => {
+                soak.report.broken(&format!("no answer within {DEADLINE:?}: {what}"));
+                None
+            }
+            Outcome::CancelledSilently => {
+                soak.report.note(&format!("cancelled without an answer: {what}"));
+                Some(Value::Null)
+            }
+            Outcome::Dropped => {
+                soak.report.note(&format!("dropped mid-call: {what}"));
+                self.workload.forget_counter();
+                Some(Value::Null)
+            }
+            Outcome::Broken(why) => {
+                soak.report.broken(&format!("the connection broke ({why}): {what}"));
+                None
+            }
+        }
+    }
+
+    /// After a fault on the family's process: the family must answer without an error within
+    /// [`RECOVERY_CALLS`] calls started after it.
+    fn recovery(&self, family: Family, started: f64, failed: bool, what: &str) {
+        let mut state = state(self.soak, self.index);
+        let Some((at, fault, failures)) = state.pending.get_mut(&family) else { return };
+        if started < *at {
+            return;
+        }
+        if !failed {
+            let line = format!("{family:?} recovered after {fault} ({failures} calls failed)");
+            state.pending.remove(&family);
+            drop(state);
+            self.soak.report.note(&line);
+            return;
+        }
+        *failures += 1;
+        if *failures >= RECOVERY_CALLS {
+            let line = format!(
+                "{family:?} did not recover within {RECOVERY_CALLS} calls after {fault}; last: {what}"
+            );
+            state.pending.remove(&family);
+            drop(state);
+            self.soak.report.broken(&line);
+        }
+    }
+
+    /// Ends the connection: a stdio host must exit once its stdin is closed and leave no
+    /// process; its descriptors must have stayed bounded. An HTTP session is deleted.
+    fn end(&mut self, connection: Connection) {
+        let soak = self.soak;
+        match connection {
+            Connection::Http(client) => {
+                if let Err(e) = client.delete() {
+                    soak.report.note(&format!("session {}: DELETE failed: {e:#}", self.index));
+                }
+            }
+            Connection::Stdio(mut client) => {
+                let marker = state(soak, self.index).marker.clone();
+                if !client.close(Duration::from_secs(30)) {
+                    soak.report.broken(&format!(
+                        "the host of session {} ({marker}) did not exit within 30 s of its stdin closing",
+                        self.index
+                    ));
+                    let _ = client.child.kill();
+                    let _ = client.child.wait();
+                }
+                let _ = client.child.wait();
+                let (fds, rss_kb) = {
+                    let mut state = state(soak, self.index);
+                    (std::mem::take(&mut state.fds), std::mem::take(&mut state.peak_rss_kb))
+                };
+                soak.report.peak("memory of a stdio host (MB)", rss_kb / 1024);
+                match chaos::fds_bounded(&fds) {
+                    Ok(peak) => {
+                        soak.report.peak("descriptors of a stdio host", peak as u64);
+                        soak.report.note(&format!("{marker}: peak {peak} descriptors"));
+                    }
+                    Err(why) => soak.report.broken(&format!("{marker}: descriptors grew: {why}")),
+                }
+                no_survivors(soak, &marker, &format!("session {}", self.index));
+            }
+        }
+        state(soak, self.index).pending.clear();
+    }
+}
+
+/// The edit id a staged `ast_edit` names (`edit_N`), from its structured content or its text.
+fn edit_id(answer: &Value) -> Option<String> {
+    let result = &answer["result"];
+    if let Some(id) = result["structuredContent"]["edit_id"].as_str() {
+        return Some(id.to_string());
+    }
+    let text = result["content"][0]["text"].as_str()?;
+    text.match_indices("edit_").find_map(|(at, _)| {
+        let digits: String =
+            text[at + "edit_".len()..].chars().take_while(char::is_ascii_digit).collect();
+        (!digits.is_empty()).then(|| format!("edit_{digits}"))
+    })
+}
+
+/// Waits up to 15 s for every process carrying `marker` to be gone; a broken invariant naming
+/// the survivors (then killed) otherwise.
+pub(super) fn no_survivors(soak: &Soak, marker: &str, whose: &str) {
+    let end = Instant::now() + Duration::from_secs(15);
+    loop {
+        let alive: Vec<_> =
+            chaos::marked(marker).into_iter().filter(|m| m.marker == marker).collect();
+        if alive.is_empty() {
+            return;
+        }
+        if Instant::now() > end {
+            let list: Vec<String> =
+                alive.iter().map(|m| format!("{} {:.120}", m.pid, m.command)).collect();
+            soak.report.broken(&format!("processes of {whose} survived its end: {list:?}"));
+            for m in alive {
+                chaos::signal(m.pid, libc::SIGKILL);
+            }
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
