@@ -535,13 +535,10 @@ impl Supervisor {
         cancel: &CancellationToken,
     ) -> Result<(), LspError> {
         let budget = Duration::from_millis(self.config().ready_timeout_ms);
-        server.wait_ready(scope, Instant::now() + budget, cancel).await.map_err(|busy| {
-            LspError::NotReady(format!(
-                "{what}: not ready: the {} server is {busy} (waited {} s). An answer now could miss results; try again shortly",
-                server.def.display_languages(),
-                budget.as_secs()
-            ))
-        })
+        server
+            .wait_ready(scope, Instant::now() + budget, cancel)
+            .await
+            .map_err(|why| why.into_error(what, &server.def.display_languages(), budget))
     }
 
     async fn diagnostics_action(

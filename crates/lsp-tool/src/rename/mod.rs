@@ -172,11 +172,15 @@ impl Supervisor {
             return Err(LspError::Failed(format!("{label} does not offer rename")));
         }
         let budget = Duration::from_millis(self.config().ready_timeout_ms);
-        server.wait_ready(Scope::Project, Instant::now() + budget, cancel).await.map_err(|busy| {
-            LspError::NotReady(format!(
-                "rename: not ready: the server is {busy}; nothing was changed; try again shortly"
-            ))
-        })?;
+        server.wait_ready(Scope::Project, Instant::now() + budget, cancel).await.map_err(
+            |why| {
+                why.into_error(
+                    "rename (nothing was changed)",
+                    &server.def.display_languages(),
+                    budget,
+                )
+            },
+        )?;
         let Some(uri) = uri_from_path(&path) else {
             return Err(LspError::Invalid(format!("{shown} has no file URI")));
         };

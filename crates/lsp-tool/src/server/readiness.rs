@@ -19,6 +19,36 @@ pub(crate) enum Scope {
     Project,
 }
 
+/// Why a server could not answer yet.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum NotReady {
+    /// Still busy (loading the project, indexing 40%) when the wait ended.
+    Busy(String),
+    /// The call was cancelled while it waited.
+    Cancelled,
+    /// The server exited while the call waited.
+    Exited,
+}
+
+impl NotReady {
+    /// The error of `what` (a call) waiting on `server` (its name) for `waited`.
+    pub(crate) fn into_error(self, what: &str, server: &str, waited: Duration) -> crate::LspError {
+        use crate::LspError;
+        match self {
+            NotReady::Busy(busy) => LspError::NotReady(format!(
+                "{what}: not ready: the {server} server is {busy} (waited {} s). An answer now could miss results; try again shortly",
+                waited.as_secs()
+            )),
+            NotReady::Cancelled => LspError::Failed(format!(
+                "{what}: cancelled while the {server} server was getting ready"
+            )),
+            NotReady::Exited => LspError::Failed(format!(
+                "{what}: the {server} server exited while this call waited for it; the next call starts it again"
+            )),
+        }
+    }
+}
+
 impl Server {
     /// What the server is busy with, if anything: `indexing (45%): Indexing files`.
     pub(crate) fn busy(&self) -> Option<String> {
@@ -70,7 +100,7 @@ impl Server {
         scope: Scope,
         deadline: Instant,
         cancel: &CancellationToken,
-    ) -> Result<(), String> {
+    ) -> Result<(), NotReady> {
         // Servers that load their project lazily announce it a moment after the first open;
         // an answer before that would come from a half-loaded project. A warm-up that only
         // announces a background index does not gate file-local answers.
@@ -89,8 +119,8 @@ impl Server {
             tokio::select! {
                 _ = notified => {}
                 _ = tokio::time::sleep(end.min(deadline) - now) => {}
-                _ = cancel.cancelled() => return Err("cancelled".into()),
-                _ = self.exited.cancelled() => return Err("the server exited".into()),
+                _ = cancel.cancelled() => return Err(NotReady::Cancelled),
+                _ = self.exited.cancelled() => return Err(NotReady::Exited),
             }
         }
         loop {
@@ -98,14 +128,34 @@ impl Server {
             let Some(busy) = self.busy_for(scope) else { return Ok(()) };
             let now = Instant::now();
             if now >= deadline {
-                return Err(busy);
+                return Err(NotReady::Busy(busy));
             }
             tokio::select! {
                 _ = notified => {}
                 _ = tokio::time::sleep(deadline - now) => {}
-                _ = cancel.cancelled() => return Err("cancelled".into()),
-                _ = self.exited.cancelled() => return Err("the server exited".into()),
+                _ = cancel.cancelled() => return Err(NotReady::Cancelled),
+                _ = self.exited.cancelled() => return Err(NotReady::Exited),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod not_ready_tests {
+    use super::*;
+
+    #[test]
+    fn a_server_that_exited_or_a_cancelled_wait_is_not_called_busy() {
+        let waited = Duration::from_secs(15);
+        let busy = NotReady::Busy("indexing (40%)".into()).into_error("symbols", "python", waited);
+        assert_eq!(
+            busy.to_string(),
+            "symbols: not ready: the python server is indexing (40%) (waited 15 s). An answer now could miss results; try again shortly"
+        );
+        let exited = NotReady::Exited.into_error("symbols", "python", waited).to_string();
+        assert!(exited.contains("the python server exited while this call waited"), "{exited}");
+        assert!(!exited.contains("is the server"), "{exited}");
+        let cancelled = NotReady::Cancelled.into_error("symbols", "python", waited).to_string();
+        assert!(!cancelled.contains("not ready") && cancelled.contains("cancelled"), "{cancelled}");
     }
 }
