@@ -38,7 +38,7 @@ def test_the_openai_agents_runner_calls_a_tool_through_the_adapter(project: Path
     from agents import Agent, Runner, set_tracing_disabled
     from agents.testing import ScriptedModel, assistant_message, function_call
 
-    from agent_tools.openai_agents import function_tools
+    from agent_tools.openai_agents import function_tools, is_strict
 
     set_tracing_disabled(True)
     # The model's side is scripted (no network); the runner, the tool plumbing and the tools are real.
@@ -63,8 +63,16 @@ def test_the_openai_agents_runner_calls_a_tool_through_the_adapter(project: Path
     # Strict mode would make every optional argument required: debug and read are not strict.
     assert by_name["debug"].strict_json_schema is False and by_name["read"].strict_json_schema is False
     assert by_name["read"].params_json_schema["properties"]["path"]
-    # A schema that already meets strict mode keeps it.
-    assert by_name["apply_patch"].strict_json_schema is True
+    # Every built-in tool has an optional argument now (apply_patch's dry_run); a schema that
+    # already meets strict mode keeps it.
+    assert by_name["apply_patch"].strict_json_schema is False, "dry_run is optional"
+    strict = {
+        "type": "object",
+        "properties": {"patch": {"type": "string"}},
+        "required": ["patch"],
+        "additionalProperties": False,
+    }
+    assert is_strict(strict) is True
 
 
 def test_openai_agents_output_keeps_text_and_figures_in_order(figure_result: agent_tools.ToolResult) -> None:
@@ -141,9 +149,11 @@ def test_an_mcp_sdk_client_lists_and_calls_through_the_in_process_server(project
     tools = {t.name: t for t in listed.tools}
     assert tools["read"].annotations.readOnlyHint is True and tools["read"].title
     assert tools["write"].annotations.readOnlyHint is False
-    assert tools["read"].outputSchema is not None and "path" in tools["read"].inputSchema["properties"]
-    assert not read.isError and "first line" in read.content[0].text
-    assert read.structuredContent["content"] == "first line\n"
+    # `read` has no output schema: clients that show only structured content show its text.
+    assert tools["read"].outputSchema is None and "path" in tools["read"].inputSchema["properties"]
+    assert tools["ast_grep"].outputSchema is not None
+    assert not read.isError and "1\tfirst line" in read.content[0].text
+    assert read.structuredContent is None
     assert wrong.isError and "path" in wrong.content[0].text
     assert unknown.isError and "unknown tool `reed`" in unknown.content[0].text
 

@@ -46,11 +46,12 @@ def test_a_text_result_is_one_text_block(project: Path) -> None:
 def test_specs_carry_the_output_schema_the_structured_content_follows(project: Path) -> None:
     with agent_tools.Run(project) as run:
         specs = {s.name: s for s in run.tools()}
-        read = run.call("read", {"path": "notes.txt", "end_line": 2})
-    schema = specs["read"].output_schema
+        found = run.call("ast_grep", {"pattern": "print($A)", "path": "app.py"})
+    schema = specs["ast_grep"].output_schema
     assert schema is not None and schema.get("type") == "object", schema
-    assert set(read.structured) <= set(schema["properties"]), (read.structured, schema)
+    assert set(found.structured) <= set(schema["properties"]), (found.structured, schema)
+    # `read` declares none: its numbered text is what every client shows.
+    assert specs["read"].output_schema is None
     for name in schema.get("required", []):
-        assert name in read.structured, name
-    assert read.structured["content"] == "first line\nsecond line\n"
+        assert name in found.structured, name
     assert all(s.output_schema is None or s.output_schema.get("type") == "object" for s in specs.values())
