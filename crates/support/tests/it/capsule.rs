@@ -348,7 +348,15 @@ fn the_walls_hold_for_an_unprivileged_user() {
         eprintln!("\n!!! SKIPPED: no user {TEST_USER}; `cargo xtask setup` creates it !!!\n");
         return;
     };
-    let test_binary = std::env::current_exe().unwrap();
+    // The checkout may lie in a folder only root can enter (a `mktemp -d` clone, root's home):
+    // the user runs a copy of this test binary from a folder it can read.
+    let copy = tempfile::Builder::new().prefix("agent-tools-as-user-").tempdir().unwrap();
+    let test_binary = copy.path().join("capsule-tests");
+    std::fs::copy(std::env::current_exe().unwrap(), &test_binary).unwrap();
+    for path in [copy.path(), test_binary.as_path()] {
+        std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+    }
     // A login-like environment (setpriv --reset-env), then the test's own variables.
     let mut variables =
         vec![format!("{AS_USER}=1"), format!("AGENT_TOOLS_TEST_SCRATCH={}", home.display())];
