@@ -84,7 +84,13 @@ impl Bench {
             ..Default::default()
         };
         let report = kernels
-            .eval("bench", &self.root, request, Arc::new(NoBridge), CallScope::new(&self.cancel))
+            .eval(
+                "bench",
+                &self.root,
+                request,
+                Arc::new(NoBridge),
+                CallScope::new(self.cancel.clone()),
+            )
             .await
             .map_err(|e| e.to_string())?;
         if report.status != CellStatus::Ok {

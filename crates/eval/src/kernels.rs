@@ -161,7 +161,7 @@ impl Kernels {
         root: &Path,
         request: EvalRequest,
         bridge: Arc<dyn ToolBridge>,
-        scope: CallScope<'_>,
+        scope: CallScope,
     ) -> Result<CellReport, EvalError> {
         let wait = self.wait_of(&request)?;
         if let Some(cell) = request.cell {
@@ -280,7 +280,7 @@ impl Kernels {
         cell: u64,
         request: &EvalRequest,
         wait: Duration,
-        scope: CallScope<'_>,
+        scope: CallScope,
     ) -> Result<CellReport, EvalError> {
         if !request.code.is_empty() || request.reset.is_some() {
             return Err(EvalError::Argument(

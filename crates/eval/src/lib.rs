@@ -34,7 +34,7 @@ pub use agent_tools_support::Tier;
 /// Where kernels run: the run's capsule (support's contract), on the host by default.
 pub use agent_tools_support::capsule::{Capsule, OnHost, Prefix};
 /// A call's cancellation and progress port (support's, the same for every family).
-pub use agent_tools_support::progress::{CallScope, NoProgress, Progress};
+pub use agent_tools_support::progress::{CallScope, Progress};
 
 /// The name of the tool over this crate's kernels.
 pub const TOOL_NAME: &str = "eval";

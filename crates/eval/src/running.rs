@@ -162,12 +162,12 @@ impl CellRecord {
     /// came since the last call. The scope's cancellation (the client's `notifications/cancelled`)
     /// interrupts the cell and waits for that end; its cut (the client's connection went away,
     /// the run goes on) returns at once and leaves the cell running.
-    pub(crate) async fn wait(&self, wait: Duration, scope: CallScope<'_>) -> CellReport {
+    pub(crate) async fn wait(&self, wait: Duration, scope: CallScope) -> CellReport {
         let mut ended = self.ended.subscribe();
         let deadline = Instant::now() + wait;
         let mut next_progress = Instant::now() + PROGRESS_EVERY;
         let never = CancellationToken::new();
-        let cut = scope.cut.unwrap_or(&never);
+        let cut = scope.cut().unwrap_or(&never);
         let mut stopping = false;
         loop {
             if *ended.borrow_and_update() {
@@ -181,7 +181,7 @@ impl CellRecord {
                         return self.take_partial();
                     }
                 }
-                () = scope.cancel.cancelled(), if !stopping => {
+                () = scope.cancelled(), if !stopping => {
                     stopping = true;
                     if !cut.is_cancelled() {
                         self.request_stop(InterruptReason::Cancelled);

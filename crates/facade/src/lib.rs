@@ -24,7 +24,7 @@ pub use crate::{
     surface::{DEFAULT_MAX_OUTPUT_CHARS, RunInfo, Surface, SurfaceKind},
     tool::{
         Annotations, Before, CallContext, ChangedFile, Dispatched, DynTool, Effects, Image,
-        MAX_CALL_DEPTH, Progress, ProgressSink, ProposedChange, SurfaceInfo, Tier, Tool,
+        MAX_CALL_DEPTH, ProgressReport, ProgressSink, ProposedChange, SurfaceInfo, Tier, Tool,
         ToolResult, ToolSpec, TypedTool, fit_prefix, output_schema_for, parse_args, schema_for,
     },
     validate::validate_args,

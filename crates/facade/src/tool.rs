@@ -488,7 +488,7 @@ impl fmt::Debug for Dispatched {
 
 /// One progress report of a long call: `progress` grows, `total` when known.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Progress {
+pub struct ProgressReport {
     pub progress: f64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub total: Option<f64>,
@@ -496,16 +496,16 @@ pub struct Progress {
     pub message: String,
 }
 
-/// Receives [`Progress`] reports; the host rate-limits what it forwards.
+/// Receives [`ProgressReport`]s; the host rate-limits what it forwards.
 #[derive(Clone)]
-pub struct ProgressSink(Arc<dyn Fn(Progress) + Send + Sync>);
+pub struct ProgressSink(Arc<dyn Fn(ProgressReport) + Send + Sync>);
 
 impl ProgressSink {
-    pub fn new(sink: impl Fn(Progress) + Send + Sync + 'static) -> Self {
+    pub fn new(sink: impl Fn(ProgressReport) + Send + Sync + 'static) -> Self {
         ProgressSink(Arc::new(sink))
     }
 
-    pub fn report(&self, progress: Progress) {
+    pub fn report(&self, progress: ProgressReport) {
         (self.0)(progress)
     }
 }
@@ -517,9 +517,12 @@ impl fmt::Debug for ProgressSink {
 }
 
 /// A family's "still going" reports become this call's progress notifications.
-impl agent_tools_support::progress::Progress for CallContext {
+impl agent_tools_support::progress::Progress for ProgressSink {
     fn report(&self, elapsed_seconds: f64, message: &str) {
-        self.report_progress(elapsed_seconds, None, message);
+        ProgressSink::report(
+            self,
+            ProgressReport { progress: elapsed_seconds, total: None, message: message.into() },
+        );
     }
 }
 
@@ -534,14 +537,18 @@ impl CallContext {
     /// Reports progress of this call, if anyone listens; cheap when nobody does.
     pub fn report_progress(&self, progress: f64, total: Option<f64>, message: impl Into<String>) {
         if let Some(sink) = &self.progress {
-            sink.report(Progress { progress, total, message: message.into() });
+            sink.report(ProgressReport { progress, total, message: message.into() });
         }
     }
 
     /// This call's cancellation and progress as every family takes them (support's one port).
-    pub fn scope(&self) -> agent_tools_support::progress::CallScope<'_> {
-        agent_tools_support::progress::CallScope::with_progress(&self.cancel, self)
-            .with_cut(&self.cut)
+    pub fn scope(&self) -> agent_tools_support::progress::CallScope {
+        let scope = agent_tools_support::progress::CallScope::new(self.cancel.clone())
+            .with_cut(self.cut.clone());
+        match &self.progress {
+            Some(sink) => scope.with_progress(Arc::new(sink.clone())),
+            None => scope,
+        }
     }
 
     /// Calls another tool from inside this one (for example from an `eval` cell's `tool()`),

@@ -1,4 +1,4 @@
-//! Progress of a long call as MCP `notifications/progress`, rate-limited and monotonic.
+//! ProgressReport of a long call as MCP `notifications/progress`, rate-limited and monotonic.
 //!
 //! A tool may report as often as it likes; the client gets at most one notification per
 //! [`MIN_INTERVAL`] (the newest report of the window), progress values only ever grow, and
@@ -13,7 +13,7 @@ use rmcp::{
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use agent_tools::{Progress, ProgressSink};
+use agent_tools::{ProgressReport, ProgressSink};
 
 /// At most two notifications a second.
 pub(super) const MIN_INTERVAL: Duration = Duration::from_millis(500);
@@ -27,9 +27,9 @@ pub(super) struct ProgressForwarder {
 impl ProgressForwarder {
     /// Starts forwarding to `peer` under `token`.
     pub(super) fn start(peer: Peer<RoleServer>, token: ProgressToken) -> Self {
-        let (tx, rx) = mpsc::unbounded_channel::<Progress>();
+        let (tx, rx) = mpsc::unbounded_channel::<ProgressReport>();
         let done = CancellationToken::new();
-        tokio::spawn(forward(rx, done.clone(), move |p: Progress| {
+        tokio::spawn(forward(rx, done.clone(), move |p: ProgressReport| {
             let peer = peer.clone();
             let mut param = ProgressNotificationParam::new(token.clone(), p.progress);
             param.total = p.total;
@@ -56,11 +56,11 @@ impl Drop for ProgressForwarder {
 
 /// Sends the newest report of each window, skipping reports that do not advance.
 async fn forward<F, Fut>(
-    mut rx: mpsc::UnboundedReceiver<Progress>,
+    mut rx: mpsc::UnboundedReceiver<ProgressReport>,
     done: CancellationToken,
     send: F,
 ) where
-    F: Fn(Progress) -> Fut,
+    F: Fn(ProgressReport) -> Fut,
     Fut: Future<Output = ()>,
 {
     let mut last_sent: Option<f64> = None;
@@ -100,10 +100,10 @@ mod tests {
     use tokio_util::sync::CancellationToken;
 
     use super::{MIN_INTERVAL, forward};
-    use agent_tools::Progress;
+    use agent_tools::ProgressReport;
 
-    fn report(progress: f64) -> Progress {
-        Progress { progress, total: None, message: format!("{progress}") }
+    fn report(progress: f64) -> ProgressReport {
+        ProgressReport { progress, total: None, message: format!("{progress}") }
     }
 
     // A current-thread runtime: the burst below is queued without the forwarder running in
@@ -114,7 +114,7 @@ mod tests {
         let sent = Arc::new(Mutex::new(Vec::new()));
         let seen = sent.clone();
         let done = CancellationToken::new();
-        let task = tokio::spawn(forward(rx, done.clone(), move |p: Progress| {
+        let task = tokio::spawn(forward(rx, done.clone(), move |p: ProgressReport| {
             seen.lock().unwrap().push(p.progress);
             async {}
         }));

@@ -4,7 +4,7 @@
 use std::{path::PathBuf, sync::Arc};
 
 use agent_tools::{
-    Config, Progress, ProgressSink, Surface, SurfaceKind, ToolResult,
+    Config, ProgressReport, ProgressSink, Surface, SurfaceKind, ToolResult,
     run::{self, Attach, HostRun, RunSetup},
 };
 use parking_lot::RwLock;
@@ -188,7 +188,7 @@ impl Drop for NativeRun {
 /// Progress reports of a call, handed to a Python callable; what the callable raises goes to
 /// `sys.unraisablehook` (as in a finalizer) and the call goes on.
 fn progress_sink(callback: Py<PyAny>) -> ProgressSink {
-    ProgressSink::new(move |p: Progress| {
+    ProgressSink::new(move |p: ProgressReport| {
         Python::attach(|py| {
             if let Err(e) = callback.call1(py, (p.progress, p.total, p.message)) {
                 e.write_unraisable(py, None);

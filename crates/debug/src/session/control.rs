@@ -67,7 +67,7 @@ impl Session {
         after: u64,
         started: Instant,
         deadline: Instant,
-        cancel: &CallScope<'_>,
+        cancel: &CallScope,
     ) -> Wait {
         let mut rx = self.shared.subscribe();
         let mut progress_tick = tokio::time::interval(Duration::from_secs(1));
@@ -124,7 +124,7 @@ impl Session {
         &mut self,
         after: u64,
         wait: Duration,
-        cancel: &CallScope<'_>,
+        cancel: &CallScope,
     ) -> RunState {
         let started = Instant::now();
         let deadline = started + wait;
@@ -384,7 +384,7 @@ impl Session {
         motion: Motion,
         thread_id: Option<i64>,
         wait: Duration,
-        cancel: &CallScope<'_>,
+        cancel: &CallScope,
     ) -> Result<RunState, DebugError> {
         let what = motion.what();
         if let Some(unseen) = self.unseen_instead_of(what).await {
@@ -431,7 +431,7 @@ impl Session {
         &mut self,
         thread_id: Option<i64>,
         wait: Duration,
-        cancel: &CallScope<'_>,
+        cancel: &CallScope,
     ) -> Result<RunState, DebugError> {
         if let Some(unseen) = self.unseen_stop().await {
             return Ok(RunState::Stopped(Box::new(unseen)));
@@ -479,7 +479,7 @@ impl Session {
         &mut self,
         text: &str,
         wait: Duration,
-        cancel: &CallScope<'_>,
+        cancel: &CallScope,
     ) -> Result<InputView, DebugError> {
         if self.finished() {
             self.require_stopped("send input")?;

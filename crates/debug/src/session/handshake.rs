@@ -76,7 +76,7 @@ impl Session {
     async fn initialize(
         &mut self,
         deadline: Instant,
-        cancel: &CallScope<'_>,
+        cancel: &CallScope,
     ) -> Result<(), DebugError> {
         let init = InitializeArguments {
             client_id: "agent-tools",
@@ -357,7 +357,7 @@ impl Session {
         &self,
         mut pending: PendingResponse<R>,
         deadline: Instant,
-        cancel: &CallScope<'_>,
+        cancel: &CallScope,
     ) -> Result<R::Body, DebugError> {
         let command = R::COMMAND;
         let limit = deadline.saturating_duration_since(Instant::now()).min(

@@ -98,7 +98,7 @@ pub(crate) struct StartOptions<'a> {
     /// Text for the program's stdin, which then stays open for `input`.
     pub stdin: Option<String>,
     pub wait: Duration,
-    pub cancel: CallScope<'a>,
+    pub cancel: CallScope,
     /// The run's capsule: the adapter and its debuggee start in it.
     pub capsule: &'a Arc<dyn agent_tools_support::capsule::Capsule>,
 }

@@ -143,7 +143,7 @@ impl Session {
         function: &str,
         first: RunState,
         deadline: Instant,
-        cancel: &CallScope<'_>,
+        cancel: &CallScope,
     ) -> TraceView {
         let mut tracer = Tracer::new(function, self.kind != AdapterKind::Delve);
         let mut state = first;

@@ -73,7 +73,7 @@ impl Session {
         &mut self,
         spec: WatchSpec,
         wait: Duration,
-        cancel: &CallScope<'_>,
+        cancel: &CallScope,
     ) -> Result<RunState, DebugError> {
         // Setting the watch up counts against the call's time: the call never waits past it.
         let started = Instant::now();

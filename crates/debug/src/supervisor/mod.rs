@@ -159,7 +159,7 @@ impl DebugSupervisor {
         args: DebugArgs,
         cancel: &CancellationToken,
     ) -> Result<DebugOutcome, DebugError> {
-        self.call_in(conversation, root, args, &CallScope::new(cancel)).await
+        self.call_in(conversation, root, args, &CallScope::new(cancel.clone())).await
     }
 
     /// Like [`DebugSupervisor::call`], reporting long waits to `scope`'s progress port. A
@@ -170,7 +170,7 @@ impl DebugSupervisor {
         conversation: &str,
         root: &Path,
         args: DebugArgs,
-        cancel: &CallScope<'_>,
+        cancel: &CallScope,
     ) -> Result<DebugOutcome, DebugError> {
         let root = canonical_root(root);
         if args.operation == Operation::Adapters {

@@ -16,7 +16,7 @@ pub(super) async fn session_op(
     session: &mut Session,
     args: &DebugArgs,
     wait: Duration,
-    cancel: &CallScope<'_>,
+    cancel: &CallScope,
 ) -> Result<DebugOutcome, DebugError> {
     let op = args.operation;
     Ok(match op {
@@ -146,7 +146,7 @@ pub(super) async fn session_op_after_unseen(
     session: &mut Session,
     args: &DebugArgs,
     wait: Duration,
-    cancel: &CallScope<'_>,
+    cancel: &CallScope,
 ) -> Result<DebugOutcome, DebugError> {
     let unseen =
         if lets_the_program_run(args.operation) { None } else { session.unseen_stop().await };

@@ -32,7 +32,7 @@ impl DebugSupervisor {
         root: &Path,
         args: &DebugArgs,
         wait: Duration,
-        cancel: &CallScope<'_>,
+        cancel: &CallScope,
     ) -> Result<DebugOutcome, DebugError> {
         if self.closing.load(Ordering::SeqCst) {
             return Err(DebugError::usage("the run is ending; no new session starts"));
@@ -67,7 +67,7 @@ impl DebugSupervisor {
             functions: trace_breakpoint(kind, args),
             stdin: args.stdin.clone(),
             wait,
-            cancel: *cancel,
+            cancel: cancel.clone(),
             capsule: &self.capsule,
         })
         .await?;

@@ -17,7 +17,7 @@ impl DebugSupervisor {
         root: &Path,
         args: &DebugArgs,
         wait: Duration,
-        cancel: &CallScope<'_>,
+        cancel: &CallScope,
     ) -> Result<DebugOutcome, DebugError> {
         let Some(function) = args.name.clone().filter(|n| !n.trim().is_empty()) else {
             return Err(DebugError::usage(

@@ -22,7 +22,7 @@ impl DebugSupervisor {
         root: &Path,
         args: &DebugArgs,
         wait: Duration,
-        cancel: &CallScope<'_>,
+        cancel: &CallScope,
     ) -> Result<DebugOutcome, DebugError> {
         let mut spec = WatchSpec {
             change: args.expression.clone(),

@@ -36,7 +36,7 @@ async fn cell(
         ..Default::default()
     };
     let report = kernels
-        .eval("capsule", root, request, Arc::new(NoBridge), CallScope::new(cancel))
+        .eval("capsule", root, request, Arc::new(NoBridge), CallScope::new(cancel.clone()))
         .await
         .expect("eval");
     (report.status, render(&report))

@@ -47,9 +47,9 @@ async fn ninety_seconds(s: &Session, setup: &str, long: &str, behind: &str, chec
     assert!(text.contains("waiting as cell 3 behind cell 2"), "{text}");
 
     // Waiting again: progress carries the last line printed; each call returns what came since.
-    let heard = Heard::default();
+    let heard = std::sync::Arc::new(Heard::default());
     let request = EvalRequest { wait_s: Some(3.0), ..EvalRequest::collect(2) };
-    let (again, text) = s.call(request, &heard).await.expect("collect");
+    let (again, text) = s.call(request, Some(heard.clone())).await.expect("collect");
     assert_eq!(again.status, CellStatus::Running, "{text}");
     printed.push_str(&stdout_of(&again));
     let messages = heard.0.lock().clone();
@@ -174,7 +174,7 @@ async fn the_inactivity_budget_interrupts_a_silent_cell_nobody_waits_for() {
 async fn bad_wait_cell_and_interrupt_arguments_say_what_would_work() {
     let s = python(EvalConfig::default());
     let error = |request: EvalRequest| async {
-        s.call(request, &agent_tools_eval::NoProgress).await.expect_err("refused").to_string()
+        s.call(request, None).await.expect_err("refused").to_string()
     };
     for wait in [-1.0, 601.0, f64::NAN] {
         let request = EvalRequest { wait_s: Some(wait), ..EvalRequest::new("1", "d") };

@@ -300,7 +300,7 @@ async fn pip_install_then_import_sees_the_new_package() {
             project.path(),
             request(code),
             s.bridge.clone(),
-            CallScope::new(&cancel),
+            CallScope::new(cancel.clone()),
         )
     };
     let r = run("%pip install -q iniconfig==1.1.1\nimport iniconfig, importlib.metadata\nimportlib.metadata.version('iniconfig')").await.expect("eval");
@@ -342,7 +342,7 @@ async fn a_project_venv_is_preferred_over_path() {
                 ..Default::default()
             },
             s.bridge.clone(),
-            agent_tools_eval::CallScope::new(&s.cancel),
+            agent_tools_eval::CallScope::new(s.cancel.clone()),
         )
         .await
         .expect("eval");
@@ -556,7 +556,13 @@ async fn no_kernel_process_or_child_survives_shutdown() {
     };
     let after = s
         .kernels
-        .eval("conversation", &s.root(), request, s.bridge.clone(), CallScope::new(&s.cancel))
+        .eval(
+            "conversation",
+            &s.root(),
+            request,
+            s.bridge.clone(),
+            CallScope::new(s.cancel.clone()),
+        )
         .await;
     assert_eq!(after, Err(agent_tools_eval::EvalError::Closed));
 }

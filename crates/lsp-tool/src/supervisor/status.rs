@@ -306,7 +306,7 @@ impl Supervisor {
     /// server's own progress titles.
     pub async fn reporting<T>(
         &self,
-        scope: &CallScope<'_>,
+        scope: &CallScope,
         what: &str,
         call: impl std::future::Future<Output = T>,
     ) -> T {

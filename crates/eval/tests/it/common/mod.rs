@@ -176,7 +176,7 @@ impl Session {
                 &self.root(),
                 request,
                 self.bridge.clone(),
-                CallScope::new(&self.cancel),
+                CallScope::new(self.cancel.clone()),
             )
             .await
             .expect("eval");
@@ -203,7 +203,7 @@ impl Session {
                 &self.root(),
                 self.request(code),
                 self.bridge.clone(),
-                CallScope::new(cancel),
+                CallScope::new(cancel.clone()),
             )
             .await
             .expect("eval");
@@ -223,7 +223,7 @@ impl Session {
                 &self.root(),
                 self.request(code),
                 self.bridge.clone(),
-                CallScope::with_progress(&cancel, &progress),
+                CallScope::new(cancel.clone()).with_progress(Arc::new(progress)),
             )
             .await
             .expect("eval");
@@ -243,7 +243,7 @@ impl Session {
             &root,
             self.request(code),
             self.bridge.clone(),
-            CallScope::with_progress(&never, &progress),
+            CallScope::new(never).with_progress(Arc::new(progress)),
         );
         tokio::select! {
             result = call => panic!("the cell ended before it was abandoned: {result:?}"),
@@ -255,18 +255,16 @@ impl Session {
     pub async fn call(
         &self,
         request: EvalRequest,
-        progress: &dyn Progress,
+        progress: Option<Arc<dyn Progress>>,
     ) -> Result<(CellReport, String), agent_tools_eval::EvalError> {
-        let cancel = CancellationToken::new();
+        let scope = CallScope::new(CancellationToken::new());
+        let scope = match progress {
+            Some(progress) => scope.with_progress(progress),
+            None => scope,
+        };
         let report = self
             .kernels
-            .eval(
-                "conversation",
-                &self.root(),
-                request,
-                self.bridge.clone(),
-                CallScope::with_progress(&cancel, progress),
-            )
+            .eval("conversation", &self.root(), request, self.bridge.clone(), scope)
             .await?;
         let text = render(&report);
         Ok((report, text))
@@ -275,19 +273,19 @@ impl Session {
     /// A new cell that waits at most `wait_s`.
     pub async fn run_waiting(&self, code: &str, wait_s: f64) -> (CellReport, String) {
         let request = EvalRequest { wait_s: Some(wait_s), ..self.request(code) };
-        self.call(request, &agent_tools_eval::NoProgress).await.expect("eval")
+        self.call(request, None).await.expect("eval")
     }
 
     /// `eval` with `cell`: waits again for that cell, at most `wait_s`.
     pub async fn collect(&self, cell: u64, wait_s: f64) -> (CellReport, String) {
         let request = EvalRequest { wait_s: Some(wait_s), ..EvalRequest::collect(cell) };
-        self.call(request, &agent_tools_eval::NoProgress).await.expect("collect")
+        self.call(request, None).await.expect("collect")
     }
 
     /// `eval` with `cell` and `interrupt: true`.
     pub async fn interrupt(&self, cell: u64) -> (CellReport, String) {
         let request = EvalRequest { interrupt: Some(true), ..EvalRequest::collect(cell) };
-        self.call(request, &agent_tools_eval::NoProgress).await.expect("interrupt")
+        self.call(request, None).await.expect("interrupt")
     }
 
     /// Runs a cell whose caller's connection is cut at the first progress report (and, with
@@ -306,7 +304,7 @@ impl Session {
                 &self.root(),
                 request,
                 self.bridge.clone(),
-                CallScope::with_progress(&cancel, &progress).with_cut(&cut),
+                CallScope::new(cancel).with_progress(Arc::new(progress)).with_cut(cut),
             )
             .await
             .expect("eval");
