@@ -6,13 +6,13 @@ use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    actions::{Action, LspArgs, LspOutput},
+    actions::{Action, LspArgs, LspOutput, offered_code_actions},
     error::LspError,
     on_write::report::WriteDiagnostics,
     paths::display_relative,
     rename::RenamedFile,
     supervisor::Supervisor,
-    workspace_edit::{EditOp, parse_workspace_edit, plan_edit},
+    workspace_edit::{EditOp, commit_edit, parse_workspace_edit, plan_edit},
 };
 
 /// Arguments of `lsp_code_action`.
@@ -82,81 +82,77 @@ impl CodeActionReport {
     }
 }
 
-impl Supervisor {
-    /// Runs one `lsp_code_action` call: lists the actions at the position again (so the edit
-    /// matches the current content), takes the `index`-th and writes its edit.
-    pub async fn apply_code_action(
-        &self,
-        args: CodeActionArgs,
-        cancel: &CancellationToken,
-    ) -> Result<LspOutput, LspError> {
-        let listing = LspArgs {
-            action: Action::CodeActions,
-            file: Some(args.file.clone()),
-            line: Some(args.line),
-            symbol: Some(args.symbol.clone()),
-            occurrence: args.occurrence,
-            query: None,
-            offset: None,
-            include_hints: false,
-        };
-        let actions = self.offered_code_actions(&listing, cancel).await?;
-        let Some(action) = args.index.checked_sub(1).and_then(|i| actions.get(i as usize)) else {
-            return Err(LspError::Invalid(format!(
-                "argument `index`: {} is not an action here; {} action(s) are offered at {}:{} (call lsp code_actions to list them)",
-                args.index,
-                actions.len(),
-                args.file,
-                args.line
-            )));
-        };
-        let title = action.item.title.clone();
-        if let Some(reason) = &action.item.disabled {
-            return Err(LspError::Invalid(format!(
-                "`{title}` is disabled: {reason}; nothing was changed"
-            )));
-        }
-        let Some(edit) = action.edit.as_ref().and_then(|e| serde_json::to_value(e).ok()) else {
-            return Err(LspError::Invalid(format!(
-                "`{title}` has no edit (it runs a server command, which this tool does not apply); nothing was changed"
-            )));
-        };
-        let path = crate::paths::resolve_in_root(self.root(), &args.file, "file")
-            .map_err(LspError::Invalid)?;
-        let target = self.target_for(&path)?;
-        let server = self.server(&target, cancel).await?;
-        let ops = parse_workspace_edit(&edit).map_err(|e| {
-            LspError::Failed(format!("`{title}`: the edit has {e}; nothing was changed"))
-        })?;
-        let mut open = std::collections::BTreeMap::new();
-        for op in &ops {
-            if let EditOp::Text { path, .. } = op
-                && let Some(doc) = server.open_doc(path).await
-            {
-                open.insert(path.clone(), doc);
-            }
-        }
-        let plan = plan_edit(self.root(), &ops, server.encoding, &|p| open.get(p).cloned())
-            .map_err(|e| {
-                LspError::Failed(format!("`{title}` rejected: {e}; nothing was changed"))
-            })?;
-        let mut report = CodeActionReport {
-            title: title.clone(),
-            edits: plan.edits_per_file.values().sum(),
-            files: plan
-                .edits_per_file
-                .iter()
-                .map(|(p, n)| RenamedFile { path: display_relative(self.root(), p), edits: *n })
-                .collect(),
-            diagnostics: None,
-        };
-        if !plan.files.is_empty() {
-            report.diagnostics =
-                self.commit_edit(&server, &plan, &format!("`{title}`"), cancel).await?;
-        }
-        let mut out =
-            LspOutput::new(report.render(), serde_json::to_value(&report).unwrap_or_default());
-        out.changed_files = plan.files.keys().cloned().collect();
-        Ok(out)
+/// Runs one `lsp_code_action` call: lists the actions at the position again (so the edit
+/// matches the current content), takes the `index`-th and writes its edit.
+pub(crate) async fn apply_code_action(
+    sup: &Supervisor,
+    args: CodeActionArgs,
+    cancel: &CancellationToken,
+) -> Result<LspOutput, LspError> {
+    let listing = LspArgs {
+        action: Action::CodeActions,
+        file: Some(args.file.clone()),
+        line: Some(args.line),
+        symbol: Some(args.symbol.clone()),
+        occurrence: args.occurrence,
+        query: None,
+        offset: None,
+        include_hints: false,
+    };
+    let actions = offered_code_actions(sup, &listing, cancel).await?;
+    let Some(action) = args.index.checked_sub(1).and_then(|i| actions.get(i as usize)) else {
+        return Err(LspError::Invalid(format!(
+            "argument `index`: {} is not an action here; {} action(s) are offered at {}:{} (call lsp code_actions to list them)",
+            args.index,
+            actions.len(),
+            args.file,
+            args.line
+        )));
+    };
+    let title = action.item.title.clone();
+    if let Some(reason) = &action.item.disabled {
+        return Err(LspError::Invalid(format!(
+            "`{title}` is disabled: {reason}; nothing was changed"
+        )));
     }
+    let Some(edit) = action.edit.as_ref().and_then(|e| serde_json::to_value(e).ok()) else {
+        return Err(LspError::Invalid(format!(
+            "`{title}` has no edit (it runs a server command, which this tool does not apply); nothing was changed"
+        )));
+    };
+    let path =
+        crate::paths::resolve_in_root(sup.root(), &args.file, "file").map_err(LspError::Invalid)?;
+    let target = sup.target_for(&path)?;
+    let server = sup.server(&target, cancel).await?;
+    let ops = parse_workspace_edit(&edit).map_err(|e| {
+        LspError::Failed(format!("`{title}`: the edit has {e}; nothing was changed"))
+    })?;
+    let mut open = std::collections::BTreeMap::new();
+    for op in &ops {
+        if let EditOp::Text { path, .. } = op
+            && let Some(doc) = server.open_doc(path).await
+        {
+            open.insert(path.clone(), doc);
+        }
+    }
+    let plan = plan_edit(sup.root(), &ops, server.encoding, &|p| open.get(p).cloned())
+        .map_err(|e| LspError::Failed(format!("`{title}` rejected: {e}; nothing was changed")))?;
+    let mut report = CodeActionReport {
+        title: title.clone(),
+        edits: plan.edits_per_file.values().sum(),
+        files: plan
+            .edits_per_file
+            .iter()
+            .map(|(p, n)| RenamedFile { path: display_relative(sup.root(), p), edits: *n })
+            .collect(),
+        diagnostics: None,
+    };
+    if !plan.files.is_empty() {
+        report.diagnostics =
+            commit_edit(sup, &server, &plan, &format!("`{title}`"), cancel).await?;
+    }
+    let mut out =
+        LspOutput::new(report.render(), serde_json::to_value(&report).unwrap_or_default());
+    out.changed_files = plan.files.keys().cloned().collect();
+    Ok(out)
 }

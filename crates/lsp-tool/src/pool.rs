@@ -105,6 +105,9 @@ struct PoolInner {
     /// A folder outside every tree for what servers would otherwise leave in the project
     /// (clangd's compilation database copy); it lives as long as the servers may.
     private_dir: Option<tempfile::TempDir>,
+    /// Bumped whenever a server of the pool starts, stops starting, or reports progress: the
+    /// calls waiting on the pool's servers wake and tell their callers.
+    activity: tokio::sync::watch::Sender<u64>,
 }
 
 /// Language-server processes shared by the supervisors given it. Cheap to clone.
@@ -139,6 +142,7 @@ impl ServerPool {
                 next_run: AtomicU64::new(1),
                 versions: Mutex::new(HashMap::new()),
                 private_dir: tempfile::Builder::new().prefix("agent-tools-lsp-").tempdir().ok(),
+                activity: tokio::sync::watch::Sender::new(0),
             }),
         }
     }
@@ -150,6 +154,11 @@ impl ServerPool {
     /// A token cancelled when the pool shuts down, for a supervisor to derive its own from.
     pub(crate) fn closing(&self) -> &CancellationToken {
         &self.inner.closing
+    }
+
+    /// The sender a server bumps when what it is busy with changes.
+    pub(crate) fn activity(&self) -> &tokio::sync::watch::Sender<u64> {
+        &self.inner.activity
     }
 
     pub(crate) fn private_dir(&self) -> Option<&Path> {

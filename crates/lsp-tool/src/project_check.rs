@@ -103,167 +103,153 @@ fn checker_args(sup: &Supervisor, root: &Path, format: &str) -> Result<Vec<Strin
     Ok(args)
 }
 
-impl Supervisor {
-    pub(crate) async fn project_check(
-        &self,
-        cancel: &CancellationToken,
-    ) -> Result<LspOutput, LspError> {
-        let defs = self.defs()?.to_vec();
-        let plain: Vec<_> = defs.iter().map(|d| (**d).clone()).collect();
-        let scan = discover::scan(self.root(), &plain);
-        let mut report = ProjectCheckReport {
-            runs: Vec::new(),
-            notes: Vec::new(),
-            total: 0,
-            summary: String::new(),
-            diagnostics: Vec::new(),
+pub(crate) async fn project_check(
+    sup: &Supervisor,
+    cancel: &CancellationToken,
+) -> Result<LspOutput, LspError> {
+    let defs = sup.defs()?.to_vec();
+    let plain: Vec<_> = defs.iter().map(|d| (**d).clone()).collect();
+    let scan = discover::scan(sup.root(), &plain);
+    let mut report = ProjectCheckReport {
+        runs: Vec::new(),
+        notes: Vec::new(),
+        total: 0,
+        summary: String::new(),
+        diagnostics: Vec::new(),
+    };
+    let timeout = Duration::from_millis(sup.config().check_timeout_ms);
+    for def in &defs {
+        let Some(presence) = scan.get(&def.id).filter(|p| p.files > 0) else { continue };
+        let Some(format) = def.check_format.as_deref().filter(|_| !def.check_commands.is_empty())
+        else {
+            report.notes.push(format!(
+                "{}: no project check is defined; use `diagnostics` per file",
+                def.display_languages()
+            ));
+            continue;
         };
-        let timeout = Duration::from_millis(self.config().check_timeout_ms);
-        for def in &defs {
-            let Some(presence) = scan.get(&def.id).filter(|p| p.files > 0) else { continue };
-            let Some(format) =
-                def.check_format.as_deref().filter(|_| !def.check_commands.is_empty())
-            else {
-                report.notes.push(format!(
-                    "{}: no project check is defined; use `diagnostics` per file",
-                    def.display_languages()
-                ));
-                continue;
-            };
-            let roots = discover::outermost_roots(def, self.root(), &presence.roots);
-            if roots.is_empty() {
-                report.notes.push(format!(
-                    "{}: files present but no root marker ({}), so no project to check",
-                    def.display_languages(),
-                    def.root_markers.join(", ")
-                ));
-                continue;
-            }
-            for root in roots.iter().take(5) {
-                let (run, diags) = self.check_root(def, format, &root.root, timeout, cancel).await;
-                report.runs.push(run);
-                report.diagnostics.extend(diags);
-            }
-            if roots.len() > 5 {
-                report.notes.push(format!(
-                    "{}: {} more project roots not checked",
-                    def.display_languages(),
-                    roots.len() - 5
-                ));
-            }
+        let roots = discover::outermost_roots(def, sup.root(), &presence.roots);
+        if roots.is_empty() {
+            report.notes.push(format!(
+                "{}: files present but no root marker ({}), so no project to check",
+                def.display_languages(),
+                def.root_markers.join(", ")
+            ));
+            continue;
         }
-        if report.runs.is_empty() && report.notes.is_empty() {
-            report.notes.push(
-                "no source files of a known language found in the workspace; nothing to check"
-                    .into(),
-            );
+        for root in roots.iter().take(5) {
+            let (run, diags) = check_root(sup, def, format, &root.root, timeout, cancel).await;
+            report.runs.push(run);
+            report.diagnostics.extend(diags);
         }
-        diagnostics::sort(&mut report.diagnostics);
-        report.diagnostics.dedup();
-        report.total = report.diagnostics.len();
-        report.summary = diagnostics::count_phrase(&report.diagnostics, "");
-        report.diagnostics.truncate(MAX_DIAGNOSTICS);
-        let answer = crate::actions::DiagnosticsAnswer::Project(report);
-        Ok(LspOutput::from_result(crate::actions::LspResult::Diagnostics(answer)))
+        if roots.len() > 5 {
+            report.notes.push(format!(
+                "{}: {} more project roots not checked",
+                def.display_languages(),
+                roots.len() - 5
+            ));
+        }
     }
+    if report.runs.is_empty() && report.notes.is_empty() {
+        report.notes.push(
+            "no source files of a known language found in the workspace; nothing to check".into(),
+        );
+    }
+    diagnostics::sort(&mut report.diagnostics);
+    report.diagnostics.dedup();
+    report.total = report.diagnostics.len();
+    report.summary = diagnostics::count_phrase(&report.diagnostics, "");
+    report.diagnostics.truncate(MAX_DIAGNOSTICS);
+    let answer = crate::actions::DiagnosticsAnswer::Project(report);
+    Ok(LspOutput::from_result(crate::actions::LspResult::Diagnostics(answer)))
+}
 
-    /// Runs `def`'s checker on one project root, in the run's capsule: what ran and how it
-    /// ended, and the diagnostics it printed.
-    async fn check_root(
-        &self,
-        def: &ServerDef,
-        format: &str,
-        root: &Path,
-        timeout: Duration,
-        cancel: &CancellationToken,
-    ) -> (CheckRunReport, Vec<Diagnostic>) {
-        let shown_root = display_relative(self.root(), root);
-        let dirs =
-            discover::search_dirs(self.extra_paths(), root, self.root(), self.allow_project_code());
-        let found = def.check_commands.iter().find_map(|c| {
-            let (name, rest) = c.split_first()?;
-            discover::resolve_program(name, &dirs, root, self.allow_project_code())
-                .map(|p| (p, rest.to_vec()))
-        });
-        let names: Vec<String> =
-            def.check_commands.iter().filter_map(|c| c.first().cloned()).collect();
-        let Some((program, mut args)) = found else {
-            let detail = format!("none of {} resolves; {}", names.join(", "), def.install_hint);
+/// Runs `def`'s checker on one project root, in the run's capsule: what ran and how it
+/// ended, and the diagnostics it printed.
+async fn check_root(
+    sup: &Supervisor,
+    def: &ServerDef,
+    format: &str,
+    root: &Path,
+    timeout: Duration,
+    cancel: &CancellationToken,
+) -> (CheckRunReport, Vec<Diagnostic>) {
+    let shown_root = display_relative(sup.root(), root);
+    let dirs = discover::search_dirs(sup.extra_paths(), root, sup.root(), sup.allow_project_code());
+    let found = def.check_commands.iter().find_map(|c| {
+        let (name, rest) = c.split_first()?;
+        discover::resolve_program(name, &dirs, root, sup.allow_project_code())
+            .map(|p| (p, rest.to_vec()))
+    });
+    let names: Vec<String> = def.check_commands.iter().filter_map(|c| c.first().cloned()).collect();
+    let Some((program, mut args)) = found else {
+        let detail = format!("none of {} resolves; {}", names.join(", "), def.install_hint);
+        let run = CheckRunReport {
+            command: names.join(" or "),
+            root: shown_root,
+            outcome: "not_run".into(),
+            diagnostics: 0,
+            detail: Some(detail),
+        };
+        return (run, Vec::new());
+    };
+    let command = format!(
+        "{} {}",
+        program.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default(),
+        args.join(" ")
+    );
+    match checker_args(sup, root, format) {
+        Ok(more) => args.extend(more),
+        Err(why) => {
             let run = CheckRunReport {
-                command: names.join(" or "),
+                command,
                 root: shown_root,
                 outcome: "not_run".into(),
                 diagnostics: 0,
-                detail: Some(detail),
+                detail: Some(why),
             };
             return (run, Vec::new());
-        };
-        let command = format!(
-            "{} {}",
-            program.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default(),
-            args.join(" ")
-        );
-        match checker_args(self, root, format) {
-            Ok(more) => args.extend(more),
-            Err(why) => {
-                let run = CheckRunReport {
-                    command,
-                    root: shown_root,
-                    outcome: "not_run".into(),
-                    diagnostics: 0,
-                    detail: Some(why),
-                };
-                return (run, Vec::new());
-            }
         }
-        let env: Vec<(String, String)> =
-            if self.allow_project_code() { Vec::new() } else { crate::toolchain::toolchain_pins() };
-        match check::run_command(
-            self.checker_capsule(),
-            &program,
-            &args,
-            root,
-            &env,
-            timeout,
-            cancel,
-        )
+    }
+    let env: Vec<(String, String)> =
+        if sup.allow_project_code() { Vec::new() } else { crate::toolchain::toolchain_pins() };
+    match check::run_command(sup.checker_capsule(), &program, &args, root, &env, timeout, cancel)
         .await
-        {
-            Ok((stdout, stderr, status)) => {
-                let diags = check::parse(format, &stdout, &stderr, root, self.root());
-                let failed = status.is_none_or(|s| s != 0) && diags.is_empty();
-                let detail = failed.then(|| {
-                    let tail: Vec<&str> = stderr
-                        .lines()
-                        .chain(stdout.lines())
-                        .filter(|l| !l.trim().is_empty())
-                        .take(5)
-                        .collect();
-                    format!(
-                        "the checker failed (exit {}) without diagnostics: {}",
-                        status.map_or("by signal".into(), |s| s.to_string()),
-                        tail.join(" | ")
-                    )
-                });
-                let run = CheckRunReport {
-                    command,
-                    root: shown_root,
-                    outcome: if failed { "failed".into() } else { "ok".into() },
-                    diagnostics: diags.len(),
-                    detail,
-                };
-                (run, diags)
-            }
-            Err(e) => {
-                let run = CheckRunReport {
-                    command,
-                    root: shown_root,
-                    outcome: "failed".into(),
-                    diagnostics: 0,
-                    detail: Some(e),
-                };
-                (run, Vec::new())
-            }
+    {
+        Ok((stdout, stderr, status)) => {
+            let diags = check::parse(format, &stdout, &stderr, root, sup.root());
+            let failed = status.is_none_or(|s| s != 0) && diags.is_empty();
+            let detail = failed.then(|| {
+                let tail: Vec<&str> = stderr
+                    .lines()
+                    .chain(stdout.lines())
+                    .filter(|l| !l.trim().is_empty())
+                    .take(5)
+                    .collect();
+                format!(
+                    "the checker failed (exit {}) without diagnostics: {}",
+                    status.map_or("by signal".into(), |s| s.to_string()),
+                    tail.join(" | ")
+                )
+            });
+            let run = CheckRunReport {
+                command,
+                root: shown_root,
+                outcome: if failed { "failed".into() } else { "ok".into() },
+                diagnostics: diags.len(),
+                detail,
+            };
+            (run, diags)
+        }
+        Err(e) => {
+            let run = CheckRunReport {
+                command,
+                root: shown_root,
+                outcome: "failed".into(),
+                diagnostics: 0,
+                detail: Some(e),
+            };
+            (run, Vec::new())
         }
     }
 }

@@ -82,7 +82,7 @@ impl DiagnosticsOnWrite {
             })
             .collect();
         ctx.report_progress(0.0, None, "checking the proposed change with the language server");
-        let report = self.supervisor.diagnostics_of_proposal(&files, &ctx.cancel).await?;
+        let report = self.supervisor.diagnostics_of_proposal(&files, &ctx.scope()).await?;
         let key =
             Previews::key(result.proposed_files.iter().map(|p| (&p.path, p.after.as_deref())));
         self.previews.remember(key, report.clone());
@@ -101,7 +101,7 @@ impl DiagnosticsOnWrite {
             .map(|c| WrittenFile { path: c.path.clone(), before: c.before.clone() })
             .collect();
         ctx.report_progress(0.0, None, "waiting for the language server's diagnostics");
-        let report = self.supervisor.diagnostics_after_write(&files, &ctx.cancel).await?;
+        let report = self.supervisor.diagnostics_after_write(&files, &ctx.scope()).await?;
         let now: Vec<(PathBuf, Option<Vec<u8>>)> = result
             .changed_files
             .iter()

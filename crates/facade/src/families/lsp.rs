@@ -129,8 +129,7 @@ impl TypedTool for LspTool {
 
     async fn run(&self, ctx: &CallContext, args: LspArgs) -> ToolResult {
         let action = args.action.as_str().to_string();
-        let call = self.supervisor.call(args, &ctx.cancel);
-        let outcome = self.supervisor.reporting(&ctx.scope(), &action, call).await;
+        let outcome = self.supervisor.call(args, &ctx.scope()).await;
         into_result(&format!("lsp {action}"), outcome, ctx.max_output_chars)
     }
 }
@@ -149,8 +148,7 @@ impl TypedTool for RenameTool {
     }
 
     async fn run(&self, ctx: &CallContext, args: RenameArgs) -> ToolResult {
-        let call = self.supervisor.rename(args, &ctx.cancel);
-        let outcome = self.supervisor.reporting(&ctx.scope(), "rename", call).await;
+        let outcome = self.supervisor.rename(args, &ctx.scope()).await;
         into_result("lsp_rename", outcome, ctx.max_output_chars)
     }
 }
@@ -169,8 +167,7 @@ impl TypedTool for CodeActionTool {
     }
 
     async fn run(&self, ctx: &CallContext, args: CodeActionArgs) -> ToolResult {
-        let call = self.supervisor.apply_code_action(args, &ctx.cancel);
-        let outcome = self.supervisor.reporting(&ctx.scope(), "code action", call).await;
+        let outcome = self.supervisor.apply_code_action(args, &ctx.scope()).await;
         into_result("lsp_code_action", outcome, ctx.max_output_chars)
     }
 }

@@ -9,6 +9,11 @@ mod result;
 mod status;
 mod symbols;
 
+use navigation::navigation_action;
+pub(crate) use navigation::offered_code_actions;
+use status::{reload_action, status_action};
+use symbols::symbols_action;
+
 pub use result::{
     CallRow, Calls, CheckRunReport, CodeActionItem, CodeActionList, DiagnosticsAnswer,
     FileDiagnostics, HoverAnswer, Locations, LspResult, Outline, OutlineRow, ProjectCheckReport,
@@ -33,6 +38,7 @@ use crate::{
     encoding::{ColumnUnit, convert_column},
     error::LspError,
     paths::{display_relative, path_from_uri, resolve_in_root, uri_from_path},
+    project_check::project_check,
     server::{DiagnosticMode, DiagnosticsWait, Save, Scope, Server, SyncedDoc},
     supervisor::{Supervisor, Target, server_label},
     transport::RequestError,
@@ -472,134 +478,130 @@ fn request_failed(server: &Server, what: &str, e: RequestError) -> LspError {
     }
 }
 
-impl Supervisor {
-    fn file_arg(&self, args: &LspArgs) -> Result<PathBuf, LspError> {
-        let Some(file) = args.file.as_deref() else {
-            return Err(LspError::Invalid(format!(
-                "action `{}` needs argument `file` (a path relative to the workspace root)",
-                args.action.as_str()
+fn file_arg(sup: &Supervisor, args: &LspArgs) -> Result<PathBuf, LspError> {
+    let Some(file) = args.file.as_deref() else {
+        return Err(LspError::Invalid(format!(
+            "action `{}` needs argument `file` (a path relative to the workspace root)",
+            args.action.as_str()
+        )));
+    };
+    let path = resolve_in_root(sup.root(), file, "file").map_err(LspError::Invalid)?;
+    if path.is_dir() {
+        return Err(LspError::Invalid(format!(
+            "argument `file`: {file} is a directory; name a source file"
+        )));
+    }
+    if !path.exists() {
+        return Err(LspError::Invalid(format!("argument `file`: {file} does not exist")));
+    }
+    Ok(path)
+}
+
+/// Runs one `lsp` call; the structured data is an [`LspResult`], the text its rendering.
+pub(crate) async fn call(
+    sup: &Supervisor,
+    args: LspArgs,
+    cancel: &CancellationToken,
+) -> Result<LspOutput, LspError> {
+    match args.action {
+        Action::Status => status_action(sup).await,
+        Action::Reload => reload_action(sup, &args, cancel).await,
+        Action::Diagnostics if args.file.as_deref() == Some("*") => {
+            project_check(sup, cancel).await
+        }
+        Action::Diagnostics => diagnostics_action(sup, &args, cancel).await,
+        Action::Symbols => symbols_action(sup, &args, cancel).await,
+        _ => navigation_action(sup, &args, cancel).await,
+    }
+}
+
+/// Starts (or finds) the server of `path` and brings every open document up to date.
+async fn ready_doc(
+    sup: &Supervisor,
+    path: &Path,
+    cancel: &CancellationToken,
+) -> Result<(Target, Arc<Server>, SyncedDoc), LspError> {
+    let target = sup.target_for(path)?;
+    let server = sup.server(&target, cancel).await?;
+    server.resync_open().await;
+    // Sent again when another file changed since: its last diagnostics may predate that.
+    let doc = server
+        .current(path, &target.language_id, None, sup.run_id())
+        .await
+        .map_err(LspError::Failed)?;
+    Ok((target, server, doc))
+}
+
+async fn wait_ready(
+    sup: &Supervisor,
+    server: &Server,
+    scope: Scope,
+    what: &str,
+    cancel: &CancellationToken,
+) -> Result<(), LspError> {
+    let budget = Duration::from_millis(sup.config().ready_timeout_ms);
+    server
+        .wait_ready(scope, Instant::now() + budget, cancel)
+        .await
+        .map_err(|why| why.into_error(what, &server.def.display_languages(), budget))
+}
+
+async fn diagnostics_action(
+    sup: &Supervisor,
+    args: &LspArgs,
+    cancel: &CancellationToken,
+) -> Result<LspOutput, LspError> {
+    let path = file_arg(sup, args)?;
+    let shown = display_relative(sup.root(), &path);
+    let (_target, server, mut doc) = ready_doc(sup, &path, cancel).await?;
+    let started = Instant::now();
+    let deadline = started + Duration::from_millis(sup.config().diagnostics_timeout_ms);
+    let label = server_label(&server);
+    // A push server that stays silent about a version is sent it again once, a third of
+    // the way in (clangd, busy indexing right after a close and reopen, can drop one).
+    let nudge = started + (deadline - started) / 3;
+    let mut first = server.diagnostics(&doc, nudge, cancel).await;
+    if matches!(first, Err(DiagnosticsWait::Timeout { .. }))
+        && server.diagnostic_mode() == DiagnosticMode::Push
+        && let Some(again) = server.touch(&path, sup.run_id()).await
+    {
+        doc = again;
+        first = server.diagnostics(&doc, deadline, cancel).await;
+    } else if matches!(first, Err(DiagnosticsWait::Timeout { .. })) {
+        first = server.diagnostics(&doc, deadline, cancel).await;
+    }
+    let items = match first {
+        Ok(items) => items,
+        Err(DiagnosticsWait::Timeout { indexing, .. }) => {
+            return Err(LspError::NotReady(format!(
+                "diagnostics of {shown}: not verified: {label} sent none for this version within {} ms{}; \
+                 this is not the same as \"no errors\". Try again shortly",
+                started.elapsed().as_millis(),
+                indexing.map(|i| format!(" (server {i})")).unwrap_or_default()
             )));
-        };
-        let path = resolve_in_root(self.root(), file, "file").map_err(LspError::Invalid)?;
-        if path.is_dir() {
-            return Err(LspError::Invalid(format!(
-                "argument `file`: {file} is a directory; name a source file"
-            )));
         }
-        if !path.exists() {
-            return Err(LspError::Invalid(format!("argument `file`: {file} does not exist")));
-        }
-        Ok(path)
-    }
-
-    /// Runs one `lsp` call; the structured data is an [`LspResult`], the text its rendering.
-    pub async fn call(
-        &self,
-        args: LspArgs,
-        cancel: &CancellationToken,
-    ) -> Result<LspOutput, LspError> {
-        match args.action {
-            Action::Status => self.status_action().await,
-            Action::Reload => self.reload_action(&args, cancel).await,
-            Action::Diagnostics if args.file.as_deref() == Some("*") => {
-                self.project_check(cancel).await
-            }
-            Action::Diagnostics => self.diagnostics_action(&args, cancel).await,
-            Action::Symbols => self.symbols_action(&args, cancel).await,
-            _ => self.navigation_action(&args, cancel).await,
-        }
-    }
-
-    /// Starts (or finds) the server of `path` and brings every open document up to date.
-    async fn ready_doc(
-        &self,
-        path: &Path,
-        cancel: &CancellationToken,
-    ) -> Result<(Target, Arc<Server>, SyncedDoc), LspError> {
-        let target = self.target_for(path)?;
-        let server = self.server(&target, cancel).await?;
-        server.resync_open().await;
-        // Sent again when another file changed since: its last diagnostics may predate that.
-        let doc = server
-            .current(path, &target.language_id, None, self.run_id())
-            .await
-            .map_err(LspError::Failed)?;
-        Ok((target, server, doc))
-    }
-
-    async fn wait_ready(
-        &self,
-        server: &Server,
-        scope: Scope,
-        what: &str,
-        cancel: &CancellationToken,
-    ) -> Result<(), LspError> {
-        let budget = Duration::from_millis(self.config().ready_timeout_ms);
-        server
-            .wait_ready(scope, Instant::now() + budget, cancel)
-            .await
-            .map_err(|why| why.into_error(what, &server.def.display_languages(), budget))
-    }
-
-    async fn diagnostics_action(
-        &self,
-        args: &LspArgs,
-        cancel: &CancellationToken,
-    ) -> Result<LspOutput, LspError> {
-        let path = self.file_arg(args)?;
-        let shown = display_relative(self.root(), &path);
-        let (_target, server, mut doc) = self.ready_doc(&path, cancel).await?;
-        let started = Instant::now();
-        let deadline = started + Duration::from_millis(self.config().diagnostics_timeout_ms);
-        let label = server_label(&server);
-        // A push server that stays silent about a version is sent it again once, a third of
-        // the way in (clangd, busy indexing right after a close and reopen, can drop one).
-        let nudge = started + (deadline - started) / 3;
-        let mut first = server.diagnostics(&doc, nudge, cancel).await;
-        if matches!(first, Err(DiagnosticsWait::Timeout { .. }))
-            && server.diagnostic_mode() == DiagnosticMode::Push
-            && let Some(again) = server.touch(&path, self.run_id()).await
-        {
-            doc = again;
-            first = server.diagnostics(&doc, deadline, cancel).await;
-        } else if matches!(first, Err(DiagnosticsWait::Timeout { .. })) {
-            first = server.diagnostics(&doc, deadline, cancel).await;
-        }
-        let items = match first {
-            Ok(items) => items,
-            Err(DiagnosticsWait::Timeout { indexing, .. }) => {
-                return Err(LspError::NotReady(format!(
-                    "diagnostics of {shown}: not verified: {label} sent none for this version within {} ms{}; \
-                     this is not the same as \"no errors\". Try again shortly",
-                    started.elapsed().as_millis(),
-                    indexing.map(|i| format!(" (server {i})")).unwrap_or_default()
-                )));
-            }
-            Err(e) => return Err(LspError::Failed(format!("diagnostics of {shown}: {e}"))),
-        };
-        let mut all: Vec<Diagnostic> = items
-            .iter()
-            .map(|d| Diagnostic::from_lsp(d, &path, self.root(), &doc.text, server.encoding))
-            .collect();
-        diagnostics::sort(&mut all);
-        let hidden = all.iter().filter(|d| !d.is_shown(args.include_hints)).count();
-        let mut shown_diags: Vec<Diagnostic> =
-            all.into_iter().filter(|d| d.is_shown(args.include_hints)).collect();
-        let summary = diagnostics::count_phrase(&shown_diags, "");
-        let total = shown_diags.len();
-        shown_diags.truncate(MAX_DIAGNOSTICS);
-        Ok(LspOutput::from_result(LspResult::Diagnostics(DiagnosticsAnswer::File(
-            FileDiagnostics {
-                path: shown,
-                server: label,
-                mode: server.diagnostic_mode().as_str().to_string(),
-                total,
-                summary,
-                hidden,
-                diagnostics: shown_diags,
-            },
-        ))))
-    }
+        Err(e) => return Err(LspError::Failed(format!("diagnostics of {shown}: {e}"))),
+    };
+    let mut all: Vec<Diagnostic> = items
+        .iter()
+        .map(|d| Diagnostic::from_lsp(d, &path, sup.root(), &doc.text, server.encoding))
+        .collect();
+    diagnostics::sort(&mut all);
+    let hidden = all.iter().filter(|d| !d.is_shown(args.include_hints)).count();
+    let mut shown_diags: Vec<Diagnostic> =
+        all.into_iter().filter(|d| d.is_shown(args.include_hints)).collect();
+    let summary = diagnostics::count_phrase(&shown_diags, "");
+    let total = shown_diags.len();
+    shown_diags.truncate(MAX_DIAGNOSTICS);
+    Ok(LspOutput::from_result(LspResult::Diagnostics(DiagnosticsAnswer::File(FileDiagnostics {
+        path: shown,
+        server: label,
+        mode: server.diagnostic_mode().as_str().to_string(),
+        total,
+        summary,
+        hidden,
+        diagnostics: shown_diags,
+    }))))
 }
 
 #[cfg(test)]

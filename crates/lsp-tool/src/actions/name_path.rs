@@ -138,57 +138,55 @@ pub(super) fn enclosing(named: &[Named], at: Position) -> Option<&Named> {
         .min_by_key(|n| (n.range.end.line - n.range.start.line, n.range.end.character))
 }
 
-impl Supervisor {
-    /// The server, the synced document and the position of the declaration `symbol` (a name
-    /// path) names in `path`.
-    pub(super) async fn address_by_name_path(
-        &self,
-        path: &Path,
-        symbol: &str,
-        cancel: &CancellationToken,
-    ) -> Result<(Arc<Server>, SyncedDoc, Addressed), LspError> {
-        let shown = display_relative(self.root(), path);
-        let (_target, server, doc) = self.ready_doc(path, cancel).await?;
-        if !server.supports("documentSymbolProvider") {
-            return Err(LspError::Failed(format!(
-                "`symbol` without `line` is a name path, looked up in the server's document \
-                 symbols, and {} offers none; give `line` and the text of `symbol` on it",
-                server_label(&server)
-            )));
-        }
-        self.wait_ready(&server, Scope::File, "symbols", cancel).await?;
-        let Some(uri) = uri_from_path(path) else {
-            return Err(LspError::Invalid(format!("{shown} has no file URI")));
-        };
-        let named = named_symbols(&server, uri.clone(), cancel).await?;
-        let entries: Vec<Entry<'_>> = named
-            .iter()
-            .map(|n| Entry {
-                name_path: &n.name_path,
-                name: &n.name,
-                kind: n.kind,
-                start_line: n.range.start.line as usize + 1,
-                end_line: n.range.end.line as usize + 1,
-            })
-            .collect();
-        let chosen = name_path::resolve(&entries, symbol, &[]).map(|i| &named[i]).map_err(|e| {
-            LspError::Invalid(format!(
-                "argument `symbol` (a name path, since `line` is left out): in {shown}, {e}"
-            ))
-        })?;
-        let start = chosen.selection.start;
-        let column = doc.text.lines().nth(start.line as usize).map_or(start.character, |l| {
-            convert_column(l, start.character, server.encoding, ColumnUnit::Char)
-        }) + 1;
-        let addressed = Addressed {
-            document: TextDocumentIdentifier { uri },
-            position: start,
-            end: chosen.selection.end,
-            symbol: chosen.name_path.clone(),
-            at: format!("`{}` at {shown}:{}:{column}", chosen.name_path, start.line + 1),
-        };
-        Ok((server, doc, addressed))
+/// The server, the synced document and the position of the declaration `symbol` (a name
+/// path) names in `path`.
+pub(crate) async fn address_by_name_path(
+    sup: &Supervisor,
+    path: &Path,
+    symbol: &str,
+    cancel: &CancellationToken,
+) -> Result<(Arc<Server>, SyncedDoc, Addressed), LspError> {
+    let shown = display_relative(sup.root(), path);
+    let (_target, server, doc) = ready_doc(sup, path, cancel).await?;
+    if !server.supports("documentSymbolProvider") {
+        return Err(LspError::Failed(format!(
+            "`symbol` without `line` is a name path, looked up in the server's document \
+             symbols, and {} offers none; give `line` and the text of `symbol` on it",
+            server_label(&server)
+        )));
     }
+    wait_ready(sup, &server, Scope::File, "symbols", cancel).await?;
+    let Some(uri) = uri_from_path(path) else {
+        return Err(LspError::Invalid(format!("{shown} has no file URI")));
+    };
+    let named = named_symbols(&server, uri.clone(), cancel).await?;
+    let entries: Vec<Entry<'_>> = named
+        .iter()
+        .map(|n| Entry {
+            name_path: &n.name_path,
+            name: &n.name,
+            kind: n.kind,
+            start_line: n.range.start.line as usize + 1,
+            end_line: n.range.end.line as usize + 1,
+        })
+        .collect();
+    let chosen = name_path::resolve(&entries, symbol, &[]).map(|i| &named[i]).map_err(|e| {
+        LspError::Invalid(format!(
+            "argument `symbol` (a name path, since `line` is left out): in {shown}, {e}"
+        ))
+    })?;
+    let start = chosen.selection.start;
+    let column = doc.text.lines().nth(start.line as usize).map_or(start.character, |l| {
+        convert_column(l, start.character, server.encoding, ColumnUnit::Char)
+    }) + 1;
+    let addressed = Addressed {
+        document: TextDocumentIdentifier { uri },
+        position: start,
+        end: chosen.selection.end,
+        symbol: chosen.name_path.clone(),
+        at: format!("`{}` at {shown}:{}:{column}", chosen.name_path, start.line + 1),
+    };
+    Ok((server, doc, addressed))
 }
 
 #[cfg(test)]

@@ -10,224 +10,222 @@ use lsp_types::{
 
 use super::{result::*, *};
 
-impl Supervisor {
-    pub(super) async fn symbols_action(
-        &self,
-        args: &LspArgs,
-        cancel: &CancellationToken,
-    ) -> Result<LspOutput, LspError> {
-        if args.file.is_some() {
-            return self.document_symbols(args, cancel).await;
-        }
-        let Some(query) = args.query.as_deref() else {
-            return Err(LspError::Invalid(
-                "action `symbols` needs `query` (workspace search) or `file` (the file's outline)"
-                    .into(),
-            ));
-        };
-        let mut targets: Vec<Target> = self.present_targets()?;
-        // Servers already started for roots the scan did not reach count too.
-        let running = self.running();
-        if targets.is_empty() && running.is_empty() {
-            return Err(LspError::Unavailable(Unavailable {
-                resource: "lsp".into(),
-                reason: "no language in this workspace has both a root marker and a server binary"
-                    .into(),
-                fix: "call lsp with action `status` to see what is missing".into(),
-            }));
-        }
-        targets.sort_by(|a, b| (&a.def.id, &a.root.root).cmp(&(&b.def.id, &b.root.root)));
-        let mut servers: Vec<Arc<Server>> = Vec::new();
-        let mut notes = Vec::new();
-        for target in &targets {
-            match self.server(target, cancel).await {
-                Ok(s) => servers.push(s),
-                Err(e) => notes.push(e.to_string()),
-            }
-        }
-        for s in running {
-            if !servers.iter().any(|x| Arc::ptr_eq(x, &s)) {
-                servers.push(s);
-            }
-        }
-        let mut found: Vec<(ShownLocation, String, String, Option<String>)> = Vec::new();
-        let mut cache = SourceCache::new();
-        for server in &servers {
-            // What changed on disk since reaches the server before it is asked.
-            server.resync_open().await;
-            if !server.supports("workspaceSymbolProvider") {
-                notes.push(format!("{} offers no workspace symbol search", server_label(server)));
-                continue;
-            }
-            // A server that has no file open may not have loaded its project at all (tsserver
-            // loads it on the first open; clangd indexes after it read the compilation
-            // database): open one of its files first, then wait for the load.
-            if !server.has_open_documents().await
-                && let Some(example) = discover::scan(&server.root, &[(*server.def).clone()])
-                    .get(&server.def.id)
-                    .and_then(|p| p.example.clone())
-            {
-                let ext = example.extension().and_then(|e| e.to_str()).unwrap_or("");
-                let language = server.def.language_of(ext).unwrap_or("plaintext").to_string();
-                let _ = server.sync(&example, &language, Save::Skip, self.run_id()).await;
-            }
-            if let Err(e) = self.wait_ready(server, Scope::Project, "symbols", cancel).await {
-                notes.push(e.to_string());
-                continue;
-            }
-            if server.command.args.iter().any(|a| a == "--background-index=false") {
-                notes.push(format!(
-                    "{}: the background index is off here (it would write into the project), so only open files are searched",
-                    server_label(server)
-                ));
-            }
-            self.query_symbols(server, query, &mut found, &mut notes, &mut cache, cancel).await;
-        }
-        // A server that loads projects lazily (tsserver, one tsconfig at a time) knows only the
-        // projects of the files open: open a few files that mention the name, and ask again.
-        if found.is_empty() && !query.trim().is_empty() {
-            for server in &servers {
-                if !server.supports("workspaceSymbolProvider") {
-                    continue;
-                }
-                let (root, def, name) =
-                    (server.root.clone(), server.def.clone(), vec![query.to_string()]);
-                let mentions = tokio::task::spawn_blocking(move || {
-                    crate::scan::mentions(&root, &def, &name, Path::new(""))
-                })
-                .await
-                .unwrap_or_default();
-                let mut opened = Vec::new();
-                for (file, _) in mentions.into_iter().take(MENTIONING_FILES_OPENED) {
-                    let ext = file.extension().and_then(|e| e.to_str()).unwrap_or("");
-                    let language = server.def.language_of(ext).unwrap_or("plaintext").to_string();
-                    if server.sync(&file, &language, Save::Skip, self.run_id()).await.is_ok() {
-                        opened.push(display_relative(self.root(), &file));
-                    }
-                }
-                if opened.is_empty() {
-                    continue;
-                }
-                let _ = self.wait_ready(server, Scope::Project, "symbols", cancel).await;
-                self.query_symbols(server, query, &mut found, &mut notes, &mut cache, cancel).await;
-                notes.push(format!(
-                    "{} answered nothing at first; asked again after opening {} (files that mention `{query}`)",
-                    server_label(server),
-                    opened.join(", ")
-                ));
-            }
-        }
-        // Inside the workspace first, then library symbols.
-        found.sort_by_key(|(loc, name, _, _)| {
-            (loc.path.starts_with('/'), name != query, loc.path.clone(), loc.line)
-        });
-        found.dedup_by(|a, b| a.0 == b.0 && a.1 == b.1);
-        let offset = args.offset.unwrap_or(0) as usize;
-        let symbols = found
-            .iter()
-            .skip(offset)
-            .take(MAX_WORKSPACE_SYMBOLS)
-            .map(|(loc, name, kind, container)| WorkspaceSymbolRow {
-                name: name.clone(),
-                kind: kind.clone(),
-                container: container.clone(),
-                path: loc.path.clone(),
-                line: loc.line,
-                column: loc.column,
-            })
-            .collect();
-        let answer = WorkspaceSymbols {
-            query: query.to_string(),
-            total: found.len(),
-            offset,
-            symbols,
-            notes: notes.iter().map(|n| n.lines().next().unwrap_or("").to_string()).collect(),
-        };
-        Ok(LspOutput::from_result(LspResult::Symbols(SymbolsAnswer::Workspace(answer))))
+pub(crate) async fn symbols_action(
+    sup: &Supervisor,
+    args: &LspArgs,
+    cancel: &CancellationToken,
+) -> Result<LspOutput, LspError> {
+    if args.file.is_some() {
+        return document_symbols(sup, args, cancel).await;
     }
-
-    pub(super) async fn document_symbols(
-        &self,
-        args: &LspArgs,
-        cancel: &CancellationToken,
-    ) -> Result<LspOutput, LspError> {
-        let path = self.file_arg(args)?;
-        let shown = display_relative(self.root(), &path);
-        let (_t, server, doc) = self.ready_doc(&path, cancel).await?;
-        if !server.supports("documentSymbolProvider") {
-            return Err(LspError::Failed(format!(
-                "{} offers no document symbols",
-                server_label(&server)
-            )));
+    let Some(query) = args.query.as_deref() else {
+        return Err(LspError::Invalid(
+            "action `symbols` needs `query` (workspace search) or `file` (the file's outline)"
+                .into(),
+        ));
+    };
+    let mut targets: Vec<Target> = sup.present_targets()?;
+    // Servers already started for roots the scan did not reach count too.
+    let running = sup.running();
+    if targets.is_empty() && running.is_empty() {
+        return Err(LspError::Unavailable(Unavailable {
+            resource: "lsp".into(),
+            reason: "no language in this workspace has both a root marker and a server binary"
+                .into(),
+            fix: "call lsp with action `status` to see what is missing".into(),
+        }));
+    }
+    targets.sort_by(|a, b| (&a.def.id, &a.root.root).cmp(&(&b.def.id, &b.root.root)));
+    let mut servers: Vec<Arc<Server>> = Vec::new();
+    let mut notes = Vec::new();
+    for target in &targets {
+        match sup.server(target, cancel).await {
+            Ok(s) => servers.push(s),
+            Err(e) => notes.push(e.to_string()),
         }
-        self.wait_ready(&server, Scope::File, "symbols", cancel).await?;
-        let Some(uri) = uri_from_path(&path) else {
-            return Err(LspError::Invalid(format!("{shown} has no file URI")));
-        };
-        let params = DocumentSymbolParams {
-            text_document: TextDocumentIdentifier { uri },
-            work_done_progress_params: Default::default(),
-            partial_result_params: Default::default(),
-        };
-        let answer = server
-            .call::<DocumentSymbolRequest>(params, cancel)
+    }
+    for s in running {
+        if !servers.iter().any(|x| Arc::ptr_eq(x, &s)) {
+            servers.push(s);
+        }
+    }
+    let mut found: Vec<(ShownLocation, String, String, Option<String>)> = Vec::new();
+    let mut cache = SourceCache::new();
+    for server in &servers {
+        // What changed on disk since reaches the server before it is asked.
+        server.resync_open().await;
+        if !server.supports("workspaceSymbolProvider") {
+            notes.push(format!("{} offers no workspace symbol search", server_label(server)));
+            continue;
+        }
+        // A server that has no file open may not have loaded its project at all (tsserver
+        // loads it on the first open; clangd indexes after it read the compilation
+        // database): open one of its files first, then wait for the load.
+        if !server.has_open_documents().await
+            && let Some(example) = discover::scan(&server.root, &[(*server.def).clone()])
+                .get(&server.def.id)
+                .and_then(|p| p.example.clone())
+        {
+            let ext = example.extension().and_then(|e| e.to_str()).unwrap_or("");
+            let language = server.def.language_of(ext).unwrap_or("plaintext").to_string();
+            let _ = server.sync(&example, &language, Save::Skip, sup.run_id()).await;
+        }
+        if let Err(e) = wait_ready(sup, server, Scope::Project, "symbols", cancel).await {
+            notes.push(e.to_string());
+            continue;
+        }
+        if server.command.args.iter().any(|a| a == "--background-index=false") {
+            notes.push(format!(
+                "{}: the background index is off here (it would write into the project), so only open files are searched",
+                server_label(server)
+            ));
+        }
+        query_symbols(sup, server, query, &mut found, &mut notes, &mut cache, cancel).await;
+    }
+    // A server that loads projects lazily (tsserver, one tsconfig at a time) knows only the
+    // projects of the files open: open a few files that mention the name, and ask again.
+    if found.is_empty() && !query.trim().is_empty() {
+        for server in &servers {
+            if !server.supports("workspaceSymbolProvider") {
+                continue;
+            }
+            let (root, def, name) =
+                (server.root.clone(), server.def.clone(), vec![query.to_string()]);
+            let mentions = tokio::task::spawn_blocking(move || {
+                crate::scan::mentions(&root, &def, &name, Path::new(""))
+            })
             .await
-            .map_err(|e| request_failed(&server, "symbols", e))?;
-        let lines: Vec<&str> = doc.text.lines().collect();
-        let column = |p: lsp_types::Position| {
-            lines.get(p.line as usize).map_or(p.character, |l| {
-                convert_column(l, p.character, server.encoding, ColumnUnit::Char)
-            }) + 1
-        };
-        let mut rows: Vec<OutlineRow> = Vec::new();
-        fn walk(
-            items: &[lsp_types::DocumentSymbol],
-            depth: usize,
-            column: &dyn Fn(lsp_types::Position) -> u32,
-            rows: &mut Vec<OutlineRow>,
-        ) {
+            .unwrap_or_default();
+            let mut opened = Vec::new();
+            for (file, _) in mentions.into_iter().take(MENTIONING_FILES_OPENED) {
+                let ext = file.extension().and_then(|e| e.to_str()).unwrap_or("");
+                let language = server.def.language_of(ext).unwrap_or("plaintext").to_string();
+                if server.sync(&file, &language, Save::Skip, sup.run_id()).await.is_ok() {
+                    opened.push(display_relative(sup.root(), &file));
+                }
+            }
+            if opened.is_empty() {
+                continue;
+            }
+            let _ = wait_ready(sup, server, Scope::Project, "symbols", cancel).await;
+            query_symbols(sup, server, query, &mut found, &mut notes, &mut cache, cancel).await;
+            notes.push(format!(
+                "{} answered nothing at first; asked again after opening {} (files that mention `{query}`)",
+                server_label(server),
+                opened.join(", ")
+            ));
+        }
+    }
+    // Inside the workspace first, then library symbols.
+    found.sort_by_key(|(loc, name, _, _)| {
+        (loc.path.starts_with('/'), name != query, loc.path.clone(), loc.line)
+    });
+    found.dedup_by(|a, b| a.0 == b.0 && a.1 == b.1);
+    let offset = args.offset.unwrap_or(0) as usize;
+    let symbols = found
+        .iter()
+        .skip(offset)
+        .take(MAX_WORKSPACE_SYMBOLS)
+        .map(|(loc, name, kind, container)| WorkspaceSymbolRow {
+            name: name.clone(),
+            kind: kind.clone(),
+            container: container.clone(),
+            path: loc.path.clone(),
+            line: loc.line,
+            column: loc.column,
+        })
+        .collect();
+    let answer = WorkspaceSymbols {
+        query: query.to_string(),
+        total: found.len(),
+        offset,
+        symbols,
+        notes: notes.iter().map(|n| n.lines().next().unwrap_or("").to_string()).collect(),
+    };
+    Ok(LspOutput::from_result(LspResult::Symbols(SymbolsAnswer::Workspace(answer))))
+}
+
+pub(crate) async fn document_symbols(
+    sup: &Supervisor,
+    args: &LspArgs,
+    cancel: &CancellationToken,
+) -> Result<LspOutput, LspError> {
+    let path = file_arg(sup, args)?;
+    let shown = display_relative(sup.root(), &path);
+    let (_t, server, doc) = ready_doc(sup, &path, cancel).await?;
+    if !server.supports("documentSymbolProvider") {
+        return Err(LspError::Failed(format!(
+            "{} offers no document symbols",
+            server_label(&server)
+        )));
+    }
+    wait_ready(sup, &server, Scope::File, "symbols", cancel).await?;
+    let Some(uri) = uri_from_path(&path) else {
+        return Err(LspError::Invalid(format!("{shown} has no file URI")));
+    };
+    let params = DocumentSymbolParams {
+        text_document: TextDocumentIdentifier { uri },
+        work_done_progress_params: Default::default(),
+        partial_result_params: Default::default(),
+    };
+    let answer = server
+        .call::<DocumentSymbolRequest>(params, cancel)
+        .await
+        .map_err(|e| request_failed(&server, "symbols", e))?;
+    let lines: Vec<&str> = doc.text.lines().collect();
+    let column = |p: lsp_types::Position| {
+        lines.get(p.line as usize).map_or(p.character, |l| {
+            convert_column(l, p.character, server.encoding, ColumnUnit::Char)
+        }) + 1
+    };
+    let mut rows: Vec<OutlineRow> = Vec::new();
+    fn walk(
+        items: &[lsp_types::DocumentSymbol],
+        depth: usize,
+        column: &dyn Fn(lsp_types::Position) -> u32,
+        rows: &mut Vec<OutlineRow>,
+    ) {
+        for item in items {
+            let at = item.selection_range.start;
+            rows.push(OutlineRow {
+                depth,
+                line: at.line + 1,
+                column: column(at),
+                kind: symbol_kind(item.kind).to_string(),
+                name: item.name.clone(),
+                detail: item.detail.clone().unwrap_or_default(),
+            });
+            walk(item.children.as_deref().unwrap_or_default(), depth + 1, column, rows);
+        }
+    }
+    match answer {
+        Some(DocumentSymbolResponse::Nested(items)) => walk(&items, 0, &column, &mut rows),
+        Some(DocumentSymbolResponse::Flat(items)) => {
             for item in items {
-                let at = item.selection_range.start;
+                let at = item.location.range.start;
                 rows.push(OutlineRow {
-                    depth,
+                    depth: 0,
                     line: at.line + 1,
                     column: column(at),
                     kind: symbol_kind(item.kind).to_string(),
-                    name: item.name.clone(),
-                    detail: item.detail.clone().unwrap_or_default(),
+                    name: item.name,
+                    detail: String::new(),
                 });
-                walk(item.children.as_deref().unwrap_or_default(), depth + 1, column, rows);
             }
         }
-        match answer {
-            Some(DocumentSymbolResponse::Nested(items)) => walk(&items, 0, &column, &mut rows),
-            Some(DocumentSymbolResponse::Flat(items)) => {
-                for item in items {
-                    let at = item.location.range.start;
-                    rows.push(OutlineRow {
-                        depth: 0,
-                        line: at.line + 1,
-                        column: column(at),
-                        kind: symbol_kind(item.kind).to_string(),
-                        name: item.name,
-                        detail: String::new(),
-                    });
-                }
-            }
-            None => {}
-        }
-        if let Some(f) = args.query.as_deref().map(str::to_lowercase) {
-            rows.retain(|r| r.name.to_lowercase().contains(f.as_str()));
-        }
-        let offset = args.offset.unwrap_or(0) as usize;
-        let answer = Outline {
-            path: shown,
-            total: rows.len(),
-            offset,
-            symbols: rows.into_iter().skip(offset).take(MAX_DOCUMENT_SYMBOLS).collect(),
-        };
-        Ok(LspOutput::from_result(LspResult::Symbols(SymbolsAnswer::Outline(answer))))
+        None => {}
     }
+    if let Some(f) = args.query.as_deref().map(str::to_lowercase) {
+        rows.retain(|r| r.name.to_lowercase().contains(f.as_str()));
+    }
+    let offset = args.offset.unwrap_or(0) as usize;
+    let answer = Outline {
+        path: shown,
+        total: rows.len(),
+        offset,
+        symbols: rows.into_iter().skip(offset).take(MAX_DOCUMENT_SYMBOLS).collect(),
+    };
+    Ok(LspOutput::from_result(LspResult::Symbols(SymbolsAnswer::Outline(answer))))
 }
 
 pub(super) fn symbol_kind(kind: SymbolKind) -> &'static str {
@@ -267,54 +265,50 @@ pub(super) fn symbol_kind(kind: SymbolKind) -> &'static str {
 /// How many files that mention a name are opened when a workspace symbol search found nothing.
 const MENTIONING_FILES_OPENED: usize = 3;
 
-impl Supervisor {
-    /// One server's `workspace/symbol` answer for `query`, added to `found`.
-    async fn query_symbols(
-        &self,
-        server: &Server,
-        query: &str,
-        found: &mut Vec<(ShownLocation, String, String, Option<String>)>,
-        notes: &mut Vec<String>,
-        cache: &mut SourceCache,
-        cancel: &CancellationToken,
-    ) {
-        let params = WorkspaceSymbolParams {
-            query: query.to_string(),
-            work_done_progress_params: Default::default(),
-            partial_result_params: Default::default(),
+/// One server's `workspace/symbol` answer for `query`, added to `found`.
+async fn query_symbols(
+    sup: &Supervisor,
+    server: &Server,
+    query: &str,
+    found: &mut Vec<(ShownLocation, String, String, Option<String>)>,
+    notes: &mut Vec<String>,
+    cache: &mut SourceCache,
+    cancel: &CancellationToken,
+) {
+    let params = WorkspaceSymbolParams {
+        query: query.to_string(),
+        work_done_progress_params: Default::default(),
+        partial_result_params: Default::default(),
+    };
+    let answer = match server.call::<WorkspaceSymbolRequest>(params, cancel).await {
+        Ok(answer) => answer,
+        Err(e) => {
+            notes.push(request_failed(server, "symbols", e).to_string());
+            return;
+        }
+    };
+    // (uri, start, name, kind, container); a symbol without a range starts its file.
+    let items: Vec<(lsp_types::Uri, lsp_types::Position, String, SymbolKind, Option<String>)> =
+        match answer {
+            Some(WorkspaceSymbolResponse::Flat(items)) => items
+                .into_iter()
+                .map(|s| (s.location.uri, s.location.range.start, s.name, s.kind, s.container_name))
+                .collect(),
+            Some(WorkspaceSymbolResponse::Nested(items)) => items
+                .into_iter()
+                .map(|s| {
+                    let (uri, start) = match s.location {
+                        OneOf::Left(l) => (l.uri, l.range.start),
+                        OneOf::Right(w) => (w.uri, lsp_types::Position::default()),
+                    };
+                    (uri, start, s.name, s.kind, s.container_name)
+                })
+                .collect(),
+            None => Vec::new(),
         };
-        let answer = match server.call::<WorkspaceSymbolRequest>(params, cancel).await {
-            Ok(answer) => answer,
-            Err(e) => {
-                notes.push(request_failed(server, "symbols", e).to_string());
-                return;
-            }
-        };
-        // (uri, start, name, kind, container); a symbol without a range starts its file.
-        let items: Vec<(lsp_types::Uri, lsp_types::Position, String, SymbolKind, Option<String>)> =
-            match answer {
-                Some(WorkspaceSymbolResponse::Flat(items)) => items
-                    .into_iter()
-                    .map(|s| {
-                        (s.location.uri, s.location.range.start, s.name, s.kind, s.container_name)
-                    })
-                    .collect(),
-                Some(WorkspaceSymbolResponse::Nested(items)) => items
-                    .into_iter()
-                    .map(|s| {
-                        let (uri, start) = match s.location {
-                            OneOf::Left(l) => (l.uri, l.range.start),
-                            OneOf::Right(w) => (w.uri, lsp_types::Position::default()),
-                        };
-                        (uri, start, s.name, s.kind, s.container_name)
-                    })
-                    .collect(),
-                None => Vec::new(),
-            };
-        for (uri, start, name, kind, container) in items {
-            if let Some(loc) = show_location(self.root(), &uri, start, server.encoding, cache) {
-                found.push((loc, name, symbol_kind(kind).to_string(), container));
-            }
+    for (uri, start, name, kind, container) in items {
+        if let Some(loc) = show_location(sup.root(), &uri, start, server.encoding, cache) {
+            found.push((loc, name, symbol_kind(kind).to_string(), container));
         }
     }
 }

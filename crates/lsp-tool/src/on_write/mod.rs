@@ -34,6 +34,8 @@ pub(crate) mod settle;
 mod tally;
 mod written;
 
+pub(crate) use settle::settle_later;
+
 use agent_tools_support::Before;
 use std::{
     path::{Path, PathBuf},
@@ -141,62 +143,60 @@ struct WriteCheck<'a> {
     overflow: Vec<User>,
 }
 
-impl Supervisor {
-    /// Syncs every written file, finds and checks the files that use what they changed, and
-    /// reports what is new against the run's ledger; `None` when no server covers any of the
-    /// written files.
-    pub async fn diagnostics_after_write(
-        &self,
-        files: &[WrittenFile],
-        cancel: &CancellationToken,
-    ) -> Option<WriteDiagnostics> {
-        let changes =
-            files.iter().map(|f| Change { path: &f.path, before: &f.before, new: NewText::Disk });
-        self.check_change(changes.collect(), Mode::Applied, cancel).await
-    }
+/// Syncs every written file, finds and checks the files that use what they changed, and
+/// reports what is new against the run's ledger; `None` when no server covers any of the
+/// written files.
+pub(crate) async fn diagnostics_after_write(
+    sup: &Supervisor,
+    files: &[WrittenFile],
+    cancel: &CancellationToken,
+) -> Option<WriteDiagnostics> {
+    let changes =
+        files.iter().map(|f| Change { path: &f.path, before: &f.before, new: NewText::Disk });
+    check_change(sup, changes.collect(), Mode::Applied, cancel).await
+}
 
-    /// The same check for a change that is not written (a dry run): the proposed text goes to
-    /// the servers, the ledger is compared with but not updated, and each server has the
-    /// disk's content again afterwards.
-    pub async fn diagnostics_of_proposal(
-        &self,
-        files: &[ProposedFile],
-        cancel: &CancellationToken,
-    ) -> Option<WriteDiagnostics> {
-        let changes = files.iter().map(|f| Change {
-            path: &f.path,
-            before: &f.before,
-            new: NewText::Proposed(f.after.clone()),
-        });
-        self.check_change(changes.collect(), Mode::Preview, cancel).await
-    }
+/// The same check for a change that is not written (a dry run): the proposed text goes to
+/// the servers, the ledger is compared with but not updated, and each server has the
+/// disk's content again afterwards.
+pub(crate) async fn diagnostics_of_proposal(
+    sup: &Supervisor,
+    files: &[ProposedFile],
+    cancel: &CancellationToken,
+) -> Option<WriteDiagnostics> {
+    let changes = files.iter().map(|f| Change {
+        path: &f.path,
+        before: &f.before,
+        new: NewText::Proposed(f.after.clone()),
+    });
+    check_change(sup, changes.collect(), Mode::Preview, cancel).await
+}
 
-    async fn check_change(
-        &self,
-        changes: Vec<Change<'_>>,
-        mode: Mode,
-        cancel: &CancellationToken,
-    ) -> Option<WriteDiagnostics> {
-        // A running background check is about the state before this change.
-        if let Some(settling) = self.replace_settling(None) {
-            settling.cancel();
-        }
-        let mut check = WriteCheck::new(self, mode, cancel);
-        let written = check.written_files(changes).await?;
-        check.note_deleted_before_start(&written);
-        check.old_world(&written).await;
-        let users = check.impact(&written).await;
-        check.baselines(&written, &users).await;
-        let marks = self.push_marks();
-        let mut pending = check.new_world(&written, &users).await;
-        let mut results = check.wait_all(&pending, Measure::Counts).await;
-        let others = check.other_open_files(&written, &users, &marks).await;
-        results.extend(check.wait_all(&others, Measure::Ignored).await);
-        pending.extend(others);
-        check.tally(pending, results);
-        check.close(&written).await;
-        Some(check.finish(&written))
+async fn check_change(
+    sup: &Supervisor,
+    changes: Vec<Change<'_>>,
+    mode: Mode,
+    cancel: &CancellationToken,
+) -> Option<WriteDiagnostics> {
+    // A running background check is about the state before this change.
+    if let Some(settling) = sup.replace_settling(None) {
+        settling.cancel();
     }
+    let mut check = WriteCheck::new(sup, mode, cancel);
+    let written = check.written_files(changes).await?;
+    check.note_deleted_before_start(&written);
+    check.old_world(&written).await;
+    let users = check.impact(&written).await;
+    check.baselines(&written, &users).await;
+    let marks = sup.push_marks();
+    let mut pending = check.new_world(&written, &users).await;
+    let mut results = check.wait_all(&pending, Measure::Counts).await;
+    let others = check.other_open_files(&written, &users, &marks).await;
+    results.extend(check.wait_all(&others, Measure::Ignored).await);
+    pending.extend(others);
+    check.tally(pending, results);
+    check.close(&written).await;
+    Some(check.finish(&written))
 }
 
 /// Whether the time a wait took counts for the next deadlines (a check after a change, not a
@@ -234,12 +234,15 @@ impl<'a> WriteCheck<'a> {
         self.report.count_files();
         // A preview settles nothing: what it would show past the bound is named as not checked.
         if !self.overflow.is_empty() && self.mode == Mode::Applied {
-            self.sup.settle_later(settle::Settle {
-                users: std::mem::take(&mut self.overflow),
-                names: self.report.changed.clone(),
-                edited: written.iter().map(|w| self.shown(&w.path)).collect(),
-                at: clock_now(),
-            });
+            settle_later(
+                self.sup,
+                settle::Settle {
+                    users: std::mem::take(&mut self.overflow),
+                    names: self.report.changed.clone(),
+                    edited: written.iter().map(|w| self.shown(&w.path)).collect(),
+                    at: clock_now(),
+                },
+            );
         }
         self.report.waited_ms = self.started.elapsed().as_millis() as u64;
         self.report

@@ -6,6 +6,8 @@
 mod collision;
 mod report;
 
+use collision::check_collision;
+
 use std::{
     collections::BTreeMap,
     path::{Path, PathBuf},
@@ -27,7 +29,7 @@ use crate::{
     server::{Save, Scope, Server},
     supervisor::{Supervisor, server_label},
     transport::RequestError,
-    workspace_edit::{EditOp, EditPlan, parse_workspace_edit, plan_edit, stale_files},
+    workspace_edit::{EditOp, EditPlan, commit_edit, parse_workspace_edit, plan_edit, stale_files},
 };
 
 /// Arguments of `lsp_rename`.
@@ -93,190 +95,177 @@ struct Renaming<'a> {
     cancel: &'a CancellationToken,
 }
 
-impl Supervisor {
-    /// Runs one `lsp_rename` call: the symbol located in what the server has, the server's
-    /// checks (prepareRename, a name the scope already declares), its edit as long as it
-    /// matches the files, then written all or nothing with the diagnostics it introduced.
-    pub async fn rename(
-        &self,
-        args: RenameArgs,
-        cancel: &CancellationToken,
-    ) -> Result<LspOutput, LspError> {
-        let renaming = self.start_rename(&args, cancel).await?;
-        renaming.prepare().await?;
-        self.check_collision(
-            &renaming.server,
-            &renaming.position,
-            &args.new_name,
-            &renaming.at,
-            cancel,
-        )
-        .await?;
-        let (ops, open) = self.fresh_rename_edit(&renaming).await?;
-        let at = &renaming.at;
-        let plan =
-            plan_edit(self.root(), &ops, renaming.server.encoding, &|p| open.get(p).cloned())
-                .map_err(|e| {
-                    LspError::Failed(format!("rename of {at} rejected: {e}; nothing was changed"))
-                })?;
-        let mut report = self.rename_report(&plan, at, &args.new_name);
-        if plan.files.is_empty() {
-            let text = report.render();
-            return Ok(LspOutput::new(text, serde_json::to_value(&report).unwrap_or_default()));
-        }
-        report.diagnostics =
-            self.commit_edit(&renaming.server, &plan, &format!("rename of {at}"), cancel).await?;
+/// Runs one `lsp_rename` call: the symbol located in what the server has, the server's
+/// checks (prepareRename, a name the scope already declares), its edit as long as it
+/// matches the files, then written all or nothing with the diagnostics it introduced.
+pub(crate) async fn rename(
+    sup: &Supervisor,
+    args: RenameArgs,
+    cancel: &CancellationToken,
+) -> Result<LspOutput, LspError> {
+    let renaming = start_rename(sup, &args, cancel).await?;
+    renaming.prepare().await?;
+    check_collision(
+        sup,
+        &renaming.server,
+        &renaming.position,
+        &args.new_name,
+        &renaming.at,
+        cancel,
+    )
+    .await?;
+    let (ops, open) = fresh_rename_edit(sup, &renaming).await?;
+    let at = &renaming.at;
+    let plan = plan_edit(sup.root(), &ops, renaming.server.encoding, &|p| open.get(p).cloned())
+        .map_err(|e| {
+            LspError::Failed(format!("rename of {at} rejected: {e}; nothing was changed"))
+        })?;
+    let mut report = rename_report(sup, &plan, at, &args.new_name);
+    if plan.files.is_empty() {
         let text = report.render();
-        let mut out = LspOutput::new(text, serde_json::to_value(&report).unwrap_or_default());
-        out.changed_files = plan.files.keys().cloned().collect();
-        Ok(out)
+        return Ok(LspOutput::new(text, serde_json::to_value(&report).unwrap_or_default()));
     }
+    report.diagnostics =
+        commit_edit(sup, &renaming.server, &plan, &format!("rename of {at}"), cancel).await?;
+    let text = report.render();
+    let mut out = LspOutput::new(text, serde_json::to_value(&report).unwrap_or_default());
+    out.changed_files = plan.files.keys().cloned().collect();
+    Ok(out)
+}
 
-    /// Checks the arguments, starts the server and locates the symbol in the text it has.
-    async fn start_rename<'a>(
-        &self,
-        args: &'a RenameArgs,
-        cancel: &'a CancellationToken,
-    ) -> Result<Renaming<'a>, LspError> {
-        let path = resolve_in_root(self.root(), &args.file, "file").map_err(LspError::Invalid)?;
-        let shown = display_relative(self.root(), &path);
-        if !path.is_file() {
-            return Err(LspError::Invalid(format!(
-                "argument `file`: {} is not an existing file",
-                args.file
+/// Checks the arguments, starts the server and locates the symbol in the text it has.
+async fn start_rename<'a>(
+    sup: &Supervisor,
+    args: &'a RenameArgs,
+    cancel: &'a CancellationToken,
+) -> Result<Renaming<'a>, LspError> {
+    let path = resolve_in_root(sup.root(), &args.file, "file").map_err(LspError::Invalid)?;
+    let shown = display_relative(sup.root(), &path);
+    if !path.is_file() {
+        return Err(LspError::Invalid(format!(
+            "argument `file`: {} is not an existing file",
+            args.file
+        )));
+    }
+    if args.new_name.trim().is_empty() {
+        return Err(LspError::Invalid("argument `new_name` is empty".into()));
+    }
+    let text = crate::paths::read_source(&path)
+        .map_err(|e| LspError::Invalid(format!("cannot read {shown}: {e}")))?;
+    locate(&text, &shown, args.line, &args.symbol, args.occurrence)?;
+    let target = sup.target_for(&path)?;
+    check_new_name(&target.language_id, &args.new_name).map_err(LspError::Invalid)?;
+    let server = sup.server(&target, cancel).await?;
+    server.resync_open().await;
+    let doc = server
+        .sync(&path, &target.language_id, Save::Skip, sup.run_id())
+        .await
+        .map_err(LspError::Failed)?;
+    let located = locate(&doc.text, &shown, args.line, &args.symbol, args.occurrence)?;
+    let old_name = identifier_at(&located.line_text, located.start).to_string();
+    if old_name == args.new_name {
+        return Err(LspError::Invalid(format!(
+            "argument `new_name`: `{old_name}` is already the symbol's name; nothing was changed"
+        )));
+    }
+    let label = server_label(&server);
+    if !server.supports("renameProvider") {
+        return Err(LspError::Failed(format!("{label} does not offer rename")));
+    }
+    let budget = Duration::from_millis(sup.config().ready_timeout_ms);
+    server.wait_ready(Scope::Project, Instant::now() + budget, cancel).await.map_err(|why| {
+        why.into_error("rename (nothing was changed)", &server.def.display_languages(), budget)
+    })?;
+    let Some(uri) = uri_from_path(&path) else {
+        return Err(LspError::Invalid(format!("{shown} has no file URI")));
+    };
+    let position = lsp_types::TextDocumentPositionParams {
+        text_document: lsp_types::TextDocumentIdentifier { uri },
+        position: lsp_types::Position {
+            line: located.line,
+            character: located.start_in(server.encoding),
+        },
+    };
+    let at = format!("`{}` at {shown}:{}:{}", args.symbol, args.line, located.display_column());
+    Ok(Renaming {
+        server,
+        position,
+        at,
+        label,
+        old_name,
+        new_name: &args.new_name,
+        language: target.language_id.clone(),
+        budget,
+        cancel,
+    })
+}
+
+/// The server's edit for the rename, asked again once when it was computed from a stale
+/// view: the server may have read a file before something outside the tools changed it,
+/// and an edit whose ranges no longer cover the old name comes from that view. Those files
+/// are opened (the server then has exactly what is on disk); still stale, it is refused.
+/// Also returns what the server has for every document the edit touches.
+async fn fresh_rename_edit(
+    sup: &Supervisor,
+    r: &Renaming<'_>,
+) -> Result<(Vec<EditOp>, BTreeMap<PathBuf, (i32, String)>), LspError> {
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let ops = r.edit().await?;
+        let mut open = BTreeMap::new();
+        for op in &ops {
+            if let EditOp::Text { path, .. } = op
+                && let Some(doc) = r.server.open_doc(path).await
+            {
+                open.insert(path.clone(), doc);
+            }
+        }
+        let stale = stale_files(&ops, &r.old_name, r.server.encoding, &|p| open.contains_key(p));
+        if stale.is_empty() {
+            return Ok((ops, open));
+        }
+        if attempt >= 2 {
+            let names: Vec<String> =
+                stale.iter().map(|p| display_relative(sup.root(), p)).collect();
+            return Err(LspError::Failed(format!(
+                "rename of {} refused: {}'s edit does not match the current content of {} (changed on disk since the server read it); nothing was changed. Try again, or `reload` the server",
+                r.at,
+                r.label,
+                names.join(", ")
             )));
         }
-        if args.new_name.trim().is_empty() {
-            return Err(LspError::Invalid("argument `new_name` is empty".into()));
+        let events: Vec<(PathBuf, lsp_types::FileChangeType)> =
+            stale.iter().map(|p| (p.clone(), lsp_types::FileChangeType::CHANGED)).collect();
+        r.server.files_changed(&events).await;
+        for p in &stale {
+            let ext = p.extension().and_then(|e| e.to_str()).unwrap_or("");
+            let language = r.server.def.language_of(ext).unwrap_or(&r.language).to_string();
+            r.server
+                .sync(p, &language, Save::Skip, sup.run_id())
+                .await
+                .map_err(LspError::Failed)?;
         }
-        let text = crate::paths::read_source(&path)
-            .map_err(|e| LspError::Invalid(format!("cannot read {shown}: {e}")))?;
-        locate(&text, &shown, args.line, &args.symbol, args.occurrence)?;
-        let target = self.target_for(&path)?;
-        check_new_name(&target.language_id, &args.new_name).map_err(LspError::Invalid)?;
-        let server = self.server(&target, cancel).await?;
-        server.resync_open().await;
-        let doc = server
-            .sync(&path, &target.language_id, Save::Skip, self.run_id())
-            .await
-            .map_err(LspError::Failed)?;
-        let located = locate(&doc.text, &shown, args.line, &args.symbol, args.occurrence)?;
-        let old_name = identifier_at(&located.line_text, located.start).to_string();
-        if old_name == args.new_name {
-            return Err(LspError::Invalid(format!(
-                "argument `new_name`: `{old_name}` is already the symbol's name; nothing was changed"
-            )));
-        }
-        let label = server_label(&server);
-        if !server.supports("renameProvider") {
-            return Err(LspError::Failed(format!("{label} does not offer rename")));
-        }
-        let budget = Duration::from_millis(self.config().ready_timeout_ms);
-        server.wait_ready(Scope::Project, Instant::now() + budget, cancel).await.map_err(
-            |why| {
-                why.into_error(
-                    "rename (nothing was changed)",
-                    &server.def.display_languages(),
-                    budget,
-                )
-            },
-        )?;
-        let Some(uri) = uri_from_path(&path) else {
-            return Err(LspError::Invalid(format!("{shown} has no file URI")));
-        };
-        let position = lsp_types::TextDocumentPositionParams {
-            text_document: lsp_types::TextDocumentIdentifier { uri },
-            position: lsp_types::Position {
-                line: located.line,
-                character: located.start_in(server.encoding),
-            },
-        };
-        let at = format!("`{}` at {shown}:{}:{}", args.symbol, args.line, located.display_column());
-        Ok(Renaming {
-            server,
-            position,
-            at,
-            label,
-            old_name,
-            new_name: &args.new_name,
-            language: target.language_id.clone(),
-            budget,
-            cancel,
-        })
+        let _ = r.server.wait_ready(Scope::Project, Instant::now() + r.budget, r.cancel).await;
     }
+}
 
-    /// The server's edit for the rename, asked again once when it was computed from a stale
-    /// view: the server may have read a file before something outside the tools changed it,
-    /// and an edit whose ranges no longer cover the old name comes from that view. Those files
-    /// are opened (the server then has exactly what is on disk); still stale, it is refused.
-    /// Also returns what the server has for every document the edit touches.
-    async fn fresh_rename_edit(
-        &self,
-        r: &Renaming<'_>,
-    ) -> Result<(Vec<EditOp>, BTreeMap<PathBuf, (i32, String)>), LspError> {
-        let mut attempt = 0;
-        loop {
-            attempt += 1;
-            let ops = r.edit().await?;
-            let mut open = BTreeMap::new();
-            for op in &ops {
-                if let EditOp::Text { path, .. } = op
-                    && let Some(doc) = r.server.open_doc(path).await
-                {
-                    open.insert(path.clone(), doc);
-                }
-            }
-            let stale =
-                stale_files(&ops, &r.old_name, r.server.encoding, &|p| open.contains_key(p));
-            if stale.is_empty() {
-                return Ok((ops, open));
-            }
-            if attempt >= 2 {
-                let names: Vec<String> =
-                    stale.iter().map(|p| display_relative(self.root(), p)).collect();
-                return Err(LspError::Failed(format!(
-                    "rename of {} refused: {}'s edit does not match the current content of {} (changed on disk since the server read it); nothing was changed. Try again, or `reload` the server",
-                    r.at,
-                    r.label,
-                    names.join(", ")
-                )));
-            }
-            let events: Vec<(PathBuf, lsp_types::FileChangeType)> =
-                stale.iter().map(|p| (p.clone(), lsp_types::FileChangeType::CHANGED)).collect();
-            r.server.files_changed(&events).await;
-            for p in &stale {
-                let ext = p.extension().and_then(|e| e.to_str()).unwrap_or("");
-                let language = r.server.def.language_of(ext).unwrap_or(&r.language).to_string();
-                r.server
-                    .sync(p, &language, Save::Skip, self.run_id())
-                    .await
-                    .map_err(LspError::Failed)?;
-            }
-            let _ = r.server.wait_ready(Scope::Project, Instant::now() + r.budget, r.cancel).await;
-        }
-    }
-
-    /// What the rename changes, per file, before it is written.
-    fn rename_report(&self, plan: &EditPlan, at: &str, new_name: &str) -> RenameReport {
-        let shown = |p: &Path| display_relative(self.root(), p);
-        RenameReport {
-            at: at.to_string(),
-            new_name: new_name.to_string(),
-            edits: plan.edits_per_file.values().sum(),
-            files: plan
-                .edits_per_file
-                .iter()
-                .map(|(p, n)| RenamedFile { path: shown(p), edits: *n })
-                .collect(),
-            moved: plan
-                .renamed
-                .iter()
-                .map(|(a, b)| format!("{} → {}", shown(a), shown(b)))
-                .collect(),
-            created: plan.created.iter().map(|p| shown(p)).collect(),
-            deleted: plan.deleted.iter().map(|p| shown(p)).collect(),
-            diagnostics: None,
-        }
+/// What the rename changes, per file, before it is written.
+fn rename_report(sup: &Supervisor, plan: &EditPlan, at: &str, new_name: &str) -> RenameReport {
+    let shown = |p: &Path| display_relative(sup.root(), p);
+    RenameReport {
+        at: at.to_string(),
+        new_name: new_name.to_string(),
+        edits: plan.edits_per_file.values().sum(),
+        files: plan
+            .edits_per_file
+            .iter()
+            .map(|(p, n)| RenamedFile { path: shown(p), edits: *n })
+            .collect(),
+        moved: plan.renamed.iter().map(|(a, b)| format!("{} → {}", shown(a), shown(b))).collect(),
+        created: plan.created.iter().map(|p| shown(p)).collect(),
+        deleted: plan.deleted.iter().map(|p| shown(p)).collect(),
+        diagnostics: None,
     }
 }
 

@@ -53,6 +53,8 @@ pub(super) struct Shared {
     pub(super) ready_message: Option<String>,
     pub(super) state: Mutex<SharedState>,
     pub(super) changed: Notify,
+    /// The pool's activity counter, bumped when this server's progress changes.
+    pub(super) activity: tokio::sync::watch::Sender<u64>,
 }
 
 /// Looks up a dotted section (`python.analysis`) in the settings.
@@ -78,6 +80,12 @@ impl Handler for Shared {
                 return;
             }
         };
+        let busy_changed = matches!(
+            message,
+            ServerNotification::Progress(_)
+                | ServerNotification::ServerStatus(_)
+                | ServerNotification::AnalyzerStatus(_)
+        );
         match message {
             ServerNotification::PublishDiagnostics(p) => {
                 let Some(path) = path_from_uri(&p.uri) else { return };
@@ -149,6 +157,10 @@ impl Handler for Shared {
                 tracing::trace!(server = %self.name, "notification {method}");
                 return;
             }
+        }
+        if busy_changed {
+            // After the state changed, so a woken call reads the new state.
+            self.activity.send_modify(|n| *n += 1);
         }
         self.changed.notify_waiters();
     }

@@ -105,6 +105,7 @@ impl Server {
         root: PathBuf,
         command: ResolvedCommand,
         timeouts: Timeouts,
+        activity: tokio::sync::watch::Sender<u64>,
         cancel: &CancellationToken,
     ) -> Result<Arc<Server>, StartError> {
         let started = Instant::now();
@@ -163,6 +164,7 @@ impl Server {
             ready_message: def.ready_message.clone(),
             state: Mutex::new(SharedState::default()),
             changed: Notify::new(),
+            activity,
         });
         let rpc = Rpc::start(stdout, stdin, shared.clone(), &name);
 

@@ -105,6 +105,8 @@ impl Supervisor {
             record.restarts.push(Instant::now());
         }
         slot.record.lock().starting = true;
+        let activity = self.inner.pool.activity().clone();
+        activity.send_modify(|n| *n += 1);
         let (def, command) = crate::trust::prepare(
             &target.def,
             &target.root.root,
@@ -114,7 +116,7 @@ impl Supervisor {
         );
         let command = self.with_version_flags(&def, command).await;
         let started = tokio::select! {
-            s = Server::start(Arc::new(def), target.root.root.clone(), command, self.timeouts(), cancel) => s,
+            s = Server::start(Arc::new(def), target.root.root.clone(), command, self.timeouts(), activity.clone(), cancel) => s,
             _ = self.inner.closing.cancelled() => {
                 slot.record.lock().starting = false;
                 return Err(LspError::Failed("the run is ending".into()));
@@ -123,6 +125,7 @@ impl Supervisor {
         let mut record = slot.record.lock();
         record.starting = false;
         record.stopped = false;
+        activity.send_modify(|n| *n += 1);
         match started {
             Ok(server) => {
                 drop(record);

@@ -4,6 +4,7 @@
 //! for diagnostics on write in `documents.rs`.
 
 mod documents;
+mod entries;
 mod lifecycle;
 mod status;
 mod target;

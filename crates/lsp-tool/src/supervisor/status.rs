@@ -5,6 +5,9 @@
 use std::sync::Arc;
 
 use agent_tools_support::progress::CallScope;
+
+/// Between pushed changes, how often a waiting call says it still waits.
+const STILL_WAITING_EVERY: std::time::Duration = std::time::Duration::from_secs(2);
 use serde::Serialize;
 
 use super::{Supervisor, server_label, target::missing_half};
@@ -301,28 +304,38 @@ impl Supervisor {
         (!parts.is_empty()).then(|| parts.join("; "))
     }
 
-    /// Runs `call` (an lsp call of this supervisor), reporting to the scope's progress port once
-    /// a second what the servers are doing while it waits: starting, or indexing with the
-    /// server's own progress titles.
-    pub async fn reporting<T>(
+    /// Runs `call` (an lsp call of this supervisor), telling the scope's progress port what the
+    /// servers are doing while it waits: starting, or indexing with the server's own progress
+    /// titles. A server's change of state is pushed to the waiting call as it happens; between
+    /// changes, a report every few seconds says the call is still waiting.
+    pub(crate) async fn reporting<T>(
         &self,
         scope: &CallScope,
         what: &str,
         call: impl std::future::Future<Output = T>,
     ) -> T {
+        if !scope.reports() {
+            return call.await;
+        }
         let started = std::time::Instant::now();
+        let mut changes = self.inner.pool.activity().subscribe();
+        let mut last: Option<String> = None;
         tokio::pin!(call);
-        let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
-        tick.tick().await;
+        let mut heartbeat = tokio::time::interval(STILL_WAITING_EVERY);
+        heartbeat.tick().await;
         loop {
-            tokio::select! {
+            let now = tokio::select! {
                 out = &mut call => return out,
-                _ = tick.tick() => {
-                    let waited = started.elapsed().as_secs();
-                    let doing = self.activity().unwrap_or_else(|| "waiting for the answer".into());
-                    scope.report(waited as f64, &format!("lsp {what}: {waited} s; {doing}"));
-                }
-            }
+                Ok(()) = changes.changed() => match self.activity() {
+                    doing @ Some(_) if doing != last => doing,
+                    _ => continue,
+                },
+                _ = heartbeat.tick() => self.activity(),
+            };
+            let waited = started.elapsed().as_secs();
+            let doing = now.as_deref().unwrap_or("waiting for the answer");
+            scope.report(waited as f64, &format!("lsp {what}: {waited} s; {doing}"));
+            last = now;
         }
     }
 

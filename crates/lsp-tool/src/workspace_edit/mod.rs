@@ -7,6 +7,7 @@ mod parse;
 mod plan;
 mod text;
 
+pub(crate) use self::commit::commit_edit;
 pub(crate) use self::text::{describe_ops, stale_files};
 pub use self::{
     parse::{EditOp, parse_workspace_edit},

@@ -98,7 +98,7 @@ async fn bench_diagnostics_on_write_on_a_3000_line_file() {
                         path: path.clone(),
                         before: Before::Contents(previous.clone().into_bytes().into()),
                     }],
-                    &cancel,
+                    &agent_tools_lsp::CallScope::new(cancel.clone()),
                 )
                 .await
                 .expect("covered");
@@ -291,7 +291,7 @@ async fn bench_diagnostics_on_write_with_the_impact_set() {
                             path: lib,
                             before: Before::Contents(before.into_bytes().into()),
                         }],
-                        &cancel,
+                        &agent_tools_lsp::CallScope::new(cancel.clone()),
                     )
                     .await
                     .expect("covered");
@@ -375,13 +375,18 @@ async fn bench_settle_of_a_thirty_file_fan_out() {
         std::fs::write(&lib, &warm).expect("write");
         let before = Before::Contents(case.lib.1.as_bytes().to_vec().into());
         let written = [WrittenFile { path: lib.clone(), before }];
-        let _ = sup.diagnostics_after_write(&written, &cancel).await;
+        let _ = sup
+            .diagnostics_after_write(&written, &agent_tools_lsp::CallScope::new(cancel.clone()))
+            .await;
         let broken = warm.replace(case.signature.0, case.signature.1);
         std::fs::write(&lib, &broken).expect("write");
         let t = Instant::now();
         let before = Before::Contents(warm.into_bytes().into());
         let written = [WrittenFile { path: lib.clone(), before }];
-        let report = sup.diagnostics_after_write(&written, &cancel).await.expect("covered");
+        let report = sup
+            .diagnostics_after_write(&written, &agent_tools_lsp::CallScope::new(cancel.clone()))
+            .await
+            .expect("covered");
         let result_ms = t.elapsed().as_secs_f64() * 1000.0;
         // The warm-up write may have left a settle of its own, stopped by this write: the one
         // that ran to its end is this write's.

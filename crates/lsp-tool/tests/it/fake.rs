@@ -22,7 +22,7 @@ struct Project {
 impl Project {
     async fn call(&self, args: Value) -> Result<LspOutput, LspError> {
         let args: LspArgs = serde_json::from_value(args).expect("valid lsp args");
-        self.sup.call(args, &CancellationToken::new()).await
+        self.sup.call(args, &agent_tools_lsp::CallScope::default()).await
     }
 
     async fn ok(&self, args: Value) -> String {
@@ -457,7 +457,7 @@ async fn dart_is_served_by_the_builtin_definition_through_a_dart_program() {
         .sup
         .rename(
             serde_json::from_value::<RenameArgs>(json!({"file": "lib/main.dart", "line": 4, "symbol": "greet", "new_name": "welcome"})).expect("args"),
-            &CancellationToken::new(),
+            &agent_tools_lsp::CallScope::default(),
         )
         .await
         .expect("rename");
@@ -531,10 +531,12 @@ async fn a_cancelled_call_returns_at_once_and_the_server_answers_the_next_call()
     });
     // The request would wait ten minutes; the cancellation ends it (the bound only guards
     // against a hang).
-    let outcome =
-        tokio::time::timeout(std::time::Duration::from_secs(120), p.sup.call(args, &cancel))
-            .await
-            .expect("the cancelled call returned");
+    let outcome = tokio::time::timeout(
+        std::time::Duration::from_secs(120),
+        p.sup.call(args, &agent_tools_lsp::CallScope::new(cancel.clone())),
+    )
+    .await
+    .expect("the cancelled call returned");
     let err = outcome.expect_err("cancelled").to_string();
     assert!(err.contains("cancelled"), "{err}");
     let hover =

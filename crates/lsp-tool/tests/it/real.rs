@@ -28,7 +28,7 @@ pub(crate) struct Real {
 impl Real {
     pub(crate) async fn call(&self, args: Value) -> Result<String, LspError> {
         let parsed: LspArgs = serde_json::from_value(args).expect("valid lsp args");
-        self.sup.call(parsed, &CancellationToken::new()).await.map(|o| o.text)
+        self.sup.call(parsed, &agent_tools_lsp::CallScope::default()).await.map(|o| o.text)
     }
 
     pub(crate) async fn ok(&self, args: Value) -> String {
@@ -46,7 +46,7 @@ impl Real {
             json!({"file": file, "line": line, "symbol": symbol, "new_name": new_name}),
         )
         .expect("rename args");
-        match self.sup.rename(args, &CancellationToken::new()).await {
+        match self.sup.rename(args, &agent_tools_lsp::CallScope::default()).await {
             Ok(out) => {
                 eprintln!("--- lsp_rename {symbol} -> {new_name}\n{}", out.text);
                 out.text
@@ -165,7 +165,7 @@ async fn python_references_answer_after_cancelled_ones() {
             trigger.cancel();
         });
         let parsed: LspArgs = serde_json::from_value(args.clone()).expect("valid lsp args");
-        let _ = real.sup.call(parsed, &cancel).await;
+        let _ = real.sup.call(parsed, &agent_tools_lsp::CallScope::new(cancel.clone())).await;
         let again = real.call(args.clone()).await;
         assert!(
             again.as_ref().is_ok_and(|text| text.contains("main.py:5:14")),

@@ -49,7 +49,7 @@ fn project() -> Option<(tempfile::TempDir, PathBuf, LspConfig)> {
 
 async fn ok(sup: &Supervisor, args: Value) -> String {
     let parsed: LspArgs = serde_json::from_value(args.clone()).expect("valid lsp args");
-    match sup.call(parsed, &CancellationToken::new()).await {
+    match sup.call(parsed, &agent_tools_lsp::CallScope::default()).await {
         Ok(out) => {
             eprintln!("--- lsp {args}\n{}", out.text);
             out.text
@@ -102,7 +102,7 @@ async fn two_runs_on_one_pool_share_one_server_and_keep_their_own_ledgers_and_do
     std::fs::write(&shapes, broken).expect("write shapes.py");
     let written = [WrittenFile { path: shapes.clone(), before: Before::Contents(before) }];
     let report = a
-        .diagnostics_after_write(&written, &CancellationToken::new())
+        .diagnostics_after_write(&written, &agent_tools_lsp::CallScope::default())
         .await
         .expect("basedpyright covers shapes.py");
     eprintln!("--- write in A\n{}", report.render());
@@ -154,13 +154,13 @@ async fn a_pool_shutdown_ends_servers_of_runs_still_attached_and_refuses_new_sta
     pool.shutdown().await;
     assert!(process_gone(pids[0]), "the pool's server is gone after the pool shut down");
     let parsed: LspArgs = serde_json::from_value(hover()).unwrap();
-    let refused = run.call(parsed, &CancellationToken::new()).await;
+    let refused = run.call(parsed, &agent_tools_lsp::CallScope::default()).await;
     let text = refused.map(|o| o.text).unwrap_or_else(|e| e.to_string());
     assert!(text.contains("no server starts now"), "{text}");
     run.shutdown().await;
     let late = Supervisor::with_pool(&root, config, pool.clone());
     let parsed: LspArgs = serde_json::from_value(hover()).unwrap();
-    let refused = late.call(parsed, &CancellationToken::new()).await;
+    let refused = late.call(parsed, &agent_tools_lsp::CallScope::default()).await;
     assert!(refused.is_err(), "a run joining a stopped pool starts nothing");
     assert!(pool.server_pids().is_empty());
 }

@@ -77,7 +77,8 @@ impl Project {
 
     async fn call(&self, args: Value) -> Result<String, LspError> {
         let parsed: LspArgs = serde_json::from_value(args.clone()).expect("valid lsp args");
-        let out = self.sup.call(parsed, &CancellationToken::new()).await.map(|o| o.text);
+        let out =
+            self.sup.call(parsed, &agent_tools_lsp::CallScope::default()).await.map(|o| o.text);
         eprintln!("--- lsp {args}\n{out:?}");
         out
     }
@@ -110,7 +111,8 @@ impl Project {
             json!({"file": file, "line": line, "symbol": symbol, "new_name": new_name}),
         )
         .expect("rename args");
-        let out = self.sup.rename(args, &CancellationToken::new()).await.map(|o| o.text);
+        let out =
+            self.sup.rename(args, &agent_tools_lsp::CallScope::default()).await.map(|o| o.text);
         eprintln!("--- lsp_rename {symbol} -> {new_name}\n{out:?}");
         out
     }

@@ -12,7 +12,7 @@ async fn a_signature_change_reports_the_broken_caller_in_another_python_file() {
         .sup
         .diagnostics_after_write(
             &[WrittenFile { path: test.clone(), before: Before::Absent }],
-            &CancellationToken::new(),
+            &agent_tools_lsp::CallScope::default(),
         )
         .await
         .expect("covered");
@@ -27,7 +27,7 @@ async fn a_signature_change_reports_the_broken_caller_in_another_python_file() {
         .sup
         .diagnostics_after_write(
             &[WrittenFile { path: pkg, before: Before::Contents(old.into()) }],
-            &CancellationToken::new(),
+            &agent_tools_lsp::CallScope::default(),
         )
         .await
         .expect("covered");
@@ -50,7 +50,7 @@ async fn break_a_caller(p: &Project, caller: &str, callee: &str, old: &str, new:
         .sup
         .diagnostics_after_write(
             &[WrittenFile { path: caller, before: Before::Contents(before.into()) }],
-            &cancel,
+            &agent_tools_lsp::CallScope::new(cancel.clone()),
         )
         .await
         .expect("covered");
@@ -63,7 +63,7 @@ async fn break_a_caller(p: &Project, caller: &str, callee: &str, old: &str, new:
         .sup
         .diagnostics_after_write(
             &[WrittenFile { path, before: Before::Contents(text.into_bytes().into()) }],
-            &cancel,
+            &agent_tools_lsp::CallScope::new(cancel.clone()),
         )
         .await
         .expect("covered");
@@ -147,7 +147,7 @@ async fn change_file(
         .sup
         .diagnostics_after_write(
             &[WrittenFile { path, before: Before::Contents(before.into()) }],
-            &CancellationToken::new(),
+            &agent_tools_lsp::CallScope::default(),
         )
         .await
         .expect("covered");

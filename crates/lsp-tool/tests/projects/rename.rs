@@ -113,7 +113,12 @@ async fn a_listed_code_action_shows_its_edit_and_applies_all_or_nothing() {
         json!({"file": "src/main.ts", "line": 1, "symbol": "formatPrice", "index": index}),
     )
     .expect("args");
-    let out = p.sup.apply_code_action(args, &CancellationToken::new()).await.expect("applied").text;
+    let out = p
+        .sup
+        .apply_code_action(args, &agent_tools_lsp::CallScope::default())
+        .await
+        .expect("applied")
+        .text;
     eprintln!("{out}");
     assert!(out.starts_with("applied `") && out.contains("src/main.ts: 1 edit(s)"), "{out}");
     assert!(
@@ -126,8 +131,12 @@ async fn a_listed_code_action_shows_its_edit_and_applies_all_or_nothing() {
         json!({"file": "src/main.ts", "line": 3, "symbol": "formatPrice", "index": 99}),
     )
     .expect("args");
-    let err =
-        p.sup.apply_code_action(bad, &CancellationToken::new()).await.unwrap_err().to_string();
+    let err = p
+        .sup
+        .apply_code_action(bad, &agent_tools_lsp::CallScope::default())
+        .await
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("argument `index`: 99 is not an action here"), "{err}");
     p.finish().await;
 }
