@@ -34,18 +34,18 @@ impl JsonSchema for CodeActionArgs {
     }
 
     fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        schemars::json_schema!({
-            "type": "object",
-            "properties": {
-                "file": {"type": "string"},
-                "line": {"type": "integer", "minimum": 1},
-                "symbol": {"type": "string"},
-                "occurrence": {"type": "integer", "minimum": 1},
-                "index": {"type": "integer", "minimum": 1}
-            },
-            "required": ["file", "line", "symbol", "index"],
-            "additionalProperties": false
-        })
+        crate::args_schema::with_position(
+            serde_json::json!({}),
+            serde_json::json!({"index": {"type": "integer", "minimum": 1}}),
+            &["file", "line", "symbol", "index"],
+        )
+    }
+}
+
+impl CodeActionArgs {
+    /// The `index`-th (1-based) action `lsp code_actions` listed for `symbol` on `line` of `file`.
+    pub fn new(file: impl Into<String>, line: u32, symbol: impl Into<String>, index: u32) -> Self {
+        CodeActionArgs { file: file.into(), line, symbol: symbol.into(), occurrence: None, index }
     }
 }
 

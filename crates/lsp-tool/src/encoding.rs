@@ -50,7 +50,7 @@ impl ColumnUnit {
 /// A column past the end of the line (rust-analyzer has sent `4294967295`) is clamped to the
 /// line's end; a column inside a character (half a surrogate pair, the middle of a UTF-8
 /// sequence) is moved to that character's start. `line` must not include its line break.
-pub fn convert_column(line: &str, column: u32, from: ColumnUnit, to: ColumnUnit) -> u32 {
+pub(crate) fn convert_column(line: &str, column: u32, from: ColumnUnit, to: ColumnUnit) -> u32 {
     if from == to {
         let end = line.chars().map(|c| from.width(c)).sum::<u32>();
         return column.min(end);
@@ -69,7 +69,7 @@ pub fn convert_column(line: &str, column: u32, from: ColumnUnit, to: ColumnUnit)
 }
 
 /// The byte offset in `line` of a column in `unit` (clamped to the line's end).
-pub fn byte_offset(line: &str, column: u32, unit: ColumnUnit) -> usize {
+pub(crate) fn byte_offset(line: &str, column: u32, unit: ColumnUnit) -> usize {
     convert_column(line, column, unit, ColumnUnit::Utf8) as usize
 }
 

@@ -3,23 +3,25 @@
 #![doc = include_str!("../README.md")]
 
 mod actions;
+mod args_schema;
 pub mod check;
 mod code_action;
 mod config;
 pub mod diagnostics;
 pub mod discover;
-pub mod encoding;
+mod encoding;
 mod error;
 pub mod names;
 mod on_write;
-pub mod paths;
+mod paths;
 mod pool;
 mod project_check;
 mod rename;
 mod scan;
 mod server;
 mod supervisor;
-#[doc(hidden)]
+/// Helpers for tests that run real servers (the `testing` feature).
+#[cfg(any(test, feature = "testing"))]
 pub mod testing;
 mod toolchain;
 mod transport;
@@ -29,34 +31,38 @@ mod workspace_edit;
 pub use lsp_types;
 
 pub use crate::{
-    actions::{
-        Action, Answer, CallRow, Calls, CheckRunReport, CodeActionItem, CodeActionList,
-        DiagnosticsAnswer, FileDiagnostics, HoverAnswer, Located, Locations, LspArgs, LspOutput,
-        LspResult, MAX_DIAGNOSTICS, MAX_DOCUMENT_SYMBOLS, MAX_REFERENCES, MAX_WORKSPACE_SYMBOLS,
-        Outline, OutlineRow, ProjectCheckReport, ReloadAnswer, Reloaded, ShownLocation,
-        StatusAnswer, SymbolsAnswer, WorkspaceSymbolRow, WorkspaceSymbols, locate,
-    },
+    actions::{Action, LspArgs, LspOutput, LspResult},
     code_action::{CODE_ACTION_DESCRIPTION, CodeActionArgs, CodeActionReport},
     config::{LspConfig, OnWriteConfig, ServerDef, ServerOverride, builtin_servers},
-    diagnostics::{Diagnostic, Ledger, LedgerDelta, Severity},
     error::LspError,
-    on_write::report::WriteDiagnostics,
-    on_write::{
-        ProposedFile, WrittenFile,
-        report::{FileCount, Mode as WriteMode},
-        settle::SettledReport,
-    },
+    on_write::{ProposedFile, WrittenFile, report::WriteDiagnostics, settle::SettledReport},
     pool::ServerPool,
-    rename::{RenameArgs, RenameReport, RenamedFile},
-    server::{DiagnosticMode, DiagnosticsWait, Progress, Save, join_all, process_group_alive},
-    supervisor::{DocHandle, RootStatus, ServerState, Supervisor, SyncOutcome},
-    workspace_edit::{
-        EditOp, EditPlan, apply_text_edits, parse_workspace_edit, plan_edit, write_plan,
-    },
+    rename::{RenameArgs, RenameReport},
+    server::Save,
+    supervisor::{DocHandle, Supervisor, SyncOutcome},
 };
-pub use agent_tools_support::Before;
-/// A call's cancellation and progress port (support's, the same for every family).
-pub use agent_tools_support::progress::CallScope;
+pub use agent_tools_support::{
+    Before,
+    progress::{CallScope, Progress},
+};
+
+/// What the calls answer, as data: the rows of each action's [`LspResult`], the status of the
+/// servers, the counts of a write's report. Serialised as the tools' structured content.
+pub mod results {
+    pub use crate::{
+        actions::{
+            Answer, CallRow, Calls, CheckRunReport, CodeActionItem, CodeActionList,
+            DiagnosticsAnswer, FileDiagnostics, HoverAnswer, Located, Locations, MAX_DIAGNOSTICS,
+            MAX_DOCUMENT_SYMBOLS, MAX_REFERENCES, MAX_WORKSPACE_SYMBOLS, Outline, OutlineRow,
+            ProjectCheckReport, ReloadAnswer, Reloaded, ShownLocation, StatusAnswer, SymbolsAnswer,
+            WorkspaceSymbolRow, WorkspaceSymbols,
+        },
+        on_write::report::{FileCount, Mode as WriteMode},
+        rename::RenamedFile,
+        server::{DiagnosticMode, DiagnosticsWait},
+        supervisor::{RootStatus, ServerState},
+    };
+}
 
 /// The `lsp` tool's description for a model.
 pub const LSP_DESCRIPTION: &str = "Ask the language server about code. Address a symbol by file \

@@ -8,13 +8,13 @@ use std::{
 use lsp_types::Uri;
 
 /// The `file://` URI of an absolute path.
-pub fn uri_from_path(path: &Path) -> Option<Uri> {
+pub(crate) fn uri_from_path(path: &Path) -> Option<Uri> {
     let url = url::Url::from_file_path(path).ok()?;
     Uri::from_str(url.as_str()).ok()
 }
 
 /// The path of a `file://` URI; `None` for other schemes.
-pub fn path_from_uri(uri: &Uri) -> Option<PathBuf> {
+pub(crate) fn path_from_uri(uri: &Uri) -> Option<PathBuf> {
     let url = url::Url::parse(uri.as_str()).ok()?;
     if url.scheme() != "file" {
         return None;
@@ -41,7 +41,7 @@ fn normalize(path: &Path) -> Option<PathBuf> {
 
 /// Resolves a user-given path (relative to `root`, or absolute) to a path inside `root`,
 /// following symlinks of the existing part; the error says what would work.
-pub fn resolve_in_root(root: &Path, arg: &str, arg_name: &str) -> Result<PathBuf, String> {
+pub(crate) fn resolve_in_root(root: &Path, arg: &str, arg_name: &str) -> Result<PathBuf, String> {
     if arg.trim().is_empty() {
         return Err(format!("argument `{arg_name}` is empty; give a path relative to the root"));
     }
@@ -72,12 +72,12 @@ pub fn resolve_in_root(root: &Path, arg: &str, arg_name: &str) -> Result<PathBuf
 }
 
 /// True when `path` (absolute, normalised) lies inside `root`.
-pub fn is_inside(root: &Path, path: &Path) -> bool {
+pub(crate) fn is_inside(root: &Path, path: &Path) -> bool {
     normalize(path).is_some_and(|p| p.starts_with(root))
 }
 
 /// `path` relative to `root` for output, or the absolute path when it lies elsewhere.
-pub fn display_relative(root: &Path, path: &Path) -> String {
+pub(crate) fn display_relative(root: &Path, path: &Path) -> String {
     match path.strip_prefix(root) {
         Ok(rel) if rel.as_os_str().is_empty() => ".".to_string(),
         Ok(rel) => rel.display().to_string(),
@@ -95,7 +95,7 @@ pub(crate) fn read_text(path: &Path) -> Option<String> {
 /// Reads a source file as text: UTF-8, or Latin-1 when its first two lines carry a coding
 /// declaration naming it (PEP 263: `# -*- coding: latin-1 -*-`). Any other encoding is an
 /// error that names it.
-pub fn read_source(path: &Path) -> Result<String, String> {
+pub(crate) fn read_source(path: &Path) -> Result<String, String> {
     // Only a regular file is read: a FIFO or a device is refused at once instead of blocking.
     let bytes = agent_tools_support::fs::read_regular(path, "file").map_err(|e| e.to_string())?;
     let bytes = match String::from_utf8(bytes) {

@@ -23,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 use crate::{
     config::ServerDef,
     discover::{ResolvedCommand, RootMatch},
-    server::{RunId, Server, join_all},
+    server::{RunId, Server},
 };
 
 /// What makes two requests for a server the same process: server id, project root, and a
@@ -246,6 +246,6 @@ impl ServerPool {
             self.inner.closing.cancel();
             slots.drain().map(|(_, s)| s).collect()
         };
-        join_all(slots.iter().map(|slot| slot.stop())).await;
+        futures_util::future::join_all(slots.iter().map(|slot| slot.stop())).await;
     }
 }

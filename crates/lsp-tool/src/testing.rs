@@ -56,3 +56,8 @@ pub fn require_program(programs: &[&str], extra: &[String], how: &str) -> bool {
 pub async fn holders_of(supervisor: &crate::Supervisor, file: &std::path::Path) -> Option<usize> {
     supervisor.holders_of(file).await
 }
+
+/// Whether a process group still has members (for tests of orphan freedom).
+pub fn process_group_alive(pgid: u32) -> bool {
+    agent_tools_support::process::group_exists(pgid)
+}

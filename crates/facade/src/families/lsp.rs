@@ -232,7 +232,10 @@ mod tests {
 
     #[test]
     fn a_long_outline_is_cut_to_whole_rows_alike_in_text_and_structured_content() {
-        use agent_tools_lsp::{LspResult, Outline, OutlineRow, SymbolsAnswer};
+        use agent_tools_lsp::{
+            LspResult,
+            results::{Outline, OutlineRow, SymbolsAnswer},
+        };
         let rows: Vec<OutlineRow> = (1..=300)
             .map(|i| OutlineRow {
                 depth: 0,

@@ -175,23 +175,84 @@ impl JsonSchema for LspArgs {
     }
 
     fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        schemars::json_schema!({
-            "type": "object",
-            "properties": {
+        crate::args_schema::with_position(
+            serde_json::json!({
                 "action": {"enum": ["diagnostics", "definition", "type_definition", "implementation",
                     "references", "hover", "symbols", "code_actions", "incoming_calls",
                     "outgoing_calls", "status", "reload"]},
-                "file": {"type": "string"},
-                "line": {"type": "integer", "minimum": 1},
-                "symbol": {"type": "string"},
-                "occurrence": {"type": "integer", "minimum": 1},
+            }),
+            serde_json::json!({
                 "query": {"type": "string"},
                 "offset": {"type": "integer", "minimum": 0},
                 "include_hints": {"type": "boolean"}
-            },
-            "required": ["action"],
-            "additionalProperties": false
-        })
+            }),
+            &["action"],
+        )
+    }
+}
+
+impl LspArgs {
+    /// `action` alone: `status`, `reload` of every server, `diagnostics` needs a file.
+    pub fn new(action: Action) -> LspArgs {
+        LspArgs {
+            action,
+            file: None,
+            line: None,
+            symbol: None,
+            occurrence: None,
+            query: None,
+            offset: None,
+            include_hints: false,
+        }
+    }
+
+    /// `action` on `symbol`, text on 1-based `line` of `file` (definition, references, hover…).
+    pub fn at(
+        action: Action,
+        file: impl Into<String>,
+        line: u32,
+        symbol: impl Into<String>,
+    ) -> Self {
+        LspArgs {
+            file: Some(file.into()),
+            line: Some(line),
+            symbol: Some(symbol.into()),
+            ..LspArgs::new(action)
+        }
+    }
+
+    /// `action` on a name path (`Class/method`) in `file`, found in the server's outline.
+    pub fn by_name_path(
+        action: Action,
+        file: impl Into<String>,
+        name_path: impl Into<String>,
+    ) -> Self {
+        LspArgs { file: Some(file.into()), symbol: Some(name_path.into()), ..LspArgs::new(action) }
+    }
+
+    /// `diagnostics` of `file` (`"*"`: the project's checker).
+    pub fn diagnostics(file: impl Into<String>) -> LspArgs {
+        LspArgs { file: Some(file.into()), ..LspArgs::new(Action::Diagnostics) }
+    }
+
+    /// `symbols` matching `query` across the workspace.
+    pub fn symbols(query: impl Into<String>) -> LspArgs {
+        LspArgs { query: Some(query.into()), ..LspArgs::new(Action::Symbols) }
+    }
+
+    /// The outline of `file` (`symbols` with a file).
+    pub fn outline(file: impl Into<String>) -> LspArgs {
+        LspArgs { file: Some(file.into()), ..LspArgs::new(Action::Symbols) }
+    }
+
+    /// The same call, the `occurrence`-th match of the symbol on its line (1-based).
+    pub fn occurrence(self, occurrence: u32) -> LspArgs {
+        LspArgs { occurrence: Some(occurrence), ..self }
+    }
+
+    /// The same call, skipping `offset` results (paging of references and symbols).
+    pub fn offset(self, offset: u32) -> LspArgs {
+        LspArgs { offset: Some(offset), ..self }
     }
 }
 
@@ -269,7 +330,7 @@ fn is_ident(c: char) -> bool {
 /// Finds `symbol` on 1-based `line` of `text`: whole-word matches first, else substrings; the
 /// `occurrence`-th (1-based). Never guesses: a symbol not on the line is an error that shows
 /// the line and where nearby the symbol does occur.
-pub fn locate(
+pub(crate) fn locate(
     text: &str,
     shown: &str,
     line: u32,

@@ -3,17 +3,14 @@
 //! after the change (its errors could not be called new or old).
 
 use super::{Measure, Opened, User, WriteCheck, Written, language_of, unverified_reason};
-use crate::{
-    server::{DiagnosticsWait, join_all},
-    supervisor::DocHandle,
-};
+use crate::{server::DiagnosticsWait, supervisor::DocHandle};
 
 impl WriteCheck<'_> {
     /// Takes the baselines the ledger lacks; files that could not get one are `unverified`.
     pub(super) async fn baselines(&mut self, written: &[Written], users: &[User]) {
         let handles = self.baseline_documents(written, users).await;
         let this = &*self;
-        let results = join_all(handles.iter().map(|handle| {
+        let results = futures_util::future::join_all(handles.iter().map(|handle| {
             let deadline = this.deadline(&handle.server, handle.path());
             async move { (this.wait_for(handle, deadline, Measure::Ignored).await, deadline) }
         }))

@@ -25,7 +25,7 @@ use super::declarations::{
 };
 use crate::{
     paths::{path_from_uri, uri_from_path},
-    server::{Server, join_all},
+    server::Server,
 };
 
 /// What the old text's references, the scan and the include graph say about the files a
@@ -223,7 +223,7 @@ async fn ask_references(
     }
     let document = lsp_types::TextDocumentIdentifier { uri };
     let busy_before = server.busy();
-    let answers = join_all(declarations.iter().map(|d| {
+    let answers = futures_util::future::join_all(declarations.iter().map(|d| {
         let params = lsp_types::ReferenceParams {
             text_document_position: lsp_types::TextDocumentPositionParams {
                 text_document: document.clone(),

@@ -9,7 +9,7 @@ use lsp_types::FileChangeType;
 use super::{Measure, NewText, Opened, User, WriteCheck, Written, language_of};
 use crate::{
     diagnostics::Diagnostic,
-    server::{DiagnosticMode, DiagnosticsWait, Save, join_all},
+    server::{DiagnosticMode, DiagnosticsWait, Save},
     supervisor::DocHandle,
 };
 
@@ -147,6 +147,9 @@ impl WriteCheck<'_> {
         pending: &[Pending],
         measure: Measure,
     ) -> Vec<Result<Vec<Diagnostic>, DiagnosticsWait>> {
-        join_all(pending.iter().map(|p| self.wait_for(&p.handle, p.deadline, measure))).await
+        futures_util::future::join_all(
+            pending.iter().map(|p| self.wait_for(&p.handle, p.deadline, measure)),
+        )
+        .await
     }
 }

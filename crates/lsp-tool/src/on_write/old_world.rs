@@ -9,7 +9,7 @@ use super::{
     User, WriteCheck, Written,
     impact::{Impact, impact_of},
 };
-use crate::server::{Save, Server, join_all};
+use crate::server::{Save, Server};
 
 impl WriteCheck<'_> {
     /// Sends every written file's old text, after what changed on disk outside the tools.
@@ -84,7 +84,7 @@ impl WriteCheck<'_> {
     /// The impact of each written file whose old text is known, asked of its server.
     async fn impacts(&self, written: &[Written]) -> Vec<(Impact, Arc<Server>, PathBuf)> {
         let budget = Duration::from_millis(self.sup.config().request_timeout_ms);
-        join_all(written.iter().filter_map(|w| {
+        futures_util::future::join_all(written.iter().filter_map(|w| {
             let old = w.old.as_ref()?;
             let new = match w.deleted {
                 true => None,

@@ -17,7 +17,7 @@ use super::{User, language_of};
 use crate::{
     diagnostics::{Diagnostic, count_phrase},
     paths::display_relative,
-    server::{Save, Server, join_all},
+    server::{Save, Server},
     supervisor::{DocHandle, Supervisor},
 };
 
@@ -143,7 +143,10 @@ async fn settle_all(sup: &Supervisor, settle: Settle, cancel: &CancellationToken
         if cancel.is_cancelled() {
             break;
         }
-        let found = join_all(users.iter().map(|u| settle_one(sup, u, deadline, cancel))).await;
+        let found = futures_util::future::join_all(
+            users.iter().map(|u| settle_one(sup, u, deadline, cancel)),
+        )
+        .await;
         for (user, result) in users.iter().zip(found) {
             let shown = display_relative(sup.root(), &user.path);
             match result {

@@ -55,18 +55,29 @@ impl JsonSchema for RenameArgs {
     }
 
     fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        schemars::json_schema!({
-            "type": "object",
-            "properties": {
-                "file": {"type": "string"},
-                "line": {"type": "integer", "minimum": 1},
-                "symbol": {"type": "string"},
-                "occurrence": {"type": "integer", "minimum": 1},
-                "new_name": {"type": "string"}
-            },
-            "required": ["file", "line", "symbol", "new_name"],
-            "additionalProperties": false
-        })
+        crate::args_schema::with_position(
+            serde_json::json!({}),
+            serde_json::json!({"new_name": {"type": "string"}}),
+            &["file", "line", "symbol", "new_name"],
+        )
+    }
+}
+
+impl RenameArgs {
+    /// Renames `symbol`, text on 1-based `line` of `file`, to `new_name`.
+    pub fn new(
+        file: impl Into<String>,
+        line: u32,
+        symbol: impl Into<String>,
+        new_name: impl Into<String>,
+    ) -> RenameArgs {
+        RenameArgs {
+            file: file.into(),
+            line,
+            symbol: symbol.into(),
+            occurrence: None,
+            new_name: new_name.into(),
+        }
     }
 }
 

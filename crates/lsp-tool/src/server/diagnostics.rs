@@ -7,7 +7,7 @@ use std::{path::Path, time::Instant};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::{DiagnosticMode, DiagnosticsWait, Server, SyncedDoc, VERSIONLESS_SETTLE, join_all};
+use super::{DiagnosticMode, DiagnosticsWait, Server, SyncedDoc, VERSIONLESS_SETTLE};
 use crate::{paths::uri_from_path, transport::RequestError};
 
 impl Server {
@@ -251,7 +251,7 @@ impl Server {
             self.call_until::<DocumentDiagnosticRequest>(params, deadline, cancel)
         });
         let mut items = Vec::new();
-        for result in join_all(requests).await {
+        for result in futures_util::future::join_all(requests).await {
             // No previous result id is sent, so every answer is a full report.
             if let Answer::Report(Report::Full(full)) = result? {
                 items.extend(full.full_document_diagnostic_report.items);

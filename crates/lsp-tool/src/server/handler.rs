@@ -9,7 +9,7 @@ use serde_json::Value;
 use tokio::sync::Notify;
 
 use super::{
-    Progress,
+    WorkDone,
     messages::{ServerNotification, ServerRequest},
     watched,
 };
@@ -30,7 +30,7 @@ pub(super) struct PushEntry {
 #[derive(Default)]
 pub(super) struct SharedState {
     /// Active progress by token (begun, not ended).
-    pub(super) progress: HashMap<String, Progress>,
+    pub(super) progress: HashMap<String, WorkDone>,
     /// Whether the server signalled that its project is loaded or loading (progress began, or
     /// it logged its ready message).
     pub(super) warmed_up: bool,
@@ -108,7 +108,7 @@ impl Handler for Shared {
                         state.warmed_up = true;
                         state.progress.insert(
                             token,
-                            Progress {
+                            WorkDone {
                                 title: begin.title,
                                 message: begin.message,
                                 percentage: begin.percentage,
@@ -138,7 +138,7 @@ impl Handler for Shared {
                 if status.is_analyzing {
                     state.progress.insert(
                         "$/analyzerStatus".into(),
-                        Progress { title: "analyzing".into(), ..Default::default() },
+                        WorkDone { title: "analyzing".into(), ..Default::default() },
                     );
                 } else {
                     state.progress.remove("$/analyzerStatus");

@@ -55,9 +55,9 @@ pub(crate) struct Timeouts {
     pub startup: Duration,
 }
 
-/// Progress the server reported with `$/progress` (or a server-specific status).
+/// Work the server reported with `$/progress` (or a server-specific status).
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct Progress {
+pub(crate) struct WorkDone {
     pub title: String,
     pub message: Option<String>,
     pub percentage: Option<u32>,
@@ -301,34 +301,4 @@ impl Server {
     pub(crate) fn is_shutting_down(&self) -> bool {
         self.shutting_down.load(Ordering::SeqCst)
     }
-}
-
-/// Whether a process group still has members (for tests of orphan freedom).
-pub fn process_group_alive(pgid: u32) -> bool {
-    agent_tools_support::process::group_exists(pgid)
-}
-
-/// Runs futures concurrently and collects their outputs in order (no extra dependency).
-pub async fn join_all<F: std::future::Future>(
-    futures: impl IntoIterator<Item = F>,
-) -> Vec<F::Output> {
-    let mut set = Vec::new();
-    for f in futures {
-        set.push(Box::pin(f));
-    }
-    let mut out: Vec<Option<F::Output>> = (0..set.len()).map(|_| None).collect();
-    std::future::poll_fn(|cx| {
-        let mut pending = false;
-        for (i, f) in set.iter_mut().enumerate() {
-            if out[i].is_none() {
-                match f.as_mut().poll(cx) {
-                    std::task::Poll::Ready(v) => out[i] = Some(v),
-                    std::task::Poll::Pending => pending = true,
-                }
-            }
-        }
-        if pending { std::task::Poll::Pending } else { std::task::Poll::Ready(()) }
-    })
-    .await;
-    out.into_iter().flatten().collect()
 }

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
-use super::{Progress, Server};
+use super::{Server, WorkDone};
 
 /// What an answer depends on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,7 +56,7 @@ impl Server {
     }
 
     /// Whether `progress` is the server's background index (see `index_progress`).
-    fn is_index(&self, progress: &Progress) -> bool {
+    fn is_index(&self, progress: &WorkDone) -> bool {
         let title = progress.title.to_lowercase();
         self.def.index_progress.iter().any(|p| title.starts_with(&p.to_lowercase()))
     }
@@ -64,7 +64,7 @@ impl Server {
     /// What the server is busy with that an answer of `scope` would depend on.
     pub(crate) fn busy_for(&self, scope: Scope) -> Option<String> {
         let state = self.shared.state.lock();
-        let describe = |p: &Progress| {
+        let describe = |p: &WorkDone| {
             let mut s = "indexing".to_string();
             if let Some(pct) = p.percentage {
                 s.push_str(&format!(" ({pct}%)"));

@@ -13,7 +13,7 @@ use crate::{
     error::LspError,
     paths::display_relative,
     pool::{Slot, SlotKey},
-    server::{Server, join_all},
+    server::Server,
 };
 
 impl Supervisor {
@@ -186,6 +186,6 @@ impl Supervisor {
             slots.values().cloned().collect()
         };
         let (pool, run) = (&self.inner.pool, self.inner.run);
-        join_all(slots.iter().map(|slot| pool.release(slot, run))).await;
+        futures_util::future::join_all(slots.iter().map(|slot| pool.release(slot, run))).await;
     }
 }

@@ -9,7 +9,7 @@ mod text;
 
 pub(crate) use self::commit::commit_edit;
 pub(crate) use self::text::{describe_ops, stale_files};
-pub use self::{
+pub(crate) use self::{
     parse::{EditOp, parse_workspace_edit},
     plan::{EditPlan, plan_edit, write_plan},
     text::apply_text_edits,

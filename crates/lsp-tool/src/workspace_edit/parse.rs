@@ -8,7 +8,7 @@ use crate::paths::path_from_uri;
 
 /// One step of a WorkspaceEdit, in order.
 #[derive(Debug, Clone, PartialEq)]
-pub enum EditOp {
+pub(crate) enum EditOp {
     Text { path: PathBuf, version: Option<i32>, edits: Vec<(Value, String)> },
     Create { path: PathBuf, overwrite: bool, ignore_if_exists: bool },
     Rename { from: PathBuf, to: PathBuf, overwrite: bool, ignore_if_exists: bool },
@@ -35,7 +35,7 @@ fn text_edits(list: Option<&Value>) -> Vec<(Value, String)> {
 }
 
 /// Reads a WorkspaceEdit (`documentChanges` preferred over `changes`) into ordered steps.
-pub fn parse_workspace_edit(edit: &Value) -> Result<Vec<EditOp>, String> {
+pub(crate) fn parse_workspace_edit(edit: &Value) -> Result<Vec<EditOp>, String> {
     let mut ops = Vec::new();
     if let Some(changes) = edit.get("documentChanges").and_then(Value::as_array) {
         for change in changes {

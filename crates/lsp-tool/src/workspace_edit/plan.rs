@@ -20,7 +20,7 @@ use crate::{
 
 /// The planned result of a WorkspaceEdit: new content per file (`None` = delete) and edit counts.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct EditPlan {
+pub(crate) struct EditPlan {
     pub files: BTreeMap<PathBuf, Option<String>>,
     pub edits_per_file: BTreeMap<PathBuf, usize>,
     pub renamed: Vec<(PathBuf, PathBuf)>,
@@ -30,7 +30,7 @@ pub struct EditPlan {
 
 /// Computes every new file content in memory. `server_doc` gives the version and text the
 /// server has for a path (if open); a version or content mismatch rejects the whole edit.
-pub fn plan_edit(
+pub(crate) fn plan_edit(
     root: &Path,
     ops: &[EditOp],
     encoding: ColumnUnit,
@@ -165,7 +165,7 @@ pub fn plan_edit(
 /// resolved beneath `root` by handle (a folder swapped for a symlink cannot redirect a write),
 /// each file must still hold what it held when read here, and after a crash at any instant the
 /// next start on the root rolls the group forward or back. All files change, or none does.
-pub fn write_plan(root: &Path, plan: &EditPlan) -> Result<(), String> {
+pub(crate) fn write_plan(root: &Path, plan: &EditPlan) -> Result<(), String> {
     let handle = Root::open(root).map_err(|e| e.to_string())?;
     let journal = Journal::for_root(&handle).map_err(|e| e.to_string())?;
     let mut changes = Vec::new();

@@ -22,7 +22,7 @@ fn offset_of(text: &str, line_starts: &[usize], pos: &Value, encoding: ColumnUni
 }
 
 /// Applies text edits (ranges in `encoding`) to `text`; overlapping edits are an error.
-pub fn apply_text_edits(
+pub(crate) fn apply_text_edits(
     text: &str,
     edits: &[(Value, String)],
     encoding: ColumnUnit,

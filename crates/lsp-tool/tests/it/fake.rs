@@ -6,7 +6,7 @@ use std::{path::PathBuf, time::Duration};
 
 use agent_tools_lsp::{
     Action, LspArgs, LspConfig, LspError, LspOutput, RenameArgs, Supervisor, SyncOutcome,
-    process_group_alive,
+    testing::process_group_alive,
 };
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -486,7 +486,7 @@ async fn a_slow_server_yields_not_verified_for_a_write_within_the_deadline() {
     let deadline = std::time::Instant::now() + Duration::from_millis(300);
     let outcome = p.sup.document_diagnostics(&handle, deadline, &cancel).await;
     assert!(
-        matches!(outcome, Err(agent_tools_lsp::DiagnosticsWait::Timeout { .. })),
+        matches!(outcome, Err(agent_tools_lsp::results::DiagnosticsWait::Timeout { .. })),
         "{outcome:?}"
     );
     let none = p

@@ -13,8 +13,8 @@ use std::{
 };
 
 use agent_tools_lsp::{
-    LspArgs, LspConfig, LspError, RenameArgs, Supervisor, process_group_alive,
-    testing::{require_program, setup_paths},
+    LspArgs, LspConfig, LspError, RenameArgs, Supervisor,
+    testing::{process_group_alive, require_program, setup_paths},
 };
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;

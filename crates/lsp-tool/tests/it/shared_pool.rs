@@ -16,8 +16,7 @@ use std::{
 
 use agent_tools_lsp::{
     Before, LspArgs, LspConfig, ServerPool, Supervisor, SyncOutcome, WrittenFile,
-    process_group_alive,
-    testing::{holders_of, require_program, setup_paths},
+    testing::{holders_of, process_group_alive, require_program, setup_paths},
 };
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -218,7 +217,7 @@ async fn a_run_whose_version_was_overtaken_by_another_run_gets_the_newer_diagnos
         a.document_diagnostics(&first, deadline, &cancel),
         b.document_diagnostics(&second, deadline, &cancel),
     );
-    let messages = |r: Result<Vec<agent_tools_lsp::Diagnostic>, _>| -> Vec<String> {
+    let messages = |r: Result<Vec<agent_tools_lsp::diagnostics::Diagnostic>, _>| -> Vec<String> {
         r.expect("diagnostics arrive").into_iter().map(|d| d.message).collect()
     };
     assert_eq!(messages(of_b), vec!["from run B".to_string()]);

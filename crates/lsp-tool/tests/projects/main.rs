@@ -24,8 +24,8 @@ use std::{
 };
 
 use agent_tools_lsp::{
-    Before, LspArgs, LspConfig, LspError, RenameArgs, Supervisor, WrittenFile, process_group_alive,
-    testing::{require_program, setup_paths},
+    Before, LspArgs, LspConfig, LspError, RenameArgs, Supervisor, WrittenFile,
+    testing::{process_group_alive, require_program, setup_paths},
 };
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;

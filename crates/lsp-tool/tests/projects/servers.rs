@@ -120,3 +120,25 @@ async fn a_cold_clangd_named_without_a_version_answers_a_definition_and_sees_ope
     assert!(args.iter().any(|a| a == "--use-dirty-headers"), "{args:?}");
     p.finish().await;
 }
+
+/// A call's scope hears what the servers do as it happens: the cold start of the first call,
+/// then the server's own progress titles while it indexes, without asking the server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cold_call_tells_its_caller_that_the_server_is_starting_and_what_it_indexes() {
+    struct Heard(parking_lot::Mutex<Vec<String>>);
+    impl agent_tools_lsp::Progress for Heard {
+        fn report(&self, _elapsed_seconds: f64, message: &str) {
+            self.0.lock().push(message.to_string());
+        }
+    }
+    let Some(p) = typescript_tree() else { return };
+    let heard = std::sync::Arc::new(Heard(parking_lot::Mutex::default()));
+    let scope =
+        agent_tools_lsp::CallScope::new(CancellationToken::new()).with_progress(heard.clone());
+    let _ = p.sup.call(LspArgs::symbols("greet"), &scope).await;
+    let heard = heard.0.lock().clone();
+    assert!(
+        heard.iter().any(|m| m.starts_with("lsp symbols: ") && m.contains("): starting")),
+        "the cold start is told to the caller: {heard:?}"
+    );
+}
