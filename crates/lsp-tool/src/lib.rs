@@ -10,6 +10,7 @@ pub mod diagnostics;
 pub mod discover;
 pub mod encoding;
 mod error;
+pub mod family;
 pub mod names;
 mod on_write;
 pub mod paths;
