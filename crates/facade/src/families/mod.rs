@@ -92,6 +92,17 @@ impl BuiltFamily {
 }
 
 /// What a run gives its families to be made from.
+#[cfg_attr(
+    not(all(
+        feature = "ask",
+        feature = "astgrep",
+        feature = "debug",
+        feature = "eval",
+        feature = "lsp",
+        feature = "vibe"
+    )),
+    allow(dead_code, reason = "each part serves families that a build may leave out")
+)]
 pub(crate) struct RunParts<'a> {
     pub(crate) root: &'a Path,
     pub(crate) config: &'a Config,
