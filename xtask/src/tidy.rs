@@ -72,9 +72,8 @@ fn no_trailing_whitespace_in_sources() {
     assert!(offenders.is_empty(), "trailing whitespace:\n{}", offenders.join("\n"));
 }
 
-/// The workspace's crates and, for each, the workspace crates it depends on (normal and build
-/// dependencies; dev-dependencies are the tests' business), from `cargo metadata`.
-fn crate_graph() -> Vec<(String, Vec<String>)> {
+/// `cargo metadata` of the workspace's own packages.
+fn metadata() -> serde_json::Value {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let output = std::process::Command::new(cargo)
         .args(["metadata", "--format-version", "1", "--no-deps", "--offline"])
@@ -82,8 +81,13 @@ fn crate_graph() -> Vec<(String, Vec<String>)> {
         .output()
         .expect("cargo metadata runs");
     assert!(output.status.success(), "cargo metadata: {}", String::from_utf8_lossy(&output.stderr));
-    let metadata: serde_json::Value =
-        serde_json::from_slice(&output.stdout).expect("cargo metadata prints JSON");
+    serde_json::from_slice(&output.stdout).expect("cargo metadata prints JSON")
+}
+
+/// The workspace's crates and, for each, the workspace crates it depends on (normal and build
+/// dependencies; dev-dependencies are the tests' business).
+fn crate_graph() -> Vec<(String, Vec<String>)> {
+    let metadata = metadata();
     let packages = metadata["packages"].as_array().expect("packages");
     let members: Vec<&str> = packages.iter().filter_map(|p| p["name"].as_str()).collect();
     packages
@@ -103,25 +107,52 @@ fn crate_graph() -> Vec<(String, Vec<String>)> {
         .collect()
 }
 
-/// The family crates: each depends on the support crate and on no other workspace crate.
-const FAMILIES: [&str; 6] = [
-    "agent-tools-ask",
-    "agent-tools-astgrep",
-    "agent-tools-debug",
-    "agent-tools-eval",
-    "agent-tools-lsp",
-    "agent-tools-vibe",
-];
+/// One family crate: the facade's cargo feature that builds it in (the family's name), its
+/// package name and its folder.
+struct FamilyCrate {
+    feature: String,
+    package: String,
+    dir: PathBuf,
+}
+
+/// The family crates, read from the facade's manifest: each cargo feature of the facade that
+/// turns on one optional workspace dependency builds in the family of its name. The facade's
+/// table of families (`families::FAMILIES`) is keyed by the same features.
+fn family_crates() -> Vec<FamilyCrate> {
+    let metadata = metadata();
+    let packages = metadata["packages"].as_array().expect("packages");
+    let facade = packages
+        .iter()
+        .find(|p| p["name"] == "builtin-agent-tools")
+        .expect("the facade is in the workspace");
+    let features = facade["features"].as_object().expect("the facade's features");
+    let mut crates: Vec<FamilyCrate> = features
+        .iter()
+        .filter_map(|(feature, enables)| {
+            let [serde_json::Value::String(enabled)] = enables.as_array()?.as_slice() else {
+                return None;
+            };
+            let name = enabled.strip_prefix("dep:")?;
+            let package = packages.iter().find(|p| p["name"] == name)?;
+            let manifest = PathBuf::from(package["manifest_path"].as_str()?);
+            Some(FamilyCrate {
+                feature: feature.clone(),
+                package: name.to_string(),
+                dir: manifest.parent()?.to_path_buf(),
+            })
+        })
+        .collect();
+    crates.sort_by(|a, b| a.feature.cmp(&b.feature));
+    crates
+}
 
 #[test]
 fn family_crates_depend_on_no_other_family_and_not_on_the_facade() {
-    let graph = crate_graph();
-    for family in FAMILIES {
-        assert!(graph.iter().any(|(name, _)| name == family), "{family} is not in the workspace");
-    }
-    let violations: Vec<String> = graph
+    let families: Vec<String> = family_crates().into_iter().map(|f| f.package).collect();
+    assert!(families.len() >= 6, "the facade's manifest names too few families: {families:?}");
+    let violations: Vec<String> = crate_graph()
         .iter()
-        .filter(|(name, _)| FAMILIES.contains(&name.as_str()))
+        .filter(|(name, _)| families.contains(name))
         .flat_map(|(name, deps)| {
             deps.iter()
                 .filter(|d| *d != "agent-tools-support")
@@ -129,6 +160,36 @@ fn family_crates_depend_on_no_other_family_and_not_on_the_facade() {
         })
         .collect();
     assert!(violations.is_empty(), "family crates must stay independent: {violations:?}");
+}
+
+/// Each family crate declares its name and tools once, in `family::FAMILY`, under the name of
+/// the facade's feature that builds it in, and the facade's table lists it under that feature.
+#[test]
+fn every_family_declares_its_descriptor_and_is_in_the_facades_table() {
+    let table = std::fs::read_to_string(project_root().join("crates/facade/src/families/mod.rs"))
+        .expect("the facade's table of families");
+    let mut problems = Vec::new();
+    for family in family_crates() {
+        let descriptor =
+            std::fs::read_to_string(family.dir.join("src/family.rs")).unwrap_or_default();
+        let lib = std::fs::read_to_string(family.dir.join("src/lib.rs")).unwrap_or_default();
+        if !lib.contains("pub mod family;") {
+            problems.push(format!("{}: src/lib.rs has no `pub mod family;`", family.package));
+        }
+        if !descriptor.contains("pub const FAMILY: FamilyDescriptor") {
+            problems.push(format!("{}: src/family.rs declares no `FAMILY`", family.package));
+        }
+        if !descriptor.contains(&format!("name: \"{}\"", family.feature)) {
+            problems.push(format!(
+                "{}: its FAMILY is not named `{}`, the facade's feature for it",
+                family.package, family.feature
+            ));
+        }
+        if !table.contains(&format!("entry!(\"{}\",", family.feature)) {
+            problems.push(format!("the facade's FAMILIES has no entry for `{}`", family.feature));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
 #[test]

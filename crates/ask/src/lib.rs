@@ -3,6 +3,7 @@
 
 mod card;
 mod config;
+pub mod family;
 mod outcome;
 mod port;
 pub mod ports;

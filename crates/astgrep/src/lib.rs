@@ -7,6 +7,7 @@ mod config;
 mod cursor;
 mod edit;
 mod error;
+pub mod family;
 mod lang;
 mod matcher;
 pub mod outline;

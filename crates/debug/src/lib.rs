@@ -5,6 +5,7 @@ pub mod adapters;
 mod config;
 pub mod dap_types;
 mod error;
+pub mod family;
 mod launch;
 pub mod output;
 pub mod process;

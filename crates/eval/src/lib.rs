@@ -4,6 +4,7 @@
 mod bridge;
 mod cell;
 mod child;
+pub mod family;
 mod html;
 mod js;
 mod kernels;

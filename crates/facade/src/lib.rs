@@ -2,10 +2,11 @@
 #![doc = include_str!("../README.md")]
 
 mod approval;
+mod attach;
 pub mod capsule;
 mod config;
 mod error;
-mod families;
+pub mod families;
 pub mod files;
 mod registry;
 pub mod run;
@@ -15,11 +16,11 @@ mod validate;
 
 pub use crate::{
     approval::{ApprovalConfig, ApprovalDecision, ApprovalPolicy, ApprovalRequest, Approver},
+    attach::{AttachFamily, Attachment, FamilyDescriptor, ToolDescriptor},
     config::{
         CONFIG_FILE_NAME, Config, McpConfig, OutputConfig, TrustConfig, UNTRUSTED_PROJECT_KEYS,
     },
     error::{Error, Result, Unavailable},
-    families::status_details,
     registry::{Family, Notice, Registry, RegistryBuilder, RunResource},
     surface::{DEFAULT_MAX_OUTPUT_CHARS, RunInfo, Surface, SurfaceKind},
     tool::{

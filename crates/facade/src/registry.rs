@@ -1,13 +1,15 @@
 //! The registry: tools registered only when the resource behind them is attached.
 //!
-//! Built by a pure function of what is attached (`RegistryBuilder`), frozen and
-//! sorted by name once built, so every surface's tool list is byte-stable.
+//! Built by a pure function of what is attached (`RegistryBuilder`: families through one
+//! trait, `AttachFamily`), frozen and sorted by name once built, so every surface's tool list
+//! is byte-stable.
 
 use std::{collections::BTreeMap, path::Path, sync::Arc};
 
 use async_trait::async_trait;
 
 use crate::{
+    attach::{AttachFamily, Attachment, FileToolWrapper, Role},
     files,
     surface::{Surface, SurfaceKind},
     tool::DynTool,
@@ -54,13 +56,15 @@ pub struct Family {
     pub tools: Vec<String>,
 }
 
-/// Collects tools from attached resources; `build` freezes them.
+/// Collects tools from attached families; `build` freezes them, and only then wraps the file
+/// tools, so what is wrapped does not depend on the order things were registered in.
 #[derive(Default)]
 pub struct RegistryBuilder {
     tools: BTreeMap<String, DynTool>,
     families: BTreeMap<String, Vec<String>>,
     file_tool_roles: Vec<String>,
-    resources: Vec<Arc<dyn RunResource>>,
+    pub(crate) wrappers: Vec<FileToolWrapper>,
+    pub(crate) resources: Vec<Arc<dyn RunResource>>,
     pub(crate) approval: crate::approval::ApprovalSetup,
 }
 
@@ -69,41 +73,36 @@ impl RegistryBuilder {
         Self::default()
     }
 
+    /// Attaches `family`: its tools under its descriptor's name, its run resources, its
+    /// approver and its wrappers around the file tools.
+    pub fn with_family(self, family: impl AttachFamily) -> Self {
+        self.with_boxed_family(Box::new(family))
+    }
+
+    /// [`RegistryBuilder::with_family`] for a family chosen at run time.
+    pub fn with_boxed_family(mut self, family: Box<dyn AttachFamily + '_>) -> Self {
+        let name = family.descriptor().name;
+        family.attach(&mut Attachment { builder: &mut self, family: name });
+        self
+    }
+
     /// Registers one tool of `family`. A later tool with the same name replaces an earlier one,
     /// so a harness can bring its own `read` or `write`.
     pub fn with_tool(mut self, family: &str, tool: DynTool) -> Self {
-        let name = tool.spec().name.clone();
-        for tools in self.families.values_mut() {
-            tools.retain(|t| t != &name);
-        }
-        self.families.entry(family.to_string()).or_default().push(name.clone());
-        self.tools.insert(name, tool);
+        self.add_tool(family, tool, Role::Tool);
         self
     }
 
     /// Registers a tool in the role of a harness file tool (`write`, `edit`, `apply_patch`):
-    /// the tools that diagnostics on write will wrap.
+    /// the tools that wrappers such as diagnostics on write wrap.
     pub fn with_file_tool(mut self, tool: DynTool) -> Self {
-        let name = tool.spec().name.clone();
-        if !self.file_tool_roles.contains(&name) {
-            self.file_tool_roles.push(name);
-        }
-        self.with_tool("files", tool)
-    }
-
-    /// Registers a family's tool that writes files (`resolve`) in the role of a file tool:
-    /// diagnostics on write wrap it like `write`, so its result carries what its change broke.
-    pub fn with_writer_tool(mut self, family: &str, tool: DynTool) -> Self {
-        let name = tool.spec().name.clone();
-        if !self.file_tool_roles.contains(&name) {
-            self.file_tool_roles.push(name);
-        }
-        self.with_tool(family, tool)
+        self.add_tool(files::FAMILY.name, tool, Role::FileTool);
+        self
     }
 
     /// The reference file tools: `read`, `write`, `edit`, `apply_patch`, confined to the run's root.
     pub fn with_reference_file_tools(self) -> Self {
-        files::reference_tools().into_iter().fold(self, |b, t| b.with_file_tool(t))
+        self.with_family(files::ReferenceFileTools)
     }
 
     /// Requires approval for calls as `policy` says. With a policy but no approver (no operator
@@ -113,7 +112,7 @@ impl RegistryBuilder {
         self
     }
 
-    /// Who decides on approvals (the ask family registers its question desk here).
+    /// Who decides on approvals (the ask family registers its question desk as one).
     pub fn with_approver(mut self, approver: Arc<dyn crate::approval::Approver>) -> Self {
         self.approval.approver = Some(approver);
         self
@@ -125,20 +124,40 @@ impl RegistryBuilder {
         self
     }
 
-    /// Replaces each registered file tool by `wrap(tool)`: how wrappers such as diagnostics on
-    /// write are layered, tower-style, over whatever file tools the harness brought.
-    pub fn wrap_file_tools(mut self, wrap: impl Fn(DynTool) -> DynTool) -> Self {
-        for name in &self.file_tool_roles {
-            if let Some(tool) = self.tools.remove(name) {
-                self.tools.insert(name.clone(), wrap(tool));
-            }
-        }
+    /// Replaces each file tool by `wrap(tool)` when the registry is built: how wrappers such
+    /// as diagnostics on write are layered, tower-style, over whatever file tools the harness
+    /// brought, before or after this call. The first wrapper given is the innermost.
+    pub fn wrap_file_tools(
+        mut self,
+        wrap: impl Fn(DynTool) -> DynTool + Send + Sync + 'static,
+    ) -> Self {
+        self.wrappers.push(Box::new(wrap));
         self
     }
 
+    pub(crate) fn add_tool(&mut self, family: &str, tool: DynTool, role: Role) {
+        let name = tool.spec().name.clone();
+        for tools in self.families.values_mut() {
+            tools.retain(|t| t != &name);
+        }
+        self.families.entry(family.to_string()).or_default().push(name.clone());
+        if role == Role::FileTool && !self.file_tool_roles.contains(&name) {
+            self.file_tool_roles.push(name.clone());
+        }
+        self.tools.insert(name, tool);
+    }
+
     pub fn build(self) -> Registry {
+        let mut tools = self.tools;
+        for wrap in &self.wrappers {
+            for name in &self.file_tool_roles {
+                if let Some(tool) = tools.remove(name) {
+                    tools.insert(name.clone(), wrap(tool));
+                }
+            }
+        }
         Registry {
-            tools: self.tools.into_values().collect(),
+            tools: tools.into_values().collect(),
             families: self
                 .families
                 .into_iter()

@@ -4,7 +4,10 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::{Config, Registry, RegistryBuilder, RunInfo, SurfaceKind};
+use crate::{
+    Config, Registry, RegistryBuilder, RunInfo, SurfaceKind,
+    families::{FamilyEntry, RunParts},
+};
 
 /// Everything one run needs: its identity, its registry and the surface it serves.
 pub struct HostRun {
@@ -61,8 +64,10 @@ impl Attach {
 
 /// Builds the registry of a run from what this host can attach.
 ///
-/// Each family adds one attach step here, behind its feature. The run's capsule is made here,
-/// once, and every exec-tier family starts its processes in it.
+/// Every family of the table ([`crate::families::FAMILIES`]) built in makes itself from the
+/// run's configuration and what `attach` brings, or stays out (no one to answer questions,
+/// vibe mode off). The run's capsule is made here, once, and every exec-tier family starts its
+/// processes in it.
 pub fn assemble(root: &Path, config: &Config, attach: &Attach) -> Registry {
     let programs = crate::capsule::configured_programs(root, config);
     assemble_in(
@@ -80,28 +85,14 @@ pub fn assemble_in(
     attach: &Attach,
     capsule: std::sync::Arc<dyn agent_tools_support::capsule::Capsule>,
 ) -> Registry {
-    let _ = (root, config, attach, &capsule);
-    let builder = RegistryBuilder::new().with_reference_file_tools();
-    #[cfg(feature = "eval")]
-    let builder = builder.with_kernels(std::sync::Arc::new(
-        agent_tools_eval::Kernels::new(config.eval.clone()).with_capsule(capsule.clone()),
-    ));
-    #[cfg(feature = "astgrep")]
-    let builder = builder.with_astgrep(config.astgrep.clone());
-    #[cfg(feature = "ask")]
-    let builder = crate::families::ask::attach(builder, config, attach.questions.clone());
-    #[cfg(feature = "vibe")]
-    let builder = crate::families::vibe::attach(builder, root, config, attach.vibe, &capsule);
-    #[cfg(feature = "debug")]
-    let builder = builder.with_debug(agent_tools_debug::DebugSupervisor::in_capsule(
-        config.debug.clone(),
-        capsule.clone(),
-    ));
-    #[cfg(feature = "lsp")]
-    let builder =
-        builder.with_lsp_from(root, config.lsp.clone(), attach.lsp_pool.clone(), capsule.clone());
-    let builder = builder.with_approval_policy(config.approval.policy);
-    builder.build()
+    let run = RunParts { root, config, attach, capsule: &capsule };
+    crate::families::FAMILIES
+        .iter()
+        .filter_map(FamilyEntry::built)
+        .filter_map(|family| (family.for_run)(&run))
+        .fold(RegistryBuilder::new(), |builder, family| builder.with_boxed_family(family))
+        .with_approval_policy(config.approval.policy)
+        .build()
 }
 
 /// `root` (default: the current directory) as an existing directory, canonical.

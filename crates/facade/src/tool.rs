@@ -131,6 +131,12 @@ impl ToolSpec {
         .with_default_title()
     }
 
+    /// The spec of the tool a family's descriptor declares (its name, description and tier),
+    /// with the schema generated from `Args`.
+    pub fn declared<Args: JsonSchema>(tool: &crate::ToolDescriptor) -> Self {
+        Self::new::<Args>(tool.name, tool.description, tool.tier)
+    }
+
     /// The title for client UIs (default: the name in words, `ast_grep` → `Ast grep`).
     pub fn with_title(mut self, title: impl Into<String>) -> Self {
         self.title = title.into();

@@ -1,11 +1,10 @@
 //! `agent-tools status`: a doctor that says what is attached and usable here, and what is missing.
 
-use std::path::Path;
-
 use serde::Serialize;
 
 use agent_tools::{
-    Config,
+    Family, Registry, Surface,
+    families::{BuiltFamily, FAMILIES, FamilyEntry},
     run::{Attach, RunSetup},
 };
 
@@ -64,18 +63,10 @@ impl StatusReport {
     }
 }
 
-/// Every family, the cargo feature that builds it in, and its tools.
-const FAMILIES: &[(&str, bool, &str)] = &[
-    ("ask", cfg!(feature = "ask"), "ask_user"),
-    ("astgrep", cfg!(feature = "astgrep"), "ast_grep, ast_edit, resolve"),
-    ("debug", cfg!(feature = "debug"), "debug"),
-    ("eval", cfg!(feature = "eval"), "eval"),
-    ("lsp", cfg!(feature = "lsp"), "lsp, lsp_rename, lsp_code_action"),
-    ("vibe", cfg!(feature = "vibe"), "vibe_spawn, vibe_send, vibe_wait, vibe_kill, vibe_list"),
-];
-
 /// Builds the report for the run `setup` describes (root, configuration as trusted, surface,
 /// capsule) from the same assembly as that run, with what `attach` brings; nothing is started.
+/// Every family of the facade's table is reported: attached, built in but not attached, or
+/// left out of this build.
 pub fn status_report(setup: &RunSetup, attach: &Attach) -> StatusReport {
     let root = setup.info.root.as_path();
     let config = &setup.config;
@@ -87,54 +78,35 @@ pub fn status_report(setup: &RunSetup, attach: &Attach) -> StatusReport {
     let surface = registry.surface(setup.surface_kind);
     let info = surface.info();
     let surface_line = format!("{} (up to {}-tier tools)", info.kind, info.ceiling);
-    let mut families: Vec<FamilyReport> = registry
-        .families()
+    let mut families: Vec<FamilyReport> = FAMILIES
         .iter()
-        .map(|f| {
-            let (tools, hidden): (Vec<&String>, Vec<&String>) =
-                f.tools.iter().partition(|name| surface.get(name).is_some());
-            FamilyReport {
-                family: f.name.clone(),
-                attached: true,
-                tools: tools.into_iter().cloned().collect(),
-                hidden: hidden
-                    .into_iter()
-                    .map(|name| match registry.tools().iter().find(|t| &t.spec().name == name) {
-                        Some(tool) => format!("{name} ({})", tool.spec().tier),
-                        None => name.clone(),
-                    })
-                    .collect(),
-                details: match registry
-                    .status_of(&f.name, root)
-                    .unwrap_or_else(|| agent_tools::status_details(&f.name, root, config))
-                {
-                    details if details.is_empty() => {
-                        vec![format!("confined to {}", root.display())]
-                    }
-                    details => details,
-                },
+        .map(|entry| match entry {
+            FamilyEntry::Built(family) => {
+                let name = family.descriptor.name;
+                match registry.families().iter().find(|f| f.name == name) {
+                    Some(attached) => attached_report(attached, family, &registry, &surface, setup),
+                    // Built in, but attached only when a run has what it needs (someone to
+                    // answer; vibe mode): its details say which.
+                    None => FamilyReport {
+                        family: name.to_string(),
+                        attached: false,
+                        tools: vec![],
+                        hidden: vec![],
+                        details: family.details(root, config),
+                    },
+                }
             }
+            FamilyEntry::Left(feature) => FamilyReport {
+                family: feature.to_string(),
+                attached: false,
+                tools: vec![],
+                hidden: vec![],
+                details: vec![format!(
+                    "not in this build: the cargo feature `{feature}` of agent-tools is off"
+                )],
+            },
         })
         .collect();
-    // Built in, but attached only when a run has what they need (someone to answer; vibe mode).
-    #[cfg(feature = "ask")]
-    report_unattached(&mut families, "ask", root, config);
-    #[cfg(feature = "vibe")]
-    report_unattached(&mut families, "vibe", root, config);
-    for (family, built_in, tools) in FAMILIES {
-        if *built_in || families.iter().any(|f| f.family == *family) {
-            continue;
-        }
-        families.push(FamilyReport {
-            family: family.to_string(),
-            attached: false,
-            tools: vec![],
-            hidden: vec![],
-            details: vec![format!(
-                "not in this build: the cargo feature `{family}` of agent-tools is off ({tools} need it)"
-            )],
-        });
-    }
     families.sort_by(|a, b| a.family.cmp(&b.family));
     StatusReport {
         root: root.display().to_string(),
@@ -145,17 +117,36 @@ pub fn status_report(setup: &RunSetup, attach: &Attach) -> StatusReport {
     }
 }
 
-/// Reports `family` as built in but not attached to this run, with the reason from its details.
-#[cfg(any(feature = "ask", feature = "vibe"))]
-fn report_unattached(families: &mut Vec<FamilyReport>, family: &str, root: &Path, config: &Config) {
-    if families.iter().any(|f| f.family == family) {
-        return;
+/// The report of a family attached to the run: the tools its surface shows, those its ceiling
+/// hides, and what its run resource (else the family itself) says.
+fn attached_report(
+    attached: &Family,
+    family: &BuiltFamily,
+    registry: &Registry,
+    surface: &Surface,
+    setup: &RunSetup,
+) -> FamilyReport {
+    let root = setup.info.root.as_path();
+    let (tools, hidden): (Vec<&String>, Vec<&String>) =
+        attached.tools.iter().partition(|name| surface.get(name).is_some());
+    let details = registry
+        .status_of(&attached.name, root)
+        .unwrap_or_else(|| family.details(root, &setup.config));
+    FamilyReport {
+        family: attached.name.clone(),
+        attached: true,
+        tools: tools.into_iter().cloned().collect(),
+        hidden: hidden
+            .into_iter()
+            .map(|name| match registry.tools().iter().find(|t| &t.spec().name == name) {
+                Some(tool) => format!("{name} ({})", tool.spec().tier),
+                None => name.clone(),
+            })
+            .collect(),
+        details: if details.is_empty() {
+            vec![format!("confined to {}", root.display())]
+        } else {
+            details
+        },
     }
-    families.push(FamilyReport {
-        family: family.to_string(),
-        attached: false,
-        tools: vec![],
-        hidden: vec![],
-        details: agent_tools::status_details(family, root, config),
-    });
 }

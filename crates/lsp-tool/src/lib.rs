@@ -11,6 +11,7 @@ pub mod diagnostics;
 pub mod discover;
 mod encoding;
 mod error;
+pub mod family;
 pub mod names;
 mod on_write;
 mod paths;

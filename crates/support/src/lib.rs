@@ -5,6 +5,7 @@ mod before;
 pub mod capsule;
 pub mod duration;
 mod error;
+pub mod family;
 pub mod framing;
 pub mod fs;
 pub mod journal;

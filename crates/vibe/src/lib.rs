@@ -7,6 +7,7 @@ mod buffer;
 mod command;
 mod config;
 mod error;
+pub mod family;
 mod nesting;
 mod render;
 mod roster;

@@ -4,61 +4,63 @@
 
 use std::{path::Path, sync::Arc};
 
-use agent_tools_ask::{AskError, AskRequest, AskSession, QuestionPort, Target, human_duration};
+use agent_tools_ask::{
+    AskError, AskRequest, AskSession, QuestionPort, Target,
+    family::{self, FAMILY},
+    human_duration,
+};
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
+use super::{BuiltFamily, RunParts};
 use crate::{
-    ApprovalDecision, ApprovalRequest, Approver, CallContext, Config, RegistryBuilder, Tier,
-    ToolResult, ToolSpec, TypedTool,
+    ApprovalDecision, ApprovalRequest, Approver, AttachFamily, Attachment, CallContext, Config,
+    FamilyDescriptor, Tier, ToolResult, ToolSpec, TypedTool,
 };
 
-impl RegistryBuilder {
-    /// Registers `ask_user` only when a question port and a target are both present (default
-    /// timeout, 15 minutes); the same desk then also shows the approval gate's cards.
-    pub fn with_questions(
-        self,
-        port: Option<Arc<dyn QuestionPort>>,
-        target: Option<Target>,
-    ) -> Self {
-        match (port, target) {
-            (Some(port), Some(target)) => {
-                self.with_ask_session(Arc::new(AskSession::new(port, target)))
-            }
-            _ => self,
-        }
+/// The ask family over one question desk: `ask_user`, and the desk as the approver of the
+/// approval gate, so approval cards share the numbering and the port with questions.
+pub struct AskFamily {
+    session: Arc<AskSession>,
+}
+
+impl AskFamily {
+    /// Questions go to `target` through `port`, each waiting the default 15 minutes.
+    pub fn new(port: Arc<dyn QuestionPort>, target: Target) -> Self {
+        AskFamily::over(Arc::new(AskSession::new(port, target)))
     }
 
-    /// Registers `ask_user` over `session` (for a configured timeout) and makes the session the
-    /// approver of the approval gate.
-    pub fn with_ask_session(self, session: Arc<AskSession>) -> Self {
-        let tool = AskTool {
-            spec: ToolSpec::new::<AskRequest>(
-                agent_tools_ask::TOOL_NAME,
-                agent_tools_ask::TOOL_DESCRIPTION,
-                Tier::Read,
-            )
-            .with_title("Ask the operator")
-            .with_effects(crate::Effects::of(Tier::Read).idempotent(false).open_world(true))
-            .with_output_schema::<agent_tools_ask::AskResponse>(),
-            session: session.clone(),
-        };
-        self.with_tool("ask", Arc::new(tool)).with_approver(Arc::new(SessionApprover(session)))
+    /// Questions go through `session` (for a configured timeout).
+    pub fn over(session: Arc<AskSession>) -> Self {
+        AskFamily { session }
     }
 }
 
-/// The host's attach step: `ask_user` when someone can answer, with the configured timeout.
-pub(crate) fn attach(
-    builder: RegistryBuilder,
-    config: &Config,
-    questions: Option<(Arc<dyn QuestionPort>, Target)>,
-) -> RegistryBuilder {
-    match questions {
-        Some((port, target)) => builder.with_ask_session(Arc::new(
-            AskSession::new(port, target).with_timeout(config.ask.timeout()),
-        )),
-        None => builder,
+impl AttachFamily for AskFamily {
+    fn descriptor(&self) -> &'static FamilyDescriptor {
+        &FAMILY
     }
+
+    fn attach(self: Box<Self>, to: &mut Attachment<'_>) {
+        let tool = AskTool {
+            spec: ToolSpec::declared::<AskRequest>(&family::ASK_USER)
+                .with_title("Ask the operator")
+                .with_effects(crate::Effects::of(Tier::Read).idempotent(false).open_world(true))
+                .with_output_schema::<agent_tools_ask::AskResponse>(),
+            session: self.session.clone(),
+        };
+        to.tool(Arc::new(tool)).approver(Arc::new(SessionApprover(self.session)));
+    }
+}
+
+/// The table entry: attached when someone can answer, with the configured timeout.
+pub(super) const ENTRY: BuiltFamily =
+    BuiltFamily { descriptor: &FAMILY, for_run, details: status_details };
+
+fn for_run(run: &RunParts<'_>) -> Option<Box<dyn AttachFamily>> {
+    let (port, target) = run.attach.questions.clone()?;
+    let session = AskSession::new(port, target).with_timeout(run.config.ask.timeout());
+    Some(Box::new(AskFamily::over(Arc::new(session))))
 }
 
 struct AskTool {
@@ -130,7 +132,7 @@ fn call_port(call: &CallContext) -> Option<&dyn QuestionPort> {
 }
 
 /// What `agent-tools status` says about questions and approvals here.
-pub(crate) fn status_details(root: &Path, config: &Config) -> Vec<String> {
+fn status_details(root: &Path, config: &Config) -> Vec<String> {
     let _ = root;
     vec![
         "ask_user is registered when someone can answer: an MCP client that declares the \
@@ -154,23 +156,24 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::{ApprovalPolicy, RunInfo, SurfaceKind};
+    use crate::{ApprovalPolicy, RegistryBuilder, RunInfo, SurfaceKind, run::Attach};
 
     #[test]
-    fn ask_user_is_registered_only_with_a_port_and_a_target() {
+    fn ask_user_is_attached_only_when_someone_can_answer() {
         let (port, _inbox) = channel_port(1);
-        let port: Arc<dyn QuestionPort> = Arc::new(port);
-        let names = |builder: RegistryBuilder| -> Vec<String> {
+        let config = Config::default();
+        let capsule: Arc<dyn agent_tools_support::capsule::Capsule> =
+            Arc::new(agent_tools_support::capsule::OnHost);
+        let names = |attach: &Attach| -> Vec<String> {
+            let run = RunParts { root: Path::new("/"), config: &config, attach, capsule: &capsule };
+            let builder = for_run(&run)
+                .into_iter()
+                .fold(RegistryBuilder::new(), |builder, family| builder.with_boxed_family(family));
             builder.build().tools().iter().map(|t| t.spec().name.clone()).collect()
         };
-        assert!(names(RegistryBuilder::new().with_questions(Some(port.clone()), None)).is_empty());
-        assert!(
-            names(RegistryBuilder::new().with_questions(None, Some(Target::new("x")))).is_empty()
-        );
-        assert_eq!(
-            names(RegistryBuilder::new().with_questions(Some(port), Some(Target::new("x")))),
-            ["ask_user"]
-        );
+        assert!(names(&Attach::default()).is_empty());
+        let asks = Attach::default().with_questions(Arc::new(port), Target::new("x"));
+        assert_eq!(names(&asks), ["ask_user"]);
     }
 
     #[tokio::test]
@@ -179,7 +182,7 @@ mod tests {
         let (port, mut inbox) = channel_port(4);
         let registry = RegistryBuilder::new()
             .with_reference_file_tools()
-            .with_questions(Some(Arc::new(port)), Some(Target::new("the harness")))
+            .with_family(AskFamily::new(Arc::new(port), Target::new("the harness")))
             .with_approval_policy(ApprovalPolicy::BeforeWrite)
             .build();
         let operator = tokio::spawn(async move {
@@ -218,7 +221,7 @@ mod tests {
     async fn an_invalid_request_is_an_error_for_the_model() {
         let (port, _inbox) = channel_port(1);
         let registry = RegistryBuilder::new()
-            .with_questions(Some(Arc::new(port)), Some(Target::new("x")))
+            .with_family(AskFamily::new(Arc::new(port), Target::new("x")))
             .build();
         let surface = registry.surface(SurfaceKind::Plan);
         let ctx = surface.context(&RunInfo::new("/"), None);

@@ -18,10 +18,9 @@ use agent_tools_support::words::count;
 use async_trait::async_trait;
 
 use crate::{
-    Before, CallContext, Config, RegistryBuilder, Tier, ToolResult, ToolSpec, TypedTool, fit_prefix,
+    AttachFamily, Attachment, Before, CallContext, Config, FamilyDescriptor, Tier, ToolResult,
+    ToolSpec, TypedTool, fit_prefix,
 };
-
-const FAMILY: &str = "astgrep";
 
 /// What the three tools share: configuration, the run's staged edits and its parse cache.
 struct Shared {
@@ -33,21 +32,44 @@ struct Shared {
     staged_files: std::sync::Mutex<std::collections::HashMap<String, Vec<PathBuf>>>,
 }
 
-impl RegistryBuilder {
-    /// Registers `ast_grep`, `ast_edit` and `resolve`; staged edits live as long as the registry.
-    pub fn with_astgrep(self, config: AstgrepConfig) -> Self {
+/// The astgrep family: `ast_grep`, and `ast_edit` and `resolve` in the role of file tools (so
+/// diagnostics on write check what an accepted change broke); staged edits live as long as the
+/// registry.
+pub struct AstgrepFamily {
+    config: AstgrepConfig,
+}
+
+impl AstgrepFamily {
+    pub fn new(config: AstgrepConfig) -> Self {
+        AstgrepFamily { config }
+    }
+}
+
+impl AttachFamily for AstgrepFamily {
+    fn descriptor(&self) -> &'static FamilyDescriptor {
+        &agent_tools_astgrep::family::FAMILY
+    }
+
+    fn attach(self: Box<Self>, to: &mut Attachment<'_>) {
         let cache = Arc::new(TreeCache::new(DEFAULT_CACHE_BYTES));
         let shared = Arc::new(Shared {
-            config,
+            config: self.config,
             store: EditStore::new(),
             cache,
             staged_files: Default::default(),
         });
-        self.with_tool(FAMILY, Arc::new(AstGrep::new(shared.clone())))
-            .with_writer_tool(FAMILY, Arc::new(AstEdit::new(shared.clone())))
-            .with_writer_tool(FAMILY, Arc::new(Resolve::new(shared)))
+        to.tool(Arc::new(AstGrep::new(shared.clone())))
+            .writer_tool(Arc::new(AstEdit::new(shared.clone())))
+            .writer_tool(Arc::new(Resolve::new(shared)));
     }
 }
+
+/// The table entry: in every run, with the configured limits.
+pub(super) const ENTRY: super::BuiltFamily = super::BuiltFamily {
+    descriptor: &agent_tools_astgrep::family::FAMILY,
+    for_run: |run| Some(Box::new(AstgrepFamily::new(run.config.astgrep.clone()))),
+    details: status_details,
+};
 
 /// `agent-tools status` lines for this family.
 pub(crate) fn status_details(root: &Path, config: &Config) -> Vec<String> {
@@ -329,7 +351,9 @@ mod tests {
     use serde_json::{Value, json};
 
     fn registry() -> crate::Registry {
-        RegistryBuilder::new().with_astgrep(AstgrepConfig::default()).build()
+        crate::RegistryBuilder::new()
+            .with_family(AstgrepFamily::new(AstgrepConfig::default()))
+            .build()
     }
 
     #[tokio::test]

@@ -4,24 +4,50 @@
 use std::{path::Path, sync::Arc};
 
 use agent_tools_debug::{
-    DebugArgs, DebugError, DebugOutcome, DebugSupervisor, TOOL_DESCRIPTION, TOOL_NAME,
-    adapter_reports, render,
+    DebugArgs, DebugError, DebugOutcome, DebugSupervisor, adapter_reports, family, render,
 };
 use async_trait::async_trait;
 
-use crate::{CallContext, RegistryBuilder, RunResource, Tier, ToolResult, ToolSpec, TypedTool};
+use crate::{
+    AttachFamily, Attachment, CallContext, FamilyDescriptor, RunResource, ToolResult, ToolSpec,
+    TypedTool,
+};
 
-impl RegistryBuilder {
-    /// Registers `debug` over `supervisor`; its sessions end when the run ends.
-    pub fn with_debug(self, supervisor: Arc<DebugSupervisor>) -> Self {
-        let tool = DebugTool {
-            spec: ToolSpec::new::<DebugArgs>(TOOL_NAME, TOOL_DESCRIPTION, Tier::Exec)
-                .with_output_schema::<DebugOutcome>(),
-            supervisor: supervisor.clone(),
-        };
-        self.with_tool("debug", Arc::new(tool)).with_resource(supervisor)
+/// The debug family: `debug` over a supervisor, whose sessions end when the run ends.
+pub struct DebugFamily {
+    supervisor: Arc<DebugSupervisor>,
+}
+
+impl DebugFamily {
+    pub fn new(supervisor: Arc<DebugSupervisor>) -> Self {
+        DebugFamily { supervisor }
     }
 }
+
+impl AttachFamily for DebugFamily {
+    fn descriptor(&self) -> &'static FamilyDescriptor {
+        &family::FAMILY
+    }
+
+    fn attach(self: Box<Self>, to: &mut Attachment<'_>) {
+        let tool = DebugTool {
+            spec: ToolSpec::declared::<DebugArgs>(&family::DEBUG)
+                .with_output_schema::<DebugOutcome>(),
+            supervisor: self.supervisor.clone(),
+        };
+        to.tool(Arc::new(tool)).resource(self.supervisor);
+    }
+}
+
+/// The table entry: in every run, its adapters started in the run's capsule.
+pub(super) const ENTRY: super::BuiltFamily = super::BuiltFamily {
+    descriptor: &family::FAMILY,
+    for_run: |run| {
+        let supervisor = DebugSupervisor::in_capsule(run.config.debug.clone(), run.capsule.clone());
+        Some(Box::new(DebugFamily::new(supervisor)))
+    },
+    details: super::no_details,
+};
 
 struct DebugTool {
     spec: ToolSpec,
@@ -57,7 +83,7 @@ impl RunResource for DebugSupervisor {
     }
 
     fn family(&self) -> Option<&str> {
-        Some("debug")
+        Some(family::FAMILY.name)
     }
 
     /// Each adapter, usable or not and why.
@@ -103,12 +129,13 @@ fn status_lines(root: &Path, c: &agent_tools_debug::DebugConfig) -> Vec<String> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{RunInfo, SurfaceKind};
+    use crate::{RunInfo, SurfaceKind, Tier};
 
     #[tokio::test]
     async fn debug_is_an_exec_tool_hidden_from_plan_surfaces() {
-        let registry =
-            RegistryBuilder::new().with_debug(DebugSupervisor::new(Default::default())).build();
+        let registry = crate::RegistryBuilder::new()
+            .with_family(DebugFamily::new(DebugSupervisor::new(Default::default())))
+            .build();
         let build = registry.surface(SurfaceKind::Build);
         assert_eq!(build.get("debug").map(|t| t.spec().tier), Some(Tier::Exec));
         assert!(registry.surface(SurfaceKind::Plan).get("debug").is_none());
@@ -127,8 +154,8 @@ mod tests {
 
     #[test]
     fn the_debug_schema_fits_its_token_budget_and_declares_its_output() {
-        let spec = ToolSpec::new::<DebugArgs>(TOOL_NAME, TOOL_DESCRIPTION, Tier::Exec)
-            .with_output_schema::<DebugOutcome>();
+        let spec =
+            ToolSpec::declared::<DebugArgs>(&family::DEBUG).with_output_schema::<DebugOutcome>();
         let listed = serde_json::json!({
             "name": spec.name,
             "description": spec.description,

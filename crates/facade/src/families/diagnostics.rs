@@ -172,7 +172,7 @@ mod tests {
     };
 
     use super::*;
-    use crate::{RegistryBuilder, RunInfo, Surface, SurfaceKind};
+    use crate::{RegistryBuilder, RunInfo, Surface, SurfaceKind, families::LspFamily};
 
     struct Run {
         _dir: tempfile::TempDir,
@@ -213,8 +213,10 @@ mod tests {
             base.extend(more);
         }
         let config: agent_tools_lsp::LspConfig = serde_json::from_value(section).unwrap();
-        let registry =
-            RegistryBuilder::new().with_reference_file_tools().with_lsp(&root, config).build();
+        let registry = RegistryBuilder::new()
+            .with_reference_file_tools()
+            .with_family(LspFamily::new(&root, config))
+            .build();
         let surface = registry.surface(SurfaceKind::Build);
         let info = RunInfo::new(&root);
         Some(Run { _dir: dir, root, registry, surface, info })
@@ -398,8 +400,10 @@ mod tests {
                 "commands": [["python3", fake, "--script", root.join("script.json").display().to_string()]]}}
         }))
         .unwrap();
-        let registry =
-            RegistryBuilder::new().with_reference_file_tools().with_lsp(&root, config).build();
+        let registry = RegistryBuilder::new()
+            .with_reference_file_tools()
+            .with_family(LspFamily::new(&root, config))
+            .build();
         let surface = registry.surface(SurfaceKind::Build);
         let info = RunInfo::new(&root);
         let ctx = surface.context(&info, None);
@@ -409,6 +413,37 @@ mod tests {
         assert!(result.text.contains("diagnostics not verified for a.fk (fake-lsp, no diagnostics of its content before the write within 1500 ms)"), "{}", result.text);
         assert!(!result.text.contains("no new errors"), "{}", result.text);
         assert_eq!(std::fs::read_to_string(root.join("a.fk")).unwrap(), "ERROR: x\n");
+        registry.shutdown().await;
+    }
+
+    /// Diagnostics on write wrap the file tools however the run was put together: attached
+    /// before the file tools, the language servers still check what `write` and `edit` change.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn file_tools_registered_after_the_language_servers_are_checked_too() {
+        let fake = concat!(env!("CARGO_MANIFEST_DIR"), "/../lsp-tool/tests/fake/fake_lsp.py");
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::write(root.join("fake.toml"), "").unwrap();
+        std::fs::write(root.join("a.fk"), "x\n").unwrap();
+        let config: agent_tools_lsp::LspConfig = serde_json::from_value(json!({
+            "on_write": {"deadline_ms": 15000},
+            "servers": {"fake": {"languages": {"fakelang": ["fk"]}, "root_markers": ["fake.toml"],
+                "commands": [["python3", fake]]}}
+        }))
+        .unwrap();
+        let registry = RegistryBuilder::new()
+            .with_family(LspFamily::new(&root, config))
+            .with_reference_file_tools()
+            .build();
+        let surface = registry.surface(SurfaceKind::Build);
+        let info = RunInfo::new(&root);
+        let ctx = surface.context(&info, None);
+        let write = surface.call(&ctx, "write", json!({"path": "a.fk", "content": "ERROR: one\n"}));
+        let write = write.await;
+        assert!(write.text.contains("Diagnostics (fake-lsp): 1 new error"), "{}", write.text);
+        let edit = json!({"path": "a.fk", "old_string": "one", "new_string": "one\nERROR: two"});
+        let edit = surface.call(&ctx, "edit", edit).await;
+        assert!(edit.text.contains("Diagnostics (fake-lsp): 1 new error"), "{}", edit.text);
         registry.shutdown().await;
     }
 

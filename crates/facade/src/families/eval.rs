@@ -3,29 +3,50 @@
 
 use std::{path::Path, sync::Arc};
 
-use agent_tools_eval::{CellPayload, EvalError, EvalRequest, Kernels, ToolBridge};
+use agent_tools_eval::{CellPayload, EvalError, EvalRequest, Kernels, ToolBridge, family};
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use crate::{
-    CallContext, Image, RegistryBuilder, RunResource, Tier, ToolResult, ToolSpec, TypedTool,
+    AttachFamily, Attachment, CallContext, FamilyDescriptor, Image, RunResource, Tier, ToolResult,
+    ToolSpec, TypedTool,
 };
 
-impl RegistryBuilder {
-    /// Registers `eval` over `kernels`, and ends the kernels when the run ends.
-    pub fn with_kernels(self, kernels: Arc<Kernels>) -> Self {
-        let tool = EvalTool {
-            spec: ToolSpec::new::<EvalRequest>(
-                agent_tools_eval::TOOL_NAME,
-                agent_tools_eval::TOOL_DESCRIPTION,
-                Tier::Exec,
-            )
-            .with_output_schema::<CellPayload>(),
-            kernels: kernels.clone(),
-        };
-        self.with_tool("eval", Arc::new(tool)).with_resource(kernels)
+/// The eval family: `eval` over the run's kernels, which end when the run ends.
+pub struct EvalFamily {
+    kernels: Arc<Kernels>,
+}
+
+impl EvalFamily {
+    pub fn new(kernels: Arc<Kernels>) -> Self {
+        EvalFamily { kernels }
     }
 }
+
+impl AttachFamily for EvalFamily {
+    fn descriptor(&self) -> &'static FamilyDescriptor {
+        &family::FAMILY
+    }
+
+    fn attach(self: Box<Self>, to: &mut Attachment<'_>) {
+        let tool = EvalTool {
+            spec: ToolSpec::declared::<EvalRequest>(&family::EVAL)
+                .with_output_schema::<CellPayload>(),
+            kernels: self.kernels.clone(),
+        };
+        to.tool(Arc::new(tool)).resource(self.kernels);
+    }
+}
+
+/// The table entry: in every run, its kernels started in the run's capsule.
+pub(super) const ENTRY: super::BuiltFamily = super::BuiltFamily {
+    descriptor: &family::FAMILY,
+    for_run: |run| {
+        let kernels = Kernels::new(run.config.eval.clone()).with_capsule(run.capsule.clone());
+        Some(Box::new(EvalFamily::new(Arc::new(kernels))))
+    },
+    details: super::no_details,
+};
 
 struct EvalTool {
     spec: ToolSpec,
@@ -117,7 +138,7 @@ impl RunResource for Kernels {
     }
 
     fn family(&self) -> Option<&str> {
-        Some("eval")
+        Some(family::FAMILY.name)
     }
 
     /// The interpreter that resolves, its version, and where the run's kernels start.
@@ -133,7 +154,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::{RunInfo, Surface};
+    use crate::{RegistryBuilder, RunInfo, Surface};
 
     /// A registry with the file tools and kernels over a temp root; returns the run too.
     fn check(config: EvalConfig) -> (crate::Registry, RunInfo, tempfile::TempDir) {
@@ -141,7 +162,7 @@ mod tests {
         std::fs::write(dir.path().join("notes.txt"), "one\ntwo\n").expect("write");
         let registry = RegistryBuilder::new()
             .with_reference_file_tools()
-            .with_kernels(Arc::new(Kernels::new(config)))
+            .with_family(EvalFamily::new(Arc::new(Kernels::new(config))))
             .build();
         let run = RunInfo::new(dir.path());
         (registry, run, dir)
@@ -157,7 +178,7 @@ mod tests {
     #[test]
     fn the_eval_schema_is_stable() {
         let kernels = Arc::new(Kernels::new(EvalConfig::default()));
-        let registry = RegistryBuilder::new().with_kernels(kernels).build();
+        let registry = RegistryBuilder::new().with_family(EvalFamily::new(kernels)).build();
         let surface = Surface::build(&registry);
         let spec = surface.get("eval").expect("eval").spec();
         insta::assert_json_snapshot!(spec.input_schema);
@@ -167,7 +188,7 @@ mod tests {
     #[test]
     fn the_eval_tool_costs_at_most_350_tokens_of_the_tool_list() {
         let kernels = Arc::new(Kernels::new(EvalConfig::default()));
-        let registry = RegistryBuilder::new().with_kernels(kernels).build();
+        let registry = RegistryBuilder::new().with_family(EvalFamily::new(kernels)).build();
         let surface = Surface::build(&registry);
         let spec = surface.get("eval").expect("eval").spec();
         let chars = spec.name.len() + spec.description.len() + spec.input_schema.to_string().len();

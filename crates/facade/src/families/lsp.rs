@@ -6,85 +6,87 @@
 use std::{path::Path, sync::Arc};
 
 use agent_tools_lsp::{
-    CODE_ACTION_DESCRIPTION, CodeActionArgs, CodeActionReport, LSP_DESCRIPTION, LspArgs, LspConfig,
-    LspError, LspOutput, LspResult, RENAME_DESCRIPTION, RenameArgs, RenameReport, ServerPool,
-    Supervisor,
+    CodeActionArgs, CodeActionReport, LspArgs, LspConfig, LspError, LspOutput, LspResult,
+    RenameArgs, RenameReport, Supervisor, family,
 };
 use async_trait::async_trait;
 use serde_json::Value;
 
-use crate::{CallContext, RegistryBuilder, RunResource, Tier, ToolResult, ToolSpec, TypedTool};
+use crate::{
+    AttachFamily, Attachment, CallContext, FamilyDescriptor, RunResource, ToolResult, ToolSpec,
+    TypedTool,
+};
 
-impl RegistryBuilder {
-    /// Attaches language servers to the run rooted at `root`: `lsp`, `lsp_rename`, the
-    /// supervisor as a run resource, and (unless `[lsp.on_write] enabled = false`) diagnostics
-    /// on write around the file tools registered so far.
-    pub fn with_lsp(self, root: &Path, config: LspConfig) -> Self {
-        self.with_lsp_from(
-            root,
-            config,
-            None,
-            std::sync::Arc::new(agent_tools_support::capsule::OnHost),
-        )
+/// The lsp family over one supervisor: `lsp`, `lsp_rename` and `lsp_code_action`, the
+/// supervisor as a run resource, and (unless `[lsp.on_write] enabled = false`) diagnostics on
+/// write around every file tool of the run, whenever it was registered.
+pub struct LspFamily {
+    supervisor: Supervisor,
+}
+
+impl LspFamily {
+    /// Language servers of the run rooted at `root`, its own, started on the host.
+    pub fn new(root: &Path, config: LspConfig) -> Self {
+        LspFamily::over(Supervisor::new(root, config))
     }
 
-    /// [`RegistryBuilder::with_lsp`] with servers from `pool` when given, shared with the
-    /// other runs on it (the run's ledger, documents and results stay its own; the run's end
-    /// gives its leases back), else servers of the run's own.
-    /// Project checks run in `capsule`, the run's.
-    pub fn with_lsp_from(
-        self,
-        root: &Path,
-        config: LspConfig,
-        pool: Option<ServerPool>,
-        capsule: std::sync::Arc<dyn agent_tools_support::capsule::Capsule>,
-    ) -> Self {
-        let on_write = config.on_write.enabled;
-        let supervisor = Supervisor::in_capsule(root, config, pool.unwrap_or_default(), capsule);
-        let builder = self.with_lsp_supervisor(supervisor.clone());
-        if on_write { builder.with_diagnostics_on_write(supervisor) } else { builder }
+    /// Over `supervisor` (servers from a host's pool, project checks in the run's capsule:
+    /// [`Supervisor::in_capsule`]); its servers end, or go back to the pool, with the run.
+    pub fn over(supervisor: Supervisor) -> Self {
+        LspFamily { supervisor }
+    }
+}
+
+impl AttachFamily for LspFamily {
+    fn descriptor(&self) -> &'static FamilyDescriptor {
+        &family::FAMILY
     }
 
-    /// Registers `lsp` and `lsp_rename` over `supervisor`; its servers end when the run ends.
-    pub fn with_lsp_supervisor(self, supervisor: Supervisor) -> Self {
+    fn attach(self: Box<Self>, to: &mut Attachment<'_>) {
+        let supervisor = self.supervisor;
         let lsp = LspTool {
-            spec: ToolSpec::new::<LspArgs>("lsp", LSP_DESCRIPTION, Tier::Read)
-                .with_output_schema::<LspResult>(),
+            spec: ToolSpec::declared::<LspArgs>(&family::LSP).with_output_schema::<LspResult>(),
             supervisor: supervisor.clone(),
         };
         let rename = RenameTool {
-            spec: ToolSpec::new::<RenameArgs>("lsp_rename", RENAME_DESCRIPTION, Tier::Write)
+            spec: ToolSpec::declared::<RenameArgs>(&family::LSP_RENAME)
                 .with_output_schema::<RenameReport>(),
             supervisor: supervisor.clone(),
         };
         let code_action = CodeActionTool {
-            spec: ToolSpec::new::<CodeActionArgs>(
-                "lsp_code_action",
-                CODE_ACTION_DESCRIPTION,
-                Tier::Write,
-            )
-            .with_output_schema::<CodeActionReport>(),
+            spec: ToolSpec::declared::<CodeActionArgs>(&family::LSP_CODE_ACTION)
+                .with_output_schema::<CodeActionReport>(),
             supervisor: supervisor.clone(),
         };
-        self.with_tool("lsp", Arc::new(lsp))
-            .with_tool("lsp", Arc::new(rename))
-            .with_tool("lsp", Arc::new(code_action))
-            .with_resource(Arc::new(supervisor))
-    }
-
-    /// Wraps every file tool registered so far (`write`, `edit`, `apply_patch`, or a harness's
-    /// own) so that its result carries the diagnostics its change introduced.
-    pub fn with_diagnostics_on_write(self, supervisor: Supervisor) -> Self {
-        let previews = Arc::new(super::diagnostics::Previews::default());
-        self.wrap_file_tools(|inner| {
-            Arc::new(super::diagnostics::DiagnosticsOnWrite::new(
-                inner,
-                supervisor.clone(),
-                previews.clone(),
-            ))
-        })
+        to.tool(Arc::new(lsp))
+            .tool(Arc::new(rename))
+            .tool(Arc::new(code_action))
+            .resource(Arc::new(supervisor.clone()));
+        if supervisor.config().on_write.enabled {
+            let previews = Arc::new(super::diagnostics::Previews::default());
+            to.wrap_file_tools(move |inner| {
+                Arc::new(super::diagnostics::DiagnosticsOnWrite::new(
+                    inner,
+                    supervisor.clone(),
+                    previews.clone(),
+                ))
+            });
+        }
     }
 }
+
+/// The table entry: in every run, with servers from the host's pool when it shares one (the
+/// run's ledger, documents and results stay its own), project checks in the run's capsule.
+pub(super) const ENTRY: super::BuiltFamily = super::BuiltFamily {
+    descriptor: &family::FAMILY,
+    for_run: |run| {
+        let pool = run.attach.lsp_pool.clone().unwrap_or_default();
+        let supervisor =
+            Supervisor::in_capsule(run.root, run.config.lsp.clone(), pool, run.capsule.clone());
+        Some(Box::new(LspFamily::over(supervisor)))
+    },
+    details: super::no_details,
+};
 
 /// The tool result of an output; an `lsp` answer over `max_chars` shows as many of its items
 /// as fit, the text and the structured content cut alike (the surface's backstop is left only
@@ -179,7 +181,7 @@ impl RunResource for Supervisor {
     }
 
     fn family(&self) -> Option<&str> {
-        Some("lsp")
+        Some(family::FAMILY.name)
     }
 
     /// The servers this run's supervisor would start (or has started), per language present.
@@ -228,7 +230,7 @@ fn status_lines(supervisor: &Supervisor) -> Vec<String> {
 #[allow(clippy::disallowed_methods, reason = "tests write their fixtures by path")]
 mod tests {
     use super::*;
-    use crate::SurfaceKind;
+    use crate::{RegistryBuilder, SurfaceKind, Tier};
 
     #[test]
     fn a_long_outline_is_cut_to_whole_rows_alike_in_text_and_structured_content() {
@@ -274,7 +276,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let registry = RegistryBuilder::new()
             .with_reference_file_tools()
-            .with_lsp(dir.path(), LspConfig::default())
+            .with_family(LspFamily::new(dir.path(), LspConfig::default()))
             .build();
         let build = registry.surface(SurfaceKind::Build);
         assert_eq!(build.get("lsp").map(|t| t.spec().tier), Some(Tier::Read));
@@ -288,7 +290,9 @@ mod tests {
     #[test]
     fn the_lsp_tool_specs_are_stable_and_within_their_share_of_the_budget() {
         let dir = tempfile::tempdir().unwrap();
-        let registry = RegistryBuilder::new().with_lsp(dir.path(), LspConfig::default()).build();
+        let registry = RegistryBuilder::new()
+            .with_family(LspFamily::new(dir.path(), LspConfig::default()))
+            .build();
         let build = registry.surface(SurfaceKind::Build);
         let specs: Vec<&ToolSpec> = ["lsp", "lsp_rename", "lsp_code_action"]
             .iter()
@@ -318,7 +322,7 @@ mod tests {
                 "commands": [["python3", fake, "--script", root.join("script.json").display().to_string()]]}}
         }))
         .unwrap();
-        let registry = RegistryBuilder::new().with_lsp(&root, config).build();
+        let registry = RegistryBuilder::new().with_family(LspFamily::new(&root, config)).build();
         let surface = registry.surface(SurfaceKind::Build);
         let info = crate::RunInfo::new(&root);
         let mut ctx = surface.context(&info, None);

@@ -6,102 +6,98 @@ use std::{marker::PhantomData, path::Path, sync::Arc, time::Duration};
 
 use agent_tools_vibe::{
     CommandBackend, DEFAULT_WAIT_SECONDS, KillArgs, ListArgs, MAX_WAIT_SECONDS, Nesting, Roster,
-    RosterError, RosterSettings, SendArgs, SpawnArgs, WaitArgs, WorkerBackend, tools,
+    RosterError, RosterSettings, SendArgs, SpawnArgs, WaitArgs, WorkerBackend, family,
 };
 use async_trait::async_trait;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use super::{BuiltFamily, RunParts};
 use crate::{
-    CallContext, Config, Effects, RegistryBuilder, RunResource, Tier, ToolResult, ToolSpec,
-    TypedTool,
+    AttachFamily, Attachment, CallContext, Config, Effects, FamilyDescriptor, RunResource, Tier,
+    ToolResult, ToolSpec, TypedTool,
 };
 
-impl RegistryBuilder {
-    /// Registers `vibe_spawn`, `vibe_send`, `vibe_wait`, `vibe_kill` and `vibe_list` over
-    /// `roster` (all tier read: the gate belongs on the workers' own tools), and stops every
-    /// worker when the run ends.
-    pub fn with_vibe(self, roster: Roster) -> Self {
+/// The vibe family over one roster: `vibe_spawn`, `vibe_send`, `vibe_wait`, `vibe_kill` and
+/// `vibe_list` (all tier read: the gate belongs on the workers' own tools), with every worker
+/// stopped when the run ends.
+pub struct VibeFamily {
+    roster: Roster,
+}
+
+impl VibeFamily {
+    pub fn new(roster: Roster) -> Self {
+        VibeFamily { roster }
+    }
+}
+
+impl AttachFamily for VibeFamily {
+    fn descriptor(&self) -> &'static FamilyDescriptor {
+        &family::FAMILY
+    }
+
+    fn attach(self: Box<Self>, to: &mut Attachment<'_>) {
         // What a worker does is what its ceiling allows: read-only exactly on a read-only
         // surface (whose workers get the read-only command or are refused).
         let workers = Effects::of(Tier::Exec).delegating();
-        let r = &roster;
-        let builder = self
-            .with_tool(
-                "vibe",
-                VibeTool::<SpawnArgs>::new(
-                    ToolSpec::new::<SpawnArgs>(tools::SPAWN, tools::SPAWN_DESCRIPTION, Tier::Read)
-                        .with_title("Start a background worker")
-                        .with_output_schema::<agent_tools_vibe::SpawnReport>()
-                        .with_effects(workers.idempotent(false)),
-                    r,
-                ),
-            )
-            .with_tool(
-                "vibe",
-                VibeTool::<SendArgs>::new(
-                    ToolSpec::new::<SendArgs>(tools::SEND, tools::SEND_DESCRIPTION, Tier::Read)
-                        .with_title("Brief a worker again")
-                        .with_output_schema::<agent_tools_vibe::SendReport>()
-                        .with_effects(workers.idempotent(false)),
-                    r,
-                ),
-            )
-            .with_tool(
-                "vibe",
-                VibeTool::<WaitArgs>::new(
-                    ToolSpec::new::<WaitArgs>(tools::WAIT, tools::WAIT_DESCRIPTION, Tier::Read)
-                        .with_title("Wait for workers")
-                        .with_output_schema::<agent_tools_vibe::WaitReport>(),
-                    r,
-                ),
-            )
-            .with_tool(
-                "vibe",
-                VibeTool::<KillArgs>::new(
-                    ToolSpec::new::<KillArgs>(tools::KILL, tools::KILL_DESCRIPTION, Tier::Read)
-                        .with_title("Stop a worker")
-                        .with_output_schema::<agent_tools_vibe::KillReport>()
-                        .with_effects(workers.destructive(true)),
-                    r,
-                ),
-            )
-            .with_tool(
-                "vibe",
-                VibeTool::<ListArgs>::new(
-                    ToolSpec::new::<ListArgs>(tools::LIST, tools::LIST_DESCRIPTION, Tier::Read)
-                        .with_title("List workers")
-                        .with_output_schema::<agent_tools_vibe::RosterView>(),
-                    r,
-                ),
-            );
-        builder.with_resource(Arc::new(roster))
+        let r = &self.roster;
+        to.tool(VibeTool::<SpawnArgs>::new(
+            ToolSpec::declared::<SpawnArgs>(&family::VIBE_SPAWN)
+                .with_title("Start a background worker")
+                .with_output_schema::<agent_tools_vibe::SpawnReport>()
+                .with_effects(workers.idempotent(false)),
+            r,
+        ))
+        .tool(VibeTool::<SendArgs>::new(
+            ToolSpec::declared::<SendArgs>(&family::VIBE_SEND)
+                .with_title("Brief a worker again")
+                .with_output_schema::<agent_tools_vibe::SendReport>()
+                .with_effects(workers.idempotent(false)),
+            r,
+        ))
+        .tool(VibeTool::<WaitArgs>::new(
+            ToolSpec::declared::<WaitArgs>(&family::VIBE_WAIT)
+                .with_title("Wait for workers")
+                .with_output_schema::<agent_tools_vibe::WaitReport>(),
+            r,
+        ))
+        .tool(VibeTool::<KillArgs>::new(
+            ToolSpec::declared::<KillArgs>(&family::VIBE_KILL)
+                .with_title("Stop a worker")
+                .with_output_schema::<agent_tools_vibe::KillReport>()
+                .with_effects(workers.destructive(true)),
+            r,
+        ))
+        .tool(VibeTool::<ListArgs>::new(
+            ToolSpec::declared::<ListArgs>(&family::VIBE_LIST)
+                .with_title("List workers")
+                .with_output_schema::<agent_tools_vibe::RosterView>(),
+            r,
+        ))
+        .resource(Arc::new(self.roster));
     }
 }
 
 /// Whether vibe mode is on for a run: `--vibe`, or `[vibe] enabled = true`.
-pub(crate) fn vibe_mode(config: &Config, flag: bool) -> bool {
+fn vibe_mode(config: &Config, flag: bool) -> bool {
     flag || config.vibe.enabled
 }
 
-/// The host's attach step: the vibe tools with the command backend, while vibe mode is on.
-pub(crate) fn attach(
-    builder: RegistryBuilder,
-    root: &Path,
-    config: &Config,
-    flag: bool,
-    capsule: &std::sync::Arc<dyn agent_tools_support::capsule::Capsule>,
-) -> RegistryBuilder {
-    if !vibe_mode(config, flag) {
-        return builder;
+/// The table entry: attached while vibe mode is on, with the command backend in the run's
+/// capsule.
+pub(super) const ENTRY: BuiltFamily =
+    BuiltFamily { descriptor: &family::FAMILY, for_run, details: status_details };
+
+fn for_run(run: &RunParts<'_>) -> Option<Box<dyn AttachFamily>> {
+    if !vibe_mode(run.config, run.attach.vibe) {
+        return None;
     }
-    let backend = CommandBackend::new(root, config.vibe.clone()).in_capsule(capsule.clone());
+    let config = &run.config.vibe;
+    let backend = CommandBackend::new(run.root, config.clone()).in_capsule(run.capsule.clone());
     // A worker's own agent-tools learns its depth among nested workers from its environment.
-    let settings = RosterSettings {
-        nesting: Nesting::from_env(config.vibe.max_depth),
-        ..config.vibe.roster_settings()
-    };
-    builder.with_vibe(Roster::new(Arc::new(backend), settings))
+    let settings =
+        RosterSettings { nesting: Nesting::from_env(config.max_depth), ..config.roster_settings() };
+    Some(Box::new(VibeFamily::new(Roster::new(Arc::new(backend), settings))))
 }
 
 /// One vibe tool: its arguments' type says what it does to the roster.
@@ -195,7 +191,7 @@ impl RunResource for Roster {
     }
 
     fn family(&self) -> Option<&str> {
-        Some("vibe")
+        Some(family::FAMILY.name)
     }
 
     /// The run's own backend (what it runs per tier) and limits: the roster is attached only
@@ -238,7 +234,7 @@ fn limits_line(s: &RosterSettings) -> String {
 }
 
 /// What `agent-tools status` says about vibe when the run has no roster: vibe mode is off.
-pub(crate) fn status_details(root: &Path, config: &Config) -> Vec<String> {
+fn status_details(root: &Path, config: &Config) -> Vec<String> {
     let vibe = &config.vibe;
     let mut details = vec![
         "vibe mode is off: the vibe_* tools appear with `--vibe` (agent-tools mcp/call) or \

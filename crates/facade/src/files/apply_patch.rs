@@ -11,7 +11,7 @@ use super::{
     access::{self, Access},
     patch,
 };
-use crate::tool::{Before, CallContext, Tier, ToolResult, ToolSpec, TypedTool};
+use crate::tool::{Before, CallContext, ToolResult, ToolSpec, TypedTool};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -30,13 +30,7 @@ pub struct ApplyPatchTool {
 
 impl ApplyPatchTool {
     pub fn new() -> Self {
-        ApplyPatchTool {
-            spec: ToolSpec::new::<ApplyPatchArgs>(
-                "apply_patch",
-                "Apply a unified diff to one or more files, all or nothing: if any hunk fails, no file changes. dry_run: check only.",
-                Tier::Write,
-            ),
-        }
+        ApplyPatchTool { spec: ToolSpec::declared::<ApplyPatchArgs>(&super::APPLY_PATCH) }
     }
 }
 

@@ -12,7 +12,7 @@ use super::{
     access::{self, Access},
     edit_symbol::{self, Insert},
 };
-use crate::tool::{Before, CallContext, Tier, ToolResult, ToolSpec, TypedTool};
+use crate::tool::{Before, CallContext, ToolResult, ToolSpec, TypedTool};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -43,13 +43,7 @@ pub struct EditTool {
 
 impl EditTool {
     pub fn new() -> Self {
-        EditTool {
-            spec: ToolSpec::new::<EditArgs>(
-                "edit",
-                "Replace old_string, exact text that must occur once (add surrounding lines to make it unique) unless replace_all, by new_string. Or symbol (a name path) instead of old_string: new_string replaces that declaration, or with insert goes beside it. dry_run: check only.",
-                Tier::Write,
-            ),
-        }
+        EditTool { spec: ToolSpec::declared::<EditArgs>(&super::EDIT) }
     }
 }
 

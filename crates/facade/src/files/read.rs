@@ -21,7 +21,7 @@ use super::{
     access::{self, Access, SNIFF_BYTES},
     symbols::{self, MAX_OUTLINE_ROWS},
 };
-use crate::tool::{CallContext, Tier, ToolResult, ToolSpec, TypedTool, fit_prefix};
+use crate::tool::{CallContext, ToolResult, ToolSpec, TypedTool, fit_prefix};
 
 /// Lines `read` shows when no range is given.
 const DEFAULT_READ_LINES: usize = 2000;
@@ -86,13 +86,7 @@ pub struct ReadTool {
 
 impl ReadTool {
     pub fn new() -> Self {
-        ReadTool {
-            spec: ToolSpec::new::<ReadArgs>(
-                "read",
-                "Read a text file, lines numbered: a range (start_line, end_line), one declaration (symbol: a name path, Class/method) or its outline (outline: true).",
-                Tier::Read,
-            ),
-        }
+        ReadTool { spec: ToolSpec::declared::<ReadArgs>(&super::READ) }
     }
 }
 

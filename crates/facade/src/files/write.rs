@@ -7,7 +7,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::access::{self, Access};
-use crate::tool::{Before, CallContext, Tier, ToolResult, ToolSpec, TypedTool};
+use crate::tool::{Before, CallContext, ToolResult, ToolSpec, TypedTool};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -27,13 +27,7 @@ pub struct WriteTool {
 
 impl WriteTool {
     pub fn new() -> Self {
-        WriteTool {
-            spec: ToolSpec::new::<WriteArgs>(
-                "write",
-                "Create or replace a file inside the workspace with the given content (atomic; keeps the file's permissions). dry_run: check only.",
-                Tier::Write,
-            ),
-        }
+        WriteTool { spec: ToolSpec::declared::<WriteArgs>(&super::WRITE) }
     }
 }
 

@@ -4,7 +4,10 @@
 
 use std::path::PathBuf;
 
-use agent_tools::{Registry, RegistryBuilder, RunInfo, Surface, SurfaceKind, ToolResult};
+use agent_tools::{
+    Registry, RegistryBuilder, RunInfo, Surface, SurfaceKind, ToolResult,
+    families::{AstgrepFamily, LspFamily},
+};
 use agent_tools_lsp::testing::{require_program, setup_paths};
 use serde_json::{Value, json};
 
@@ -50,8 +53,8 @@ impl Run {
                 .expect("config");
         let registry = RegistryBuilder::new()
             .with_reference_file_tools()
-            .with_astgrep(Default::default())
-            .with_lsp(&root, config)
+            .with_family(AstgrepFamily::new(Default::default()))
+            .with_family(LspFamily::new(&root, config))
             .build();
         let surface = registry.surface(SurfaceKind::Build);
         let info = RunInfo::new(&root);

@@ -270,6 +270,44 @@ fn wrappers_layer_over_file_tools_and_keep_their_schema() {
     assert_eq!(result.text, "replaced a.txt (1 line, 2 bytes)\nchanged: 1");
 }
 
+/// Registration order does not change what is wrapped: a wrapper given before the file tools
+/// and the astgrep family wraps the same tools, to the same effect, as one given after them.
+#[test]
+fn wrappers_wrap_the_same_tools_whatever_order_they_were_registered_in() {
+    let wrap = |tool| -> agent_tools::DynTool { std::sync::Arc::new(Noting(tool)) };
+    let astgrep = || agent_tools::families::AstgrepFamily::new(Default::default());
+    let wrapper_last = RegistryBuilder::new()
+        .with_reference_file_tools()
+        .with_family(astgrep())
+        .wrap_file_tools(wrap)
+        .build();
+    let wrapper_first = RegistryBuilder::new()
+        .wrap_file_tools(wrap)
+        .with_family(astgrep())
+        .with_reference_file_tools()
+        .build();
+    let runtime = tokio::runtime::Builder::new_current_thread().build().expect("runtime");
+    let mut outcomes = Vec::new();
+    for registry in [&wrapper_last, &wrapper_first] {
+        let project = Project::new(&[("a.txt", "x\n")]);
+        let surface = registry.surface(SurfaceKind::Build);
+        let run = agent_tools::RunInfo::new(project.dir.path());
+        let ctx = surface.context(&run, None);
+        let call = |tool: &str, args| runtime.block_on(surface.call(&ctx, tool, args)).text;
+        outcomes.push([
+            call("write", json!({"path": "a.txt", "content": "y\n"})),
+            call("edit", json!({"path": "a.txt", "old_string": "y", "new_string": "z"})),
+            call("resolve", json!({"edit_id": "e1", "action": "discard"})),
+            call("read", json!({"path": "a.txt"})),
+        ]);
+    }
+    assert_eq!(outcomes[0], outcomes[1]);
+    let [write, edit, resolve, read] = &outcomes[0];
+    assert!(write.ends_with("\nchanged: 1") && edit.ends_with("\nchanged: 1"), "{write}\n{edit}");
+    assert!(resolve.ends_with("\nchanged: 0"), "resolve writes files, so it is wrapped: {resolve}");
+    assert!(read.ends_with("\nchanged: 0"), "{read}");
+}
+
 /// A tool with a bug: it panics.
 struct Panicking(agent_tools::ToolSpec);
 
