@@ -12,7 +12,10 @@ use std::{
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use agent_tools_support::fs::{Kind, Root};
+use agent_tools_support::{
+    fs::{Kind, Root},
+    progress::CallScope,
+};
 
 use crate::{
     cache::{FileMatches, TreeCache},
@@ -31,10 +34,10 @@ pub struct SearchOptions {
     pub threads: usize,
     /// Steps one candidate node may take in the matcher.
     pub step_budget: u64,
-    /// Set to stop the walk early; the call then fails with `AstError::Cancelled`.
-    pub cancel: Option<Arc<AtomicBool>>,
-    /// Told the number of files searched so far, every [`PROGRESS_EVERY`] files.
-    pub progress: Option<Progress>,
+    /// The call's cancellation and progress: cancelling it stops the walk at the next file
+    /// (the call then fails with `AstError::Cancelled`), and every [`PROGRESS_EVERY`] files it
+    /// is told how many were searched.
+    pub scope: CallScope,
     /// Parsed files kept between the searches of a run (none: every search parses).
     pub cache: Option<Arc<TreeCache>>,
 }
@@ -42,24 +45,13 @@ pub struct SearchOptions {
 /// How often (in files) a directory walk reports progress.
 pub const PROGRESS_EVERY: usize = 100;
 
-/// A progress callback: receives the number of files searched so far.
-#[derive(Clone)]
-pub struct Progress(pub Arc<dyn Fn(usize) + Send + Sync>);
-
-impl std::fmt::Debug for Progress {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Progress")
-    }
-}
-
 impl Default for SearchOptions {
     fn default() -> Self {
         SearchOptions {
             max_file_bytes: 2 * 1024 * 1024,
             threads: 0,
             step_budget: crate::matcher::DEFAULT_STEP_BUDGET,
-            cancel: None,
-            progress: None,
+            scope: CallScope::default(),
             cache: None,
         }
     }
@@ -216,16 +208,22 @@ pub(crate) fn scan<T: Send>(
     let budget: Mutex<(usize, Option<(String, usize, usize)>)> = Mutex::new((0, None));
     let literals: Vec<memchr::memmem::Finder<'_>> =
         query.literals().iter().map(|l| memchr::memmem::Finder::new(l.as_bytes())).collect();
-    let cancelled = || options.cancel.as_ref().is_some_and(|c| c.load(Ordering::Relaxed));
+    let cancelled = || options.scope.is_cancelled();
+    let started = std::time::Instant::now();
     // What the matches of a file depend on besides its content.
     let key = format!("{}\0{}\0{}", query.cache_key(), options.step_budget, work == Work::Edit);
 
     let visit = |path: &Path, parser: &mut tree_sitter::Parser| -> Result<(), Skip> {
         let scanned = counters.scanned.fetch_add(1, Ordering::Relaxed) + 1;
-        if scanned % PROGRESS_EVERY == 0
-            && let Some(progress) = &options.progress
-        {
-            (progress.0)(scanned);
+        if scanned % PROGRESS_EVERY == 0 && options.scope.reports() {
+            options.scope.report(
+                started.elapsed().as_secs_f64(),
+                &agent_tools_support::words::count(
+                    scanned as u64,
+                    "file searched",
+                    "files searched",
+                ),
+            );
         }
         let rel = rel_path(&scope.root, path);
         if !query.applies_to(&rel) {
