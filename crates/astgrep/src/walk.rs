@@ -144,6 +144,10 @@ pub(crate) struct FileCtx<'a> {
     pub(crate) path: &'a Path,
     pub(crate) rel: &'a str,
     pub(crate) src: &'a str,
+    /// `src`, shared: kept by a search that renders its matches after the walk.
+    pub(crate) text: &'a Arc<str>,
+    /// The matches, shared as the match cache keeps them.
+    pub(crate) found: &'a Arc<FileMatches>,
     pub(crate) tree: &'a tree_sitter::Tree,
     pub(crate) matches: &'a [RawMatch],
     pub(crate) parser: &'a mut tree_sitter::Parser,
@@ -367,7 +371,16 @@ impl<T: Send> Walker<'_, '_, T> {
         if found.matches.is_empty() {
             return Ok(());
         }
-        let ctx = FileCtx { path, rel: &rel, src, tree, matches: &found.matches, parser };
+        let ctx = FileCtx {
+            path,
+            rel: &rel,
+            src,
+            text: &loaded.src,
+            found: &found,
+            tree,
+            matches: &found.matches,
+            parser,
+        };
         let value = (self.per_file)(ctx);
         self.results.lock().unwrap_or_else(|e| e.into_inner()).push((rel, value));
         Ok(())
