@@ -316,7 +316,7 @@ impl<T: Send> Walker<'_, '_, T> {
     /// from the cache), matched, and handed to the per-file step when it has matches.
     fn visit(&self, path: &Path, parser: &mut tree_sitter::Parser) -> Result<(), Skip> {
         let scanned = self.counters.scanned.fetch_add(1, Ordering::Relaxed) + 1;
-        if scanned % PROGRESS_EVERY == 0 && self.options.scope.reports() {
+        if scanned.is_multiple_of(PROGRESS_EVERY) && self.options.scope.reports() {
             self.options.scope.report(
                 self.started.elapsed().as_secs_f64(),
                 &agent_tools_support::words::count(
