@@ -53,6 +53,13 @@ const PATTERNS: &[(&str, &str, &str)] = &[
     ("rust", "rust", RULE),
 ];
 
+/// Patterns whose counts differ by design, and why: the bench reports them and does not fail.
+const KNOWN_DIFFERENCES: &[(&str, &str)] = &[(
+    "with open($F) as $V: $$$B",
+    "ast-grep also matches `with open(a) as f, open(b) as g:`, whose second item the pattern \
+     does not account for; ours requires every named child to be accounted for",
+)];
+
 /// The registry crates of the Rust corpus (the newest version of each that is on the machine).
 const CRATES: &[&str] = &[
     "tokio",
@@ -370,6 +377,7 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
     let mut cpu_floor = Duration::ZERO;
     let mut repeats: Vec<(String, Duration, Duration, u64)> = Vec::new();
     let mut unequal = Vec::new();
+    let mut by_design = Vec::new();
     for (lang, corpus_name, pattern) in patterns {
         let dir = corpus(corpus_name, copies.path())?;
         let ours_cmd = || {
@@ -454,6 +462,10 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
         cpu_floor.as_secs_f64(),
         ratio(cpu_ours, cpu_floor),
     );
+    for note in &by_design {
+        println!();
+        println!("Counts that differ by design: {note}.");
+    }
     println!();
     println!(
         "Repeated search (second run in one process, parse cache shared; ast-grep re-parses):"
