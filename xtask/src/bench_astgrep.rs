@@ -377,7 +377,7 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
     let mut cpu_floor = Duration::ZERO;
     let mut repeats: Vec<(String, Duration, Duration, u64)> = Vec::new();
     let mut unequal = Vec::new();
-    let mut by_design = Vec::new();
+    let mut by_design: Vec<String> = Vec::new();
     for (lang, corpus_name, pattern) in patterns {
         let dir = corpus(corpus_name, copies.path())?;
         let ours_cmd = || {
