@@ -49,7 +49,7 @@ const PATTERNS: &[(&str, &str, &str)] = &[
     ("javascript", "npm", "if ($C) { $$$B }"),
     ("typescript", "npm", "$F($$$ARGS)"),
     ("typescript", "npm", "const $X: $T = $E"),
-    ("typescript", "npm", "import { $$$N } from $S"),
+    ("typescript", "npm", "new $C($$$A)"),
     ("rust", "rust", RULE),
 ];
 
