@@ -53,7 +53,7 @@ const PATTERNS: &[(&str, &str, &str)] = &[
     ("rust", "rust", RULE),
 ];
 
-/// Patterns whose counts differ by design, and why: the bench reports them and does not fail.
+/// Patterns whose counts differ for a known reason: the bench reports them and does not fail.
 const KNOWN_DIFFERENCES: &[(&str, &str)] = &[
     (
         "with open($F) as $V: $$$B",
@@ -64,6 +64,12 @@ const KNOWN_DIFFERENCES: &[(&str, &str)] = &[
         "if ($C) { $$$B }",
         "ast-grep also matches an `if` with an `else`, which the pattern does not account for; \
          ours requires every named child to be accounted for (`… else { $$$E }` finds those)",
+    ),
+    (
+        "$F($$$ARGS)",
+        "TypeScript only: in the tree-sitter-typescript 0.23 we bundle, the `?.` of an optional \
+         call (`f?.(x)`) is an unnamed token the matcher skips, so ours also counts those calls; \
+         ast-grep's bundled grammar makes it a named `optional_chain` child",
     ),
 ];
 
@@ -436,7 +442,8 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
         let sg_matches = sg_out.split(|b| *b == b'\n').filter(|l| !l.is_empty()).count();
         let counted = format!("ours {ours_matches}, ast-grep {sg_matches}");
         if ours_matches != sg_matches as u64 {
-            match KNOWN_DIFFERENCES.iter().find(|(p, _)| p == pattern) {
+            let known = KNOWN_DIFFERENCES.iter().find(|(p, _)| p == pattern);
+            match known.filter(|(p, _)| *p != "$F($$$ARGS)" || *lang == "typescript") {
                 Some((_, why)) => by_design.push(format!("`{pattern}`: {counted}: {why}")),
                 None => unequal.push(format!("`{pattern}` ({lang}): {counted}")),
             }
@@ -474,7 +481,7 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
     );
     for note in &by_design {
         println!();
-        println!("Counts that differ by design: {note}.");
+        println!("Counts that differ for a known reason: {note}.");
     }
     println!();
     println!(
