@@ -1,6 +1,7 @@
 //! A minimal command line over the library, used by `cargo xtask bench astgrep`:
-//! `astgrep PATTERN LANGUAGE DIR` prints the match count and scan statistics as one JSON line;
-//! add `--show` to print the rendered result instead. A PATTERN starting with `{` is a rule
+//! `astgrep PATTERN LANGUAGE DIR` prints the match count and scan statistics as one JSON line,
+//! after building the rendered answer of the first `--max-results N` matches (default 1, at most
+//! 500) as the tool does; add `--show` to print the rendered result instead (500 matches). A PATTERN starting with `{` is a rule
 //! (ast-grep's rule language, as JSON). `--repeat N` runs the search N times in one process and
 //! reports each run's milliseconds (`runs_ms`), sharing one parse cache (`--cache-mb N`,
 //! default 1024) between them. `--parse-only` walks, reads, pre-filters and parses the files the
@@ -15,7 +16,7 @@ use std::{path::Path, process::ExitCode, sync::Arc, time::Instant};
 
 use agent_tools_astgrep::{
     DEFAULT_CACHE_BYTES, EditRequest, EditStore, ResolveAction, ResolveRequest, SearchOptions,
-    SearchRequest, TreeCache, parse_only, render_search, search,
+    SearchRequest, TreeCache, parse_only, render_payload, render_search, search, search_payload,
 };
 
 fn main() -> ExitCode {
@@ -54,7 +55,11 @@ fn main() -> ExitCode {
         rule,
         path: None,
         language: Some(language.clone()),
-        max_results: Some(if args.iter().any(|a| a == "--show") { 500 } else { 1 }),
+        max_results: Some(if args.iter().any(|a| a == "--show") {
+            500
+        } else {
+            flag("--max-results").and_then(|n| n.parse().ok()).unwrap_or(1)
+        }),
         context: None,
     };
     let repeat: usize = args
@@ -110,9 +115,13 @@ fn main() -> ExitCode {
         println!("{}", render_search(&result));
         return ExitCode::SUCCESS;
     }
+    // The answer a model gets, built as the tool builds it (the shown matches rendered).
+    let rendered = render_payload(&search_payload(&result));
     let stats = cache.stats();
     let line = serde_json::json!({
         "matches": result.total_matches,
+        "shown": result.matches.len(),
+        "rendered_chars": rendered.len(),
         "files_with_matches": result.files_with_matches,
         "context": result.pattern.context.map_or("rule".to_string(), |c| c.to_string()),
         "stats": result.stats,

@@ -28,14 +28,13 @@ impl Default for AstgrepConfig {
 }
 
 impl AstgrepConfig {
-    /// Search options from this configuration (no cancellation flag).
+    /// Search options from this configuration (a scope nobody cancels).
     pub fn options(&self) -> SearchOptions {
         SearchOptions {
             max_file_bytes: self.max_file_bytes,
             threads: self.threads,
             step_budget: self.step_budget.max(1),
-            cancel: None,
-            progress: None,
+            scope: Default::default(),
             cache: None,
         }
     }

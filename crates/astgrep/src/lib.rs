@@ -38,7 +38,7 @@ pub use crate::{
         search, search_compiled, search_payload,
     },
     strictness::Strictness,
-    walk::{BudgetNote, PROGRESS_EVERY, Progress, ScanStats, Scope, SearchOptions, resolve_scope},
+    walk::{BudgetNote, PROGRESS_EVERY, ScanStats, Scope, SearchOptions, resolve_scope},
 };
 
 /// Matches `pattern` against `source` (one file's text) and returns the raw matches, walking

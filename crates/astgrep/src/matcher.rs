@@ -449,7 +449,13 @@ impl<'p> Matcher<'p> {
                 return Some(done);
             }
             env.truncate(mark);
-            if self.exceeded || cs[c].is_named() || !strictness.skips_code_tokens() {
+            // A named extra that is not a comment (Python's `\` line continuation) is skipped
+            // before a token of the pattern, or at a strictness that ignores the pattern's
+            // tokens, as ast-grep skips it: `1 \⏎ + 2` is `$A + $B`, but `f \⏎ (x)` is not
+            // `$F($$$A)`.
+            let skippable = !cs[c].is_named()
+                || (is_trivia(cs[c]) && (is_token(p) || strictness.ignores_pattern_tokens()));
+            if self.exceeded || !skippable || !strictness.skips_code_tokens() {
                 return None;
             }
             // Unnamed tokens of the code (a trailing comma, an optional `;`) may be skipped.
@@ -472,6 +478,16 @@ impl<'p> Matcher<'p> {
         env.push((index, capture));
         true
     }
+}
+
+/// A named extra that is not a comment, such as Python's `\` line continuation.
+fn is_trivia(node: Node<'_>) -> bool {
+    node.is_extra() && !node.kind().contains("comment")
+}
+
+/// Whether a pattern node is one unnamed token.
+fn is_token(p: &PNode) -> bool {
+    matches!(p, PNode::Leaf { named: false, .. })
 }
 
 /// Block comments under `node` inside the replaced range and outside every capture.

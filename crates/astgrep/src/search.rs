@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::{
     error::AstError,
     lang::{ContextKind, Lang},
+    matcher::RawMatch,
     pattern::Pattern,
     query::Query,
     rule::RuleSet,
@@ -214,11 +215,6 @@ pub struct SearchResult {
     pub budget_exceeded: Option<BudgetNote>,
 }
 
-struct FileMatches {
-    total: usize,
-    views: Vec<MatchView>,
-}
-
 /// Runs `ast_grep` under `root`.
 pub fn search(
     root: &Path,
@@ -265,43 +261,20 @@ fn search_query(
 ) -> Result<SearchResult, AstError> {
     let limit = max_results.unwrap_or(DEFAULT_MAX_RESULTS).clamp(1, MAX_RESULTS_CAP);
     let names = query.metavariables();
-    let per_file = |ctx: FileCtx<'_>| {
-        let total = ctx.matches.len();
-        let views = ctx
-            .matches
-            .iter()
-            .take(limit)
-            .map(|m| {
-                let (line, column) = line_col(ctx.src, m.range.start);
-                let (end_line, _) = line_col(ctx.src, m.range.end);
-                let captures = names
-                    .iter()
-                    .zip(&m.captures)
-                    .map(|(name, range)| CaptureView {
-                        name: name.clone(),
-                        text: range
-                            .as_ref()
-                            .map(|r| short_capture(&ctx.src[r.clone()]))
-                            .unwrap_or_default(),
-                    })
-                    .collect();
-                MatchView {
-                    file: ctx.rel.to_string(),
-                    line,
-                    column,
-                    end_line,
-                    text: short_match(ctx.src, m.range.clone()),
-                    captures,
-                }
-            })
-            .collect();
-        FileMatches { total, views }
-    };
+    // A file's matches are kept as found; only the first `limit` of them in file order are
+    // rendered, once the walk is done.
+    let per_file = |ctx: FileCtx<'_>| (ctx.text.clone(), ctx.found.clone());
     let scan = scan(scope, query, options, Work::Search, &per_file)?;
-    let total_matches = scan.files.iter().map(|(_, f)| f.total).sum();
+    let total_matches = scan.files.iter().map(|(_, (_, found))| found.matches.len()).sum();
     let files_with_matches = scan.files.len();
-    let matches: Vec<MatchView> =
-        scan.files.into_iter().flat_map(|(_, f)| f.views).take(limit).collect();
+    let mut matches: Vec<MatchView> = Vec::new();
+    for (rel, (text, found)) in &scan.files {
+        let room = limit - matches.len();
+        if room == 0 {
+            break;
+        }
+        matches.extend(found.matches.iter().take(room).map(|m| view(rel, text, m, &names)));
+    }
     Ok(SearchResult {
         pattern: info.clone(),
         scope: scope.display.clone(),
@@ -312,6 +285,36 @@ fn search_query(
         stats: scan.stats,
         budget_exceeded: scan.budget,
     })
+}
+
+/// One match as the model sees it: where, the code, the captures.
+fn view(rel: &str, src: &str, m: &RawMatch, names: &[String]) -> MatchView {
+    // The matcher knows the start's row and byte column: no count of lines from the top.
+    let (row, byte_column) = m.start;
+    let line_start = m.range.start.saturating_sub(byte_column);
+    let (line, column) = match src.get(line_start..m.range.start) {
+        Some(before) if line_start == 0 || src.as_bytes()[line_start - 1] == b'\n' => {
+            (row + 1, before.chars().count() + 1)
+        }
+        _ => line_col(src, m.range.start),
+    };
+    let end_line = line + memchr::memchr_iter(b'\n', &src.as_bytes()[m.range.clone()]).count();
+    let captures = names
+        .iter()
+        .zip(&m.captures)
+        .map(|(name, range)| CaptureView {
+            name: name.clone(),
+            text: range.as_ref().map(|r| short_capture(&src[r.clone()])).unwrap_or_default(),
+        })
+        .collect();
+    MatchView {
+        file: rel.to_string(),
+        line,
+        column,
+        end_line,
+        text: short_match(src, m.range.clone()),
+        captures,
+    }
 }
 
 const MAX_MATCH_LINES: usize = 3;

@@ -12,7 +12,10 @@ use std::{
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use agent_tools_support::fs::{Kind, Root};
+use agent_tools_support::{
+    fs::{Kind, Root},
+    progress::CallScope,
+};
 
 use crate::{
     cache::{FileMatches, TreeCache},
@@ -31,10 +34,10 @@ pub struct SearchOptions {
     pub threads: usize,
     /// Steps one candidate node may take in the matcher.
     pub step_budget: u64,
-    /// Set to stop the walk early; the call then fails with `AstError::Cancelled`.
-    pub cancel: Option<Arc<AtomicBool>>,
-    /// Told the number of files searched so far, every [`PROGRESS_EVERY`] files.
-    pub progress: Option<Progress>,
+    /// The call's cancellation and progress: cancelling it stops the walk at the next file
+    /// (the call then fails with `AstError::Cancelled`), and every [`PROGRESS_EVERY`] files it
+    /// is told how many were searched.
+    pub scope: CallScope,
     /// Parsed files kept between the searches of a run (none: every search parses).
     pub cache: Option<Arc<TreeCache>>,
 }
@@ -42,24 +45,13 @@ pub struct SearchOptions {
 /// How often (in files) a directory walk reports progress.
 pub const PROGRESS_EVERY: usize = 100;
 
-/// A progress callback: receives the number of files searched so far.
-#[derive(Clone)]
-pub struct Progress(pub Arc<dyn Fn(usize) + Send + Sync>);
-
-impl std::fmt::Debug for Progress {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Progress")
-    }
-}
-
 impl Default for SearchOptions {
     fn default() -> Self {
         SearchOptions {
             max_file_bytes: 2 * 1024 * 1024,
             threads: 0,
             step_budget: crate::matcher::DEFAULT_STEP_BUDGET,
-            cancel: None,
-            progress: None,
+            scope: CallScope::default(),
             cache: None,
         }
     }
@@ -152,6 +144,10 @@ pub(crate) struct FileCtx<'a> {
     pub(crate) path: &'a Path,
     pub(crate) rel: &'a str,
     pub(crate) src: &'a str,
+    /// `src`, shared: kept by a search that renders its matches after the walk.
+    pub(crate) text: &'a Arc<str>,
+    /// The matches, shared as the match cache keeps them.
+    pub(crate) found: &'a Arc<FileMatches>,
     pub(crate) tree: &'a tree_sitter::Tree,
     pub(crate) matches: &'a [RawMatch],
     pub(crate) parser: &'a mut tree_sitter::Parser,
@@ -211,212 +207,292 @@ pub(crate) fn scan<T: Send>(
     work: Work,
     per_file: &(dyn Fn(FileCtx<'_>) -> T + Sync),
 ) -> Result<Scan<T>, AstError> {
-    let counters = Counters::default();
-    let results: Mutex<Vec<(String, T)>> = Mutex::new(Vec::new());
-    let budget: Mutex<(usize, Option<(String, usize, usize)>)> = Mutex::new((0, None));
-    let literals: Vec<memchr::memmem::Finder<'_>> =
-        query.literals().iter().map(|l| memchr::memmem::Finder::new(l.as_bytes())).collect();
-    let cancelled = || options.cancel.as_ref().is_some_and(|c| c.load(Ordering::Relaxed));
-    // What the matches of a file depend on besides its content.
-    let key = format!("{}\0{}\0{}", query.cache_key(), options.step_budget, work == Work::Edit);
-
-    let visit = |path: &Path, parser: &mut tree_sitter::Parser| -> Result<(), Skip> {
-        let scanned = counters.scanned.fetch_add(1, Ordering::Relaxed) + 1;
-        if scanned % PROGRESS_EVERY == 0
-            && let Some(progress) = &options.progress
-        {
-            (progress.0)(scanned);
-        }
-        let rel = rel_path(&scope.root, path);
-        if !query.applies_to(&rel) {
-            counters.excluded.fetch_add(1, Ordering::Relaxed);
-            return Ok(());
-        }
-        // Read by handle beneath the root: a folder swapped for a symlink during the walk can
-        // never make the search read (and a rewrite stage) a file outside the root.
-        let confined = scope
-            .handle
-            .relative_of(path)
-            .ok_or_else(|| Skip::Unreadable("outside the root".into()))?;
-        let mut file = scope
-            .handle
-            .open_file(&confined, "path")
-            .map_err(|e| Skip::Unreadable(e.to_string()))?;
-        let meta = file.metadata().map_err(|e| Skip::Unreadable(e.to_string()))?;
-        if meta.len() > options.max_file_bytes {
-            return Err(Skip::Large(meta.len()));
-        }
-        let modified = meta.modified().ok();
-        let cached =
-            options.cache.as_ref().and_then(|c| c.get(path, scope.lang, meta.len(), modified));
-        let (src, tree) = match cached {
-            Some((src, tree)) => (src, tree),
-            None => {
-                let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
-                std::io::Read::read_to_end(&mut file, &mut bytes)
-                    .map_err(|e| Skip::Unreadable(e.to_string()))?;
-                if memchr::memchr(0, &bytes[..bytes.len().min(8192)]).is_some() {
-                    return Err(Skip::Binary);
-                }
-                let src = String::from_utf8(bytes)
-                    .map_err(|e| Skip::NonUtf8(e.utf8_error().valid_up_to()))?;
-                (Arc::from(src), None)
-            }
-        };
-        if !literals.iter().all(|f| crate::matcher::contains_word(f, src.as_bytes())) {
-            counters.prefiltered.fetch_add(1, Ordering::Relaxed);
-            if let Some(cache) = &options.cache
-                && tree.is_none()
-            {
-                cache.put(path, scope.lang, meta.len(), modified, src.clone(), None);
-            }
-            return Ok(());
-        }
-        let tree = match tree {
-            Some(tree) => tree,
-            None => {
-                let Some(tree) = parser.parse(&*src, None) else {
-                    return Err(Skip::Unreadable("the parser gave up".into()));
-                };
-                if let Some(cache) = &options.cache {
-                    cache.put(path, scope.lang, meta.len(), modified, src.clone(), Some(&tree));
-                }
-                tree
-            }
-        };
-        let src: &str = &src;
-        counters.parsed.fetch_add(1, Ordering::Relaxed);
-        let root = tree.root_node();
-        if root.has_error() {
-            counters.syntax.fetch_add(1, Ordering::Relaxed);
-        }
-        if work == Work::ParseOnly {
-            return Ok(());
-        }
-        // A search repeated with the same query on the same version of the file reuses its
-        // matches: an edit or a tool that changed the file changed its size or time.
-        let kept = match &options.cache {
-            Some(cache) => cache.matches(path, scope.lang, meta.len(), modified, &key),
-            None => None,
-        };
-        let found = match kept {
-            Some(found) => found,
-            None => {
-                let (matches, budget_hits) =
-                    query.find_all(root, src.as_bytes(), options.step_budget, work == Work::Edit);
-                let found = Arc::new(FileMatches { matches, budget_hits });
-                if let Some(cache) = &options.cache {
-                    cache.put_matches(path, scope.lang, meta.len(), modified, &key, found.clone());
-                }
-                found
-            }
-        };
-        let (matches, budget_hits) = (&found.matches, &found.budget_hits);
-        if let Some(&first) = budget_hits.first() {
-            let mut b = budget.lock().unwrap_or_else(|e| e.into_inner());
-            b.0 += budget_hits.len();
-            let (line, col) = line_col(src, first);
-            if b.1.as_ref().is_none_or(|(f, l, _)| (f.as_str(), *l) > (rel.as_str(), line)) {
-                b.1 = Some((rel.clone(), line, col));
-            }
-        }
-        if matches.is_empty() {
-            return Ok(());
-        }
-        let value = per_file(FileCtx { path, rel: &rel, src, tree: &tree, matches, parser });
-        results.lock().unwrap_or_else(|e| e.into_inner()).push((rel, value));
-        Ok(())
+    let walker = Walker {
+        scope,
+        query,
+        options,
+        work,
+        per_file,
+        counters: Counters::default(),
+        results: Mutex::new(Vec::new()),
+        budget: Mutex::new((0, None)),
+        literals: query
+            .literals()
+            .iter()
+            .map(|l| memchr::memmem::Finder::new(l.as_bytes()))
+            .collect(),
+        // What the matches of a file depend on besides its content.
+        key: format!("{}\0{}\0{}", query.cache_key(), options.step_budget, work == Work::Edit),
+        started: std::time::Instant::now(),
     };
-    let record = |skip: Skip| match skip {
-        Skip::Binary => counters.binary.fetch_add(1, Ordering::Relaxed),
-        Skip::NonUtf8(_) => counters.non_utf8.fetch_add(1, Ordering::Relaxed),
-        Skip::Large(_) => counters.large.fetch_add(1, Ordering::Relaxed),
-        Skip::Unreadable(_) => counters.unreadable.fetch_add(1, Ordering::Relaxed),
-    };
-
     if scope.is_file {
-        let mut parser = query.data().parser();
-        if let Err(skip) = visit(&scope.target, &mut parser) {
-            let what = match skip {
-                Skip::Binary => "is a binary file".to_string(),
-                Skip::NonUtf8(at) => format!("is not UTF-8 text (invalid byte at offset {at})"),
-                Skip::Large(n) => format!(
-                    "is {n} bytes, larger than the limit of {} bytes (astgrep.max_file_bytes)",
-                    options.max_file_bytes
-                ),
-                Skip::Unreadable(e) => format!("cannot be read: {e}"),
-            };
-            return Err(AstError::Io(format!("`{}` {what}; nothing was searched", scope.display)));
-        }
+        walker.one_file()?;
     } else {
-        let threads = if options.threads == 0 {
-            std::thread::available_parallelism().map_or(2, usize::from)
-        } else {
-            options.threads
+        walker.directory();
+    }
+    if options.scope.is_cancelled() {
+        return Err(AstError::Cancelled);
+    }
+    Ok(walker.finish())
+}
+
+/// One scan's state, shared by the walk's threads.
+struct Walker<'a, 'q, T> {
+    scope: &'a Scope,
+    query: Query<'q>,
+    options: &'a SearchOptions,
+    work: Work,
+    per_file: &'a (dyn Fn(FileCtx<'_>) -> T + Sync),
+    counters: Counters,
+    results: Mutex<Vec<(String, T)>>,
+    /// Candidates abandoned for the step budget, and the first of them (file, line, column).
+    budget: Mutex<(usize, Option<(String, usize, usize)>)>,
+    literals: Vec<memchr::memmem::Finder<'q>>,
+    key: String,
+    started: std::time::Instant,
+}
+
+/// A file's text and, when the parse cache held it, its tree; with what the cache keys it by.
+struct Loaded {
+    src: Arc<str>,
+    tree: Option<tree_sitter::Tree>,
+    len: u64,
+    modified: Option<std::time::SystemTime>,
+}
+
+impl<T: Send> Walker<'_, '_, T> {
+    /// The scope is one file: a file that cannot be searched is an error naming why.
+    fn one_file(&self) -> Result<(), AstError> {
+        let mut parser = self.query.data().parser();
+        let Err(skip) = self.visit(&self.scope.target, &mut parser) else { return Ok(()) };
+        let what = match skip {
+            Skip::Binary => "is a binary file".to_string(),
+            Skip::NonUtf8(at) => format!("is not UTF-8 text (invalid byte at offset {at})"),
+            Skip::Large(n) => format!(
+                "is {n} bytes, larger than the limit of {} bytes (astgrep.max_file_bytes)",
+                self.options.max_file_bytes
+            ),
+            Skip::Unreadable(e) => format!("cannot be read: {e}"),
         };
-        let lang = scope.lang;
+        Err(AstError::Io(format!("`{}` {what}; nothing was searched", self.scope.display)))
+    }
+
+    /// The scope is a directory: a parallel walk (respecting ignore files) with one parser per
+    /// thread, stopped by the call's scope at the next file.
+    fn directory(&self) {
+        let threads = match self.options.threads {
+            0 => std::thread::available_parallelism().map_or(2, usize::from),
+            n => n,
+        };
+        let lang = self.scope.lang;
         let stop = AtomicBool::new(false);
-        ignore::WalkBuilder::new(&scope.target)
+        ignore::WalkBuilder::new(&self.scope.target)
             .threads(threads)
             .require_git(false)
             .build_parallel()
             .run(|| {
-                let mut parser = query.data().parser();
-                let visit = &visit;
-                let record = &record;
+                let mut parser = self.query.data().parser();
                 let stop = &stop;
                 Box::new(move |entry| {
-                    if stop.load(Ordering::Relaxed) || cancelled() {
+                    if stop.load(Ordering::Relaxed) || self.options.scope.is_cancelled() {
                         stop.store(true, Ordering::Relaxed);
                         return ignore::WalkState::Quit;
                     }
                     let Ok(entry) = entry else { return ignore::WalkState::Continue };
-                    if !entry.file_type().is_some_and(|t| t.is_file()) {
+                    if !entry.file_type().is_some_and(|t| t.is_file())
+                        || Lang::from_path(entry.path()) != Some(lang)
+                    {
                         return ignore::WalkState::Continue;
                     }
-                    if Lang::from_path(entry.path()) != Some(lang) {
-                        return ignore::WalkState::Continue;
-                    }
-                    if let Err(skip) = visit(entry.path(), &mut parser) {
-                        record(skip);
+                    if let Err(skip) = self.visit(entry.path(), &mut parser) {
+                        self.record(skip);
                     }
                     ignore::WalkState::Continue
                 })
             });
     }
-    if cancelled() {
-        return Err(AstError::Cancelled);
+
+    /// One file: counted, filtered by the rule's globs and the literal words, parsed (or taken
+    /// from the cache), matched, and handed to the per-file step when it has matches.
+    fn visit(&self, path: &Path, parser: &mut tree_sitter::Parser) -> Result<(), Skip> {
+        let scanned = self.counters.scanned.fetch_add(1, Ordering::Relaxed) + 1;
+        if scanned.is_multiple_of(PROGRESS_EVERY) && self.options.scope.reports() {
+            self.options.scope.report(
+                self.started.elapsed().as_secs_f64(),
+                &agent_tools_support::words::count(
+                    scanned as u64,
+                    "file searched",
+                    "files searched",
+                ),
+            );
+        }
+        let rel = rel_path(&self.scope.root, path);
+        if !self.query.applies_to(&rel) {
+            self.counters.excluded.fetch_add(1, Ordering::Relaxed);
+            return Ok(());
+        }
+        let loaded = self.load(path)?;
+        let cache = self.options.cache.as_ref();
+        if !self.literals.iter().all(|f| crate::matcher::contains_word(f, loaded.src.as_bytes())) {
+            self.counters.prefiltered.fetch_add(1, Ordering::Relaxed);
+            if let Some(cache) = cache
+                && loaded.tree.is_none()
+            {
+                let lang = self.scope.lang;
+                cache.put(path, lang, loaded.len, loaded.modified, loaded.src.clone(), None);
+            }
+            return Ok(());
+        }
+        let parsed;
+        let tree = match &loaded.tree {
+            Some(tree) => tree,
+            None => {
+                let Some(tree) = parser.parse(&*loaded.src, None) else {
+                    return Err(Skip::Unreadable("the parser gave up".into()));
+                };
+                if let Some(cache) = cache {
+                    let (lang, src) = (self.scope.lang, loaded.src.clone());
+                    cache.put(path, lang, loaded.len, loaded.modified, src, Some(&tree));
+                }
+                parsed = tree;
+                &parsed
+            }
+        };
+        self.counters.parsed.fetch_add(1, Ordering::Relaxed);
+        if tree.root_node().has_error() {
+            self.counters.syntax.fetch_add(1, Ordering::Relaxed);
+        }
+        if self.work == Work::ParseOnly {
+            return Ok(());
+        }
+        let found = self.matches(path, &loaded, tree);
+        let src: &str = &loaded.src;
+        self.note_budget(&rel, src, &found.budget_hits);
+        if found.matches.is_empty() {
+            return Ok(());
+        }
+        let ctx = FileCtx {
+            path,
+            rel: &rel,
+            src,
+            text: &loaded.src,
+            found: &found,
+            tree,
+            matches: &found.matches,
+            parser,
+        };
+        let value = (self.per_file)(ctx);
+        self.results.lock().unwrap_or_else(|e| e.into_inner()).push((rel, value));
+        Ok(())
     }
-    let mut files = results.into_inner().unwrap_or_else(|e| e.into_inner());
-    files.sort_by(|a, b| a.0.cmp(&b.0));
-    let c = &counters;
-    let get = |a: &AtomicUsize| a.load(Ordering::Relaxed);
-    let mut reasons = Vec::new();
-    for (name, n) in [
-        ("binary", get(&c.binary)),
-        ("not UTF-8", get(&c.non_utf8)),
-        ("larger than the size limit", get(&c.large)),
-        ("unreadable", get(&c.unreadable)),
-    ] {
-        if n > 0 {
-            reasons.push(format!("{name}: {n}"));
+
+    /// The file's text (and tree, when cached), read by handle beneath the root: a folder
+    /// swapped for a symlink during the walk can never make the search read (and a rewrite
+    /// stage) a file outside the root.
+    fn load(&self, path: &Path) -> Result<Loaded, Skip> {
+        let handle = &self.scope.handle;
+        let confined =
+            handle.relative_of(path).ok_or_else(|| Skip::Unreadable("outside the root".into()))?;
+        let mut file =
+            handle.open_file(&confined, "path").map_err(|e| Skip::Unreadable(e.to_string()))?;
+        let meta = file.metadata().map_err(|e| Skip::Unreadable(e.to_string()))?;
+        let len = meta.len();
+        if len > self.options.max_file_bytes {
+            return Err(Skip::Large(len));
+        }
+        let modified = meta.modified().ok();
+        let cached =
+            self.options.cache.as_ref().and_then(|c| c.get(path, self.scope.lang, len, modified));
+        if let Some((src, tree)) = cached {
+            return Ok(Loaded { src, tree, len, modified });
+        }
+        let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
+        std::io::Read::read_to_end(&mut file, &mut bytes)
+            .map_err(|e| Skip::Unreadable(e.to_string()))?;
+        if memchr::memchr(0, &bytes[..bytes.len().min(8192)]).is_some() {
+            return Err(Skip::Binary);
+        }
+        let src =
+            String::from_utf8(bytes).map_err(|e| Skip::NonUtf8(e.utf8_error().valid_up_to()))?;
+        Ok(Loaded { src: Arc::from(src), tree: None, len, modified })
+    }
+
+    /// The query's matches in one parsed file. A search repeated with the same query on the
+    /// same version of the file reuses its matches: an edit or a tool that changed the file
+    /// changed its size or time.
+    fn matches(&self, path: &Path, loaded: &Loaded, tree: &tree_sitter::Tree) -> Arc<FileMatches> {
+        let (lang, len, modified) = (self.scope.lang, loaded.len, loaded.modified);
+        let cache = self.options.cache.as_ref();
+        if let Some(kept) = cache.and_then(|c| c.matches(path, lang, len, modified, &self.key)) {
+            return kept;
+        }
+        let (matches, budget_hits) = self.query.find_all(
+            tree.root_node(),
+            loaded.src.as_bytes(),
+            self.options.step_budget,
+            self.work == Work::Edit,
+        );
+        let found = Arc::new(FileMatches { matches, budget_hits });
+        if let Some(cache) = cache {
+            cache.put_matches(path, lang, len, modified, &self.key, found.clone());
+        }
+        found
+    }
+
+    /// Counts candidates that ran out of steps, keeping the first by file and line.
+    fn note_budget(&self, rel: &str, src: &str, hits: &[usize]) {
+        let Some(&first) = hits.first() else { return };
+        let mut b = self.budget.lock().unwrap_or_else(|e| e.into_inner());
+        b.0 += hits.len();
+        let (line, col) = line_col(src, first);
+        if b.1.as_ref().is_none_or(|(f, l, _)| (f.as_str(), *l) > (rel, line)) {
+            b.1 = Some((rel.to_string(), line, col));
         }
     }
-    let stats = ScanStats {
-        files_scanned: get(&c.scanned),
-        prefiltered: get(&c.prefiltered),
-        excluded_by_globs: get(&c.excluded),
-        parsed: get(&c.parsed),
-        with_syntax_errors: get(&c.syntax),
-        not_parsed: get(&c.binary) + get(&c.non_utf8) + get(&c.large) + get(&c.unreadable),
-        not_parsed_reasons: reasons,
-    };
-    let (count, first) = budget.into_inner().unwrap_or_else(|e| e.into_inner());
-    let budget = first.map(|(file, line, col)| BudgetNote {
-        candidates: count,
-        first: format!("{file}:{line}:{col}"),
-    });
-    Ok(Scan { files, stats, budget })
+
+    fn record(&self, skip: Skip) {
+        let c = &self.counters;
+        match skip {
+            Skip::Binary => c.binary.fetch_add(1, Ordering::Relaxed),
+            Skip::NonUtf8(_) => c.non_utf8.fetch_add(1, Ordering::Relaxed),
+            Skip::Large(_) => c.large.fetch_add(1, Ordering::Relaxed),
+            Skip::Unreadable(_) => c.unreadable.fetch_add(1, Ordering::Relaxed),
+        };
+    }
+
+    /// The files with matches, sorted by path, the counts and the budget note.
+    fn finish(self) -> Scan<T> {
+        let mut files = self.results.into_inner().unwrap_or_else(|e| e.into_inner());
+        files.sort_by(|a, b| a.0.cmp(&b.0));
+        let c = &self.counters;
+        let get = |a: &AtomicUsize| a.load(Ordering::Relaxed);
+        let mut reasons = Vec::new();
+        for (name, n) in [
+            ("binary", get(&c.binary)),
+            ("not UTF-8", get(&c.non_utf8)),
+            ("larger than the size limit", get(&c.large)),
+            ("unreadable", get(&c.unreadable)),
+        ] {
+            if n > 0 {
+                reasons.push(format!("{name}: {n}"));
+            }
+        }
+        let stats = ScanStats {
+            files_scanned: get(&c.scanned),
+            prefiltered: get(&c.prefiltered),
+            excluded_by_globs: get(&c.excluded),
+            parsed: get(&c.parsed),
+            with_syntax_errors: get(&c.syntax),
+            not_parsed: get(&c.binary) + get(&c.non_utf8) + get(&c.large) + get(&c.unreadable),
+            not_parsed_reasons: reasons,
+        };
+        let (count, first) = self.budget.into_inner().unwrap_or_else(|e| e.into_inner());
+        let budget = first.map(|(file, line, col)| BudgetNote {
+            candidates: count,
+            first: format!("{file}:{line}:{col}"),
+        });
+        Scan { files, stats, budget }
+    }
 }
 
 /// `path` relative to `root`, with `/` separators.

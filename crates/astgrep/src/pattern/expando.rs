@@ -120,84 +120,106 @@ pub(crate) fn substitute(lang: Lang, pattern: &str) -> Result<Substituted, AstEr
             i += len;
             continue;
         }
-        let start = i;
-        let mut j = i;
-        while j < bytes.len() && bytes[j] == b'$' {
-            j += 1;
-        }
-        let dollars = j - start;
-        let name_start = j;
-        while j < bytes.len() && is_ident_byte(bytes[j]) {
-            j += 1;
-        }
-        let name = &pattern[name_start..j];
-        let prev_ident = start > 0 && is_ident_byte(bytes[start - 1]);
-        let next_ident = pattern[j..].chars().next().is_some_and(|c| c.is_alphanumeric());
-        let upper_ok = !name.as_bytes().first().is_some_and(u8::is_ascii_digit)
-            && name.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_');
-        let word_start =
-            (0..start).rev().take_while(|k| is_ident_byte(bytes[*k])).last().unwrap_or(start);
-        let word = &pattern[word_start..j];
-        let is_meta = if lang == Lang::Bash {
-            // In bash `$x`, `$1` and `$$` are ordinary expansions: only `$NAME` and `$$$NAME` are metavariables.
-            !prev_ident && upper_ok && ((dollars == 1 && !name.is_empty()) || dollars == 3)
+        let meta = dollar_run(lang, pattern, i)?;
+        if meta.is_meta {
+            spell(lang, pattern, &meta, &mut |s, orig| push(&mut text, &mut map, s, orig));
         } else {
-            if dollars == 1 && name.is_empty() {
-                false
-            } else if prev_ident || next_ident {
-                return Err(AstError::Pattern(format!(
-                    "`{word}`: a metavariable must stand for a whole node (an identifier, expression or \
-                     statement), so `$` cannot sit inside a name. Use `$NAME` for the whole name"
-                )));
-            } else if dollars > 3 || (dollars == 2 && name.is_empty()) {
-                return Err(AstError::Pattern(format!(
-                    "`{word}` is not a metavariable: use `$NAME` for one named node, `$$NAME` for one \
-                     node that may be a token, or `$$$NAME` for zero or more siblings"
-                )));
-            } else if !upper_ok {
-                let suggestion = name.to_ascii_uppercase();
-                let suggestion = if suggestion.as_bytes().first().is_some_and(u8::is_ascii_digit) {
-                    format!("X{suggestion}")
-                } else {
-                    suggestion
-                };
-                return Err(AstError::Pattern(format!(
-                    "`{word}` is not a metavariable: names are uppercase letters, digits and `_` \
-                     (write `{}{suggestion}`); `$_` matches any node without binding it",
-                    "$".repeat(dollars)
-                )));
-            } else {
-                true
-            }
-        };
-        if !is_meta {
-            push(&mut text, &mut map, &pattern[start..j], start);
-            i = j;
-            continue;
+            push(&mut text, &mut map, &pattern[i..meta.end], i);
         }
-        match lang.expando() {
-            Expando::Dollar => push(&mut text, &mut map, &pattern[start..j], start),
-            Expando::Char(e) => {
-                let marks: String = std::iter::repeat_n(e, dollars).collect();
-                push(&mut text, &mut map, &marks, start);
-                push(&mut text, &mut map, name, name_start);
-            }
-            Expando::JsonString => {
-                let quoted = start > 0 && bytes[start - 1] == b'"' && bytes.get(j) == Some(&b'"');
-                let marks: String = std::iter::repeat_n('µ', dollars).collect();
-                if quoted {
-                    push(&mut text, &mut map, &marks, start);
-                    push(&mut text, &mut map, name, name_start);
-                } else {
-                    push(&mut text, &mut map, "\"", start);
-                    push(&mut text, &mut map, &marks, start);
-                    push(&mut text, &mut map, name, name_start);
-                    push(&mut text, &mut map, "\"", j);
-                }
-            }
-        }
-        i = j;
+        i = meta.end;
     }
     map.push(pattern.len());
     Ok(Substituted { text, map })
+}
+
+/// A run of `$` at some offset of a pattern, with the name after it.
+struct DollarRun {
+    start: usize,
+    dollars: usize,
+    name_start: usize,
+    /// Past the name.
+    end: usize,
+    /// Whether the run is a metavariable (otherwise it is text).
+    is_meta: bool,
+}
+
+/// Reads the `$` run at `start` and judges it: a metavariable, text, or (outside bash) a
+/// misspelt metavariable, an error that says how to spell it.
+fn dollar_run(lang: Lang, pattern: &str, start: usize) -> Result<DollarRun, AstError> {
+    let bytes = pattern.as_bytes();
+    let mut j = start;
+    while j < bytes.len() && bytes[j] == b'$' {
+        j += 1;
+    }
+    let dollars = j - start;
+    let name_start = j;
+    while j < bytes.len() && is_ident_byte(bytes[j]) {
+        j += 1;
+    }
+    let name = &pattern[name_start..j];
+    let prev_ident = start > 0 && is_ident_byte(bytes[start - 1]);
+    let next_ident = pattern[j..].chars().next().is_some_and(|c| c.is_alphanumeric());
+    let upper_ok = !name.as_bytes().first().is_some_and(u8::is_ascii_digit)
+        && name.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_');
+    let word_start =
+        (0..start).rev().take_while(|k| is_ident_byte(bytes[*k])).last().unwrap_or(start);
+    let word = &pattern[word_start..j];
+    let is_meta = if lang == Lang::Bash {
+        // In bash `$x`, `$1` and `$$` are ordinary expansions: only `$NAME` and `$$$NAME` are metavariables.
+        !prev_ident && upper_ok && ((dollars == 1 && !name.is_empty()) || dollars == 3)
+    } else if dollars == 1 && name.is_empty() {
+        false
+    } else if prev_ident || next_ident {
+        return Err(AstError::Pattern(format!(
+            "`{word}`: a metavariable must stand for a whole node (an identifier, expression or \
+             statement), so `$` cannot sit inside a name. Use `$NAME` for the whole name"
+        )));
+    } else if dollars > 3 || (dollars == 2 && name.is_empty()) {
+        return Err(AstError::Pattern(format!(
+            "`{word}` is not a metavariable: use `$NAME` for one named node, `$$NAME` for one \
+             node that may be a token, or `$$$NAME` for zero or more siblings"
+        )));
+    } else if !upper_ok {
+        let suggestion = name.to_ascii_uppercase();
+        let suggestion = if suggestion.as_bytes().first().is_some_and(u8::is_ascii_digit) {
+            format!("X{suggestion}")
+        } else {
+            suggestion
+        };
+        return Err(AstError::Pattern(format!(
+            "`{word}` is not a metavariable: names are uppercase letters, digits and `_` \
+             (write `{}{suggestion}`); `$_` matches any node without binding it",
+            "$".repeat(dollars)
+        )));
+    } else {
+        true
+    };
+    Ok(DollarRun { start, dollars, name_start, end: j, is_meta })
+}
+
+/// A metavariable spelt with the language's expando, through `push(text, original offset)`.
+fn spell(lang: Lang, pattern: &str, meta: &DollarRun, push: &mut dyn FnMut(&str, usize)) {
+    let (start, j, dollars) = (meta.start, meta.end, meta.dollars);
+    let name = &pattern[meta.name_start..j];
+    let bytes = pattern.as_bytes();
+    match lang.expando() {
+        Expando::Dollar => push(&pattern[start..j], start),
+        Expando::Char(e) => {
+            let marks: String = std::iter::repeat_n(e, dollars).collect();
+            push(&marks, start);
+            push(name, meta.name_start);
+        }
+        Expando::JsonString => {
+            let quoted = start > 0 && bytes[start - 1] == b'"' && bytes.get(j) == Some(&b'"');
+            let marks: String = std::iter::repeat_n('µ', dollars).collect();
+            if !quoted {
+                push("\"", start);
+            }
+            push(&marks, start);
+            push(name, meta.name_start);
+            if !quoted {
+                push("\"", j);
+            }
+        }
+    }
 }

@@ -20,14 +20,18 @@ pub(crate) fn first_error(root: Node<'_>) -> Option<usize> {
     }
 }
 
-/// Children that take part in matching: no comments or other extras, no MISSING nodes.
+/// Children that take part in matching: no comments or unnamed extras, no MISSING nodes. A
+/// named extra that is not a comment (Python's `\` line continuation) stays, as ast-grep keeps
+/// it: `re.compile \` then `(x)` on the next line is not `$F($$$A)`.
 pub(crate) fn significant_children<'t>(node: Node<'t>, out: &mut Vec<Node<'t>>) {
     out.clear();
     let mut cursor = node.walk();
     if cursor.goto_first_child() {
         loop {
             let child = cursor.node();
-            if !child.is_extra() && !child.is_missing() {
+            let skipped =
+                child.is_extra() && (!child.is_named() || child.kind().contains("comment"));
+            if !skipped && !child.is_missing() {
                 out.push(child);
             }
             if !cursor.goto_next_sibling() {

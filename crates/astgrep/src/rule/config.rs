@@ -162,56 +162,11 @@ fn compile_core(
     };
     let (rule_value, config) =
         if obj.contains_key("rule") { (&obj["rule"], Some(obj)) } else { (value, None) };
-    let mut strictness = Strictness::Smart;
-    let mut util_values: Vec<(String, &Value)> = Vec::new();
-    if let Some(config) = config {
-        for key in config.keys() {
-            match key.as_str() {
-                "rule" | "constraints" | "utils" | "transform" | "fix" | "language" | "id"
-                | "message" | "severity" | "note" | "url" | "metadata" | "labels"
-                | "strictness" => {}
-                "rewriters" if upper.is_none() => {}
-                "rewriters" => {
-                    return Err(err(
-                        "rewriters",
-                        "belong at the top of the rule config, not inside a rewriter",
-                    ));
-                }
-                "files" | "ignores" if upper.is_none() => {}
-                "files" | "ignores" => {
-                    return Err(err(
-                        key,
-                        "belong at the top of the rule config, not inside a rewriter",
-                    ));
-                }
-                other => {
-                    return Err(err(
-                        &format!("rule.{other}"),
-                        format!("unknown key; a rule config has {CONFIG_KEYS}"),
-                    ));
-                }
-            }
-        }
-        check_report_keys(config)?;
-        if let Some(s) = config.get("strictness") {
-            strictness = parse_strictness("strictness", s)?;
-        }
-        if let Some(utils) = config.get("utils") {
-            let utils = utils.as_object().ok_or_else(|| {
-                err(
-                    "utils",
-                    "must map names to rules, e.g. {\"is-fn\": {\"kind\": \"function_item\"}}",
-                )
-            })?;
-            util_values = utils.iter().map(|(k, v)| (k.clone(), v)).collect();
-        }
-    }
-    // A rewriter may use the utility rules of the config around it.
-    for (name, v) in upper.map(|u| u.utils).unwrap_or_default() {
-        if !util_values.iter().any(|(n, _)| n == name) {
-            util_values.push((name.clone(), v));
-        }
-    }
+    let (strictness, util_values) = match config {
+        Some(config) => read_head(config, upper)?,
+        None => (Strictness::Smart, Vec::new()),
+    };
+    let util_values = with_upper_utils(util_values, upper);
     let util_names: HashSet<String> = util_values.iter().map(|(k, _)| k.clone()).collect();
     let mut p = Parser { lang, data, strictness, util_names: &util_names, vars: Vec::new() };
     let rule = p.rule("rule", rule_value)?;
@@ -221,90 +176,210 @@ fn compile_core(
         utils.insert(name, compiled);
     }
     check_util_cycles(&utils)?;
-    let mut constraints = Vec::new();
-    let mut transforms = Vec::new();
-    let mut fix = None;
-    let mut other_fixes: Vec<String> = Vec::new();
-    if let Some(config) = config {
-        if let Some(c) = config.get("constraints") {
-            let c = c.as_object().ok_or_else(|| {
-                err(
-                    "constraints",
-                    "must map metavariable names to rules, e.g. {\"A\": {\"regex\": \"^[a-z]+$\"}}",
-                )
-            })?;
-            for (name, v) in c {
-                let bare = bare_key("constraints", name)?;
-                constraints.push((bare, p.rule(&format!("constraints.{name}"), v)?));
-            }
-        }
-        if let Some(labels) = config.get("labels") {
-            check_labels(labels, &p.vars)?;
-        }
-        // A rewriter also sees what the rule around it bound.
-        for v in upper.map(|u| u.vars).unwrap_or_default() {
-            let bare = v.trim_start_matches('$');
-            if !p.vars.iter().any(|o| o.trim_start_matches('$') == bare) {
-                p.vars.push(v.clone());
-            }
-        }
-        if let Some(t) = config.get("transform") {
-            let t = t.as_object().ok_or_else(|| {
-                err("transform", "must map new names to transformations, e.g. {\"B\": {\"convert\": {\"source\": \"$A\", \"toCase\": \"snakeCase\"}}}")
-            })?;
-            for (name, v) in t {
-                let compiled = Transform::parse(&format!("transform.{name}"), v)?;
-                transforms.push((bare_key("transform", name)?, compiled));
-            }
-            transforms = super::transform::order(transforms, &p.vars)?;
-            super::transform::check_rewrites(&transforms, &p.vars, rewriters)?;
-        }
-        if let Some(f) = config.get("fix") {
-            let (first, others) = p.fixes(f)?;
-            fix = Some(first);
-            other_fixes = others;
-        }
-    }
-    let kinds = {
-        let mut seen = HashSet::new();
-        potential_kinds(&rule, &utils, &mut seen, 0)
+    let tail = match config {
+        Some(config) => read_tail(&mut p, config, upper, rewriters)?,
+        None => Tail::default(),
     };
-    // A rewriter is tried at every node of the capture it rewrites, so it needs no kind.
-    let kinds = match kinds {
-        Some(mut kinds) => {
-            kinds.sort_unstable();
-            kinds.dedup();
-            Some(kinds)
-        }
-        None if upper.is_some() => None,
-        None => {
-            return Err(err(
-                "rule",
-                "needs a positive `kind`, or a `pattern` other than a lone `$X` (directly, in `all`, in \
-             every branch of `any`, or through `matches`) so it knows which nodes to try, as \
-             ast-grep requires; add for example `\"kind\": \"call_expression\"` beside the other keys",
-            ));
-        }
-    };
+    let kinds = rule_kinds(&rule, &utils, upper)?;
     let mut literals = Vec::new();
     required_literals(&rule, &utils, &mut literals, 0);
     literals.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
     literals.dedup();
-    let names: Vec<&str> = p.vars.iter().map(|v| v.trim_start_matches('$')).collect();
-    for (name, _) in &constraints {
+    check_constraints_bound(&tail.constraints, &p.vars)?;
+    check_fixes(lang, &tail, &p.vars, upper)?;
+    let globs = match config {
+        Some(config) if config.contains_key("files") || config.contains_key("ignores") => {
+            Some(super::FileGlobs {
+                files: config.get("files").map(|v| glob_set("files", v)).transpose()?,
+                ignores: config.get("ignores").map(|v| glob_set("ignores", v)).transpose()?,
+            })
+        }
+        _ => None,
+    };
+    Ok(RuleSet {
+        lang,
+        data,
+        rule,
+        constraints: tail.constraints,
+        utils,
+        vars: p.vars,
+        transforms: tail.transforms,
+        fix: tail.fix,
+        rewriters: Vec::new(),
+        kinds,
+        literals,
+        source: serde_json::to_string(value).unwrap_or_default(),
+        globs,
+    })
+}
+
+/// The keys of a rule config checked (`files`, `ignores` and `rewriters` only at the top),
+/// its `strictness` and its `utils`.
+fn read_head<'v>(
+    config: &'v Map<String, Value>,
+    upper: Option<Upper<'_>>,
+) -> Result<(Strictness, Vec<(String, &'v Value)>), AstError> {
+    for key in config.keys() {
+        match key.as_str() {
+            "rule" | "constraints" | "utils" | "transform" | "fix" | "language" | "id"
+            | "message" | "severity" | "note" | "url" | "metadata" | "labels" | "strictness" => {}
+            "rewriters" | "files" | "ignores" if upper.is_none() => {}
+            "rewriters" | "files" | "ignores" => {
+                return Err(err(
+                    key,
+                    "belong at the top of the rule config, not inside a rewriter",
+                ));
+            }
+            other => {
+                return Err(err(
+                    &format!("rule.{other}"),
+                    format!("unknown key; a rule config has {CONFIG_KEYS}"),
+                ));
+            }
+        }
+    }
+    check_report_keys(config)?;
+    let strictness = match config.get("strictness") {
+        Some(s) => parse_strictness("strictness", s)?,
+        None => Strictness::Smart,
+    };
+    let mut util_values = Vec::new();
+    if let Some(utils) = config.get("utils") {
+        let utils = utils.as_object().ok_or_else(|| {
+            err("utils", "must map names to rules, e.g. {\"is-fn\": {\"kind\": \"function_item\"}}")
+        })?;
+        util_values = utils.iter().map(|(k, v)| (k.clone(), v)).collect();
+    }
+    Ok((strictness, util_values))
+}
+
+/// A rewriter may use the utility rules of the config around it (its own of the same name win).
+fn with_upper_utils<'v>(
+    mut util_values: Vec<(String, &'v Value)>,
+    upper: Option<Upper<'v>>,
+) -> Vec<(String, &'v Value)> {
+    for (name, v) in upper.map(|u| u.utils).unwrap_or_default() {
+        if !util_values.iter().any(|(n, _)| n == name) {
+            util_values.push((name.clone(), v));
+        }
+    }
+    util_values
+}
+
+/// What a rule config says after its rule and utilities: constraints, transforms and fixes.
+#[derive(Default)]
+struct Tail {
+    constraints: Vec<(String, Rule)>,
+    transforms: Vec<(String, Transform)>,
+    fix: Option<super::Fix>,
+    other_fixes: Vec<String>,
+}
+
+/// `constraints`, `labels`, `transform` and `fix`, compiled with the metavariables the rule
+/// binds (and, in a rewriter, those of the rule around it).
+fn read_tail(
+    p: &mut Parser<'_>,
+    config: &Map<String, Value>,
+    upper: Option<Upper<'_>>,
+    rewriters: &[String],
+) -> Result<Tail, AstError> {
+    let mut tail = Tail::default();
+    if let Some(c) = config.get("constraints") {
+        let c = c.as_object().ok_or_else(|| {
+            err(
+                "constraints",
+                "must map metavariable names to rules, e.g. {\"A\": {\"regex\": \"^[a-z]+$\"}}",
+            )
+        })?;
+        for (name, v) in c {
+            let bare = bare_key("constraints", name)?;
+            tail.constraints.push((bare, p.rule(&format!("constraints.{name}"), v)?));
+        }
+    }
+    if let Some(labels) = config.get("labels") {
+        check_labels(labels, &p.vars)?;
+    }
+    // A rewriter also sees what the rule around it bound.
+    for v in upper.map(|u| u.vars).unwrap_or_default() {
+        let bare = v.trim_start_matches('$');
+        if !p.vars.iter().any(|o| o.trim_start_matches('$') == bare) {
+            p.vars.push(v.clone());
+        }
+    }
+    if let Some(t) = config.get("transform") {
+        let t = t.as_object().ok_or_else(|| {
+            err("transform", "must map new names to transformations, e.g. {\"B\": {\"convert\": {\"source\": \"$A\", \"toCase\": \"snakeCase\"}}}")
+        })?;
+        for (name, v) in t {
+            let compiled = Transform::parse(&format!("transform.{name}"), v)?;
+            tail.transforms.push((bare_key("transform", name)?, compiled));
+        }
+        tail.transforms = super::transform::order(tail.transforms, &p.vars)?;
+        super::transform::check_rewrites(&tail.transforms, &p.vars, rewriters)?;
+    }
+    if let Some(f) = config.get("fix") {
+        let (first, others) = p.fixes(f)?;
+        tail.fix = Some(first);
+        tail.other_fixes = others;
+    }
+    Ok(tail)
+}
+
+/// The kinds a rule's matches can have, sorted; a rewriter is tried at every node of the
+/// capture it rewrites, so it needs none.
+fn rule_kinds(
+    rule: &Rule,
+    utils: &HashMap<String, Rule>,
+    upper: Option<Upper<'_>>,
+) -> Result<Option<Vec<u16>>, AstError> {
+    let mut seen = HashSet::new();
+    match potential_kinds(rule, utils, &mut seen, 0) {
+        Some(mut kinds) => {
+            kinds.sort_unstable();
+            kinds.dedup();
+            Ok(Some(kinds))
+        }
+        None if upper.is_some() => Ok(None),
+        None => Err(err(
+            "rule",
+            "needs a positive `kind`, or a `pattern` other than a lone `$X` (directly, in `all`, in \
+             every branch of `any`, or through `matches`) so it knows which nodes to try, as \
+             ast-grep requires; add for example `\"kind\": \"call_expression\"` beside the other keys",
+        )),
+    }
+}
+
+/// Every constraint names a metavariable the rule binds.
+fn check_constraints_bound(
+    constraints: &[(String, Rule)],
+    vars: &[String],
+) -> Result<(), AstError> {
+    let names: Vec<&str> = vars.iter().map(|v| v.trim_start_matches('$')).collect();
+    for (name, _) in constraints {
         if !names.contains(&name.as_str()) {
             return Err(err(
                 &format!("constraints.{name}"),
                 format!(
                     "`${name}` is not bound by any pattern of the rule (bound: {})",
-                    p.vars.join(", ")
+                    vars.join(", ")
                 ),
             ));
         }
     }
+    Ok(())
+}
+
+/// Every fix uses only what it can read: the rule's captures and its own transforms (a
+/// rewriter's fix not the transforms of the config around it).
+fn check_fixes(
+    lang: Lang,
+    tail: &Tail,
+    vars: &[String],
+    upper: Option<Upper<'_>>,
+) -> Result<(), AstError> {
     let upper_transforms = upper.map(|u| u.transforms).unwrap_or_default();
-    for template in fix.iter().map(|f| &f.template).chain(&other_fixes) {
-        super::fixer::check_fix(lang, template, &p.vars, &transforms).map_err(|e| match e {
+    for template in tail.fix.iter().map(|f| &f.template).chain(&tail.other_fixes) {
+        super::fixer::check_fix(lang, template, vars, &tail.transforms).map_err(|e| match e {
             AstError::Rewrite(why) => {
                 match upper_transforms.iter().find(|t| why.starts_with(&format!("`${t}` "))) {
                     Some(t) => err(
@@ -323,30 +398,7 @@ fn compile_core(
             other => other,
         })?;
     }
-    let globs = match config {
-        Some(config) if config.contains_key("files") || config.contains_key("ignores") => {
-            Some(super::FileGlobs {
-                files: config.get("files").map(|v| glob_set("files", v)).transpose()?,
-                ignores: config.get("ignores").map(|v| glob_set("ignores", v)).transpose()?,
-            })
-        }
-        _ => None,
-    };
-    Ok(RuleSet {
-        lang,
-        data,
-        rule,
-        constraints,
-        utils,
-        vars: p.vars,
-        transforms,
-        fix,
-        rewriters: Vec::new(),
-        kinds,
-        literals,
-        source: serde_json::to_string(value).unwrap_or_default(),
-        globs,
-    })
+    Ok(())
 }
 
 /// `files` or `ignores`: a list of globs, each a string or `{glob, caseInsensitive}`.

@@ -3,7 +3,7 @@
 
 use tree_sitter::Node;
 
-use super::{Relation, Rule, RuleSet, StopBy, Transform};
+use super::{NthChild, Relation, Rule, RuleSet, StopBy, Transform};
 use crate::matcher::{Capture, Matcher, RawMatch};
 
 /// Bindings by metavariable name (without `$`).
@@ -247,35 +247,7 @@ impl<'r> Evaluator<'r> {
         depth: usize,
     ) -> bool {
         match rule {
-            Rule::Pattern(p) => {
-                let names = p.metavariables();
-                let mut seeded = crate::matcher::Env::new();
-                for (i, name) in names.iter().enumerate() {
-                    let bare = name.trim_start_matches('$');
-                    if let Some((_, c)) = env.iter().find(|(n, _)| n == bare)
-                        && let Ok(i) = u16::try_from(i)
-                    {
-                        seeded.push((i, c.clone()));
-                    }
-                }
-                let seeds = seeded.len();
-                let mut matcher = Matcher::with_budget(p, self.budget);
-                if !matcher.match_here(node, src, &mut seeded) {
-                    if matcher.exceeded() {
-                        self.budget_hits.push(node.start_byte());
-                    }
-                    return false;
-                }
-                for (i, c) in seeded.into_iter().skip(seeds) {
-                    if let Some(name) = names.get(usize::from(i)) {
-                        let bare = name.trim_start_matches('$').to_string();
-                        if !env.iter().any(|(n, _)| *n == bare) {
-                            env.push((bare, c));
-                        }
-                    }
-                }
-                true
-            }
+            Rule::Pattern(p) => self.pattern_at(p, node, src, env),
             Rule::Kind(k) => self.set.data.canon(node.kind_id()) == *k,
             Rule::Regex(re) => {
                 std::str::from_utf8(&src[node.byte_range()]).is_ok_and(|t| re.is_match(t))
@@ -288,78 +260,9 @@ impl<'r> Evaluator<'r> {
                 at(*start, s.row, node.start_byte(), s.column)
                     && at(*end, e.row, node.end_byte(), e.column)
             }
-            Rule::NthChild(nth) => {
-                // As ast-grep counts: every named sibling, comments included (they are named
-                // nodes), or only those `ofRule` matches, each tried on its own copy of the
-                // bindings; the node's own `ofRule` bindings then join the match.
-                let Some(parent) = node.parent() else { return false };
-                let mut position = 0i64;
-                let mut count = 0i64;
-                let mut cursor = parent.walk();
-                for sibling in parent.named_children(&mut cursor) {
-                    let counted = match &nth.of {
-                        Some(of) => {
-                            let mut scratch = env.clone();
-                            self.eval(of, sibling, src, &mut scratch, depth + 1)
-                        }
-                        None => true,
-                    };
-                    if counted {
-                        count += 1;
-                        if sibling.id() == node.id() {
-                            position = count;
-                        }
-                    }
-                }
-                if position == 0 {
-                    return false;
-                }
-                if nth.reverse {
-                    position = count - position + 1;
-                }
-                let at = if nth.a == 0 {
-                    position == nth.b
-                } else {
-                    let k = position - nth.b;
-                    k % nth.a == 0 && k / nth.a >= 0
-                };
-                at && nth.of.as_ref().is_none_or(|of| self.try_at(of, node, src, env, depth))
-            }
-            Rule::Inside(rel) => {
-                let mut child = node;
-                while let Some(parent) = child.parent() {
-                    let in_field = rel.field.is_none_or(|f| is_field_child(parent, child, f));
-                    if in_field && self.try_at(&rel.rule, parent, src, env, depth) {
-                        return true;
-                    }
-                    if self.stops(rel, parent, src, env, depth) {
-                        return false;
-                    }
-                    child = parent;
-                }
-                false
-            }
-            Rule::Has(rel) => {
-                let mut stack: Vec<Node<'t>> = Vec::new();
-                let mut cursor = node.walk();
-                let children: Vec<Node<'t>> = match rel.field {
-                    Some(f) => node.children_by_field_id(f, &mut cursor).collect(),
-                    None => node.children(&mut cursor).collect(),
-                };
-                stack.extend(children.into_iter().rev());
-                while let Some(n) = stack.pop() {
-                    if self.try_at(&rel.rule, n, src, env, depth) {
-                        return true;
-                    }
-                    if self.stops(rel, n, src, env, depth) {
-                        continue;
-                    }
-                    let mut c = n.walk();
-                    let kids: Vec<Node<'t>> = n.children(&mut c).collect();
-                    stack.extend(kids.into_iter().rev());
-                }
-                false
-            }
+            Rule::NthChild(nth) => self.nth_child_at(nth, node, src, env, depth),
+            Rule::Inside(rel) => self.inside(rel, node, src, env, depth),
+            Rule::Has(rel) => self.has(rel, node, src, env, depth),
             Rule::Follows(rel) => {
                 self.sibling_find(rel, node, |n| n.prev_sibling(), src, env, depth).is_some()
             }
@@ -392,6 +295,141 @@ impl<'r> Evaluator<'r> {
                 }
             }
         }
+    }
+
+    /// A pattern at `node`, seeded with what `env` already binds; its new bindings join `env`.
+    fn pattern_at<'t>(
+        &mut self,
+        p: &crate::pattern::Pattern,
+        node: Node<'t>,
+        src: &[u8],
+        env: &mut Env<'t>,
+    ) -> bool {
+        let names = p.metavariables();
+        let mut seeded = crate::matcher::Env::new();
+        for (i, name) in names.iter().enumerate() {
+            let bare = name.trim_start_matches('$');
+            if let Some((_, c)) = env.iter().find(|(n, _)| n == bare)
+                && let Ok(i) = u16::try_from(i)
+            {
+                seeded.push((i, c.clone()));
+            }
+        }
+        let seeds = seeded.len();
+        let mut matcher = Matcher::with_budget(p, self.budget);
+        if !matcher.match_here(node, src, &mut seeded) {
+            if matcher.exceeded() {
+                self.budget_hits.push(node.start_byte());
+            }
+            return false;
+        }
+        for (i, c) in seeded.into_iter().skip(seeds) {
+            if let Some(name) = names.get(usize::from(i)) {
+                let bare = name.trim_start_matches('$').to_string();
+                if !env.iter().any(|(n, _)| *n == bare) {
+                    env.push((bare, c));
+                }
+            }
+        }
+        true
+    }
+
+    /// `nthChild`, as ast-grep counts: every named sibling, comments included (they are named
+    /// nodes), or only those `ofRule` matches, each tried on its own copy of the bindings; the
+    /// node's own `ofRule` bindings then join the match.
+    fn nth_child_at<'t>(
+        &mut self,
+        nth: &NthChild,
+        node: Node<'t>,
+        src: &[u8],
+        env: &mut Env<'t>,
+        depth: usize,
+    ) -> bool {
+        let Some(parent) = node.parent() else { return false };
+        let mut position = 0i64;
+        let mut count = 0i64;
+        let mut cursor = parent.walk();
+        for sibling in parent.named_children(&mut cursor) {
+            let counted = match &nth.of {
+                Some(of) => {
+                    let mut scratch = env.clone();
+                    self.eval(of, sibling, src, &mut scratch, depth + 1)
+                }
+                None => true,
+            };
+            if counted {
+                count += 1;
+                if sibling.id() == node.id() {
+                    position = count;
+                }
+            }
+        }
+        if position == 0 {
+            return false;
+        }
+        if nth.reverse {
+            position = count - position + 1;
+        }
+        let at = if nth.a == 0 {
+            position == nth.b
+        } else {
+            let k = position - nth.b;
+            k % nth.a == 0 && k / nth.a >= 0
+        };
+        at && nth.of.as_ref().is_none_or(|of| self.try_at(of, node, src, env, depth))
+    }
+
+    /// `inside`: an ancestor (in the relation's field, up to its `stopBy`) matches.
+    fn inside<'t>(
+        &mut self,
+        rel: &Relation,
+        node: Node<'t>,
+        src: &[u8],
+        env: &mut Env<'t>,
+        depth: usize,
+    ) -> bool {
+        let mut child = node;
+        while let Some(parent) = child.parent() {
+            let in_field = rel.field.is_none_or(|f| is_field_child(parent, child, f));
+            if in_field && self.try_at(&rel.rule, parent, src, env, depth) {
+                return true;
+            }
+            if self.stops(rel, parent, src, env, depth) {
+                return false;
+            }
+            child = parent;
+        }
+        false
+    }
+
+    /// `has`: a descendant (from the relation's field, down to its `stopBy`) matches.
+    fn has<'t>(
+        &mut self,
+        rel: &Relation,
+        node: Node<'t>,
+        src: &[u8],
+        env: &mut Env<'t>,
+        depth: usize,
+    ) -> bool {
+        let mut stack: Vec<Node<'t>> = Vec::new();
+        let mut cursor = node.walk();
+        let children: Vec<Node<'t>> = match rel.field {
+            Some(f) => node.children_by_field_id(f, &mut cursor).collect(),
+            None => node.children(&mut cursor).collect(),
+        };
+        stack.extend(children.into_iter().rev());
+        while let Some(n) = stack.pop() {
+            if self.try_at(&rel.rule, n, src, env, depth) {
+                return true;
+            }
+            if self.stops(rel, n, src, env, depth) {
+                continue;
+            }
+            let mut c = n.walk();
+            let kids: Vec<Node<'t>> = n.children(&mut c).collect();
+            stack.extend(kids.into_iter().rev());
+        }
+        false
     }
 
     /// Evaluates `rule` at `node`, keeping its bindings only on success.

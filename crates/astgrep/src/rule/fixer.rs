@@ -132,18 +132,54 @@ fn line_indent(src: &str, offset: usize) -> &str {
 /// The replacement for one match: captures substituted, multi-line text re-indented;
 /// `values` are the transformed variables, numbered after the captures.
 fn expand(segs: &[Seg], m: &RawMatch, src: &str, values: &[String]) -> String {
-    let base = line_indent(src, m.replace.start);
-    let mut out = String::new();
-    // The indentation the current output line will have in the file: the first line sits at
-    // the match's own line.
-    let current_indent = |out: &str| -> String {
-        let at_line = out.rfind('\n').map_or(0, |i| i + 1);
-        let own: String = out[at_line..].chars().take_while(|c| *c == ' ' || *c == '\t').collect();
-        if at_line == 0 { format!("{base}{own}") } else { own }
-    };
-    let mut pending: Option<String> = None;
-    // Comments inside the replaced code that no capture holds go after the capture they
-    // followed in the source (or before the first capture), so a rewrite keeps them.
+    let mut out =
+        Expansion { out: String::new(), base: line_indent(src, m.replace.start), pending: None };
+    let comments = orphans(segs, m, src);
+    let mut placed = vec![false; comments.len()];
+    for seg in segs {
+        if let Seg::Var(_) = seg {
+            for (k, (who, text)) in comments.iter().enumerate() {
+                if who.is_none() && !placed[k] {
+                    out.out.push_str(text);
+                    out.out.push(' ');
+                    placed[k] = true;
+                }
+            }
+        }
+        match seg {
+            Seg::Text(t) => out.text(t),
+            Seg::Var(index) if *index >= m.captures.len() => {
+                out.value(values.get(*index - m.captures.len()).map(String::as_str));
+            }
+            Seg::Var(index) => {
+                if let Some(Some(range)) = m.captures.get(*index) {
+                    out.capture(src, range.clone());
+                }
+            }
+        }
+        if let Seg::Var(index) = seg {
+            for (k, (who, text)) in comments.iter().enumerate() {
+                if *who == Some(*index) && !placed[k] {
+                    out.out.push(' ');
+                    out.out.push_str(text);
+                    placed[k] = true;
+                }
+            }
+        }
+    }
+    for (k, (_, text)) in comments.iter().enumerate() {
+        if !placed[k] {
+            out.out.push(' ');
+            out.out.push_str(text);
+        }
+    }
+    out.out
+}
+
+/// Comments inside the replaced code that no capture holds (and the template does not
+/// repeat), each with the capture it followed in the source (None: before the first): a
+/// rewrite keeps them there.
+fn orphans<'s>(segs: &[Seg], m: &RawMatch, src: &'s str) -> Vec<(Option<usize>, &'s str)> {
     let owner = |c: &std::ops::Range<usize>| -> Option<usize> {
         m.captures
             .iter()
@@ -152,108 +188,100 @@ fn expand(segs: &[Seg], m: &RawMatch, src: &str, values: &[String]) -> String {
             .max_by_key(|(_, end)| *end)
             .map(|(i, _)| i)
     };
-    let comments: Vec<(Option<usize>, &str)> = m
-        .comments
+    m.comments
         .iter()
         .map(|c| (owner(c), &src[c.clone()]))
         .filter(|(_, text)| !segs.iter().any(|s| matches!(s, Seg::Text(t) if t.contains(text))))
-        .collect();
-    let mut placed = vec![false; comments.len()];
-    for seg in segs {
-        if let Seg::Var(_) = seg {
-            for (k, (who, text)) in comments.iter().enumerate() {
-                if who.is_none() && !placed[k] {
-                    out.push_str(text);
-                    out.push(' ');
-                    placed[k] = true;
+        .collect()
+}
+
+/// A replacement being written, line by line, at the match's indentation.
+struct Expansion<'s> {
+    out: String,
+    /// The indentation of the match's first line in the file.
+    base: &'s str,
+    /// Indentation owed to the next text on the line (after a capture ending in a line break).
+    pending: Option<String>,
+}
+
+impl Expansion<'_> {
+    /// The indentation the current output line will have in the file: the first line sits at
+    /// the match's own line.
+    fn current_indent(&self) -> String {
+        let at_line = self.out.rfind('\n').map_or(0, |i| i + 1);
+        let own: String =
+            self.out[at_line..].chars().take_while(|c| *c == ' ' || *c == '\t').collect();
+        if at_line == 0 { format!("{}{own}", self.base) } else { own }
+    }
+
+    /// Template text: its later lines at the match's indentation.
+    fn text(&mut self, t: &str) {
+        for (i, piece) in t.split('\n').enumerate() {
+            if let Some(indent) = self.pending.take()
+                && i == 0
+                && !piece.is_empty()
+            {
+                self.out.push_str(&indent);
+            }
+            if i > 0 {
+                self.out.push('\n');
+                if !piece.is_empty() {
+                    self.out.push_str(self.base);
                 }
             }
-        }
-        match seg {
-            Seg::Text(t) => {
-                for (i, piece) in t.split('\n').enumerate() {
-                    if let Some(indent) = pending.take()
-                        && i == 0
-                        && !piece.is_empty()
-                    {
-                        out.push_str(&indent);
-                    }
-                    if i > 0 {
-                        out.push('\n');
-                        if !piece.is_empty() {
-                            out.push_str(base);
-                        }
-                    }
-                    out.push_str(piece);
-                }
-            }
-            Seg::Var(index) if *index >= m.captures.len() => {
-                if let Some(indent) = pending.take() {
-                    out.push_str(&indent);
-                }
-                if let Some(v) = values.get(*index - m.captures.len()) {
-                    // A transformed value is de-indented text (see `Template::values`): its
-                    // later lines take the indentation of the line it lands on, as ast-grep
-                    // indents it.
-                    let to = current_indent(&out);
-                    for (i, line) in v.split('\n').enumerate() {
-                        if i > 0 {
-                            out.push('\n');
-                            if !line.trim().is_empty() {
-                                out.push_str(&to);
-                            }
-                        }
-                        out.push_str(line);
-                    }
-                }
-            }
-            Seg::Var(index) => 'var: {
-                let Some(Some(range)) = m.captures.get(*index) else { break 'var };
-                let text = &src[range.clone()];
-                if let Some(indent) = pending.take() {
-                    out.push_str(&indent);
-                }
-                if !text.contains('\n') {
-                    out.push_str(text);
-                    break 'var;
-                }
-                let from = line_indent(src, range.start);
-                let to = current_indent(&out);
-                for (i, line) in text.split('\n').enumerate() {
-                    if i > 0 {
-                        out.push('\n');
-                        if !line.trim().is_empty() {
-                            out.push_str(&to);
-                            out.push_str(line.strip_prefix(from).unwrap_or(line.trim_start()));
-                        }
-                    } else {
-                        out.push_str(line);
-                    }
-                }
-                // A capture ending in a line break (Go's newline terminator): what follows on
-                // that line lines up with where the capture began.
-                if text.ends_with('\n') {
-                    pending = Some(to);
-                }
-            }
-        }
-        if let Seg::Var(index) = seg {
-            for (k, (who, text)) in comments.iter().enumerate() {
-                if *who == Some(*index) && !placed[k] {
-                    out.push(' ');
-                    out.push_str(text);
-                    placed[k] = true;
-                }
-            }
+            self.out.push_str(piece);
         }
     }
-    for (k, (_, text)) in comments.iter().enumerate() {
-        if !placed[k] {
-            out.push(' ');
-            out.push_str(text);
+
+    /// A transformed value: de-indented text (see `Template::values`) whose later lines take
+    /// the indentation of the line it lands on, as ast-grep indents it.
+    fn value(&mut self, value: Option<&str>) {
+        if let Some(indent) = self.pending.take() {
+            self.out.push_str(&indent);
+        }
+        let Some(v) = value else { return };
+        let to = self.current_indent();
+        for (i, line) in v.split('\n').enumerate() {
+            if i > 0 {
+                self.out.push('\n');
+                if !line.trim().is_empty() {
+                    self.out.push_str(&to);
+                }
+            }
+            self.out.push_str(line);
         }
     }
-    out
+
+    /// A capture's code, its later lines moved from their indentation in the source to the
+    /// line's here.
+    fn capture(&mut self, src: &str, range: Range<usize>) {
+        let text = &src[range.clone()];
+        if let Some(indent) = self.pending.take() {
+            self.out.push_str(&indent);
+        }
+        if !text.contains('\n') {
+            self.out.push_str(text);
+            return;
+        }
+        let from = line_indent(src, range.start);
+        let to = self.current_indent();
+        for (i, line) in text.split('\n').enumerate() {
+            if i > 0 {
+                self.out.push('\n');
+                if !line.trim().is_empty() {
+                    self.out.push_str(&to);
+                    self.out.push_str(line.strip_prefix(from).unwrap_or(line.trim_start()));
+                }
+            } else {
+                self.out.push_str(line);
+            }
+        }
+        // A capture ending in a line break (Go's newline terminator): what follows on that
+        // line lines up with where the capture began.
+        if text.ends_with('\n') {
+            self.pending = Some(to);
+        }
+    }
 }
 
 /// The source with every kept match replaced: outermost matches win, nested ones are counted.

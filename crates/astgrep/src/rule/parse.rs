@@ -99,24 +99,7 @@ impl Parser<'_> {
             parts.push(Rule::Not(Box::new(self.rule(&format!("{path}.not"), r)?)));
         }
         if let Some(m) = obj.get("matches") {
-            let at = format!("{path}.matches");
-            let name =
-                m.as_str().ok_or_else(|| err(&at, "must be the name of a rule in `utils`"))?;
-            if !self.util_names.contains(name) {
-                let known: Vec<&str> = self.util_names.iter().map(String::as_str).collect();
-                return Err(err(
-                    &at,
-                    format!(
-                        "no utility rule `{name}`; define it under `utils` of the rule config{}",
-                        if known.is_empty() {
-                            String::new()
-                        } else {
-                            format!(" (defined: {})", known.join(", "))
-                        }
-                    ),
-                ));
-            }
-            parts.push(Rule::Matches(name.to_string()));
+            parts.push(self.matches(&format!("{path}.matches"), m)?);
         }
         // Relational parts last, as ast-grep orders them: they see what the node's own
         // parts bound.
@@ -141,6 +124,26 @@ impl Parser<'_> {
             ));
         }
         Ok(if parts.len() == 1 { parts.remove(0) } else { Rule::All(parts) })
+    }
+
+    /// `matches`: the name of a utility rule of the config.
+    fn matches(&self, at: &str, m: &Value) -> Result<Rule, AstError> {
+        let name = m.as_str().ok_or_else(|| err(at, "must be the name of a rule in `utils`"))?;
+        if !self.util_names.contains(name) {
+            let known: Vec<&str> = self.util_names.iter().map(String::as_str).collect();
+            return Err(err(
+                at,
+                format!(
+                    "no utility rule `{name}`; define it under `utils` of the rule config{}",
+                    if known.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" (defined: {})", known.join(", "))
+                    }
+                ),
+            ));
+        }
+        Ok(Rule::Matches(name.to_string()))
     }
 
     fn pattern(&mut self, path: &str, v: &Value) -> Result<Rule, AstError> {

@@ -59,6 +59,89 @@ fn err(path: &str, what: impl std::fmt::Display) -> AstError {
 const KINDS: &str = "substring {source, startChar, endChar}, replace {source, replace, by}, \
                      convert {source, toCase, separatedBy}, rewrite {source, rewriters, joinBy}";
 
+/// `replace {source, replace, by}`: a regex and its replacement.
+fn parse_replace(at: &str, body: &Value, source: String) -> Result<Transform, AstError> {
+    let pattern = body
+        .get("replace")
+        .and_then(Value::as_str)
+        .ok_or_else(|| err(&format!("{at}.replace"), "is required: a regex, as a string"))?;
+    let regex = regex::Regex::new(pattern)
+        .map_err(|e| err(&format!("{at}.replace"), format!("invalid regex: {e}")))?;
+    let by = body
+        .get("by")
+        .and_then(Value::as_str)
+        .ok_or_else(|| err(&format!("{at}.by"), "is required: the replacement, as a string"))?
+        .to_string();
+    Ok(Transform::Replace { source, regex, by })
+}
+
+/// `convert {source, toCase, separatedBy}`: a case, and the separators that split words.
+fn parse_convert(at: &str, body: &Value, source: String) -> Result<Transform, AstError> {
+    let to = match body.get("toCase").and_then(Value::as_str) {
+        Some("lowerCase") => Case::Lower,
+        Some("upperCase") => Case::Upper,
+        Some("capitalize") => Case::Capitalize,
+        Some("camelCase") => Case::Camel,
+        Some("snakeCase") => Case::Snake,
+        Some("kebabCase") => Case::Kebab,
+        Some("pascalCase") => Case::Pascal,
+        _ => {
+            return Err(err(
+                &format!("{at}.toCase"),
+                "must be one of lowerCase, upperCase, capitalize, camelCase, snakeCase, kebabCase, pascalCase",
+            ));
+        }
+    };
+    let separators = match body.get("separatedBy") {
+        None => None,
+        Some(list) => {
+            let items = list
+                .as_array()
+                .ok_or_else(|| err(&format!("{at}.separatedBy"), "must be a list"))?;
+            let mut out = Vec::new();
+            for item in items {
+                out.push(match item.as_str() {
+                    Some("dash") => Separator::Dash,
+                    Some("dot") => Separator::Dot,
+                    Some("slash") => Separator::Slash,
+                    Some("space") => Separator::Space,
+                    Some("underscore") => Separator::Underscore,
+                    Some("caseChange") => Separator::CaseChange,
+                    _ => {
+                        return Err(err(
+                            &format!("{at}.separatedBy"),
+                            "items are dash, dot, slash, space, underscore, caseChange",
+                        ));
+                    }
+                });
+            }
+            Some(out)
+        }
+    };
+    Ok(Transform::Convert { source, to, separators })
+}
+
+/// `rewrite {source, rewriters, joinBy}`: the config's rewriters to run over the capture.
+fn parse_rewrite(at: &str, body: &Value, source: String) -> Result<Transform, AstError> {
+    let rewriters = body
+        .get("rewriters")
+        .and_then(Value::as_array)
+        .and_then(|l| l.iter().map(|i| i.as_str().map(str::to_string)).collect())
+        .ok_or_else(|| {
+            err(
+                &format!("{at}.rewriters"),
+                "is required: a list of ids of the config's `rewriters`",
+            )
+        })?;
+    let join_by = match body.get("joinBy") {
+        None => None,
+        Some(j) => Some(
+            j.as_str().ok_or_else(|| err(&format!("{at}.joinBy"), "must be a string"))?.to_string(),
+        ),
+    };
+    Ok(Transform::Rewrite { source, rewriters, join_by })
+}
+
 impl Transform {
     pub(crate) fn parse(path: &str, v: &Value) -> Result<Transform, AstError> {
         if let Value::String(text) = v {
@@ -93,86 +176,9 @@ impl Transform {
             "substring" => {
                 Ok(Transform::Substring { source, start: int("startChar")?, end: int("endChar")? })
             }
-            "replace" => {
-                let pattern = body.get("replace").and_then(Value::as_str).ok_or_else(|| {
-                    err(&format!("{at}.replace"), "is required: a regex, as a string")
-                })?;
-                let regex = regex::Regex::new(pattern)
-                    .map_err(|e| err(&format!("{at}.replace"), format!("invalid regex: {e}")))?;
-                let by = body
-                    .get("by")
-                    .and_then(Value::as_str)
-                    .ok_or_else(|| {
-                        err(&format!("{at}.by"), "is required: the replacement, as a string")
-                    })?
-                    .to_string();
-                Ok(Transform::Replace { source, regex, by })
-            }
-            "convert" => {
-                let to = match body.get("toCase").and_then(Value::as_str) {
-                    Some("lowerCase") => Case::Lower,
-                    Some("upperCase") => Case::Upper,
-                    Some("capitalize") => Case::Capitalize,
-                    Some("camelCase") => Case::Camel,
-                    Some("snakeCase") => Case::Snake,
-                    Some("kebabCase") => Case::Kebab,
-                    Some("pascalCase") => Case::Pascal,
-                    _ => {
-                        return Err(err(
-                            &format!("{at}.toCase"),
-                            "must be one of lowerCase, upperCase, capitalize, camelCase, snakeCase, kebabCase, pascalCase",
-                        ));
-                    }
-                };
-                let separators = match body.get("separatedBy") {
-                    None => None,
-                    Some(list) => {
-                        let items = list
-                            .as_array()
-                            .ok_or_else(|| err(&format!("{at}.separatedBy"), "must be a list"))?;
-                        let mut out = Vec::new();
-                        for item in items {
-                            out.push(match item.as_str() {
-                                Some("dash") => Separator::Dash,
-                                Some("dot") => Separator::Dot,
-                                Some("slash") => Separator::Slash,
-                                Some("space") => Separator::Space,
-                                Some("underscore") => Separator::Underscore,
-                                Some("caseChange") => Separator::CaseChange,
-                                _ => {
-                                    return Err(err(
-                                        &format!("{at}.separatedBy"),
-                                        "items are dash, dot, slash, space, underscore, caseChange",
-                                    ));
-                                }
-                            });
-                        }
-                        Some(out)
-                    }
-                };
-                Ok(Transform::Convert { source, to, separators })
-            }
-            "rewrite" => {
-                let rewriters = body
-                    .get("rewriters")
-                    .and_then(Value::as_array)
-                    .and_then(|l| l.iter().map(|i| i.as_str().map(str::to_string)).collect())
-                    .ok_or_else(|| {
-                        err(
-                            &format!("{at}.rewriters"),
-                            "is required: a list of ids of the config's `rewriters`",
-                        )
-                    })?;
-                let join_by = match body.get("joinBy") {
-                    None => None,
-                    Some(j) => Some(
-                        j.as_str()
-                            .ok_or_else(|| err(&format!("{at}.joinBy"), "must be a string"))?
-                            .to_string(),
-                    ),
-                };
-                Ok(Transform::Rewrite { source, rewriters, join_by })
-            }
+            "replace" => parse_replace(&at, body, source),
+            "convert" => parse_convert(&at, body, source),
+            "rewrite" => parse_rewrite(&at, body, source),
             other => Err(err(
                 &format!("{path}.{other}"),
                 format!("unknown transformation; use one of {KINDS}"),

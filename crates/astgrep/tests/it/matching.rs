@@ -263,3 +263,15 @@ fn the_walk_skipping_subtrees_without_the_word_finds_every_match() {
     let rs = "fn f() { let a = 1; let b = 2; }\nfn g() { let a = 1; let b = 2; }\n";
     assert_eq!(check(Lang::Rust, "let $X = 1;\nlet $Y = 2;", rs).len(), 2);
 }
+
+/// A `\` line continuation is skipped where the pattern has a token next, and only there, as
+/// ast-grep skips it: the counts of both tools agree on code that uses it.
+#[test]
+fn a_line_continuation_is_skipped_before_a_token_but_not_before_arguments() {
+    assert_eq!(check(Lang::Python, "$A + $B", "x = 1 \\\n + 2\n"), ["1 \\\n + 2 | $A=1 $B=2"]);
+    let src = "r = re.compile \\\n    ('a')\ns = re.compile('b')\n";
+    assert_eq!(
+        check(Lang::Python, "$F($$$ARGS)", src),
+        ["re.compile('b') | $F=re.compile $$$ARGS='b'"]
+    );
+}

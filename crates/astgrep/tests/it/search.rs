@@ -2,15 +2,13 @@
 
 use std::{
     path::Path,
-    sync::{
-        Arc, Mutex,
-        atomic::{AtomicBool, Ordering},
-    },
+    sync::{Arc, Mutex},
 };
 
 use agent_tools_astgrep::{
-    AstError, Progress, SearchOptions, SearchRequest, SearchResult, render_search, search,
+    AstError, SearchOptions, SearchRequest, SearchResult, render_search, search,
 };
+use agent_tools_support::progress::{CallScope, Progress};
 
 use crate::support;
 use support::project;
@@ -159,44 +157,57 @@ fn an_exhausted_step_budget_is_reported_with_its_place() {
     );
 }
 
+/// Records the messages of a call's progress reports, and cancels the call at the first report
+/// when told to.
+struct Reports {
+    seen: Mutex<Vec<String>>,
+    cancel_at_first: Option<CallScope>,
+}
+
+impl Progress for Reports {
+    fn report(&self, _elapsed_seconds: f64, message: &str) {
+        self.seen.lock().unwrap().push(message.to_string());
+        if let Some(scope) = &self.cancel_at_first {
+            scope.token().cancel();
+        }
+    }
+}
+
 #[test]
 fn a_long_walk_reports_progress_and_stops_when_cancelled() {
     let files: Vec<(String, String)> =
         (0..450).map(|i| (format!("d/f{i:03}.py"), format!("print({i})\n"))).collect();
     let refs: Vec<(&str, &str)> = files.iter().map(|(p, c)| (p.as_str(), c.as_str())).collect();
     let dir = project(&refs);
-    let seen = Arc::new(Mutex::new(Vec::new()));
+    let reports = Arc::new(Reports { seen: Mutex::new(Vec::new()), cancel_at_first: None });
     let options = SearchOptions {
         threads: 1,
-        progress: Some(Progress(Arc::new({
-            let seen = seen.clone();
-            move |n| seen.lock().unwrap().push(n)
-        }))),
+        scope: CallScope::default().with_progress(reports.clone()),
         ..SearchOptions::default()
     };
     let result = search(dir.path(), &request("print($X)", None, Some("python")), &options).unwrap();
     assert_eq!(result.total_matches, 450);
-    assert_eq!(*seen.lock().unwrap(), [100, 200, 300, 400]);
-    // Cancelled from the progress callback after the first report: the walk stops there.
-    let flag = Arc::new(AtomicBool::new(false));
+    assert_eq!(
+        *reports.seen.lock().unwrap(),
+        ["100 files searched", "200 files searched", "300 files searched", "400 files searched"]
+    );
+    // Cancelled from the progress port after the first report: the walk stops there.
+    let scope = CallScope::default();
+    let reports =
+        Arc::new(Reports { seen: Mutex::new(Vec::new()), cancel_at_first: Some(scope.clone()) });
     let options = SearchOptions {
         threads: 1,
-        cancel: Some(flag.clone()),
-        progress: Some(Progress(Arc::new({
-            let flag = flag.clone();
-            let seen = seen.clone();
-            move |n| {
-                seen.lock().unwrap().push(n);
-                flag.store(true, Ordering::Relaxed);
-            }
-        }))),
+        scope: scope.with_progress(reports.clone()),
         ..SearchOptions::default()
     };
-    seen.lock().unwrap().clear();
     let err =
         search(dir.path(), &request("print($X)", None, Some("python")), &options).unwrap_err();
     assert_eq!(err, AstError::Cancelled);
-    assert_eq!(*seen.lock().unwrap(), [100], "the walk went on after the cancel");
+    assert_eq!(
+        *reports.seen.lock().unwrap(),
+        ["100 files searched"],
+        "the walk went on after the cancel"
+    );
 }
 
 #[test]

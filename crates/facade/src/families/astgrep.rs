@@ -3,18 +3,15 @@
 
 use std::{
     path::{Path, PathBuf},
-    sync::{
-        Arc,
-        atomic::{AtomicBool, Ordering},
-    },
+    sync::Arc,
 };
 
 use agent_tools_astgrep::{
-    AstError, AstgrepConfig, DEFAULT_CACHE_BYTES, EditRequest, EditStore, Lang, Progress,
-    ResolveRequest, SearchOptions, SearchPayload, SearchRequest, TreeCache, render_payload,
-    render_proposal, render_resolution, search, search_payload, tools,
+    AstError, AstgrepConfig, DEFAULT_CACHE_BYTES, EditRequest, EditStore, Lang, ResolveRequest,
+    SearchOptions, SearchPayload, SearchRequest, TreeCache, render_payload, render_proposal,
+    render_resolution, search, search_payload, tools,
 };
-use agent_tools_support::words::count;
+use agent_tools_support::progress::CallScope;
 use async_trait::async_trait;
 
 use crate::{
@@ -93,50 +90,22 @@ pub(crate) fn status_details(root: &Path, config: &Config) -> Vec<String> {
     ]
 }
 
-/// Runs a blocking search on the blocking pool. The call's cancellation stops the walk at the
-/// next file (the call is awaited until it has), and progress goes out as files searched.
+/// Runs a blocking search on the blocking pool with the call's scope: its cancellation stops
+/// the walk at the next file (the call is awaited until it has), and progress goes out as files
+/// searched.
 async fn blocking<T: Send + 'static>(
     ctx: &CallContext,
-    work: impl FnOnce(Arc<AtomicBool>, Option<Progress>) -> Result<T, AstError> + Send + 'static,
+    work: impl FnOnce(CallScope) -> Result<T, AstError> + Send + 'static,
 ) -> Result<T, AstError> {
-    let flag = Arc::new(AtomicBool::new(false));
-    let progress = ctx.progress.as_ref().map(|_| {
-        let ctx = ctx.clone();
-        Progress(Arc::new(move |files: usize| {
-            ctx.report_progress(
-                files as f64,
-                None,
-                format!("{} searched", count(files as u64, "file", "files")),
-            );
-        }))
-    });
-    let job = tokio::task::spawn_blocking({
-        let flag = flag.clone();
-        move || work(flag, progress)
-    });
-    let cancel = ctx.cancel.clone();
-    let watcher = tokio::spawn({
-        let flag = flag.clone();
-        async move {
-            cancel.cancelled().await;
-            flag.store(true, Ordering::Relaxed);
-        }
-    });
-    let out = job.await;
-    watcher.abort();
-    match out {
+    let scope = ctx.scope();
+    match tokio::task::spawn_blocking(move || work(scope)).await {
         Ok(result) => result,
         Err(e) => Err(AstError::Io(format!("the search task failed: {e}"))),
     }
 }
 
-fn options(shared: &Shared, cancel: Arc<AtomicBool>, progress: Option<Progress>) -> SearchOptions {
-    SearchOptions {
-        cancel: Some(cancel),
-        progress,
-        cache: Some(shared.cache.clone()),
-        ..shared.config.options()
-    }
+fn options(shared: &Shared, scope: CallScope) -> SearchOptions {
+    SearchOptions { scope, cache: Some(shared.cache.clone()), ..shared.config.options() }
 }
 
 struct AstGrep {
@@ -169,10 +138,8 @@ impl TypedTool for AstGrep {
     async fn run(&self, ctx: &CallContext, request: SearchRequest) -> ToolResult {
         let shared = self.shared.clone();
         let root = ctx.root.clone();
-        let out = blocking(ctx, move |cancel, progress| {
-            search(&root, &request, &options(&shared, cancel, progress))
-        })
-        .await;
+        let out =
+            blocking(ctx, move |scope| search(&root, &request, &options(&shared, scope))).await;
         match out {
             Ok(result) => {
                 // The text and the structured content are one payload, cut to the output cap
@@ -248,8 +215,8 @@ impl TypedTool for AstEdit {
     async fn run(&self, ctx: &CallContext, request: EditRequest) -> ToolResult {
         let shared = self.shared.clone();
         let root = ctx.root.clone();
-        let out = blocking(ctx, move |cancel, progress| {
-            shared.store.propose(&root, &request, &options(&shared, cancel, progress))
+        let out = blocking(ctx, move |scope| {
+            shared.store.propose(&root, &request, &options(&shared, scope))
         })
         .await;
         match out {
