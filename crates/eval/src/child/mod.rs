@@ -24,8 +24,8 @@ use agent_tools_support::process::{
 mod io;
 
 use self::io::{
-    Raw, cloexec_pipe, encode_frame, read_frames, read_stream, set_nonblocking, stderr_reader,
-    stdout_reader, write_frames,
+    Raw, cloexec_pipe, encode_frame, map_protocol_fds, read_frames, read_stream, set_nonblocking,
+    stderr_reader, stdout_reader, write_frames,
 };
 use crate::{
     cell::{Done, Event, KernelIo, Utf8Stream},
@@ -114,31 +114,6 @@ pub(crate) struct ChildKernel {
     signal_directly: bool,
     /// An `interrupt` frame is sent too (or instead, when signals do not reach the interpreter).
     frame_too: bool,
-}
-
-/// Maps the protocol pipes to the child's fds 3 (commands in) and 4 (events out), between
-/// fork and exec.
-fn map_protocol_fds(std_cmd: &mut std::process::Command, child_fds: [i32; 2]) {
-    use std::os::unix::process::CommandExt;
-    // SAFETY: only async-signal-safe calls (fcntl, dup2) between fork and exec.
-    unsafe {
-        std_cmd.pre_exec(move || {
-            let mut high = [0i32; 2];
-            for (i, fd) in child_fds.iter().enumerate() {
-                let dup = libc::fcntl(*fd, libc::F_DUPFD_CLOEXEC, 10);
-                if dup < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                high[i] = dup;
-            }
-            for (i, fd) in high.iter().enumerate() {
-                if libc::dup2(*fd, 3 + i as i32) < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-            }
-            Ok(())
-        });
-    }
 }
 
 /// Whether the main thread of process `pid` has exited (its state in `/proc` is zombie or dead):
