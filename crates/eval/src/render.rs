@@ -21,6 +21,50 @@ const MAX_SVG_SOURCE_CHARS: usize = 2_000;
 pub fn render(report: &CellReport) -> String {
     let mut out = String::new();
     let mut image_no = 0usize;
+    render_kernel_header(report, &mut out);
+    render_outputs(&report.outputs, &mut out, &mut image_no);
+    if let Some(result) = &report.result {
+        ensure_newline(&mut out);
+        let text = render_bundle(result, &mut image_no);
+        let label = format!("Out[{}]:", report.execution_count);
+        if text.contains('\n') {
+            out.push_str(&format!("{label}\n{text}"));
+        } else {
+            out.push_str(&format!("{label} {text}"));
+        }
+        ensure_newline(&mut out);
+    }
+    if let Some(error) = &report.error
+        && report.status != CellStatus::Interrupted
+    {
+        ensure_newline(&mut out);
+        out.push_str(error.traceback.trim_end());
+        out.push('\n');
+    }
+    if let Some(line) = status_line(report) {
+        ensure_newline(&mut out);
+        out.push_str(&line);
+    }
+    for note in &report.notes {
+        if note.starts_with("budget:") {
+            continue;
+        }
+        ensure_newline(&mut out);
+        out.push_str(&format!("[{note}]\n"));
+    }
+    if let Some(cwd) = &report.cwd_changed {
+        ensure_newline(&mut out);
+        out.push_str(&format!("[working directory is now {cwd}]\n"));
+    }
+    if out.trim().is_empty() {
+        out.push_str("(no output)\n");
+    }
+    out.trim_end().to_string()
+}
+
+/// The kernel the cell started (and why a previous one was lost), and what became of the
+/// previous cell.
+fn render_kernel_header(report: &CellReport, out: &mut String) {
     let kernel = &report.kernel;
     if kernel.started {
         let what = match report.language {
@@ -40,12 +84,16 @@ pub fn render(report: &CellReport) -> String {
     if let Some(previous) = &kernel.previous_cell {
         out.push_str(&format!("[{previous}]\n"));
     }
+}
+
+/// The cell's streams (labelled where they switch), displays and cuts, in order.
+fn render_outputs(outputs: &[Output], out: &mut String, image_no: &mut usize) {
     let mut current = StreamName::Stdout;
-    for item in &report.outputs {
+    for item in outputs {
         match item {
             Output::Stream { name, text } => {
                 if *name != current {
-                    ensure_newline(&mut out);
+                    ensure_newline(out);
                     out.push_str(match name {
                         StreamName::Stderr => "[stderr]\n",
                         StreamName::Stdout => "[stdout]\n",
@@ -55,12 +103,12 @@ pub fn render(report: &CellReport) -> String {
                 out.push_str(&clean_terminal_text(text));
             }
             Output::Display { bundle, .. } => {
-                ensure_newline(&mut out);
-                out.push_str(&render_bundle(bundle, &mut image_no));
-                ensure_newline(&mut out);
+                ensure_newline(out);
+                out.push_str(&render_bundle(bundle, image_no));
+                ensure_newline(out);
             }
             Output::Cut { chars } => {
-                ensure_newline(&mut out);
+                ensure_newline(out);
                 out.push_str(&format!(
                     "[… output cut: {chars} characters in the middle not shown; the first and last \
                      parts are kept. Print less, or write the output to a file and read parts of it]\n"
@@ -68,84 +116,47 @@ pub fn render(report: &CellReport) -> String {
             }
         }
     }
-    if let Some(result) = &report.result {
-        ensure_newline(&mut out);
-        let text = render_bundle(result, &mut image_no);
-        let label = format!("Out[{}]:", report.execution_count);
-        if text.contains('\n') {
-            out.push_str(&format!("{label}\n{text}"));
-        } else {
-            out.push_str(&format!("{label} {text}"));
-        }
-        ensure_newline(&mut out);
-    }
-    if let Some(error) = &report.error
-        && report.status != CellStatus::Interrupted
-    {
-        ensure_newline(&mut out);
-        out.push_str(error.traceback.trim_end());
-        out.push('\n');
-    }
-    match report.status {
-        CellStatus::Interrupted => {
-            ensure_newline(&mut out);
-            out.push_str(&match report.interrupt {
-                Some(InterruptReason::Inactivity) => format!(
-                    "[interrupted: the cell produced no output for {}; the kernel's state \
-                     (variables, imports) is preserved]\n",
-                    notes_budget(report)
-                ),
-                Some(InterruptReason::Cancelled) => "[interrupted: the call was cancelled; the \
-                     kernel's state (variables, imports) is preserved]\n"
-                    .to_string(),
-                Some(InterruptReason::Requested) => "[interrupted as asked (interrupt: true); \
-                     the kernel's state (variables, imports) is preserved]\n"
-                    .to_string(),
-                None => "[interrupted (KeyboardInterrupt); the kernel's state is preserved]\n"
-                    .to_string(),
-            });
-        }
-        CellStatus::Killed => {
-            ensure_newline(&mut out);
-            out.push_str(&format!(
-                "[{}: the cell did not stop after an interrupt, so the kernel was killed; its \
-                 state is lost and the next call starts a fresh kernel]\n",
-                match report.interrupt {
-                    Some(InterruptReason::Cancelled) => "cancelled".to_string(),
-                    Some(InterruptReason::Requested) => "interrupted".to_string(),
-                    _ => format!("no output for {}", notes_budget(report)),
-                }
-            ));
-        }
-        CellStatus::Crashed => {
-            ensure_newline(&mut out);
-            out.push_str(&format!(
-                "[the {} kernel died while running this cell; its state is lost and the next \
-                 call starts a fresh kernel]\n",
-                report.language.title()
-            ));
-        }
+}
+
+/// What an interrupted, killed or crashed cell left of the kernel; none for a cell that ended.
+fn status_line(report: &CellReport) -> Option<String> {
+    Some(match report.status {
+        CellStatus::Interrupted => match report.interrupt {
+            Some(InterruptReason::Inactivity) => format!(
+                "[interrupted: the cell produced no output for {}; the kernel's state \
+                 (variables, imports) is preserved]\n",
+                notes_budget(report)
+            ),
+            Some(InterruptReason::Cancelled) => "[interrupted: the call was cancelled; the \
+                 kernel's state (variables, imports) is preserved]\n"
+                .to_string(),
+            Some(InterruptReason::Requested) => "[interrupted as asked (interrupt: true); \
+                 the kernel's state (variables, imports) is preserved]\n"
+                .to_string(),
+            None => {
+                "[interrupted (KeyboardInterrupt); the kernel's state is preserved]\n".to_string()
+            }
+        },
+        CellStatus::Killed => format!(
+            "[{}: the cell did not stop after an interrupt, so the kernel was killed; its \
+             state is lost and the next call starts a fresh kernel]\n",
+            match report.interrupt {
+                Some(InterruptReason::Cancelled) => "cancelled".to_string(),
+                Some(InterruptReason::Requested) => "interrupted".to_string(),
+                _ => format!("no output for {}", notes_budget(report)),
+            }
+        ),
+        CellStatus::Crashed => format!(
+            "[the {} kernel died while running this cell; its state is lost and the next \
+             call starts a fresh kernel]\n",
+            report.language.title()
+        ),
         CellStatus::Ok
         | CellStatus::Error
         | CellStatus::Unavailable
         | CellStatus::Cancelled
-        | CellStatus::Running => {}
-    }
-    for note in &report.notes {
-        if note.starts_with("budget:") {
-            continue;
-        }
-        ensure_newline(&mut out);
-        out.push_str(&format!("[{note}]\n"));
-    }
-    if let Some(cwd) = &report.cwd_changed {
-        ensure_newline(&mut out);
-        out.push_str(&format!("[working directory is now {cwd}]\n"));
-    }
-    if out.trim().is_empty() {
-        out.push_str("(no output)\n");
-    }
-    out.trim_end().to_string()
+        | CellStatus::Running => return None,
+    })
 }
 
 fn notes_budget(report: &CellReport) -> String {

@@ -278,6 +278,143 @@ impl Fake {
         vars
     }
 
+    /// The capabilities, with the script's extra ones.
+    fn initialize(&mut self, request: &Value) {
+        let mut caps = json!({
+            "supportsConfigurationDoneRequest": true,
+            "supportsExceptionInfoRequest": true,
+            "supportsTerminateRequest": true,
+            "supportsConditionalBreakpoints": true,
+            "supportsLogPoints": true,
+            "exceptionBreakpointFilters": [
+                {"filter": "All", "label": "All Exceptions", "default": false},
+                {"filter": "Unhandled", "label": "Uncaught Exceptions", "default": true},
+            ],
+        });
+        if let (Some(c), Some(extra)) = (caps.as_object_mut(), self.script.capabilities.as_object())
+        {
+            c.extend(extra.clone());
+        }
+        self.respond(request, caps);
+    }
+
+    /// `launch`/`attach`: the source, the script's launch quirks, `initialized`.
+    fn launch(&mut self, request: &Value, args: &Value) {
+        let cwd = args["cwd"].as_str().unwrap_or(".").to_string();
+        self.source = if self.script.source.starts_with('/') {
+            self.script.source.clone()
+        } else {
+            format!("{cwd}/{}", self.script.source)
+        };
+        if let Some(message) = self.script.quirks.launch_error.clone() {
+            self.event("output", json!({"category": "stderr", "output": format!("{message}\n")}));
+            self.fail(request, &message);
+            return;
+        }
+        if self.script.quirks.never_initialized {
+            return;
+        }
+        if self.script.quirks.launch_response_first {
+            self.respond(request, json!({}));
+        } else {
+            self.launch_seq = request["seq"].as_i64();
+        }
+        self.event("initialized", json!({}));
+        if let Some(argv) = self.script.quirks.run_in_terminal.clone() {
+            self.send(json!({"type": "request", "command": "runInTerminal", "arguments": {
+                "kind": "integrated", "title": "fake", "cwd": cwd, "args": argv, "env": {"FAKE_DAP": "1"},
+            }}));
+        }
+        if self.script.quirks.start_debugging {
+            self.send(json!({"type": "request", "command": "startDebugging", "arguments": {
+                "request": "attach", "configuration": {"name": "child"},
+            }}));
+        }
+    }
+
+    /// Each breakpoint lands on the next line of the trace, in the script's source only.
+    fn set_breakpoints(&mut self, request: &Value, args: &Value) {
+        let path = args["source"]["path"].as_str().unwrap_or_default().to_string();
+        let lines: Vec<u64> = args["breakpoints"]
+            .as_array()
+            .map(|b| b.iter().filter_map(|x| x["line"].as_u64()).collect())
+            .unwrap_or_default();
+        let trace_lines: Vec<u64> = self.script.trace.iter().map(|s| s.line).collect();
+        let mut placed = Vec::new();
+        let mut landed_lines = Vec::new();
+        for (i, line) in lines.iter().enumerate() {
+            match trace_lines.iter().filter(|l| *l >= line).min() {
+                Some(landed) if path == self.source => {
+                    landed_lines.push(*landed);
+                    placed.push(json!({"id": i + 1, "verified": true, "line": landed}));
+                }
+                _ => placed.push(json!({"id": i + 1, "verified": false, "message": format!("no code at or after line {line}")})),
+            }
+        }
+        self.breakpoints.insert(path, landed_lines);
+        self.respond(request, json!({"breakpoints": placed}));
+    }
+
+    /// The held launch response, the `process` event, then the run to the first stop.
+    fn configuration_done(&mut self, request: &Value) {
+        self.respond(request, json!({}));
+        if let Some(seq) = self.launch_seq.take() {
+            self.send(json!({"type": "response", "request_seq": seq, "command": "launch", "success": true}));
+        }
+        let pid = if self.script.quirks.spawn_debuggee {
+            use std::os::unix::process::CommandExt;
+            match Command::new("sleep").arg("300").stdin(Stdio::null()).process_group(0).spawn() {
+                Ok(child) => {
+                    let pid = child.id();
+                    self.debuggee = Some(child);
+                    pid
+                }
+                Err(_) => std::process::id(),
+            }
+        } else {
+            std::process::id()
+        };
+        self.event(
+            "process",
+            json!({"name": self.source, "systemProcessId": pid, "startMethod": "launch"}),
+        );
+        self.run(false);
+    }
+
+    /// The current step's frame above a library frame.
+    fn stack_trace(&mut self, request: &Value) {
+        let step = self.script.trace.get(self.pc).cloned().unwrap_or_default();
+        let base = self.stops * 1000;
+        let name = std::path::Path::new(&self.source)
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        self.respond(request, json!({"stackFrames": [
+            {"id": base, "name": step.name.unwrap_or_else(|| "main".into()), "line": step.line, "column": 1,
+             "source": {"path": self.source, "name": name}},
+            {"id": base + 1, "name": "_startIsolate", "line": 300, "column": 5, "presentationHint": "subtle",
+             "source": {"name": "isolate_patch.dart", "path": "/sdk/lib/isolate/isolate_patch.dart", "presentationHint": "deemphasize"}},
+        ], "totalFrames": 2}));
+    }
+
+    /// Ends the adapter (and the debuggee it spawned), as the script's quirks say.
+    fn disconnect(&mut self, request: &Value, args: &Value) {
+        self.respond(request, json!({}));
+        if self.script.quirks.linger {
+            return;
+        }
+        if let Some(mut child) = self.debuggee.take()
+            && args["terminateDebuggee"].as_bool().unwrap_or(true)
+        {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        if self.script.quirks.abort_on_disconnect {
+            std::process::abort();
+        }
+        std::process::exit(0);
+    }
+
     fn handle(&mut self, request: &Value) {
         let command = request["command"].as_str().unwrap_or_default().to_string();
         let args = request["arguments"].clone();
@@ -287,76 +424,9 @@ impl Fake {
             std::process::exit(3);
         }
         match command.as_str() {
-            "initialize" => {
-                let mut caps = json!({
-                    "supportsConfigurationDoneRequest": true,
-                    "supportsExceptionInfoRequest": true,
-                    "supportsTerminateRequest": true,
-                    "supportsConditionalBreakpoints": true,
-                    "supportsLogPoints": true,
-                    "exceptionBreakpointFilters": [
-                        {"filter": "All", "label": "All Exceptions", "default": false},
-                        {"filter": "Unhandled", "label": "Uncaught Exceptions", "default": true},
-                    ],
-                });
-                if let (Some(c), Some(extra)) = (caps.as_object_mut(), self.script.capabilities.as_object()) {
-                    c.extend(extra.clone());
-                }
-                self.respond(request, caps);
-            }
-            "launch" | "attach" => {
-                let cwd = args["cwd"].as_str().unwrap_or(".").to_string();
-                self.source = if self.script.source.starts_with('/') {
-                    self.script.source.clone()
-                } else {
-                    format!("{cwd}/{}", self.script.source)
-                };
-                if let Some(message) = self.script.quirks.launch_error.clone() {
-                    self.event("output", json!({"category": "stderr", "output": format!("{message}\n")}));
-                    self.fail(request, &message);
-                    return;
-                }
-                if self.script.quirks.never_initialized {
-                    return;
-                }
-                if self.script.quirks.launch_response_first {
-                    self.respond(request, json!({}));
-                } else {
-                    self.launch_seq = request["seq"].as_i64();
-                }
-                self.event("initialized", json!({}));
-                if let Some(argv) = self.script.quirks.run_in_terminal.clone() {
-                    self.send(json!({"type": "request", "command": "runInTerminal", "arguments": {
-                        "kind": "integrated", "title": "fake", "cwd": cwd, "args": argv, "env": {"FAKE_DAP": "1"},
-                    }}));
-                }
-                if self.script.quirks.start_debugging {
-                    self.send(json!({"type": "request", "command": "startDebugging", "arguments": {
-                        "request": "attach", "configuration": {"name": "child"},
-                    }}));
-                }
-            }
-            "setBreakpoints" => {
-                let path = args["source"]["path"].as_str().unwrap_or_default().to_string();
-                let lines: Vec<u64> = args["breakpoints"]
-                    .as_array()
-                    .map(|b| b.iter().filter_map(|x| x["line"].as_u64()).collect())
-                    .unwrap_or_default();
-                let trace_lines: Vec<u64> = self.script.trace.iter().map(|s| s.line).collect();
-                let mut placed = Vec::new();
-                let mut landed_lines = Vec::new();
-                for (i, line) in lines.iter().enumerate() {
-                    match trace_lines.iter().filter(|l| *l >= line).min() {
-                        Some(landed) if path == self.source => {
-                            landed_lines.push(*landed);
-                            placed.push(json!({"id": i + 1, "verified": true, "line": landed}));
-                        }
-                        _ => placed.push(json!({"id": i + 1, "verified": false, "message": format!("no code at or after line {line}")})),
-                    }
-                }
-                self.breakpoints.insert(path, landed_lines);
-                self.respond(request, json!({"breakpoints": placed}));
-            }
+            "initialize" => self.initialize(request),
+            "launch" | "attach" => self.launch(request, &args),
+            "setBreakpoints" => self.set_breakpoints(request, &args),
             "setExceptionBreakpoints" => {
                 self.filters = args["filters"]
                     .as_array()
@@ -367,42 +437,9 @@ impl Fake {
             "setFunctionBreakpoints" => {
                 self.respond(request, json!({"breakpoints": [{"verified": false}]}));
             }
-            "configurationDone" => {
-                self.respond(request, json!({}));
-                if let Some(seq) = self.launch_seq.take() {
-                    self.send(json!({"type": "response", "request_seq": seq, "command": "launch", "success": true}));
-                }
-                let pid = if self.script.quirks.spawn_debuggee {
-                    use std::os::unix::process::CommandExt;
-                    match Command::new("sleep").arg("300").stdin(Stdio::null()).process_group(0).spawn() {
-                        Ok(child) => {
-                            let pid = child.id();
-                            self.debuggee = Some(child);
-                            pid
-                        }
-                        Err(_) => std::process::id(),
-                    }
-                } else {
-                    std::process::id()
-                };
-                self.event("process", json!({"name": self.source, "systemProcessId": pid, "startMethod": "launch"}));
-                self.run(false);
-            }
+            "configurationDone" => self.configuration_done(request),
             "threads" => self.respond(request, json!({"threads": [{"id": 1, "name": "main"}]})),
-            "stackTrace" => {
-                let step = self.script.trace.get(self.pc).cloned().unwrap_or_default();
-                let base = self.stops * 1000;
-                let name = std::path::Path::new(&self.source)
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_default();
-                self.respond(request, json!({"stackFrames": [
-                    {"id": base, "name": step.name.unwrap_or_else(|| "main".into()), "line": step.line, "column": 1,
-                     "source": {"path": self.source, "name": name}},
-                    {"id": base + 1, "name": "_startIsolate", "line": 300, "column": 5, "presentationHint": "subtle",
-                     "source": {"name": "isolate_patch.dart", "path": "/sdk/lib/isolate/isolate_patch.dart", "presentationHint": "deemphasize"}},
-                ], "totalFrames": 2}));
-            }
+            "stackTrace" => self.stack_trace(request),
             "scopes" => {
                 let n = self.locals().len();
                 self.respond(request, json!({"scopes": [
@@ -455,22 +492,7 @@ impl Fake {
                 self.respond(request, json!({}));
                 self.exit(143);
             }
-            "disconnect" => {
-                self.respond(request, json!({}));
-                if self.script.quirks.linger {
-                    return;
-                }
-                if let Some(mut child) = self.debuggee.take()
-                    && args["terminateDebuggee"].as_bool().unwrap_or(true)
-                {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                }
-                if self.script.quirks.abort_on_disconnect {
-                    std::process::abort();
-                }
-                std::process::exit(0);
-            }
+            "disconnect" => self.disconnect(request, &args),
             _ => self.fail(request, &format!("unsupported request `{command}`")),
         }
     }

@@ -1,8 +1,13 @@
 //! Starting a session: the adapter process in its own process group (stdio, or delve's TCP
 //! port), or a direct TCP connection to a debug server, and the client and event pump on it.
 
-use std::{path::Path, sync::Arc, time::Duration};
+use std::{
+    path::{Path, PathBuf},
+    sync::Arc,
+    time::Duration,
+};
 
+use agent_tools_support::process::{CgroupJoin, SpawnOptions, Spawned};
 use tokio::{
     io::{AsyncBufReadExt, BufReader},
     task::JoinHandle,
@@ -43,67 +48,9 @@ impl Session {
             .prefix("agent-tools-debug-")
             .tempdir_in(opts.capsule.temp_dir())
             .map_err(|e| DebugError::adapter(format!("cannot create a temp folder: {e}")))?;
-        let (request, program, cwd) = match &opts.target {
-            Target::Launch(spec) => (
-                "launch",
-                opts.name.clone().unwrap_or_else(|| spec.program.display().to_string()),
-                spec.cwd.clone(),
-            ),
-            Target::Attach { how, program, cwd } => (
-                "attach",
-                program.as_ref().map_or_else(
-                    || match how {
-                        AttachTo::Port(port) => format!("port {port}"),
-                        AttachTo::Pid(pid) => format!("pid {pid}"),
-                    },
-                    |p| p.display().to_string(),
-                ),
-                cwd.clone(),
-            ),
-        };
-        let (read, write, process, command): (
-            BoxRead,
-            BoxWrite,
-            Option<AdapterProcess>,
-            Vec<String>,
-        ) = match (&opts.target, kind) {
-            (Target::Attach { how: AttachTo::Port(port), .. }, k)
-                if adapters::attach_is_direct(k) =>
-            {
-                let stream = connect_tcp(*port, Duration::from_secs(5)).await.map_err(|e| {
-                    DebugError::Adapter(format!(
-                        "nothing accepts a debug connection on 127.0.0.1:{port} ({e}). {}",
-                        attach_recipe(k, *port)
-                    ))
-                })?;
-                let (r, w) = stream.into_split();
-                (Box::new(r), Box::new(w), None, vec![format!("tcp 127.0.0.1:{port}")])
-            }
-            (_, AdapterKind::Delve) => {
-                let module_dir = match &opts.target {
-                    Target::Launch(spec) => adapters::go_module_dir(&spec.program, opts.root)
-                        .unwrap_or_else(|| spec.cwd.clone()),
-                    Target::Attach { cwd, .. } => cwd.clone(),
-                };
-                let mut argv = opts.command.argv.clone();
-                argv.extend(["dap", "-l", "127.0.0.1:0"].map(String::from));
-                let inherit_stdin = matches!(
-                    &opts.target,
-                    Target::Launch(spec) if spec.stdin == adapters::StdinSource::Inherited
-                );
-                let (stream, process) =
-                    spawn_delve(&argv, &module_dir, &shared, &mut tasks, opts, inherit_stdin)
-                        .await?;
-                let (r, w) = stream.into_split();
-                notes.push(format!("dlv runs in {}", module_dir.display()));
-                (Box::new(r), Box::new(w), Some(process), argv)
-            }
-            _ => {
-                let argv = opts.command.argv.clone();
-                let (r, w, process) = spawn_stdio(&argv, &cwd, &shared, &mut tasks).await?;
-                (r, w, Some(process), argv)
-            }
-        };
+        let (request, program, cwd) = describe_target(opts);
+        let (read, write, process, command) =
+            open_transport(opts, &cwd, &shared, &mut tasks, &mut notes).await?;
         if let Some(process) = &process {
             shared.adapter_pid.store(process.group.pid(), std::sync::atomic::Ordering::SeqCst);
         }
@@ -146,6 +93,81 @@ impl Session {
     }
 }
 
+/// The start request (`launch` or `attach`), the program as named in the session, and the
+/// working folder.
+fn describe_target(opts: &StartOptions<'_>) -> (&'static str, String, PathBuf) {
+    match &opts.target {
+        Target::Launch(spec) => (
+            "launch",
+            opts.name.clone().unwrap_or_else(|| spec.program.display().to_string()),
+            spec.cwd.clone(),
+        ),
+        Target::Attach { how, program, cwd } => (
+            "attach",
+            program.as_ref().map_or_else(
+                || match how {
+                    AttachTo::Port(port) => format!("port {port}"),
+                    AttachTo::Pid(pid) => format!("pid {pid}"),
+                },
+                |p| p.display().to_string(),
+            ),
+            cwd.clone(),
+        ),
+    }
+}
+
+/// The adapter's two ends, the process we started for it (none for a direct connection) and
+/// the command line it runs: delve over the TCP port it prints, a debug server's port
+/// directly, any other adapter over stdio.
+async fn open_transport(
+    opts: &StartOptions<'_>,
+    cwd: &Path,
+    shared: &Arc<Shared>,
+    tasks: &mut Vec<JoinHandle<()>>,
+    notes: &mut Vec<String>,
+) -> Result<Transport, DebugError> {
+    let kind = opts.command.kind;
+    Ok(match (&opts.target, kind) {
+        (Target::Attach { how: AttachTo::Port(port), .. }, k) if adapters::attach_is_direct(k) => {
+            let stream = connect_tcp(*port, Duration::from_secs(5)).await.map_err(|e| {
+                DebugError::Adapter(format!(
+                    "nothing accepts a debug connection on 127.0.0.1:{port} ({e}). {}",
+                    attach_recipe(k, *port)
+                ))
+            })?;
+            let (r, w) = stream.into_split();
+            (Box::new(r), Box::new(w), None, vec![format!("tcp 127.0.0.1:{port}")])
+        }
+        (_, AdapterKind::Delve) => {
+            let module_dir = match &opts.target {
+                Target::Launch(spec) => adapters::go_module_dir(&spec.program, opts.root)
+                    .unwrap_or_else(|| spec.cwd.clone()),
+                Target::Attach { cwd, .. } => cwd.clone(),
+            };
+            let mut argv = opts.command.argv.clone();
+            argv.extend(["dap", "-l", "127.0.0.1:0"].map(String::from));
+            let inherit_stdin = matches!(
+                &opts.target,
+                Target::Launch(spec) if spec.stdin == adapters::StdinSource::Inherited
+            );
+            let (stream, process) =
+                spawn_delve(&argv, &module_dir, shared, tasks, opts, inherit_stdin).await?;
+            let (r, w) = stream.into_split();
+            notes.push(format!("dlv runs in {}", module_dir.display()));
+            (Box::new(r), Box::new(w), Some(process), argv)
+        }
+        _ => {
+            let argv = opts.command.argv.clone();
+            let (r, w, process) = spawn_stdio(&argv, cwd, shared, tasks).await?;
+            (r, w, Some(process), argv)
+        }
+    })
+}
+
+/// What [`open_transport`] gives: the reading and writing ends, the adapter process and its
+/// command line.
+type Transport = (BoxRead, BoxWrite, Option<AdapterProcess>, Vec<String>);
+
 /// Starts the adapter `argv` in `cwd`, in its own process group, with stdout and stderr piped.
 pub(super) async fn start_adapter(
     capsule: &dyn agent_tools_support::capsule::Capsule,
@@ -166,11 +188,20 @@ pub(super) async fn start_adapter(
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
     configure(&mut command);
-    // Own process group, death with the host, a lineage mark its descendants inherit.
-    let agent_tools_support::process::Spawned { child, group } =
-        agent_tools_support::process::spawn(command)
-            .await
-            .map_err(|e| DebugError::adapter(format!("cannot start `{}`: {e}", argv.join(" "))))?;
+    // Own process group, death with the host, a lineage mark its descendants inherit. An
+    // adapter started directly starts nothing before its `launch`, so it joins its cgroup
+    // while it boots instead of before its exec (the join waits for the kernel: 1–15 ms off
+    // the start); a wrapper forks at once, so it joins first.
+    let join = if capsule.signals_reach_the_program() {
+        CgroupJoin::AfterStart
+    } else {
+        CgroupJoin::BeforeExec
+    };
+    let Spawned { child, group } = SpawnOptions::new()
+        .cgroup_join(join)
+        .spawn(command)
+        .await
+        .map_err(|e| DebugError::adapter(format!("cannot start `{}`: {e}", argv.join(" "))))?;
     let pid = i32::try_from(group.pid()).unwrap_or(0);
     Ok(AdapterProcess { child, pid, group })
 }

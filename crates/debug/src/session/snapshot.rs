@@ -3,26 +3,98 @@
 
 use std::path::Path;
 
-use super::{handles::HandleKind, *};
+use super::{handles::HandleKind, state::StopEvent, *};
 use crate::{
     adapters::AdapterKind,
     dap_types::{
-        Evaluate, EvaluateArguments, ExceptionInfo, NoArguments, Scopes, ScopesArguments,
-        StackFrame, StackTrace, StackTraceArguments, ThreadArguments, Threads, Variable, Variables,
-        VariablesArguments,
+        Evaluate, EvaluateArguments, ExceptionInfo, ExceptionInfoBody, NoArguments, Scopes,
+        ScopesArguments, StackFrame, StackTrace, StackTraceArguments, StackTraceBody,
+        ThreadArguments, Threads, ThreadsBody, Variable, Variables, VariablesArguments,
     },
     error::DebugError,
     response::*,
 };
 
 impl Session {
-    /// The stop snapshot of the current stop.
+    /// The stop snapshot of the current stop: the stopped thread's stack, the frame to show,
+    /// its locals and exception details (asked together), then the stop as reported.
     pub(super) async fn snapshot(&mut self) -> StopSnapshot {
         let (epoch, stop) = self.shared.read(|s| (s.epoch, s.stop.clone().unwrap_or_default()));
         self.handles.begin_stop(epoch);
         self.reported_stop = epoch;
-        let timeout = self.config.request_timeout();
         let mut notes = Vec::new();
+        let (threads, stack) = self.stopped_stack(stop.thread_id).await;
+        let thread = stack.as_ref().map(|(id, _)| {
+            let name = threads
+                .as_ref()
+                .and_then(|t| t.name_of(*id))
+                .unwrap_or_else(|| format!("thread {id}"));
+            ThreadView { id: *id, name }
+        });
+        let frames = self.frame_views(stack, &mut notes);
+        let stopped_at = StoppedAt::of(self.kind, &frames);
+        let (chosen, frames_skipped) = choose_frame(&stop.reason, stopped_at, &frames, &mut notes);
+        self.default_frame = chosen.as_ref().map(|(f, _)| f.frame_id);
+        self.shown_frame = chosen.as_ref().map(|(_, raw)| {
+            let path = raw.source.as_ref().and_then(|s| s.path.as_ref()).map(PathBuf::from);
+            (path, u32::try_from(raw.line).unwrap_or(0), raw.id)
+        });
+        let frame_id = chosen.as_ref().and_then(|(_, raw)| raw.id);
+        let (info, locals_result) =
+            self.exception_info_and_locals(&stop, thread.as_ref(), frame_id).await;
+        let exception = (stop.reason == "exception").then(|| exception_view(&stop, info));
+        let (mut locals, mut locals_more, mut locals_reference) = (Vec::new(), 0, None);
+        match locals_result {
+            Some(Ok((vars, more, reference))) => {
+                locals = vars;
+                locals_more = more;
+                locals_reference = reference;
+            }
+            Some(Err(e)) => notes.push(format!(
+                "no locals for {}: {e}",
+                chosen.as_ref().map_or("the frame", |(f, _)| f.name.as_str())
+            )),
+            None => {}
+        }
+        let source = chosen
+            .as_ref()
+            .and_then(|(_, raw)| {
+                let path = raw.source.as_ref()?.path.as_deref()?;
+                let line = u32::try_from(raw.line).ok()?;
+                Some(source_lines(Path::new(path), line))
+            })
+            .unwrap_or_default();
+        let frame = chosen.map(|(f, _)| f);
+        self.last_place = frame.as_ref().map(place_of);
+        // The user frame and its callers: the library frames above it are counted, not shown.
+        let stack: Vec<FrameView> =
+            frames.iter().skip(frames_skipped).take(5).map(|(f, _)| f.clone()).collect();
+        let output = self.shared.update(|s| s.output.read(None, OUTPUT_CHARS));
+        let reported =
+            self.stop_as_reported(stop.reason, exception, stopped_at, &frames, &output).await;
+        StopSnapshot {
+            stop: epoch,
+            reason: reported.reason,
+            description: if reported.paused_by_us { None } else { stop.description },
+            exception: reported.exception,
+            thread,
+            all_threads_stopped: stop.all_threads_stopped,
+            frame,
+            frames_skipped,
+            source,
+            locals,
+            locals_more,
+            locals_reference,
+            stack,
+            output,
+            notes,
+        }
+    }
+
+    /// The threads (for the stopped thread's name) and the stopped thread's stack, asked
+    /// together; without a thread in the stop, the first thread's stack.
+    async fn stopped_stack(&mut self, thread_id: Option<i64>) -> (Option<ThreadsBody>, StackOf) {
+        let timeout = self.config.request_timeout();
         let client = self.client.clone();
         let stack_args = |thread: i64| StackTraceArguments {
             thread_id: thread,
@@ -30,7 +102,7 @@ impl Session {
             levels: MAX_FRAMES,
         };
         let early_threads = self.early_threads.take();
-        let (threads, stack) = match stop.thread_id {
+        match thread_id {
             Some(thread) => {
                 let threads_request = async {
                     if let Some(pending) = early_threads
@@ -59,19 +131,21 @@ impl Session {
                 };
                 (threads, stack)
             }
-        };
-        let thread = stack.as_ref().map(|(id, _)| {
-            let name = threads
-                .as_ref()
-                .and_then(|t| t.name_of(*id))
-                .unwrap_or_else(|| format!("thread {id}"));
-            ThreadView { id: *id, name }
-        });
+        }
+    }
+
+    /// The stack's frames as shown (with their handles) beside the adapter's; a note where
+    /// there are none.
+    fn frame_views(
+        &mut self,
+        stack: StackOf,
+        notes: &mut Vec<String>,
+    ) -> Vec<(FrameView, StackFrame)> {
         let mut frames = Vec::new();
-        match &stack {
+        match stack {
             Some((_, Ok(body))) => {
-                for frame in body.stack_frames.iter().take(MAX_FRAMES) {
-                    frames.push((self.frame_view(frame), frame.clone()));
+                for frame in body.stack_frames.into_iter().take(MAX_FRAMES) {
+                    frames.push((self.frame_view(&frame), frame));
                 }
                 if frames.is_empty() {
                     notes.push("the stopped thread has no frames".into());
@@ -80,30 +154,23 @@ impl Session {
             Some((_, Err(e))) => notes.push(format!("no stack for the stopped thread: {e}")),
             None => notes.push("the adapter reported no thread".into()),
         }
-        // A stop the user asked for (a breakpoint, a step) is shown where it is, library code
-        // or not; one they did not (an exception, a crash, a pause) at the first user frame.
-        let rust_panic = self.kind == AdapterKind::Lldb
-            && frames.first().is_some_and(|(f, _)| f.name.ends_with("rust_panic"));
-        let go_test_failed = self.kind == AdapterKind::Delve
-            && frames.first().is_some_and(|(f, _)| f.name == GO_TEST_FAIL);
-        let asked_for = stop_was_asked_for(&stop.reason) && !rust_panic && !go_test_failed;
-        let user_index =
-            if asked_for { Some(0) } else { frames.iter().position(|(f, _)| !f.library) };
-        let frames_skipped = user_index.unwrap_or(0);
-        if user_index.is_none() && !frames.is_empty() {
-            notes.push("no frame is in the project's code; showing the top frame".into());
-        }
-        let chosen = frames.get(user_index.unwrap_or(0)).cloned();
-        self.default_frame = chosen.as_ref().map(|(f, _)| f.frame_id);
-        self.shown_frame = chosen.as_ref().map(|(_, raw)| {
-            let path = raw.source.as_ref().and_then(|s| s.path.as_ref()).map(PathBuf::from);
-            (path, u32::try_from(raw.line).unwrap_or(0), raw.id)
-        });
+        frames
+    }
 
+    /// `exceptionInfo` (at an exception, where the adapter has it) and the locals of frame
+    /// `frame_id`, asked together.
+    async fn exception_info_and_locals(
+        &mut self,
+        stop: &StopEvent,
+        thread: Option<&ThreadView>,
+        frame_id: Option<i64>,
+    ) -> (Option<ExceptionInfoBody>, Option<Result<Locals, DebugError>>) {
+        let timeout = self.config.request_timeout();
+        let client = self.client.clone();
         let wants_info = stop.reason == "exception"
             && self.capabilities.supports_exception_info_request.unwrap_or(false);
         let info_request = async {
-            match (&thread, wants_info) {
+            match (thread, wants_info) {
                 (Some(thread), true) => client
                     .request::<ExceptionInfo>(ThreadArguments { thread_id: thread.id }, timeout)
                     .await
@@ -111,66 +178,29 @@ impl Session {
                 _ => None,
             }
         };
-        let frame_id = chosen.as_ref().and_then(|(_, raw)| raw.id);
         let locals_request = async {
             match frame_id {
                 Some(id) => Some(self.locals(id).await),
                 None => None,
             }
         };
-        let (info, locals_result) = tokio::join!(info_request, locals_request);
-        let exception = (stop.reason == "exception").then(|| {
-            let mut view = ExceptionView {
-                id: stop.text.clone(),
-                description: stop.description.clone(),
-                break_mode: None,
-                details: None,
-            };
-            if let Some(info) = info {
-                view.id = info.exception_id.or(view.id);
-                view.description = info.description.or(view.description);
-                view.break_mode = info.break_mode;
-                view.details = info.details.and_then(|d| d.stack_trace).map(|t| cut(&t, 1500).0);
-            }
-            view.id = view.id.as_deref().map(without_debugpy_note);
-            view.description = view.description.as_deref().map(without_debugpy_note);
-            view
-        });
-        let (mut locals, mut locals_more, mut locals_reference) = (Vec::new(), 0, None);
-        match locals_result {
-            Some(Ok((vars, more, reference))) => {
-                locals = vars;
-                locals_more = more;
-                locals_reference = reference;
-            }
-            Some(Err(e)) => notes.push(format!(
-                "no locals for {}: {e}",
-                chosen.as_ref().map_or("the frame", |(f, _)| f.name.as_str())
-            )),
-            None => {}
-        }
-        let source = chosen
-            .as_ref()
-            .and_then(|(_, raw)| {
-                let path = raw.source.as_ref()?.path.as_deref()?;
-                let line = u32::try_from(raw.line).ok()?;
-                Some(source_lines(Path::new(path), line))
-            })
-            .unwrap_or_default();
-        let frame = chosen.map(|(f, _)| f);
-        self.last_place = frame.as_ref().map(place_of);
-        // The user frame and its callers: the library frames above it are counted, not shown.
-        let stack: Vec<FrameView> =
-            frames.iter().skip(frames_skipped).take(5).map(|(f, _)| f.clone()).collect();
-        let output = self.shared.update(|s| s.output.read(None, OUTPUT_CHARS));
-        let mut reason = stop.reason;
-        let mut exception = exception;
+        tokio::join!(info_request, locals_request)
+    }
+
+    /// The stop's reason and exception as reported: a Rust panic and a failed Go test stop at
+    /// our function breakpoints and are reported as the exceptions they are; the SIGSTOP of
+    /// our own `pause` as a pause.
+    async fn stop_as_reported(
+        &self,
+        mut reason: String,
+        mut exception: Option<ExceptionView>,
+        stopped_at: StoppedAt,
+        frames: &[(FrameView, StackFrame)],
+        output: &crate::output::OutputChunk,
+    ) -> ReportedStop {
         // A Rust panic stops lldb at our `rust_panic` function breakpoint: report it as the
         // exception it is, with the panic message the program printed.
-        if self.kind == AdapterKind::Lldb
-            && exception.is_none()
-            && frames.first().is_some_and(|(f, _)| f.name.ends_with("rust_panic"))
-        {
+        if stopped_at == StoppedAt::RustPanic && exception.is_none() {
             reason = "exception".into();
             exception = Some(ExceptionView {
                 id: Some("panic".into()),
@@ -181,7 +211,7 @@ impl Session {
         }
         // A Go test marked failed stops delve at our `testing.(*common).Fail` breakpoint:
         // report it as the failure it is, with the message the test logged.
-        if go_test_failed && exception.is_none() {
+        if stopped_at == StoppedAt::GoTestFailure && exception.is_none() {
             reason = "exception".into();
             let top = frames.first().and_then(|(_, raw)| raw.id);
             exception = Some(ExceptionView {
@@ -207,23 +237,7 @@ impl Session {
             exception = None;
             paused_by_us = true;
         }
-        StopSnapshot {
-            stop: epoch,
-            reason,
-            description: if paused_by_us { None } else { stop.description },
-            exception,
-            thread,
-            all_threads_stopped: stop.all_threads_stopped,
-            frame,
-            frames_skipped,
-            source,
-            locals,
-            locals_more,
-            locals_reference,
-            stack,
-            output,
-            notes,
-        }
+        ReportedStop { reason, exception, paused_by_us }
     }
 
     /// What a failing Go test logged so far (`t.Errorf`'s message), read in delve's frame
@@ -243,10 +257,7 @@ impl Session {
     }
 
     /// The locals of adapter frame `frame_id`: (shown, how many more, the scope's reference).
-    pub(super) async fn locals(
-        &mut self,
-        frame_id: i64,
-    ) -> Result<(Vec<VariableView>, usize, Option<u64>), DebugError> {
+    pub(super) async fn locals(&mut self, frame_id: i64) -> Result<Locals, DebugError> {
         let timeout = self.config.request_timeout();
         let scopes =
             self.client.request::<Scopes>(ScopesArguments { frame_id }, timeout).await?.scopes;
@@ -327,6 +338,79 @@ impl Session {
             children,
         }
     }
+}
+
+/// The stopped thread and its stack, as the adapter answered.
+type StackOf = Option<(i64, Result<StackTraceBody, crate::protocol::DapError>)>;
+
+/// A frame's locals: (shown, how many more, the scope's reference).
+type Locals = (Vec<VariableView>, usize, Option<u64>);
+
+/// Where the top frame says the program stopped: at one of the function breakpoints that
+/// stand in for an exception, or elsewhere.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StoppedAt {
+    /// lldb at our `rust_panic` breakpoint.
+    RustPanic,
+    /// delve at our `testing.(*common).Fail` breakpoint.
+    GoTestFailure,
+    Elsewhere,
+}
+
+impl StoppedAt {
+    fn of(kind: AdapterKind, frames: &[(FrameView, StackFrame)]) -> StoppedAt {
+        let top = frames.first().map(|(f, _)| f.name.as_str());
+        match (kind, top) {
+            (AdapterKind::Lldb, Some(name)) if name.ends_with("rust_panic") => StoppedAt::RustPanic,
+            (AdapterKind::Delve, Some(GO_TEST_FAIL)) => StoppedAt::GoTestFailure,
+            _ => StoppedAt::Elsewhere,
+        }
+    }
+}
+
+/// The stop's reason and exception as the snapshot reports them.
+struct ReportedStop {
+    reason: String,
+    exception: Option<ExceptionView>,
+    /// The stop is the SIGSTOP of our own `pause`.
+    paused_by_us: bool,
+}
+
+/// The frame to show and how many frames above it are skipped. A stop the user asked for (a
+/// breakpoint, a step) is shown where it is, library code or not; one they did not (an
+/// exception, a crash, a pause) at the first user frame.
+fn choose_frame(
+    reason: &str,
+    stopped_at: StoppedAt,
+    frames: &[(FrameView, StackFrame)],
+    notes: &mut Vec<String>,
+) -> (Option<(FrameView, StackFrame)>, usize) {
+    let asked_for = stop_was_asked_for(reason) && stopped_at == StoppedAt::Elsewhere;
+    let user_index = if asked_for { Some(0) } else { frames.iter().position(|(f, _)| !f.library) };
+    if user_index.is_none() && !frames.is_empty() {
+        notes.push("no frame is in the project's code; showing the top frame".into());
+    }
+    let skipped = user_index.unwrap_or(0);
+    (frames.get(skipped).cloned(), skipped)
+}
+
+/// The exception of a stop at an exception, completed by the adapter's `exceptionInfo`.
+fn exception_view(stop: &StopEvent, info: Option<ExceptionInfoBody>) -> ExceptionView {
+    let mut view = ExceptionView {
+        id: stop.text.clone(),
+        description: stop.description.clone(),
+        break_mode: None,
+        details: None,
+    };
+    if let Some(info) = info {
+        view.id = info.exception_id.or(view.id);
+        view.description = info.description.or(view.description);
+        view.break_mode = info.break_mode;
+        view.details = info.details.and_then(|d| d.stack_trace).map(|t| cut(&t, 1500).0);
+    }
+    view.id = view.id.as_deref().map(without_debugpy_note);
+    view.description = view.description.as_deref().map(without_debugpy_note);
+    view
 }
 
 /// The message line after Rust's `panicked at FILE:LINE:COL:`.

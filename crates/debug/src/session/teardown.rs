@@ -31,103 +31,20 @@ impl Session {
         // Learn the whole tree before anything dies and gets re-parented.
         self.remember_descendants();
 
-        let (gone, ended) = self.shared.read(|s| (s.gone.is_some(), s.ended()));
-        if !gone && !self.client.is_closed() {
-            self.shared.update(|s| s.disconnecting = true);
-            let terminate = self.owns_debuggee;
-            let args =
-                DisconnectArguments { restart: Some(false), terminate_debuggee: Some(terminate) };
-            match self.client.request::<Disconnect>(args, self.config.disconnect_timeout()).await {
-                Ok(_) => report.steps.push(format!(
-                    "disconnect ({}): acknowledged",
-                    if terminate {
-                        "terminate the program"
-                    } else {
-                        "detach, the program keeps running"
-                    }
-                )),
-                Err(e) => report.steps.push(format!("disconnect: {e}")),
-            }
-        } else if !ended {
-            report.steps.push("disconnect skipped: the adapter is gone".into());
-        }
+        let ended = self.disconnect(&mut report).await;
         if self.kind == AdapterKind::Delve {
             // The program's last output comes through dlv's stdout.
             super::state::wait_for_pipes(&self.shared, Duration::from_millis(500)).await;
         }
         self.client.close_writer().await;
 
-        if let Some(process) = self.process.as_mut() {
-            let pgid = process.pid;
-            match wait_for_exit(&mut process.child, Duration::from_secs(1)).await {
-                Some(status) => report.steps.push(format!(
-                    "adapter exited after its input closed ({}{})",
-                    describe_status(&status),
-                    abort_note(self.kind, &status)
-                )),
-                None => report.steps.push("the adapter did not exit when its input closed".into()),
-            }
-            // The whole tree: SIGTERM, a grace period, SIGKILL to the group and to every
-            // process carrying its lineage mark (what the program forked or started included).
-            let ended = process.group.terminate(Duration::from_millis(300)).await;
-            report.steps.push(format!("the adapter's process tree (group {pgid}): {ended}"));
-            report
-                .killed
-                .extend(ended.killed.iter().map(|p| format!("pid {p} of the adapter's tree")));
-            let _ = wait_for_exit(&mut process.child, Duration::from_secs(2)).await;
-        }
-
+        self.end_adapter_tree(&mut report).await;
         if self.owns_debuggee {
-            let debuggees: Vec<KnownProcess> = self.shared.read(|s| s.debuggees.clone());
-            for proc in debuggees {
-                if !proc.alive() {
-                    continue;
-                }
-                if proc.leads_group() {
-                    // delve starts the program in a process group of its own.
-                    proc.kill_group();
-                } else {
-                    proc.kill();
-                }
-                report.killed.push(format!("program pid {} (SIGKILL)", proc.pid));
-            }
+            self.kill_debuggees(&mut report);
         }
+        self.end_terminal_trees(&mut report).await;
         if self.owns_debuggee {
-            // What the program started and left behind (a fork, `exec.Command(...).Start()`):
-            // remembered by the tracker, found again now, and killed with its groups.
-            self.remember_descendants();
-            let (leftovers, groups) = self.shared.read(|s| (s.debuggees.clone(), s.groups.clone()));
-            for group in groups {
-                kill_group(group);
-            }
-            for proc in leftovers.iter().filter(|p| p.alive()) {
-                proc.kill();
-                report.killed.push(format!("pid {} the program left behind (SIGKILL)", proc.pid));
-            }
-        }
-        let (children, groups) = self.shared.update(|s| {
-            (std::mem::take(&mut s.terminal_children), std::mem::take(&mut s.terminal_groups))
-        });
-        for group in groups {
-            let ended = group.terminate(Duration::from_millis(300)).await;
-            report
-                .steps
-                .push(format!("the program's process tree (group {}): {ended}", group.pid()));
-        }
-        for mut child in children {
-            let _ = tokio::time::timeout(Duration::from_secs(1), child.wait()).await;
-        }
-        if self.owns_debuggee {
-            let debuggees: Vec<KnownProcess> = self.shared.read(|s| s.debuggees.clone());
-            let _ =
-                wait_until(Duration::from_secs(2), || debuggees.iter().all(|p| !p.alive())).await;
-            let survivors: Vec<String> =
-                debuggees.iter().filter(|p| p.alive()).map(|p| p.pid.to_string()).collect();
-            if !survivors.is_empty() {
-                report
-                    .steps
-                    .push(format!("still alive after SIGKILL: pids {}", survivors.join(", ")));
-            }
+            self.await_debuggees_gone(&mut report).await;
         }
 
         for task in self.tasks.drain(..) {
@@ -153,6 +70,107 @@ impl Session {
             report.steps.push("the program was still running: terminate ended it".into());
         }
         report
+    }
+
+    /// `disconnect` (terminating the program we launched, detaching from one we attached to),
+    /// unless the adapter is gone; whether the program had ended before.
+    async fn disconnect(&mut self, report: &mut TeardownReport) -> bool {
+        let (gone, ended) = self.shared.read(|s| (s.gone.is_some(), s.ended()));
+        if !gone && !self.client.is_closed() {
+            self.shared.update(|s| s.disconnecting = true);
+            let terminate = self.owns_debuggee;
+            let args =
+                DisconnectArguments { restart: Some(false), terminate_debuggee: Some(terminate) };
+            match self.client.request::<Disconnect>(args, self.config.disconnect_timeout()).await {
+                Ok(_) => report.steps.push(format!(
+                    "disconnect ({}): acknowledged",
+                    if terminate {
+                        "terminate the program"
+                    } else {
+                        "detach, the program keeps running"
+                    }
+                )),
+                Err(e) => report.steps.push(format!("disconnect: {e}")),
+            }
+        } else if !ended {
+            report.steps.push("disconnect skipped: the adapter is gone".into());
+        }
+        ended
+    }
+
+    /// Waits for the adapter to exit on its closed input, then ends its whole tree.
+    async fn end_adapter_tree(&mut self, report: &mut TeardownReport) {
+        let Some(process) = self.process.as_mut() else { return };
+        let pgid = process.pid;
+        match wait_for_exit(&mut process.child, Duration::from_secs(1)).await {
+            Some(status) => report.steps.push(format!(
+                "adapter exited after its input closed ({}{})",
+                describe_status(&status),
+                abort_note(self.kind, &status)
+            )),
+            None => report.steps.push("the adapter did not exit when its input closed".into()),
+        }
+        // The whole tree: SIGTERM, a grace period, SIGKILL to the group and to every
+        // process carrying its lineage mark (what the program forked or started included).
+        let ended = process.group.terminate(Duration::from_millis(300)).await;
+        report.steps.push(format!("the adapter's process tree (group {pgid}): {ended}"));
+        report.killed.extend(ended.killed.iter().map(|p| format!("pid {p} of the adapter's tree")));
+        let _ = wait_for_exit(&mut process.child, Duration::from_secs(2)).await;
+    }
+
+    /// SIGKILL to the programs the adapter started and to what they left behind.
+    fn kill_debuggees(&mut self, report: &mut TeardownReport) {
+        let debuggees: Vec<KnownProcess> = self.shared.read(|s| s.debuggees.clone());
+        for proc in debuggees {
+            if !proc.alive() {
+                continue;
+            }
+            if proc.leads_group() {
+                // delve starts the program in a process group of its own.
+                proc.kill_group();
+            } else {
+                proc.kill();
+            }
+            report.killed.push(format!("program pid {} (SIGKILL)", proc.pid));
+        }
+        // What the program started and left behind (a fork, `exec.Command(...).Start()`):
+        // remembered by the tracker, found again now, and killed with its groups.
+        self.remember_descendants();
+        let (leftovers, groups) = self.shared.read(|s| (s.debuggees.clone(), s.groups.clone()));
+        for group in groups {
+            kill_group(group);
+        }
+        for proc in leftovers.iter().filter(|p| p.alive()) {
+            proc.kill();
+            report.killed.push(format!("pid {} the program left behind (SIGKILL)", proc.pid));
+        }
+    }
+
+    /// Ends the trees of programs started in a terminal for the adapter.
+    async fn end_terminal_trees(&mut self, report: &mut TeardownReport) {
+        let (children, groups) = self.shared.update(|s| {
+            (std::mem::take(&mut s.terminal_children), std::mem::take(&mut s.terminal_groups))
+        });
+        for group in groups {
+            let ended = group.terminate(Duration::from_millis(300)).await;
+            report
+                .steps
+                .push(format!("the program's process tree (group {}): {ended}", group.pid()));
+        }
+        for mut child in children {
+            let _ = tokio::time::timeout(Duration::from_secs(1), child.wait()).await;
+        }
+    }
+
+    /// Waits, bounded, for the programs to be gone; names the survivors.
+    async fn await_debuggees_gone(&self, report: &mut TeardownReport) {
+        let debuggees: Vec<KnownProcess> = self.shared.read(|s| s.debuggees.clone());
+        let _ = wait_until(Duration::from_secs(2), || debuggees.iter().all(|p| !p.alive())).await;
+        let survivors: Vec<String> =
+            debuggees.iter().filter(|p| p.alive()).map(|p| p.pid.to_string()).collect();
+        if !survivors.is_empty() {
+            report.steps.push(format!("still alive after SIGKILL: pids {}", survivors.join(", ")));
+        }
     }
 }
 

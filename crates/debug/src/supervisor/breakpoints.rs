@@ -23,29 +23,7 @@ impl DebugSupervisor {
         let Some(file) = args.file.as_deref() else {
             return self.every_file(inner, root, args).await;
         };
-        let lines = args.lines.clone().ok_or_else(|| {
-            DebugError::usage(
-                "breakpoints needs `lines` with `file` (line numbers to add, or to drop with \
-                 `remove: true`; [] clears the file); without `file` it lists every breakpoint",
-            )
-        })?;
-        if lines.contains(&0) {
-            return Err(DebugError::usage("line numbers start at 1"));
-        }
-        let remove = args.remove.unwrap_or(false);
-        if remove
-            && (args.condition.is_some()
-                || args.hit_condition.is_some()
-                || args.log_message.is_some())
-        {
-            return Err(DebugError::usage(
-                "`remove: true` takes only `file` and `lines`; to change a breakpoint, add its \
-                 line again with the new condition, hit_condition or log_message",
-            ));
-        }
-        if let Some(hit) = &args.hit_condition {
-            check_hit_condition(hit)?;
-        }
+        let (lines, remove) = checked_lines(args)?;
         let libraries = self.library_roots(root).await;
         let (path, library) = launch::resolve_source(root, file, &libraries)?;
         if !path.is_file() {
@@ -58,42 +36,7 @@ impl DebugSupervisor {
             .cloned()
             .unwrap_or(BreakpointRequest { lines: Vec::new(), library });
         request.library = library;
-        if lines.is_empty() {
-            request.lines.clear();
-        } else if remove {
-            let missing: Vec<String> = lines
-                .iter()
-                .filter(|l| !request.lines.iter().any(|b| b.line == **l))
-                .map(u32::to_string)
-                .collect();
-            if !missing.is_empty() {
-                let set: Vec<String> = request.lines.iter().map(|b| b.line.to_string()).collect();
-                return Err(DebugError::usage(format!(
-                    "no breakpoint at line {} of {shown} to remove ({})",
-                    missing.join(", "),
-                    if set.is_empty() {
-                        "it has none".to_string()
-                    } else {
-                        format!("it has line {}", set.join(", "))
-                    }
-                )));
-            }
-            request.lines.retain(|b| !lines.contains(&b.line));
-        } else {
-            for line in &lines {
-                let asked = LineBreakpoint {
-                    line: *line,
-                    condition: args.condition.clone(),
-                    hit_condition: args.hit_condition.clone(),
-                    log_message: args.log_message.clone(),
-                };
-                match request.lines.iter_mut().find(|b| b.line == *line) {
-                    Some(existing) => *existing = asked,
-                    None => request.lines.push(asked),
-                }
-            }
-            request.lines.sort_by_key(|b| b.line);
-        }
+        edit_lines(&mut request, &lines, remove, args, &shown)?;
         if request.lines.is_empty() {
             inner.breakpoints.remove(&path);
         } else {
@@ -156,4 +99,78 @@ impl DebugSupervisor {
             pending: live.is_none(),
         }))
     }
+}
+
+/// The call's `lines` (checked) and whether they are to be removed.
+fn checked_lines(args: &DebugArgs) -> Result<(Vec<u32>, bool), DebugError> {
+    let lines = args.lines.clone().ok_or_else(|| {
+        DebugError::usage(
+            "breakpoints needs `lines` with `file` (line numbers to add, or to drop with \
+             `remove: true`; [] clears the file); without `file` it lists every breakpoint",
+        )
+    })?;
+    if lines.contains(&0) {
+        return Err(DebugError::usage("line numbers start at 1"));
+    }
+    let remove = args.remove.unwrap_or(false);
+    if remove
+        && (args.condition.is_some() || args.hit_condition.is_some() || args.log_message.is_some())
+    {
+        return Err(DebugError::usage(
+            "`remove: true` takes only `file` and `lines`; to change a breakpoint, add its \
+             line again with the new condition, hit_condition or log_message",
+        ));
+    }
+    if let Some(hit) = &args.hit_condition {
+        check_hit_condition(hit)?;
+    }
+    Ok((lines, remove))
+}
+
+/// Applies the call to the file's breakpoints: `[]` clears them, `remove` drops the lines
+/// (each must be set), else the lines are added or replaced, in line order.
+fn edit_lines(
+    request: &mut BreakpointRequest,
+    lines: &[u32],
+    remove: bool,
+    args: &DebugArgs,
+    shown: &str,
+) -> Result<(), DebugError> {
+    if lines.is_empty() {
+        request.lines.clear();
+    } else if remove {
+        let missing: Vec<String> = lines
+            .iter()
+            .filter(|l| !request.lines.iter().any(|b| b.line == **l))
+            .map(u32::to_string)
+            .collect();
+        if !missing.is_empty() {
+            let set: Vec<String> = request.lines.iter().map(|b| b.line.to_string()).collect();
+            return Err(DebugError::usage(format!(
+                "no breakpoint at line {} of {shown} to remove ({})",
+                missing.join(", "),
+                if set.is_empty() {
+                    "it has none".to_string()
+                } else {
+                    format!("it has line {}", set.join(", "))
+                }
+            )));
+        }
+        request.lines.retain(|b| !lines.contains(&b.line));
+    } else {
+        for line in lines {
+            let asked = LineBreakpoint {
+                line: *line,
+                condition: args.condition.clone(),
+                hit_condition: args.hit_condition.clone(),
+                log_message: args.log_message.clone(),
+            };
+            match request.lines.iter_mut().find(|b| b.line == *line) {
+                Some(existing) => *existing = asked,
+                None => request.lines.push(asked),
+            }
+        }
+        request.lines.sort_by_key(|b| b.line);
+    }
+    Ok(())
 }

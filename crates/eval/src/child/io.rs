@@ -34,6 +34,31 @@ pub(super) fn cloexec_pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
+/// Maps the protocol pipes to the child's fds 3 (commands in) and 4 (events out), between
+/// fork and exec.
+pub(super) fn map_protocol_fds(std_cmd: &mut std::process::Command, child_fds: [i32; 2]) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: only async-signal-safe calls (fcntl, dup2) between fork and exec.
+    unsafe {
+        std_cmd.pre_exec(move || {
+            let mut high = [0i32; 2];
+            for (i, fd) in child_fds.iter().enumerate() {
+                let dup = libc::fcntl(*fd, libc::F_DUPFD_CLOEXEC, 10);
+                if dup < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                high[i] = dup;
+            }
+            for (i, fd) in high.iter().enumerate() {
+                if libc::dup2(*fd, 3 + i as i32) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        });
+    }
+}
+
 pub(super) fn set_nonblocking(fd: &OwnedFd) -> std::io::Result<()> {
     // SAFETY: plain fcntl calls on an fd we own.
     unsafe {

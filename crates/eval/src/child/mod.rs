@@ -24,8 +24,8 @@ use agent_tools_support::process::{
 mod io;
 
 use self::io::{
-    Raw, cloexec_pipe, encode_frame, read_frames, read_stream, set_nonblocking, stderr_reader,
-    stdout_reader, write_frames,
+    Raw, cloexec_pipe, encode_frame, map_protocol_fds, read_frames, read_stream, set_nonblocking,
+    stderr_reader, stdout_reader, write_frames,
 };
 use crate::{
     cell::{Done, Event, KernelIo, Utf8Stream},
@@ -166,29 +166,7 @@ impl ChildKernel {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        let child_fds = [cmd_read.as_raw_fd(), evt_write.as_raw_fd()];
-        {
-            use std::os::unix::process::CommandExt;
-            // SAFETY: only async-signal-safe calls (fcntl, dup2) between fork and exec.
-            unsafe {
-                std_cmd.pre_exec(move || {
-                    let mut high = [0i32; 2];
-                    for (i, fd) in child_fds.iter().enumerate() {
-                        let dup = libc::fcntl(*fd, libc::F_DUPFD_CLOEXEC, 10);
-                        if dup < 0 {
-                            return Err(std::io::Error::last_os_error());
-                        }
-                        high[i] = dup;
-                    }
-                    for (i, fd) in high.iter().enumerate() {
-                        if libc::dup2(*fd, 3 + i as i32) < 0 {
-                            return Err(std::io::Error::last_os_error());
-                        }
-                    }
-                    Ok(())
-                });
-            }
-        }
+        map_protocol_fds(&mut std_cmd, [cmd_read.as_raw_fd(), evt_write.as_raw_fd()]);
         // The support crate's spawn: an own process group, death with the host (even by
         // SIGKILL), and a teardown that also finds what a cell started and detached.
         // A runner started directly starts nothing before its first command, so it may join
@@ -262,30 +240,37 @@ impl ChildKernel {
             let how = kernel.wait_dead().await;
             return Err(format!("the interpreter did not take the runner; {how}"));
         }
+        kernel.await_hello(python).await?;
+        Ok(kernel)
+    }
+
+    /// Waits for the runner's hello (what it says of the interpreter), keeping what the
+    /// interpreter writes to stderr meanwhile for the report of a failed start.
+    async fn await_hello(&mut self, python: &Path) -> Result<(), String> {
         let deadline = Instant::now() + START_TIMEOUT;
         loop {
             let raw = tokio::select! {
-                raw = kernel.rx.recv() => raw,
+                raw = self.rx.recv() => raw,
                 () = tokio::time::sleep_until(deadline) => {
-                    kernel.kill_group();
+                    self.kill_group();
                     return Err(format!("{} did not start within {} s", python.display(), START_TIMEOUT.as_secs()));
                 }
             };
             match raw {
                 Some(Raw::Frame(frame)) if frame["t"] == "hello" => {
-                    kernel.info = KernelInfo {
+                    self.info = KernelInfo {
                         executable: frame["executable"].as_str().unwrap_or_default().to_string(),
                         version: frame["version"].as_str().unwrap_or_default().to_string(),
                         cwd: frame["cwd"].as_str().unwrap_or_default().to_string(),
                         typescript: frame["typescript"].as_bool().unwrap_or(false),
                     };
-                    return Ok(kernel);
+                    return Ok(());
                 }
                 Some(Raw::Bytes(StreamName::Stderr, bytes)) => {
-                    kernel.remember_stderr(&String::from_utf8_lossy(&bytes));
+                    self.remember_stderr(&String::from_utf8_lossy(&bytes));
                 }
                 Some(Raw::EventsClosed(_)) | None => {
-                    let how = kernel.wait_dead().await;
+                    let how = self.wait_dead().await;
                     return Err(format!("{} failed to start the kernel: {how}", python.display()));
                 }
                 Some(_) => {}

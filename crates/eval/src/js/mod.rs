@@ -380,27 +380,7 @@ fn run_cell<'js>(
     let evaluated: rquickjs::Result<Promise<'js>> = ctx.eval_with_options(source, options);
     let promise = match evaluated.catch(ctx) {
         Ok(p) => p,
-        Err(err) => {
-            let message = caught_message(&err);
-            if is_oom(&message) {
-                return Err(Fatal::OutOfMemory);
-            }
-            if interrupt.load(Ordering::SeqCst) && is_interrupt(&message) {
-                done.status = "interrupted".into();
-                return Ok(done);
-            }
-            done.status = "error".into();
-            done.error = Some(match err {
-                CaughtError::Exception(e) => error_of(hooks, e.into_value()),
-                CaughtError::Value(v) => error_of(hooks, v),
-                CaughtError::Error(e) => CellError {
-                    ename: "Error".into(),
-                    evalue: e.to_string(),
-                    traceback: e.to_string(),
-                },
-            });
-            return Ok(done);
-        }
+        Err(err) => return not_started(hooks, interrupt, err, done),
     };
     loop {
         // Run every queued promise job.
@@ -410,57 +390,9 @@ fn run_cell<'js>(
             }
         }
         match promise.state() {
-            PromiseState::Resolved => {
-                let completion: rquickjs::Result<Object<'js>> = promise
-                    .result::<Object<'js>>()
-                    .unwrap_or_else(|| Err(rquickjs::Error::Unknown));
-                if let Ok(obj) = completion {
-                    let value: Value<'js> =
-                        obj.get("value").unwrap_or_else(|_| Value::new_undefined(ctx.clone()));
-                    if !value.is_undefined() {
-                        let bundle: rquickjs::Result<String> = hooks.bundle.call((value,));
-                        done.result = bundle.ok().and_then(|s| serde_json::from_str(&s).ok());
-                    }
-                }
-                report_unhandled(ctx, ev_tx, &promise);
-                return Ok(done);
-            }
+            PromiseState::Resolved => return Ok(resolved(ctx, hooks, ev_tx, &promise, done)),
             PromiseState::Rejected => {
-                let rejected: rquickjs::Result<Value<'js>> =
-                    promise.result::<Value<'js>>().unwrap_or_else(|| Err(rquickjs::Error::Unknown));
-                let error = match rejected.catch(ctx) {
-                    Ok(v) => error_of(hooks, v),
-                    Err(CaughtError::Exception(e)) => {
-                        let message = e.message().unwrap_or_default();
-                        if is_oom(&message) {
-                            return Err(Fatal::OutOfMemory);
-                        }
-                        if interrupt.load(Ordering::SeqCst) && is_interrupt(&message) {
-                            done.status = "interrupted".into();
-                            let _: rquickjs::Result<()> =
-                                hooks.fail_all.call(("the cell was interrupted",));
-                            return Ok(done);
-                        }
-                        error_of(hooks, e.into_value())
-                    }
-                    Err(CaughtError::Value(v)) => error_of(hooks, v),
-                    Err(CaughtError::Error(e)) => CellError {
-                        ename: "Error".into(),
-                        evalue: e.to_string(),
-                        traceback: e.to_string(),
-                    },
-                };
-                if is_oom(&error.evalue) {
-                    return Err(Fatal::OutOfMemory);
-                }
-                if interrupt.load(Ordering::SeqCst) && is_interrupt(&error.evalue) {
-                    done.status = "interrupted".into();
-                    return Ok(done);
-                }
-                done.status = "error".into();
-                done.error = Some(error);
-                report_unhandled(ctx, ev_tx, &promise);
-                return Ok(done);
+                return rejected(ctx, hooks, ev_tx, interrupt, &promise, done);
             }
             PromiseState::Pending => {}
         }
@@ -470,65 +402,177 @@ fn run_cell<'js>(
             done.status = "interrupted".into();
             return Ok(done);
         }
-        // Sleep until the next timer or a message from the host.
-        let next = timers.borrow().timers.keys().next().map(|(at, _)| *at);
-        let msg = match next {
-            Some(at) => {
-                let now = Instant::now();
-                if at <= now {
-                    Err(std_mpsc::RecvTimeoutError::Timeout)
-                } else {
-                    cmd_rx.recv_timeout(at - now)
-                }
+        wait_for_the_loop(ctx, hooks, timers, cmd_rx, ev_tx)?;
+    }
+}
+
+/// A cell whose code did not even start (a syntax error, an exception while it was set up).
+fn not_started<'js>(
+    hooks: &Hooks<'js>,
+    interrupt: &AtomicBool,
+    err: CaughtError<'js>,
+    mut done: Done,
+) -> Result<Done, Fatal> {
+    let message = caught_message(&err);
+    if is_oom(&message) {
+        return Err(Fatal::OutOfMemory);
+    }
+    if interrupt.load(Ordering::SeqCst) && is_interrupt(&message) {
+        done.status = "interrupted".into();
+        return Ok(done);
+    }
+    done.status = "error".into();
+    done.error = Some(match err {
+        CaughtError::Exception(e) => error_of(hooks, e.into_value()),
+        CaughtError::Value(v) => error_of(hooks, v),
+        CaughtError::Error(e) => {
+            CellError { ename: "Error".into(), evalue: e.to_string(), traceback: e.to_string() }
+        }
+    });
+    Ok(done)
+}
+
+/// A cell whose promise resolved: its completion value as the result.
+fn resolved<'js>(
+    ctx: &Ctx<'js>,
+    hooks: &Hooks<'js>,
+    ev_tx: &mpsc::UnboundedSender<Event>,
+    promise: &Promise<'js>,
+    mut done: Done,
+) -> Done {
+    let completion: rquickjs::Result<Object<'js>> =
+        promise.result::<Object<'js>>().unwrap_or_else(|| Err(rquickjs::Error::Unknown));
+    if let Ok(obj) = completion {
+        let value: Value<'js> =
+            obj.get("value").unwrap_or_else(|_| Value::new_undefined(ctx.clone()));
+        if !value.is_undefined() {
+            let bundle: rquickjs::Result<String> = hooks.bundle.call((value,));
+            done.result = bundle.ok().and_then(|s| serde_json::from_str(&s).ok());
+        }
+    }
+    report_unhandled(ctx, ev_tx, promise);
+    done
+}
+
+/// A cell whose promise was rejected: an error, an interrupt, or out of memory.
+fn rejected<'js>(
+    ctx: &Ctx<'js>,
+    hooks: &Hooks<'js>,
+    ev_tx: &mpsc::UnboundedSender<Event>,
+    interrupt: &AtomicBool,
+    promise: &Promise<'js>,
+    mut done: Done,
+) -> Result<Done, Fatal> {
+    let rejected: rquickjs::Result<Value<'js>> =
+        promise.result::<Value<'js>>().unwrap_or_else(|| Err(rquickjs::Error::Unknown));
+    let error = match rejected.catch(ctx) {
+        Ok(v) => error_of(hooks, v),
+        Err(CaughtError::Exception(e)) => {
+            let message = e.message().unwrap_or_default();
+            if is_oom(&message) {
+                return Err(Fatal::OutOfMemory);
             }
-            None => cmd_rx.recv().map_err(|_| std_mpsc::RecvTimeoutError::Disconnected),
-        };
-        match msg {
-            Ok(Cmd::ToolResult { id, result }) => {
-                let (ok, payload) = match result {
-                    Ok(v) => (true, v.to_string()),
-                    Err(e) => (false, e),
-                };
-                let settled: rquickjs::Result<()> = hooks.settle.call((id as f64, ok, payload));
-                if let Err(e) = settled.catch(ctx) {
-                    let _ = ev_tx.send(Event::Stream(
-                        StreamName::Stderr,
-                        format!("[tool result could not be delivered: {}]\n", caught_message(&e)),
-                    ));
-                }
+            if interrupt.load(Ordering::SeqCst) && is_interrupt(&message) {
+                done.status = "interrupted".into();
+                let _: rquickjs::Result<()> = hooks.fail_all.call(("the cell was interrupted",));
+                return Ok(done);
             }
-            Ok(Cmd::Wake) => {}
-            Ok(Cmd::Exec { .. }) => {}
-            Ok(Cmd::Shutdown) | Err(std_mpsc::RecvTimeoutError::Disconnected) => {
-                return Err(Fatal::Broken("the JavaScript kernel was shut down".into()));
+            error_of(hooks, e.into_value())
+        }
+        Err(CaughtError::Value(v)) => error_of(hooks, v),
+        Err(CaughtError::Error(e)) => {
+            CellError { ename: "Error".into(), evalue: e.to_string(), traceback: e.to_string() }
+        }
+    };
+    if is_oom(&error.evalue) {
+        return Err(Fatal::OutOfMemory);
+    }
+    if interrupt.load(Ordering::SeqCst) && is_interrupt(&error.evalue) {
+        done.status = "interrupted".into();
+        return Ok(done);
+    }
+    done.status = "error".into();
+    done.error = Some(error);
+    report_unhandled(ctx, ev_tx, promise);
+    Ok(done)
+}
+
+/// Sleeps until the next timer or a message from the host, and handles it: a tool result is
+/// settled, due timers fire.
+fn wait_for_the_loop<'js>(
+    ctx: &Ctx<'js>,
+    hooks: &Hooks<'js>,
+    timers: &std::rc::Rc<std::cell::RefCell<Loop>>,
+    cmd_rx: &std_mpsc::Receiver<Cmd>,
+    ev_tx: &mpsc::UnboundedSender<Event>,
+) -> Result<(), Fatal> {
+    let next = timers.borrow().timers.keys().next().map(|(at, _)| *at);
+    let msg = match next {
+        Some(at) => {
+            let now = Instant::now();
+            if at <= now {
+                Err(std_mpsc::RecvTimeoutError::Timeout)
+            } else {
+                cmd_rx.recv_timeout(at - now)
             }
-            Err(std_mpsc::RecvTimeoutError::Timeout) => {
-                let now = Instant::now();
-                let due: Vec<u64> = {
-                    let mut state = timers.borrow_mut();
-                    let due: Vec<(Instant, u64)> =
-                        state.timers.keys().take_while(|(at, _)| *at <= now).copied().collect();
-                    for key in &due {
-                        state.timers.remove(key);
-                    }
-                    due.into_iter().map(|(_, id)| id).collect()
-                };
-                for id in due {
-                    let fired: rquickjs::Result<()> = hooks.fire.call((id as f64,));
-                    if let Err(e) = fired.catch(ctx) {
-                        let message = caught_message(&e);
-                        if is_oom(&message) {
-                            return Err(Fatal::OutOfMemory);
-                        }
-                        if !is_interrupt(&message) {
-                            let _ = ev_tx.send(Event::Stream(
-                                StreamName::Stderr,
-                                format!("Uncaught exception in a timer: {message}\n"),
-                            ));
-                        }
-                    }
-                }
+        }
+        None => cmd_rx.recv().map_err(|_| std_mpsc::RecvTimeoutError::Disconnected),
+    };
+    match msg {
+        Ok(Cmd::ToolResult { id, result }) => {
+            let (ok, payload) = match result {
+                Ok(v) => (true, v.to_string()),
+                Err(e) => (false, e),
+            };
+            let settled: rquickjs::Result<()> = hooks.settle.call((id as f64, ok, payload));
+            if let Err(e) = settled.catch(ctx) {
+                let _ = ev_tx.send(Event::Stream(
+                    StreamName::Stderr,
+                    format!("[tool result could not be delivered: {}]\n", caught_message(&e)),
+                ));
+            }
+        }
+        Ok(Cmd::Wake) => {}
+        Ok(Cmd::Exec { .. }) => {}
+        Ok(Cmd::Shutdown) | Err(std_mpsc::RecvTimeoutError::Disconnected) => {
+            return Err(Fatal::Broken("the JavaScript kernel was shut down".into()));
+        }
+        Err(std_mpsc::RecvTimeoutError::Timeout) => fire_due_timers(ctx, hooks, timers, ev_tx)?,
+    }
+    Ok(())
+}
+
+/// Fires the timers that are due, in order; an exception in one is reported on stderr.
+fn fire_due_timers<'js>(
+    ctx: &Ctx<'js>,
+    hooks: &Hooks<'js>,
+    timers: &std::rc::Rc<std::cell::RefCell<Loop>>,
+    ev_tx: &mpsc::UnboundedSender<Event>,
+) -> Result<(), Fatal> {
+    let now = Instant::now();
+    let due: Vec<u64> = {
+        let mut state = timers.borrow_mut();
+        let due: Vec<(Instant, u64)> =
+            state.timers.keys().take_while(|(at, _)| *at <= now).copied().collect();
+        for key in &due {
+            state.timers.remove(key);
+        }
+        due.into_iter().map(|(_, id)| id).collect()
+    };
+    for id in due {
+        let fired: rquickjs::Result<()> = hooks.fire.call((id as f64,));
+        if let Err(e) = fired.catch(ctx) {
+            let message = caught_message(&e);
+            if is_oom(&message) {
+                return Err(Fatal::OutOfMemory);
+            }
+            if !is_interrupt(&message) {
+                let _ = ev_tx.send(Event::Stream(
+                    StreamName::Stderr,
+                    format!("Uncaught exception in a timer: {message}\n"),
+                ));
             }
         }
     }
+    Ok(())
 }

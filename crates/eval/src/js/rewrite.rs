@@ -7,131 +7,169 @@
 
 /// The rewritten cell.
 pub(crate) fn rewrite(code: &str) -> String {
-    let bytes = code.as_bytes();
-    let mut out = String::with_capacity(code.len() + 16);
-    let mut i = 0;
-    let mut depth: i32 = 0;
-    // Template literal nesting: for each open `${`, the depth at which it closes.
-    let mut template_stack: Vec<i32> = Vec::new();
-    // The last significant token, to tell regex from division and statement starts.
-    let mut prev = Prev::Start;
-    // A rewritten class at depth 0: insert `;` when its body closes.
-    let mut class_pending = false;
-    let mut class_body_depth: Option<i32> = None;
-    let mut last_copied = 0;
+    let mut lexer = Rewriter {
+        code,
+        bytes: code.as_bytes(),
+        out: String::with_capacity(code.len() + 16),
+        i: 0,
+        depth: 0,
+        template_stack: Vec::new(),
+        prev: Prev::Start,
+        class_pending: false,
+        class_body_depth: None,
+        last_copied: 0,
+    };
+    while lexer.i < lexer.bytes.len() {
+        lexer.step();
+    }
+    lexer.out.push_str(&code[lexer.last_copied..]);
+    lexer.out
+}
 
-    while i < bytes.len() {
+/// The lexer's state as it walks a cell once, copying it to `out` with its rewrites.
+struct Rewriter<'a> {
+    code: &'a str,
+    bytes: &'a [u8],
+    out: String,
+    i: usize,
+    depth: i32,
+    /// Template literal nesting: for each open `${`, the depth at which it closes.
+    template_stack: Vec<i32>,
+    /// The last significant token, to tell regex from division and statement starts.
+    prev: Prev,
+    /// A rewritten class at depth 0: insert `;` when its body closes.
+    class_pending: bool,
+    class_body_depth: Option<i32>,
+    last_copied: usize,
+}
+
+impl Rewriter<'_> {
+    /// Takes the next token (or comment, string, literal) at `i`.
+    fn step(&mut self) {
+        let bytes = self.bytes;
+        let i = self.i;
         let c = bytes[i];
         match c {
             b'/' if bytes.get(i + 1) == Some(&b'/') => {
-                while i < bytes.len() && bytes[i] != b'\n' {
-                    i += 1;
+                while self.i < bytes.len() && bytes[self.i] != b'\n' {
+                    self.i += 1;
                 }
             }
             b'/' if bytes.get(i + 1) == Some(&b'*') => {
-                i += 2;
-                while i + 1 < bytes.len() && !(bytes[i] == b'*' && bytes[i + 1] == b'/') {
-                    i += 1;
+                self.i += 2;
+                while self.i + 1 < bytes.len()
+                    && !(bytes[self.i] == b'*' && bytes[self.i + 1] == b'/')
+                {
+                    self.i += 1;
                 }
-                i = (i + 2).min(bytes.len());
+                self.i = (self.i + 2).min(bytes.len());
             }
             b'\'' | b'"' => {
-                i = skip_string(bytes, i, c);
-                prev = Prev::Value;
+                self.i = skip_string(bytes, i, c);
+                self.prev = Prev::Value;
             }
             b'`' => {
-                i = skip_template(bytes, i + 1, &mut template_stack, depth);
-                prev = Prev::Value;
+                self.i = skip_template(bytes, i + 1, &mut self.template_stack, self.depth);
+                self.prev = Prev::Value;
             }
-            b'/' if prev.allows_regex() => {
-                i = skip_regex(bytes, i);
-                prev = Prev::Value;
+            b'/' if self.prev.allows_regex() => {
+                self.i = skip_regex(bytes, i);
+                self.prev = Prev::Value;
             }
-            b'(' | b'[' | b'{' => {
-                if c == b'{' && class_pending && depth == 0 {
-                    class_pending = false;
-                    class_body_depth = Some(0);
-                }
-                depth += 1;
-                i += 1;
-                prev = Prev::Punct(c);
-            }
-            b')' | b']' | b'}' => {
-                if c == b'}' && template_stack.last() == Some(&depth) {
-                    template_stack.pop();
-                    depth -= 1;
-                    i = skip_template(bytes, i + 1, &mut template_stack, depth);
-                    prev = Prev::Value;
-                    continue;
-                }
-                depth -= 1;
-                i += 1;
-                prev = if c == b'}' { Prev::Punct(b'}') } else { Prev::Value };
-                if c == b'}' && class_body_depth == Some(depth) {
-                    class_body_depth = None;
-                    out.push_str(&code[last_copied..i]);
-                    out.push(';');
-                    last_copied = i;
-                }
-            }
-            c if c.is_ascii_alphabetic() || c == b'_' || c == b'$' || c >= 0x80 => {
-                let start = i;
-                i = identifier_end(bytes, i);
-                let word = &code[start..i];
-                let at_statement = depth == 0 && prev.starts_statement() && !class_pending;
-                if at_statement
-                    && (word == "let" || word == "const")
-                    && next_starts_binding(bytes, i)
-                {
-                    out.push_str(&code[last_copied..start]);
-                    out.push_str("var");
-                    last_copied = i;
-                    prev = Prev::Keyword;
-                    continue;
-                }
-                if at_statement
-                    && word == "class"
-                    && class_body_depth.is_none()
-                    && let Some((name_start, name_end)) = class_name(bytes, i)
-                {
-                    let name = &code[name_start..name_end];
-                    out.push_str(&code[last_copied..start]);
-                    out.push_str(&format!("var {name} = class"));
-                    last_copied = i;
-                    class_pending = true;
-                    prev = Prev::Keyword;
-                    continue;
-                }
-                prev = if is_keyword_before_expression(word) { Prev::Keyword } else { Prev::Value };
-            }
+            b'(' | b'[' | b'{' => self.open(c),
+            b')' | b']' | b'}' => self.close(c),
+            c if c.is_ascii_alphabetic() || c == b'_' || c == b'$' || c >= 0x80 => self.word(),
             b'0'..=b'9' => {
-                while i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'.') {
-                    i += 1;
+                while self.i < bytes.len()
+                    && (bytes[self.i].is_ascii_alphanumeric() || bytes[self.i] == b'.')
+                {
+                    self.i += 1;
                 }
-                prev = Prev::Value;
+                self.prev = Prev::Value;
             }
             b'\n' => {
-                i += 1;
-                if depth == 0 && matches!(prev, Prev::Value | Prev::Punct(b')' | b']')) {
+                self.i += 1;
+                if self.depth == 0 && matches!(self.prev, Prev::Value | Prev::Punct(b')' | b']')) {
                     // Automatic semicolon insertion: a new line may start a new statement.
-                    prev = Prev::Newline;
+                    self.prev = Prev::Newline;
                 }
             }
-            c if c.is_ascii_whitespace() => i += 1,
+            c if c.is_ascii_whitespace() => self.i += 1,
             _ => {
                 // Operators and other punctuation.
                 if (c == b'+' || c == b'-') && bytes.get(i + 1) == Some(&c) {
-                    i += 2;
-                    prev = Prev::Value;
-                    continue;
+                    self.i += 2;
+                    self.prev = Prev::Value;
+                    return;
                 }
-                i += 1;
-                prev = Prev::Punct(c);
+                self.i += 1;
+                self.prev = Prev::Punct(c);
             }
         }
     }
-    out.push_str(&code[last_copied..]);
-    out
+
+    /// An opening bracket; a rewritten class's body begins at its `{`.
+    fn open(&mut self, c: u8) {
+        if c == b'{' && self.class_pending && self.depth == 0 {
+            self.class_pending = false;
+            self.class_body_depth = Some(0);
+        }
+        self.depth += 1;
+        self.i += 1;
+        self.prev = Prev::Punct(c);
+    }
+
+    /// A closing bracket: the end of a template's `${`, or of a rewritten class's body (which
+    /// gets its `;`).
+    fn close(&mut self, c: u8) {
+        if c == b'}' && self.template_stack.last() == Some(&self.depth) {
+            self.template_stack.pop();
+            self.depth -= 1;
+            self.i = skip_template(self.bytes, self.i + 1, &mut self.template_stack, self.depth);
+            self.prev = Prev::Value;
+            return;
+        }
+        self.depth -= 1;
+        self.i += 1;
+        self.prev = if c == b'}' { Prev::Punct(b'}') } else { Prev::Value };
+        if c == b'}' && self.class_body_depth == Some(self.depth) {
+            self.class_body_depth = None;
+            self.out.push_str(&self.code[self.last_copied..self.i]);
+            self.out.push(';');
+            self.last_copied = self.i;
+        }
+    }
+
+    /// An identifier or keyword: a top-level `let`, `const` or `class` is rewritten.
+    fn word(&mut self) {
+        let (code, bytes) = (self.code, self.bytes);
+        let start = self.i;
+        self.i = identifier_end(bytes, start);
+        let i = self.i;
+        let word = &code[start..i];
+        let at_statement = self.depth == 0 && self.prev.starts_statement() && !self.class_pending;
+        if at_statement && (word == "let" || word == "const") && next_starts_binding(bytes, i) {
+            self.out.push_str(&code[self.last_copied..start]);
+            self.out.push_str("var");
+            self.last_copied = i;
+            self.prev = Prev::Keyword;
+            return;
+        }
+        if at_statement
+            && word == "class"
+            && self.class_body_depth.is_none()
+            && let Some((name_start, name_end)) = class_name(bytes, i)
+        {
+            let name = &code[name_start..name_end];
+            self.out.push_str(&code[self.last_copied..start]);
+            self.out.push_str(&format!("var {name} = class"));
+            self.last_copied = i;
+            self.class_pending = true;
+            self.prev = Prev::Keyword;
+            return;
+        }
+        self.prev = if is_keyword_before_expression(word) { Prev::Keyword } else { Prev::Value };
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]

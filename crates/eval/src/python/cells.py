@@ -126,7 +126,7 @@ def run_cell(frame):
         # Only a `%` or `!` can be an idiom of the stdlib fallback (its part is loaded then).
         source = transform(code) if ("%" in code or "!" in code) else code
         _remember_source(filename, source)
-        tree = compile(source, filename, "exec", ONLY_AST, dont_inherit=True)
+        tree = _parsed(source, filename)
         tail = None
         if tree.body and isinstance(tree.body[-1], _ast.Expr) and not _ends_with_semicolon(source):
             tail = tree.body.pop()

@@ -5,6 +5,9 @@
 _SHELL = [None]
 _HAVE_IPYTHON = [None]
 _IDIOM = [None]
+# The last cell `_wants_ipython` parsed, and its tree: `run_cell` compiles that tree instead of
+# parsing the same source again (a parse is most of a small cell's own time in the runner).
+_PARSED = [None, None]
 # Every match of the idiom pattern holds one of these, so a cell without them needs no `re`.
 _IDIOM_HINTS = ("%", "!", ">>>", "... ", "?", "get_ipython", "In", "Out", "IPython")
 
@@ -44,6 +47,7 @@ def _wants_ipython(code):
         tree = compile(code, "<cell>", "exec", ONLY_AST, dont_inherit=True)
     except SyntaxError:
         return True
+    _PARSED[0], _PARSED[1] = code, tree
     # Automagic: a lone name that is no variable (`pwd`, `whos`, `ls`).
     body = tree.body
     if len(body) == 1 and isinstance(body[0], _ast.Expr) and isinstance(body[0].value, _ast.Name):
@@ -56,3 +60,13 @@ def _needs_ipython(code):
     if _SHELL[0] is not None:
         return True
     return _wants_ipython(code) and _ipython_importable()
+
+
+def _parsed(source, filename):
+    """The tree of `source`: the one `_wants_ipython` made of it (taken: the caller changes it),
+    else parsed now under `filename`."""
+    code, tree = _PARSED
+    _PARSED[0] = _PARSED[1] = None
+    if tree is not None and code is source:
+        return tree
+    return compile(source, filename, "exec", ONLY_AST, dont_inherit=True)
