@@ -226,6 +226,10 @@ impl Capsule for Chosen {
     fn explain(&self, output: &str) -> Option<String> {
         self.inner.explain(output)
     }
+
+    fn exit_statuses(&self) -> agent_tools_support::capsule::ExitStatuses {
+        self.inner.exit_statuses()
+    }
 }
 
 /// A capsule that was asked for and could not be made.

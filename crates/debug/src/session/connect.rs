@@ -244,7 +244,7 @@ pub(super) async fn spawn_delve(
                     "dlv exited before listening ({}); it printed: {}",
                     status.map_or_else(
                         || "still running".into(),
-                        |s| crate::process::describe_status(&s)
+                        |s| crate::process::describe_end(capsule.ended(s))
                     ),
                     seen.join(" | ")
                 )));

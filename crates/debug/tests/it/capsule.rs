@@ -11,7 +11,7 @@ use crate::support;
 use std::sync::Arc;
 
 use agent_tools_debug::{
-    DebugConfig, DebugSupervisor,
+    DebugConfig, DebugOutcome, DebugSupervisor,
     adapters::{SearchEnv, delve_candidates},
 };
 use agent_tools_support::capsule::{Bwrap, BwrapOptions, Capsule, Landlock, landlock_abi};
@@ -133,4 +133,28 @@ async fn delve_in_landlock_is_reached_on_the_hosts_loopback() {
         Landlock::start(BwrapOptions { project: project.root.clone(), ..BwrapOptions::default() })
             .expect("a Landlock capsule");
     delve_stops_and_exits(&project, Arc::new(capsule)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lldb_in_bubblewrap_ends_without_an_error_its_abort_at_exit_is_read_as_a_signal() {
+    let Some((project, _, _)) = crate::lldb::check("c", config()) else { return };
+    if !bwrap_available() {
+        return;
+    }
+    let h = in_bwrap(&project, config());
+    h.ok(json!({"operation": "breakpoints", "file": "buggy.c", "lines": [11]})).await;
+    let launched = h.ok(json!({"operation": "launch", "program": "buggy"})).await;
+    let procs = session_processes(&launched);
+    assert_eq!(h.continue_to_exit().await, Some(3));
+    let DebugOutcome::Terminated(report) = h.ok(json!({"operation": "terminate"})).await else {
+        panic!("terminate ends the session")
+    };
+    // bubblewrap's init passes lldb-dap's SIGABRT at exit on as code 134: read as the signal.
+    let adapter_exit = report.steps.iter().find(|s| s.starts_with("adapter exited"));
+    assert!(
+        adapter_exit.is_none_or(|s| !s.contains("134")
+            && (!s.contains("SIGABRT") || s.contains("not an error"))),
+        "{report:?}"
+    );
+    assert_gone(&procs);
 }

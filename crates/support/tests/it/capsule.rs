@@ -15,7 +15,7 @@ use std::{
 };
 
 use agent_tools_support::{
-    capsule::{Bwrap, Capsule, CapsuleOptions, Landlock, Network, landlock_abi},
+    capsule::{Bwrap, Capsule, CapsuleOptions, Landlock, Network, ProcessEnd, landlock_abi},
     process,
 };
 
@@ -280,6 +280,26 @@ fn nothing_is_left_once_the_run_ends() {
         }
         drop(f);
         assert!(!tmp.exists(), "{backend:?}: the capsule's private temp folder outlived it");
+    }
+}
+
+#[test]
+fn a_death_by_signal_reads_as_one_and_an_exit_code_as_one() {
+    for backend in backends() {
+        let f = fixture(backend, Network::None);
+        for (script, expected) in [
+            ("kill -ABRT $$", ProcessEnd::Signal(libc::SIGABRT)),
+            ("kill -SEGV $$", ProcessEnd::Signal(libc::SIGSEGV)),
+            ("exit 3", ProcessEnd::Code(3)),
+            ("true", ProcessEnd::Code(0)),
+        ] {
+            let mut command =
+                f.capsule.command(OsStr::new("sh"), &["-c".into(), script.into()]);
+            command.current_dir(f.project.path()).stdin(Stdio::null());
+            let mut spawned = process::spawn_std(command).unwrap();
+            let status = spawned.child.wait().unwrap();
+            assert_eq!(f.capsule.ended(status), expected, "{backend:?}: `{script}` ({status})");
+        }
     }
 }
 
