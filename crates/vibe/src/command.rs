@@ -196,6 +196,7 @@ impl WorkerBackend for CommandBackend {
                 );
                 format!("{name} workers: command {full}; read-only command {read_only}")
             })
+            .chain([format!("workers run in: {}", self.capsule.describe())])
             .collect()
     }
 }

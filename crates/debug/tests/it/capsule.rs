@@ -152,8 +152,9 @@ async fn lldb_in_bubblewrap_ends_without_an_error_its_abort_at_exit_is_read_as_a
     // bubblewrap's init passes lldb-dap's SIGABRT at exit on as code 134: read as the signal.
     let adapter_exit = report.steps.iter().find(|s| s.starts_with("adapter exited"));
     assert!(
-        adapter_exit.is_none_or(|s| !s.contains("134")
-            && (!s.contains("SIGABRT") || s.contains("not an error"))),
+        adapter_exit.is_none_or(
+            |s| !s.contains("134") && (!s.contains("SIGABRT") || s.contains("not an error"))
+        ),
         "{report:?}"
     );
     assert_gone(&procs);

@@ -20,6 +20,7 @@ mod bwrap;
 mod environment;
 mod home;
 mod landlock;
+mod logins;
 mod netns;
 mod pids;
 mod seccomp;
@@ -40,6 +41,7 @@ pub use self::{
     environment::PASSED_ENV,
     home::{HomeNeeds, HomeView},
     landlock::{Landlock, kernel_abi as landlock_abi},
+    logins::{WORKER_LOGINS, WorkerLogin},
     walls::{BwrapOptions, CapsuleOptions, HIDDEN_IN_HOME, Network, PROTECTED_IN_PROJECT},
 };
 

@@ -15,7 +15,9 @@ use std::{
 };
 
 use agent_tools_support::{
-    capsule::{Bwrap, Capsule, CapsuleOptions, Landlock, Network, ProcessEnd, landlock_abi},
+    capsule::{
+        Bwrap, Capsule, CapsuleOptions, Landlock, Network, ProcessEnd, WorkerLogin, landlock_abi,
+    },
     process,
 };
 
@@ -202,6 +204,46 @@ fn what_the_run_needs_from_the_home_is_shown_read_only() {
 }
 
 #[test]
+fn a_workers_capsule_shows_its_clis_login_at_home_and_nothing_else() {
+    for backend in backends() {
+        let project = tempfile::tempdir().unwrap();
+        let home = tempfile::tempdir_in(scratch()).unwrap();
+        std::fs::create_dir(home.path().join(".claude")).unwrap();
+        std::fs::write(home.path().join(".claude/.credentials.json"), "claude-login").unwrap();
+        std::fs::write(home.path().join(".claude.json"), "{\"theme\": \"dark\"}").unwrap();
+        std::fs::create_dir(home.path().join(".ssh")).unwrap();
+        std::fs::write(home.path().join(".ssh/id_ed25519"), "PRIVATE KEY").unwrap();
+        std::fs::write(home.path().join(".pgpass"), "db:5432:*:me:pgsecret").unwrap();
+        let claude = WorkerLogin::named("claude").unwrap();
+        let capsule = start(
+            backend,
+            CapsuleOptions {
+                project: project.path().to_path_buf(),
+                home: Some(home.path().to_path_buf()),
+                logins: claude.paths(home.path()),
+                ..CapsuleOptions::default()
+            },
+        );
+        // The CLI reads its login through $HOME, the private home inside.
+        let out = run_inside(
+            &*capsule,
+            project.path(),
+            "cat $HOME/.claude/.credentials.json; echo; cat $HOME/.claude.json; echo; \
+             echo x > $HOME/.claude/planted || echo login-read-only; \
+             cat ~/.pgpass $HOME/.pgpass || echo pgpass-hidden",
+        );
+        assert!(out.contains("claude-login") && out.contains("dark"), "{backend:?}: {out}");
+        assert!(out.contains("login-read-only"), "{backend:?}: {out}");
+        assert!(out.contains("pgpass-hidden") && !out.contains("pgsecret"), "{backend:?}: {out}");
+        let h = home.path().display();
+        let out = run_inside(&*capsule, project.path(), &format!("cat {h}/.pgpass {h}/.ssh/*"));
+        assert!(!out.contains("pgsecret") && !out.contains("PRIVATE"), "{backend:?}: {out}");
+        let status = capsule.describe();
+        assert!(status.contains("~/.claude (the login of the worker CLI `claude`)"), "{status}");
+    }
+}
+
+#[test]
 fn no_network_and_the_host_processes_are_out_of_reach() {
     for backend in backends() {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -293,8 +335,7 @@ fn a_death_by_signal_reads_as_one_and_an_exit_code_as_one() {
             ("exit 3", ProcessEnd::Code(3)),
             ("true", ProcessEnd::Code(0)),
         ] {
-            let mut command =
-                f.capsule.command(OsStr::new("sh"), &["-c".into(), script.into()]);
+            let mut command = f.capsule.command(OsStr::new("sh"), &["-c".into(), script.into()]);
             command.current_dir(f.project.path()).stdin(Stdio::null());
             let mut spawned = process::spawn_std(command).unwrap();
             let status = spawned.child.wait().unwrap();
