@@ -274,6 +274,14 @@ impl Capsule for Chosen {
     fn exit_statuses(&self) -> agent_tools_support::capsule::ExitStatuses {
         self.inner.exit_statuses()
     }
+
+    fn loopback_tcp(&self) -> agent_tools_support::capsule::LoopbackTcp {
+        self.inner.loopback_tcp()
+    }
+
+    fn command_with_ports(&self, program: &OsStr, args: &[OsString], ports: &[u16]) -> Command {
+        self.inner.command_with_ports(program, args, ports)
+    }
 }
 
 /// A capsule that was asked for and could not be made.

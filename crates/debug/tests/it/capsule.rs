@@ -45,10 +45,43 @@ fn in_capsule(project: &Project, config: DebugConfig, capsule: Arc<dyn Capsule>)
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_python_debuggee_in_bubblewrap_stops_and_cannot_leave() {
+    if !bwrap_available() {
+        return;
+    }
+    python_debuggee_stops_and_cannot_leave(|project| {
+        Arc::new(
+            Bwrap::start(BwrapOptions { project: project.root.clone(), ..BwrapOptions::default() })
+                .expect("a bubblewrap capsule"),
+        )
+    })
+    .await;
+}
+
+/// Under Landlock without network, debugpy's adapter and debuggee talk on loopback ports the
+/// host picked, the only ones the capsule lets them use; any other port stays refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_python_debuggee_in_landlock_without_network_stops_and_cannot_leave() {
+    if !require("Landlock ABI 4 (Linux 6.7)", landlock_abi() >= 4, "a newer kernel") {
+        return;
+    }
+    python_debuggee_stops_and_cannot_leave(|project| {
+        Arc::new(
+            Landlock::start(BwrapOptions {
+                project: project.root.clone(),
+                ..BwrapOptions::default()
+            })
+            .expect("a Landlock capsule"),
+        )
+    })
+    .await;
+}
+
+/// A Python program debugged in the capsule `make` gives: it stops at a breakpoint, its writes
+/// outside the project, its connection to a host port and its signal to the host are refused,
+/// it runs to its end, and nothing is left.
+async fn python_debuggee_stops_and_cannot_leave(make: impl Fn(&Project) -> Arc<dyn Capsule>) {
     let python = python_with_debugpy();
-    if !require("debugpy (in the test venv)", python.is_some(), "run `cargo xtask setup`")
-        || !bwrap_available()
-    {
+    if !require("debugpy (in the test venv)", python.is_some(), "run `cargo xtask setup`") {
         return;
     }
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -68,16 +101,13 @@ async fn a_python_debuggee_in_bubblewrap_stops_and_cannot_leave() {
             host = std::process::id()
         ),
     );
-    let h = in_bwrap(&project, config());
+    let h = in_capsule(&project, config(), make(&project));
     h.ok(json!({"operation": "breakpoints", "file": "walls.py", "lines": [15]})).await;
     let launched = h.ok(json!({"operation": "launch", "program": "walls.py"})).await;
     let procs = session_processes(&launched);
     let stop = stopped_at_breakpoint(&launched, "<module>", "walls.py", 15);
     let printed = stop.output.text();
-    assert!(
-        printed.contains("write refused") && printed.contains("Read-only file system"),
-        "{printed}"
-    );
+    assert!(printed.contains("write refused"), "{printed}");
     assert!(printed.contains("connect refused"), "{printed}");
     assert!(printed.contains("kill refused"), "{printed}");
     assert_eq!(std::fs::read_to_string(project.root.join("inside.txt")).unwrap(), "made inside");

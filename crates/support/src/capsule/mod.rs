@@ -95,6 +95,20 @@ pub trait Capsule: Send + Sync + fmt::Debug {
         None
     }
 
+    /// Whether processes inside reach each other over TCP on 127.0.0.1 (a debug adapter and
+    /// its debuggee), or only on ports given to [`Capsule::command_with_ports`].
+    fn loopback_tcp(&self) -> LoopbackTcp {
+        LoopbackTcp::Open
+    }
+
+    /// [`Capsule::command`] whose process (and its descendants) may also listen on and connect
+    /// to `ports` of the loopback, where [`Capsule::loopback_tcp`] is
+    /// [`LoopbackTcp::GivenPorts`] (pick them with [`free_loopback_ports`]).
+    fn command_with_ports(&self, program: &OsStr, args: &[OsString], ports: &[u16]) -> Command {
+        let _ = ports;
+        self.command(program, args)
+    }
+
     /// How the exit statuses of processes started through [`Capsule::command`] read: a
     /// wrapper that reaps the program (bubblewrap's init) passes a death by signal N on as exit
     /// code 128+N.
@@ -106,6 +120,24 @@ pub trait Capsule: Send + Sync + fmt::Debug {
     fn ended(&self, status: ExitStatus) -> ProcessEnd {
         self.exit_statuses().read(status)
     }
+}
+
+/// TCP between the processes of a capsule on 127.0.0.1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LoopbackTcp {
+    /// Any port (the host's network, or a network namespace of its own).
+    Open,
+    /// Only ports given to [`Capsule::command_with_ports`] (Landlock without network).
+    GivenPorts,
+}
+
+/// `count` loopback ports free now (bound at once, then released), for
+/// [`Capsule::command_with_ports`].
+pub fn free_loopback_ports(count: usize) -> io::Result<Vec<u16>> {
+    let listeners = (0..count)
+        .map(|_| std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0)))
+        .collect::<io::Result<Vec<_>>>()?;
+    listeners.iter().map(|l| l.local_addr().map(|a| a.port())).collect()
 }
 
 /// Whose exit status the spawned pid reports.

@@ -16,7 +16,8 @@ use std::{
 
 use agent_tools_support::{
     capsule::{
-        Bwrap, Capsule, CapsuleOptions, Landlock, Network, ProcessEnd, WorkerLogin, landlock_abi,
+        Bwrap, Capsule, CapsuleOptions, Landlock, Network, ProcessEnd, WorkerLogin,
+        free_loopback_ports, landlock_abi,
     },
     process,
 };
@@ -273,6 +274,42 @@ fn no_network_and_the_host_processes_are_out_of_reach() {
         assert!(why.contains("no network"), "{why}");
         listener.set_nonblocking(true).unwrap();
         assert!(listener.accept().is_err(), "{backend:?}: nothing came through");
+    }
+}
+
+#[test]
+fn processes_inside_talk_on_the_loopback_ports_given_and_on_no_other() {
+    for backend in backends() {
+        let f = fixture(backend, Network::None);
+        let ports = free_loopback_ports(2).unwrap();
+        let (given, other) = (ports[0], ports[1]);
+        // One process listens on a given port, another connects to it; the other port is
+        // refused under Landlock (it is not given) and in bubblewrap (its own loopback).
+        let script = format!(
+            "import socket, subprocess, sys\n\
+             server = socket.create_server(('127.0.0.1', {given}))\n\
+             child = subprocess.run([sys.executable, '-c', \"import socket; \
+             socket.create_connection(('127.0.0.1', {given}), 5).sendall(b'hello')\"])\n\
+             print('talked:', server.accept()[0].recv(5).decode())\n\
+             try:\n    socket.create_connection(('127.0.0.1', {other}), 2)\n\
+             except OSError as e:\n    print('other refused:', e)\n"
+        );
+        let mut command = f.capsule.command_with_ports(
+            OsStr::new("python3"),
+            &["-c".into(), script.into()],
+            &[given],
+        );
+        command.current_dir(f.project.path()).stdin(Stdio::null());
+        command.stdout(Stdio::piped()).stderr(Stdio::piped());
+        let spawned = process::spawn_std(command).unwrap();
+        let output = spawned.child.wait_with_output().unwrap();
+        let out = format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert!(out.contains("talked: hello"), "{backend:?}: {out}");
+        assert!(out.contains("other refused"), "{backend:?}: {out}");
     }
 }
 
