@@ -270,7 +270,7 @@ fn walls_hold_over_mcp(kind: &str, named: &str, who: Who) {
         Who::Root => script.env("HOME", &home.dir.display().to_string()),
         Who::User => {
             chown_to_user(&project.root);
-            script.as_user(TEST_USER, &home.dir, &bin)
+            script.run_by(TEST_USER, &home.dir, &bin)
         }
     };
     let script = script

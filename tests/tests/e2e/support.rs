@@ -132,7 +132,7 @@ impl McpScript {
     /// Runs the server as `user` (root only) with a login-like environment, `HOME` at `home`,
     /// from a copy of the host binary in `bin` (a folder the user can read: the build's may lie
     /// in one only root can enter).
-    pub(crate) fn as_user(mut self, user: &str, home: &Path, bin: &Path) -> Self {
+    pub(crate) fn run_by(mut self, user: &str, home: &Path, bin: &Path) -> Self {
         let copy = bin.join("agent-tools");
         std::fs::copy(&self.server_args[0], &copy).expect("copy the host binary");
         use std::os::unix::fs::PermissionsExt;
