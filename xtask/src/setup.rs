@@ -231,5 +231,35 @@ fn unprivileged_user() -> Result<()> {
             TEST_USER,
         ]))?;
     }
-    Ok(())
+    if root { user_venv() } else { Ok(()) }
+}
+
+/// The venv of [`TEST_USER`] in its own home, with debugpy: the test tools under root's home
+/// are out of its reach (root's home is private), as another user's files are for a user.
+pub(crate) const TEST_USER_VENV: &str = "/home/agent-tools-test/venv";
+
+/// Makes [`TEST_USER_VENV`] as the user, once.
+fn user_venv() -> Result<()> {
+    let as_user = |program: &str| {
+        let mut command = Command::new("setpriv");
+        command
+            .args(["--reuid", TEST_USER, "--regid", TEST_USER, "--init-groups", "--reset-env"])
+            .arg("--")
+            .arg(program);
+        command
+    };
+    let python = format!("{TEST_USER_VENV}/bin/python");
+    if as_user(&python).args(["-c", "import debugpy"]).output().is_ok_and(|o| o.status.success()) {
+        return Ok(());
+    }
+    step(&format!("{TEST_USER_VENV}: a venv of {TEST_USER} with debugpy"));
+    crate::run(as_user("/usr/bin/python3").args(["-m", "venv", TEST_USER_VENV]))?;
+    crate::run(as_user(&python).args([
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--disable-pip-version-check",
+        "debugpy==1.8.*",
+    ]))
 }

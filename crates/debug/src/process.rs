@@ -4,6 +4,8 @@
 
 use std::time::{Duration, Instant};
 
+use agent_tools_support::capsule::ProcessEnd;
+
 /// Waits until `done()` or `within` passed, polling briefly.
 pub async fn wait_until(within: Duration, mut done: impl FnMut() -> bool) -> bool {
     let deadline = Instant::now() + within;
@@ -40,14 +42,10 @@ pub fn signal_name(signal: i32) -> String {
     }
 }
 
-/// Describes an exit status: `exit code 0`, `SIGABRT`.
-pub fn describe_status(status: &std::process::ExitStatus) -> String {
-    use std::os::unix::process::ExitStatusExt;
-    if let Some(code) = status.code() {
-        format!("exit code {code}")
-    } else if let Some(signal) = status.signal() {
-        signal_name(signal)
-    } else {
-        "unknown status".into()
+/// Describes how a process ended: `exit code 0`, `SIGABRT`.
+pub fn describe_end(end: ProcessEnd) -> String {
+    match end {
+        ProcessEnd::Code(code) => format!("exit code {code}"),
+        ProcessEnd::Signal(signal) => signal_name(signal),
     }
 }

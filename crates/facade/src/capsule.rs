@@ -13,7 +13,7 @@ use std::{
 };
 
 use agent_tools_support::capsule::{
-    Bwrap, Capsule, CapsuleOptions, Landlock, Network, OnHost, Prefix,
+    Bwrap, Capsule, CapsuleOptions, Landlock, Network, OnHost, Prefix, WorkerLogin,
 };
 use serde::Deserialize;
 
@@ -21,15 +21,15 @@ use serde::Deserialize;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum CapsuleKind {
-    /// Processes run on the host with the user's rights.
-    #[default]
+    /// Processes run on the host with the user's rights, unconfined.
     None,
     /// bubblewrap: the project writable, the system read-only, the home private, no network.
     Bwrap,
     /// Landlock and a seccomp filter, for hosts where bubblewrap cannot make namespaces.
     Landlock,
     /// bubblewrap where it can make its namespaces, else Landlock, else nothing of the exec
-    /// tier starts (never unconfined).
+    /// tier starts (never unconfined). The default.
+    #[default]
     Auto,
     /// A command prefix the user gives (`prefix = ["docker", "exec", "-i", "box"]`).
     Prefix,
@@ -58,7 +58,7 @@ impl std::str::FromStr for CapsuleKind {
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct CapsuleConfig {
-    /// `none` (default), `auto`, `bwrap`, `landlock` or `prefix`; `--capsule` overrides it.
+    /// `auto` (default), `bwrap`, `landlock`, `prefix` or `none`; `--capsule` overrides it.
     pub kind: CapsuleKind,
     /// For `prefix`: the words put before every command; they must pass fds 3 and 4 through.
     pub prefix: Vec<String>,
@@ -89,36 +89,79 @@ pub fn make(
     config: &CapsuleConfig,
     programs: &[PathBuf],
 ) -> Result<Arc<dyn Capsule>, String> {
+    let options = || options(root, config, programs);
     match config.kind {
         CapsuleKind::None => Ok(Arc::new(OnHost)),
         CapsuleKind::Prefix => Prefix::new(config.prefix.clone())
             .map(|p| Arc::new(p) as Arc<dyn Capsule>)
             .map_err(|e| format!("capsule.prefix: {e}")),
-        CapsuleKind::Bwrap => Bwrap::start(options(root, config, programs))
+        CapsuleKind::Bwrap => Bwrap::start(options())
             .map(|b| Arc::new(b) as Arc<dyn Capsule>)
             .map_err(|e| e.to_string()),
-        CapsuleKind::Landlock => Landlock::start(options(root, config, programs))
+        CapsuleKind::Landlock => Landlock::start(options())
             .map(|l| Arc::new(l) as Arc<dyn Capsule>)
             .map_err(|e| e.to_string()),
-        CapsuleKind::Auto => auto(root, config, programs),
+        CapsuleKind::Auto => auto(options),
+    }
+}
+
+/// The capsule workers start in: the run's kind with the host's network (a worker calls its
+/// model's API), and of the home, besides what the run's capsule shows, exactly the login and
+/// configuration paths of the agent CLIs their commands name (read-only) and those CLIs' key
+/// variables. A run without a local capsule (`none`, `prefix`) gives workers its own.
+pub fn for_workers(
+    root: &Path,
+    config: &CapsuleConfig,
+    programs: &[PathBuf],
+    clis: &[&'static WorkerLogin],
+    run_capsule: &Arc<dyn Capsule>,
+) -> Arc<dyn Capsule> {
+    if matches!(config.kind, CapsuleKind::None | CapsuleKind::Prefix) {
+        return run_capsule.clone();
+    }
+    let mut config = config.clone();
+    config.network = Network::Host;
+    config.env.extend(clis.iter().flat_map(|cli| cli.env.iter().map(|v| (*v).to_string())));
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let logins: Vec<(PathBuf, String)> =
+        home.iter().flat_map(|home| clis.iter().flat_map(|cli| cli.paths(home))).collect();
+    let options = || CapsuleOptions { logins: logins.clone(), ..options(root, &config, programs) };
+    let made = match config.kind {
+        CapsuleKind::Bwrap => Bwrap::start(options())
+            .map(|b| Arc::new(b) as Arc<dyn Capsule>)
+            .map_err(|e| e.to_string()),
+        CapsuleKind::Landlock => Landlock::start(options())
+            .map(|l| Arc::new(l) as Arc<dyn Capsule>)
+            .map_err(|e| e.to_string()),
+        _ => auto(options),
+    };
+    let names: Vec<&str> = clis.iter().map(|cli| cli.program).collect();
+    let why = match names.as_slice() {
+        [] => "for workers: the host's network; no known agent CLI named in the worker \
+               commands, so no login is shown (expose it)"
+            .to_string(),
+        names => format!(
+            "for workers: the host's network, the logins of {} read-only",
+            names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+        ),
+    };
+    match made {
+        Ok(inner) => Arc::new(Chosen { inner, why }),
+        Err(why) => Arc::new(Unmade { why }),
     }
 }
 
 /// bubblewrap if it can make its namespaces here, else Landlock, else an error with both
 /// reasons; `status` says which one and why.
-fn auto(
-    root: &Path,
-    config: &CapsuleConfig,
-    programs: &[PathBuf],
-) -> Result<Arc<dyn Capsule>, String> {
-    let bwrap_failed = match Bwrap::start(options(root, config, programs)) {
+fn auto(options: impl Fn() -> CapsuleOptions) -> Result<Arc<dyn Capsule>, String> {
+    let bwrap_failed = match Bwrap::start(options()) {
         Ok(capsule) => {
             let why = "auto: bubblewrap can make its namespaces here".to_string();
             return Ok(Arc::new(Chosen { inner: Arc::new(capsule), why }));
         }
         Err(e) => e.to_string(),
     };
-    match Landlock::start(options(root, config, programs)) {
+    match Landlock::start(options()) {
         Ok(capsule) => {
             let why = format!("auto: Landlock, as bubblewrap cannot run here ({bwrap_failed})");
             Ok(Arc::new(Chosen { inner: Arc::new(capsule), why }))
@@ -148,6 +191,7 @@ fn options(root: &Path, config: &CapsuleConfig, programs: &[PathBuf]) -> Capsule
         pass_env: config.env.clone(),
         programs: programs.to_vec(),
         home,
+        logins: Vec::new(),
     }
 }
 
@@ -225,6 +269,18 @@ impl Capsule for Chosen {
 
     fn explain(&self, output: &str) -> Option<String> {
         self.inner.explain(output)
+    }
+
+    fn exit_statuses(&self) -> agent_tools_support::capsule::ExitStatuses {
+        self.inner.exit_statuses()
+    }
+
+    fn loopback_tcp(&self) -> agent_tools_support::capsule::LoopbackTcp {
+        self.inner.loopback_tcp()
+    }
+
+    fn command_with_ports(&self, program: &OsStr, args: &[OsString], ports: &[u16]) -> Command {
+        self.inner.command_with_ports(program, args, ports)
     }
 }
 

@@ -140,13 +140,18 @@ impl RunSetup {
     }
 
     /// The run's capsule is `kind` when given (`--capsule`), else the configuration's; checked
-    /// here once, so a sandbox that cannot be made stops the host before any run starts.
+    /// here once, so a sandbox that was asked for by name (`bwrap`, `landlock`, `prefix`) and
+    /// cannot be made stops the host before any run starts. `auto` (the default) never stops
+    /// it: where no capsule can be made, the exec tier refuses to start, saying why.
     pub fn with_capsule(
         mut self,
         kind: Option<crate::capsule::CapsuleKind>,
     ) -> Result<RunSetup, String> {
         if let Some(kind) = kind {
             self.config.capsule.kind = kind;
+        }
+        if self.config.capsule.kind == crate::capsule::CapsuleKind::Auto {
+            return Ok(self);
         }
         let programs = crate::capsule::configured_programs(&self.info.root, &self.config);
         crate::capsule::make(&self.info.root, &self.config.capsule, &programs)

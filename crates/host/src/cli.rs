@@ -36,9 +36,10 @@ struct RunArgs {
     /// without it, that file may set only limits and timeouts.
     #[arg(long)]
     trust_project: bool,
-    /// The sandbox the run's kernels, debuggers and workers start in: `auto` (bubblewrap, else
-    /// Landlock, else none of them start), `bwrap` (bubblewrap), `landlock` (Landlock and
-    /// seccomp), `prefix` (`[capsule] prefix`) or `none` (also `[capsule] kind`).
+    /// The sandbox the run's kernels, debuggers and workers start in: `auto` (the default:
+    /// bubblewrap, else Landlock, else none of them start), `bwrap` (bubblewrap), `landlock`
+    /// (Landlock and seccomp), `prefix` (`[capsule] prefix`) or `none` (unconfined; also
+    /// `[capsule] kind`).
     #[arg(long, value_name = "auto|bwrap|landlock|prefix|none")]
     capsule: Option<agent_tools::capsule::CapsuleKind>,
 }

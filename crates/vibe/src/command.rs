@@ -9,7 +9,7 @@
 use std::{path::PathBuf, process::Stdio, sync::Arc, time::Duration};
 
 use agent_tools_support::{
-    capsule::{Capsule, OnHost},
+    capsule::{Capsule, OnHost, ProcessEnd},
     process::{self, ProcessGroup, Spawned},
 };
 use async_trait::async_trait;
@@ -174,7 +174,7 @@ impl WorkerBackend for CommandBackend {
             if let Some(why) = capsule.explain(&tails) {
                 events.output(Stream::Stderr, format!("\n[agent-tools] {why}\n"));
             }
-            events.exited(exit_report(status));
+            events.exited(exit_report(status.map(|s| capsule.ended(s))));
             let _ = exited_tx.send(true);
         });
         Ok(Box::new(CommandHandle { group, exited: exited_rx }))
@@ -196,6 +196,7 @@ impl WorkerBackend for CommandBackend {
                 );
                 format!("{name} workers: command {full}; read-only command {read_only}")
             })
+            .chain([format!("workers run in: {}", self.capsule.describe())])
             .collect()
     }
 }
@@ -242,21 +243,16 @@ async fn forward(
 /// How much of a worker's last output is kept to recognise the capsule's walls in.
 const TAIL_BYTES: usize = 4096;
 
-fn exit_report(status: std::io::Result<std::process::ExitStatus>) -> ExitReport {
-    use std::os::unix::process::ExitStatusExt;
-    match status {
-        Ok(status) => {
-            let detail = match (status.code(), status.signal()) {
-                (Some(code), _) => format!("exit code {code}"),
-                (None, Some(signal)) => format!("killed by signal {signal}"),
-                (None, None) => "ended".to_string(),
+/// The report of a worker that ended as `end` says (a capsule's wrapper reports a signal as
+/// 128+N; [`Capsule::ended`] reads it as the signal).
+fn exit_report(end: std::io::Result<ProcessEnd>) -> ExitReport {
+    match end {
+        Ok(end) => {
+            let detail = match end {
+                ProcessEnd::Code(code) => format!("exit code {code}"),
+                ProcessEnd::Signal(signal) => format!("killed by signal {signal}"),
             };
-            ExitReport {
-                success: status.success(),
-                code: status.code(),
-                signal: status.signal(),
-                detail,
-            }
+            ExitReport { success: end.success(), code: end.code(), signal: end.signal(), detail }
         }
         Err(e) => ExitReport {
             success: false,

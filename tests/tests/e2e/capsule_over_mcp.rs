@@ -4,7 +4,11 @@
 //! while the project's files, the `tool()` bridge, interrupts and crash recovery work; `status`
 //! says what confines the run; nothing is left after it.
 
-use std::{net::TcpListener, path::Path, process::Command};
+use std::{
+    net::TcpListener,
+    path::{Path, PathBuf},
+    process::Command,
+};
 
 use serde_json::{Value, json};
 
@@ -13,20 +17,101 @@ use crate::support::{
     unique,
 };
 
-/// A home folder outside /tmp (the capsule's /tmp is its own), as a user's is; removed on drop.
-struct FakeHome(std::path::PathBuf);
+/// Who runs the host.
+#[derive(Clone, Copy, PartialEq)]
+enum Who {
+    /// The test itself (root in CI), with a made-up home.
+    Root,
+    /// The unprivileged user `cargo xtask setup` creates, in its real home, as users run it.
+    User,
+}
 
-impl FakeHome {
-    fn new() -> FakeHome {
+/// The user `cargo xtask setup` creates, and its venv (with debugpy) in its home.
+const TEST_USER: &str = "agent-tools-test";
+const TEST_USER_HOME: &str = "/home/agent-tools-test";
+const TEST_USER_PYTHON: &str = "/home/agent-tools-test/venv/bin/python";
+
+/// The home the host runs with, a key and a file of the user's own on no list in it; what the
+/// test made there is removed on drop.
+struct Home {
+    dir: PathBuf,
+    ssh: PathBuf,
+    own: PathBuf,
+    made: Vec<PathBuf>,
+}
+
+impl Home {
+    /// A home outside /tmp (the capsule's /tmp is its own), as a user's is.
+    fn fake() -> Home {
         let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("home-{}", unique()));
         std::fs::create_dir_all(dir.join(".ssh")).expect("home");
-        FakeHome(dir)
+        let (ssh, own) = (dir.join(".ssh/id_ed25519"), dir.join(".pgpass"));
+        Home::with_secrets(Home { made: vec![dir.clone()], dir, ssh, own })
+    }
+
+    /// The user's real home, the secrets theirs (readable by them but for the capsule).
+    fn of_user() -> Home {
+        let dir = PathBuf::from(TEST_USER_HOME);
+        let id = unique();
+        let ssh = dir.join(format!(".ssh/id_e2e_{id}"));
+        let own = dir.join(format!(".e2e-notes-{id}"));
+        let mut home = Home { made: vec![ssh.clone(), own.clone()], dir, ssh, own };
+        if !home.dir.join(".ssh").exists() {
+            std::fs::create_dir(home.dir.join(".ssh")).expect(".ssh");
+            home.made.push(home.dir.join(".ssh"));
+        }
+        let home = Home::with_secrets(home);
+        for path in &home.made {
+            chown_to_user(path);
+        }
+        home
+    }
+
+    fn with_secrets(home: Home) -> Home {
+        std::fs::write(&home.ssh, "PRIVATE KEY").expect("key");
+        std::fs::write(&home.own, "db:5432:*:me:PRIVATE KEY").expect("a file of the user's own");
+        home
     }
 }
 
-impl Drop for FakeHome {
+impl Drop for Home {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+        for path in self.made.iter().rev() {
+            let _ = std::fs::remove_file(path).or_else(|_| std::fs::remove_dir_all(path));
+        }
+    }
+}
+
+/// Gives `path` (and what is under it) to the test user.
+fn chown_to_user(path: &Path) {
+    let done = Command::new("chown")
+        .args(["-R", &format!("{TEST_USER}:{TEST_USER}")])
+        .arg(path)
+        .status()
+        .expect("chown");
+    assert!(done.success(), "chown {}", path.display());
+}
+
+/// The Python the host runs for `who`; `None` after a loud skip (a failure in CI).
+fn python_for(who: Who) -> Option<PathBuf> {
+    match who {
+        Who::Root => {
+            let python = test_python();
+            if python.is_none() {
+                require("python venv with the `mcp` SDK", false, "run `cargo xtask setup`");
+            }
+            python.filter(|p| require_debugpy(p))
+        }
+        Who::User => {
+            let id = Command::new("id").arg("-u").output().expect("id -u");
+            if id.stdout != b"0\n" {
+                eprintln!("(not root: the tests as root already ran as an unprivileged user)");
+                return None;
+            }
+            let found = Path::new(TEST_USER_PYTHON).exists();
+            require(&format!("{TEST_USER}'s venv"), found, "run `cargo xtask setup`")
+                .then(|| PathBuf::from(TEST_USER_PYTHON))
+        }
     }
 }
 
@@ -75,19 +160,28 @@ fn node_probe(ssh: &Path, pgpass: &Path, port: u16) -> String {
     )
 }
 
-/// Every wall held in `text` (the four probes refused, the project written).
-fn assert_walls_held(who: &str, text: &str) {
-    let walls = [
-        "write-outside: refused",
-        "ssh: hidden",
-        "home: hidden",
-        "network: refused",
-        "signal: refused",
-    ];
+/// Whether a probe's capsule has the network.
+#[derive(PartialEq)]
+enum Net {
+    /// Cells and debuggees: no connection, 127.0.0.1 included.
+    None,
+    /// Workers: they call a model's API, so they have the host's network.
+    Host,
+}
+
+/// Every wall held in `text` (the probes refused, the project written).
+fn assert_walls_held(who: &str, text: &str, net: Net) {
+    let network = match net {
+        Net::None => "network: refused",
+        Net::Host => "network: CONNECTED",
+    };
+    let walls =
+        ["write-outside: refused", "ssh: hidden", "home: hidden", network, "signal: refused"];
     for wall in walls {
         assert!(text.contains(wall), "{who}: `{wall}` missing:\n{text}");
     }
-    for breach in ["ALLOWED", "READ ", "CONNECTED", "DELIVERED", "PRIVATE KEY"] {
+    let connected = if net == Net::Host { "never shown" } else { "CONNECTED" };
+    for breach in ["ALLOWED", "READ ", connected, "DELIVERED", "PRIVATE KEY"] {
         assert!(!text.contains(breach), "{who}: the capsule leaked ({breach}):\n{text}");
     }
     assert!(text.contains("project: writable"), "{who}:\n{text}");
@@ -100,7 +194,22 @@ fn eval(code: &str, language: &str) -> Value {
 #[test]
 fn kernels_a_debuggee_and_a_worker_stay_inside_bubblewrap() {
     if require("bubblewrap", Path::new("/usr/bin/bwrap").exists(), "run `cargo xtask setup`") {
-        walls_hold_over_mcp("bwrap", "bubblewrap capsule", Debuggee::Python);
+        walls_hold_over_mcp("bwrap", "bubblewrap capsule", Who::Root);
+    }
+}
+
+#[test]
+fn kernels_a_debuggee_and_a_worker_of_an_unprivileged_user_stay_inside_bubblewrap() {
+    if require("bubblewrap", Path::new("/usr/bin/bwrap").exists(), "run `cargo xtask setup`") {
+        walls_hold_over_mcp("bwrap", "bubblewrap capsule", Who::User);
+    }
+}
+
+#[test]
+fn kernels_a_debuggee_and_a_worker_of_an_unprivileged_user_stay_inside_landlock() {
+    let line = capsule_line(&["--capsule", "landlock"]);
+    if require("a Landlock capsule", line.starts_with("capsule: landlock"), &line) {
+        walls_hold_over_mcp("landlock", "Landlock capsule", Who::User);
     }
 }
 
@@ -108,9 +217,8 @@ fn kernels_a_debuggee_and_a_worker_stay_inside_bubblewrap() {
 fn kernels_a_debuggee_and_a_worker_stay_inside_landlock() {
     let line = capsule_line(&["--capsule", "landlock"]);
     if require("a Landlock capsule", line.starts_with("capsule: landlock"), &line) {
-        // debugpy's adapter and debuggee talk over TCP on 127.0.0.1, which a Landlock capsule
-        // without network refuses (it has no loopback of its own): no Python debuggee here.
-        walls_hold_over_mcp("landlock", "Landlock capsule", Debuggee::None);
+        // debugpy's adapter and debuggee talk on loopback ports the host gave them.
+        walls_hold_over_mcp("landlock", "Landlock capsule", Who::Root);
     }
 }
 
@@ -128,32 +236,16 @@ fn capsule_line(args: &[&str]) -> String {
     text.lines().find(|l| l.starts_with("capsule: ")).unwrap_or_default().to_string()
 }
 
-/// Whether a run's probes include a debuggee.
-#[derive(PartialEq)]
-enum Debuggee {
-    Python,
-    None,
-}
-
-/// One run with capsule `kind` (its notes name it `named`): every probe meets every wall.
-fn walls_hold_over_mcp(kind: &str, named: &str, debuggee: Debuggee) {
-    let Some(python) = test_python() else {
-        require("python venv with the `mcp` SDK", false, "run `cargo xtask setup`");
-        return;
-    };
-    if !require_debugpy(&python) {
-        return;
-    }
-    // A home outside /tmp with a key and a password file in it, as the user's is; the capsule
-    // must hide both.
-    let home = FakeHome::new();
-    let ssh = home.0.join(".ssh/id_ed25519");
-    std::fs::write(&ssh, "PRIVATE KEY").expect("key");
-    let pgpass = home.0.join(".pgpass");
-    std::fs::write(&pgpass, "db:5432:*:me:PRIVATE KEY").expect("password file");
+/// One run with capsule `kind` (its notes name it `named`), its host run by `who`: every probe
+/// meets every wall.
+fn walls_hold_over_mcp(kind: &str, named: &str, who: Who) {
+    let Some(python) = python_for(who) else { return };
+    // A home with a key and a file of the user's own in it; the capsule must hide both.
+    let mut home = if who == Who::Root { Home::fake() } else { Home::of_user() };
+    let (ssh, pgpass) = (&home.ssh, &home.own);
     let listener = TcpListener::bind("127.0.0.1:0").expect("listener");
     let port = listener.local_addr().expect("port").port();
-    let probe = python_probe(&ssh, &pgpass, port);
+    let probe = python_probe(ssh, pgpass, port);
     let walls = format!("{probe}print('\\n'.join(probe()))\n");
     let config = format!(
         "[eval]\npython = {:?}\n[vibe.fast]\ncommand = \"sh ./worker.sh\"\n",
@@ -170,8 +262,18 @@ fn walls_hold_over_mcp(kind: &str, named: &str, debuggee: Debuggee) {
         ],
     );
     let scratch = format!("capsule-scratch-{}", unique());
-    let mut script = McpScript::new(&project.root, &["--capsule", kind, "--vibe"])
-        .env("HOME", &home.0.display().to_string())
+    let bin = std::env::temp_dir().join(format!("agent-tools-as-user-{}", unique()));
+    std::fs::create_dir_all(&bin).expect("a folder for the host binary");
+    home.made.push(bin.clone());
+    let script = McpScript::new(&project.root, &["--capsule", kind, "--vibe"]);
+    let script = match who {
+        Who::Root => script.env("HOME", &home.dir.display().to_string()),
+        Who::User => {
+            chown_to_user(&project.root);
+            script.run_by(TEST_USER, &home.dir, &bin)
+        }
+    };
+    let script = script
         .call("eval", eval(&format!("{probe}n = 41\nprint('\\n'.join(probe()))"), "python"))
         .call(
             "eval",
@@ -188,12 +290,8 @@ fn walls_hold_over_mcp(kind: &str, named: &str, debuggee: Debuggee) {
         .call("eval", eval("n + 1", "python"))
         .call("eval", eval("import os; os._exit(3)", "python"))
         .call("eval", eval("'fresh kernel'", "python"))
-        .call("eval", eval(&node_probe(&ssh, &pgpass, port), "javascript"));
-    if debuggee == Debuggee::Python {
-        let launch = json!({"operation": "launch", "program": "walls.py", "wait_seconds": 120});
-        script = script.call("debug", launch);
-    }
-    let script = script
+        .call("eval", eval(&node_probe(ssh, pgpass, port), "javascript"))
+        .call("debug", json!({"operation": "launch", "program": "walls.py", "wait_seconds": 120}))
         .call("vibe_spawn", json!({"brief": "probe the walls", "label": "walls"}))
         .call("vibe_wait", json!({"worker_id": "w1", "timeout_seconds": 120}));
     let marker = script.marker().to_string();
@@ -202,7 +300,7 @@ fn walls_hold_over_mcp(kind: &str, named: &str, debuggee: Debuggee) {
 
     let first = text_of(&results[1]);
     assert_eq!(results[1]["isError"], false, "{first}");
-    assert_walls_held("a Python cell", first);
+    assert_walls_held("a Python cell", first, Net::None);
     assert!(
         first.contains(named) && first.contains("no network"),
         "the note tells the model what confined it: {first}"
@@ -227,25 +325,22 @@ fn walls_hold_over_mcp(kind: &str, named: &str, debuggee: Debuggee) {
     assert!(text_of(&results[6]).contains("'fresh kernel'"), "{}", text_of(&results[6]));
     let node = text_of(&results[7]);
     assert_eq!(results[7]["isError"], false, "{node}");
-    assert_walls_held("a Node cell", node);
-    let mut next = 8;
-    if debuggee == Debuggee::Python {
-        let debugged = text_of(&results[next]);
-        assert_eq!(results[next]["isError"], false, "{debugged}");
-        assert!(debugged.contains("exited"), "{debugged}");
-        assert_walls_held("a debuggee", debugged);
-        next += 1;
-    }
-    let worker = text_of(&results[next + 1]);
-    assert_eq!(results[next + 1]["isError"], false, "{worker}");
-    assert_walls_held("a worker", worker);
+    assert_walls_held("a Node cell", node, Net::None);
+    let debugged = text_of(&results[8]);
+    assert_eq!(results[8]["isError"], false, "{debugged}");
+    assert!(debugged.contains("exited"), "{debugged}");
+    assert_walls_held("a debuggee", debugged, Net::None);
+    let worker = text_of(&results[10]);
+    assert_eq!(results[10]["isError"], false, "{worker}");
+    assert_walls_held("a worker", worker, Net::Host);
     assert_eq!(
         std::fs::read_to_string(project.root.join("out/made-here.txt")).expect("made"),
-        if debuggee == Debuggee::Python { "xjxx" } else { "xjx" },
+        "xjxx",
         "each probe wrote in the project: Python cell, Node cell, debuggee, worker"
     );
     listener.set_nonblocking(true).expect("nonblocking");
-    assert!(listener.accept().is_err(), "nothing reached the host's port");
+    let reached = std::iter::from_fn(|| listener.accept().ok()).count();
+    assert_eq!(reached, 1, "only the worker, which has the network, reached the host's port");
     assert!(!Path::new(&format!("/tmp/{scratch}")).exists(), "the capsule's temp is its own");
     crate::support::assert_no_survivors(&marker, std::time::Duration::from_secs(5));
     let leftovers: Vec<_> = std::fs::read_dir(std::env::temp_dir())
@@ -262,8 +357,8 @@ fn status_says_which_capsule_a_run_gets_and_what_it_confines() {
     if !require("bubblewrap", Path::new("/usr/bin/bwrap").exists(), "run `cargo xtask setup`") {
         return;
     }
-    let home = FakeHome::new();
-    let user = home.0.join("agent-tools.toml");
+    let home = Home::fake();
+    let user = home.dir.join("agent-tools.toml");
     std::fs::write(&user, "[capsule]\nkind = \"bwrap\"\n").expect("user config");
     let project = crate::support::TempProject::new(&[]);
     // The project's own file cannot turn the sandbox off.
@@ -272,7 +367,7 @@ fn status_says_which_capsule_a_run_gets_and_what_it_confines() {
     let out = Command::new(host_binary())
         .args(["status", "--root"])
         .arg(&project.root)
-        .env("HOME", &home.0)
+        .env("HOME", &home.dir)
         .env("AGENT_TOOLS_CONFIG", &user)
         .output()
         .expect("status");
@@ -286,6 +381,13 @@ fn status_says_which_capsule_a_run_gets_and_what_it_confines() {
     // `auto` says which backend it chose and why; Landlock says what it does not give.
     let auto = capsule_line(&["--capsule", "auto"]);
     assert!(auto.contains("(auto: bubblewrap can make its namespaces here)"), "{auto}");
+    // `auto` is the default: a run without a [capsule] setting is confined.
+    let default = capsule_line(&[]);
+    assert!(
+        default.starts_with("capsule: bwrap")
+            && default.contains("(auto: bubblewrap can make its namespaces here)"),
+        "the default is auto: {default}"
+    );
     let landlock = capsule_line(&["--capsule", "landlock"]);
     if landlock.starts_with("capsule: landlock") {
         assert!(
@@ -297,7 +399,7 @@ fn status_says_which_capsule_a_run_gets_and_what_it_confines() {
     let bad = Command::new(host_binary())
         .args(["call", "read", r#"{"path": "x"}"#, "--capsule", "prefix", "--root"])
         .arg(&project.root)
-        .env("HOME", &home.0)
+        .env("HOME", &home.dir)
         .env("AGENT_TOOLS_CONFIG", &user)
         .output()
         .expect("call");

@@ -129,6 +129,38 @@ impl McpScript {
         }
     }
 
+    /// Runs the server as `user` (root only) with a login-like environment, `HOME` at `home`,
+    /// from a copy of the host binary in `bin` (a folder the user can read: the build's may lie
+    /// in one only root can enter).
+    pub(crate) fn run_by(mut self, user: &str, home: &Path, bin: &Path) -> Self {
+        let copy = bin.join("agent-tools");
+        std::fs::copy(&self.server_args[0], &copy).expect("copy the host binary");
+        use std::os::unix::fs::PermissionsExt;
+        for path in [bin, copy.as_path()] {
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        }
+        let mut args: Vec<String> = [
+            "setpriv",
+            "--reuid",
+            user,
+            "--regid",
+            user,
+            "--init-groups",
+            "--reset-env",
+            "--",
+            "env",
+        ]
+        .map(String::from)
+        .into();
+        args.push(format!("HOME={}", home.display()));
+        args.push("PATH=/usr/local/bin:/usr/bin:/bin".into());
+        args.push(format!("AGENT_TOOLS_E2E_MARKER={}", self.marker));
+        args.push(copy.display().to_string());
+        args.extend(self.server_args.drain(1..));
+        self.server_args = args;
+        self
+    }
+
     /// Sets `name` in the server's environment.
     pub(crate) fn env(mut self, name: &str, value: &str) -> Self {
         self.env.push((name.to_string(), value.to_string()));

@@ -157,8 +157,15 @@ async fn open_transport(
             (Box::new(r), Box::new(w), Some(process), argv)
         }
         _ => {
-            let argv = opts.command.argv.clone();
-            let (r, w, process) = spawn_stdio(&argv, cwd, shared, tasks).await?;
+            let (argv, ports) = loopback_ports(kind, &opts.command.argv, &*shared.capsule)?;
+            if !ports.is_empty() {
+                notes.push(format!(
+                    "debugpy's adapter and the program talk on loopback ports {}, the only \
+                     ones the run's capsule lets them use",
+                    ports.iter().map(u16::to_string).collect::<Vec<_>>().join(", ")
+                ));
+            }
+            let (r, w, process) = spawn_stdio(&argv, &ports, cwd, shared, tasks).await?;
             (r, w, Some(process), argv)
         }
     })
@@ -168,10 +175,61 @@ async fn open_transport(
 /// command line.
 type Transport = (BoxRead, BoxWrite, Option<AdapterProcess>, Vec<String>);
 
+/// The variable that gives debugpy's adapter its loopback ports (see [`DEBUGPY_ON_PORTS`]).
+const DEBUGPY_PORTS: &str = "AGENT_TOOLS_DEBUGPY_PORTS";
+
+/// Runs `debugpy.adapter` with every listener it opens on port 0 (for the debuggee and its
+/// launcher) opened on the next of the given ports instead.
+const DEBUGPY_ON_PORTS: &str = "\
+import os, runpy, sys
+from debugpy.common import sockets
+ports = [int(p) for p in os.environ.pop('AGENT_TOOLS_DEBUGPY_PORTS', '').split(',') if p]
+create_server = sockets.create_server
+def on_a_given_port(host, port=0, *args, **kwargs):
+    if not port and ports:
+        port = ports.pop(0)
+    return create_server(host, port, *args, **kwargs)
+sockets.create_server = on_a_given_port
+sys.argv[0] = 'debugpy.adapter'
+runpy.run_module('debugpy.adapter', run_name='__main__', alter_sys=True)
+";
+
+/// How many loopback ports debugpy's adapter gets: one for the debuggee's connection, one for
+/// its launcher's, and spares for a relaunch.
+const DEBUGPY_PORT_COUNT: usize = 4;
+
+/// The adapter command and the loopback ports its processes may use: where the run's capsule
+/// allows TCP between its processes only on given ports (Landlock without network), debugpy
+/// (whose adapter and debuggee talk over TCP) gets ports picked here and listens on them.
+fn loopback_ports(
+    kind: AdapterKind,
+    argv: &[String],
+    capsule: &dyn agent_tools_support::capsule::Capsule,
+) -> Result<(Vec<String>, Vec<u16>), DebugError> {
+    use agent_tools_support::capsule::{LoopbackTcp, free_loopback_ports};
+    let module = argv.iter().position(|a| a == "debugpy.adapter");
+    let (AdapterKind::Debugpy, LoopbackTcp::GivenPorts, Some(at)) =
+        (kind, capsule.loopback_tcp(), module)
+    else {
+        return Ok((argv.to_vec(), Vec::new()));
+    };
+    if at == 0 || argv[at - 1] != "-m" {
+        return Ok((argv.to_vec(), Vec::new()));
+    }
+    let ports = free_loopback_ports(DEBUGPY_PORT_COUNT).map_err(|e| {
+        DebugError::adapter(format!("cannot pick loopback ports for debugpy's adapter: {e}"))
+    })?;
+    let mut wrapped: Vec<String> = argv[..at - 1].to_vec();
+    wrapped.extend(["-c".to_string(), DEBUGPY_ON_PORTS.to_string()]);
+    wrapped.extend(argv[at + 1..].iter().cloned());
+    Ok((wrapped, ports))
+}
+
 /// Starts the adapter `argv` in `cwd`, in its own process group, with stdout and stderr piped.
 pub(super) async fn start_adapter(
     capsule: &dyn agent_tools_support::capsule::Capsule,
     argv: &[String],
+    ports: &[u16],
     cwd: &Path,
     stdin: std::process::Stdio,
     configure: impl FnOnce(&mut tokio::process::Command),
@@ -181,7 +239,8 @@ pub(super) async fn start_adapter(
     }
     let rest: Vec<std::ffi::OsString> = argv[1..].iter().map(Into::into).collect();
     // In the run's capsule: the adapter, and so the debuggee it starts.
-    let mut command = tokio::process::Command::from(capsule.command(argv[0].as_ref(), &rest));
+    let mut command =
+        tokio::process::Command::from(capsule.command_with_ports(argv[0].as_ref(), &rest, ports));
     command
         .current_dir(cwd)
         .stdin(stdin)
@@ -208,14 +267,19 @@ pub(super) async fn start_adapter(
 
 pub(super) async fn spawn_stdio(
     argv: &[String],
+    ports: &[u16],
     cwd: &Path,
     shared: &Arc<Shared>,
     tasks: &mut Vec<JoinHandle<()>>,
 ) -> Result<(BoxRead, BoxWrite, AdapterProcess), DebugError> {
     let capsule = shared.capsule.clone();
     let mut process =
-        start_adapter(&*capsule, argv, cwd, std::process::Stdio::piped(), |command| {
+        start_adapter(&*capsule, argv, ports, cwd, std::process::Stdio::piped(), |command| {
             command.env("PYDEVD_DISABLE_FILE_VALIDATION", "1");
+            if !ports.is_empty() {
+                let list: Vec<String> = ports.iter().map(u16::to_string).collect();
+                command.env(DEBUGPY_PORTS, list.join(","));
+            }
         })
         .await?;
     let (Some(stdin), Some(stdout)) = (process.child.stdin.take(), process.child.stdout.take())
@@ -247,7 +311,7 @@ pub(super) async fn spawn_delve(
         std::process::Stdio::null()
     };
     let capsule = shared.capsule.clone();
-    let mut process = start_adapter(&*capsule, argv, cwd, stdin, |_| {}).await?;
+    let mut process = start_adapter(&*capsule, argv, &[], cwd, stdin, |_| {}).await?;
     let (Some(stdout), Some(stderr)) = (process.child.stdout.take(), process.child.stderr.take())
     else {
         return Err(DebugError::adapter("dlv has no stdio pipes"));
@@ -275,7 +339,7 @@ pub(super) async fn spawn_delve(
                     "dlv exited before listening ({}); it printed: {}",
                     status.map_or_else(
                         || "still running".into(),
-                        |s| crate::process::describe_status(&s)
+                        |s| crate::process::describe_end(capsule.ended(s))
                     ),
                     seen.join(" | ")
                 )));

@@ -213,7 +213,10 @@ impl Session {
     pub(super) async fn adapter_status(&mut self) -> String {
         let Some(process) = self.process.as_mut() else { return String::new() };
         match tokio::time::timeout(Duration::from_millis(500), process.child.wait()).await {
-            Ok(Ok(status)) => format!(" (adapter {})", crate::process::describe_status(&status)),
+            Ok(Ok(status)) => format!(
+                " (adapter {})",
+                crate::process::describe_end(self.shared.capsule.ended(status))
+            ),
             _ => String::new(),
         }
     }

@@ -4,13 +4,16 @@
 
 use std::time::Duration;
 
-use agent_tools_support::process::{KnownProcess, kill_group};
+use agent_tools_support::{
+    capsule::ProcessEnd,
+    process::{KnownProcess, kill_group},
+};
 
 use super::Session;
 use crate::{
     adapters::AdapterKind,
     dap_types::{Disconnect, DisconnectArguments},
-    process::{describe_status, wait_until},
+    process::{describe_end, wait_until},
     response::{OUTPUT_CHARS, TeardownReport},
 };
 
@@ -103,11 +106,15 @@ impl Session {
         let Some(process) = self.process.as_mut() else { return };
         let pgid = process.pid;
         match wait_for_exit(&mut process.child, Duration::from_secs(1)).await {
-            Some(status) => report.steps.push(format!(
-                "adapter exited after its input closed ({}{})",
-                describe_status(&status),
-                abort_note(self.kind, &status)
-            )),
+            Some(status) => {
+                // In a capsule, a wrapper may pass lldb-dap's SIGABRT on as code 134.
+                let end = self.shared.capsule.ended(status);
+                report.steps.push(format!(
+                    "adapter exited after its input closed ({}{})",
+                    describe_end(end),
+                    abort_note(self.kind, end)
+                ));
+            }
             None => report.steps.push("the adapter did not exit when its input closed".into()),
         }
         // The whole tree: SIGTERM, a grace period, SIGKILL to the group and to every
@@ -181,9 +188,8 @@ async fn wait_for_exit(
     tokio::time::timeout(within, child.wait()).await.ok().and_then(Result::ok)
 }
 
-fn abort_note(kind: AdapterKind, status: &std::process::ExitStatus) -> &'static str {
-    use std::os::unix::process::ExitStatusExt;
-    if kind == AdapterKind::Lldb && status.signal() == Some(libc::SIGABRT) {
+fn abort_note(kind: AdapterKind, end: ProcessEnd) -> &'static str {
+    if kind == AdapterKind::Lldb && end == ProcessEnd::Signal(libc::SIGABRT) {
         ", as lldb-dap does at shutdown: not an error"
     } else {
         ""

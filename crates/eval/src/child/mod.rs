@@ -17,6 +17,7 @@ use std::{
 use serde_json::{Value, json};
 use tokio::{net::unix::pipe, process::Child, sync::mpsc, time::Instant};
 
+use agent_tools_support::capsule::{ExitStatuses, ProcessEnd};
 use agent_tools_support::process::{
     CgroupJoin, ProcessGroup, SpawnOptions, Spawned, WeakProcessGroup,
 };
@@ -94,6 +95,8 @@ pub(crate) struct ChildKernel {
     /// Events taken off `rx` between cells (to see whether the kernel is gone), read first.
     backlog: VecDeque<Raw>,
     pub(crate) info: KernelInfo,
+    /// How the kernel's exit status reads (a capsule's wrapper reports a signal as 128+N).
+    statuses: ExitStatuses,
     ready: VecDeque<Event>,
     cell: u64,
     token: String,
@@ -204,6 +207,7 @@ impl ChildKernel {
         }
         tokio::spawn(read_frames(events, tx));
         let mut kernel = ChildKernel {
+            statuses: capsule.exit_statuses(),
             child,
             group,
             pgid,
@@ -312,7 +316,7 @@ impl ChildKernel {
         self.kill_group();
         self.pgid = 0;
         Some(match status {
-            Ok(Ok(status)) => describe_status(status),
+            Ok(Ok(status)) => describe_end(self.statuses.read(status)),
             _ => "it stopped answering".to_string(),
         })
     }
@@ -497,7 +501,7 @@ impl ChildKernel {
         self.kill_group();
         self.pgid = 0;
         let status = match status {
-            Ok(Ok(status)) => describe_status(status),
+            Ok(Ok(status)) => describe_end(self.statuses.read(status)),
             Ok(Err(e)) => format!("its exit status is unknown ({e})"),
             Err(_) => {
                 let _ = self.child.kill().await;
@@ -615,7 +619,7 @@ impl KernelIo for ChildKernel {
         self.dead = true;
         self.death = Some("it was killed".to_string());
         match status {
-            Ok(Ok(status)) => describe_status(status),
+            Ok(Ok(status)) => describe_end(self.statuses.read(status)),
             _ => "killed".to_string(),
         }
     }
@@ -668,28 +672,25 @@ fn last_lines(text: &str, n: usize) -> String {
 }
 
 /// "exited with status 3" or "was killed by signal 11 (SIGSEGV)".
-pub(crate) fn describe_status(status: std::process::ExitStatus) -> String {
-    use std::os::unix::process::ExitStatusExt;
-    if let Some(code) = status.code() {
-        return format!("it exited with status {code}");
+pub(crate) fn describe_end(end: ProcessEnd) -> String {
+    let sig = match end {
+        ProcessEnd::Code(code) => return format!("it exited with status {code}"),
+        ProcessEnd::Signal(sig) => sig,
+    };
+    let name = match sig {
+        libc::SIGSEGV => "SIGSEGV, a segmentation fault",
+        libc::SIGKILL => "SIGKILL; out of memory, or killed from outside",
+        libc::SIGABRT => "SIGABRT, an abort",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGILL => "SIGILL",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGINT => "SIGINT",
+        _ => "",
+    };
+    if name.is_empty() {
+        format!("it was killed by signal {sig}")
+    } else {
+        format!("it was killed by signal {sig} ({name})")
     }
-    if let Some(sig) = status.signal() {
-        let name = match sig {
-            libc::SIGSEGV => "SIGSEGV, a segmentation fault",
-            libc::SIGKILL => "SIGKILL; out of memory, or killed from outside",
-            libc::SIGABRT => "SIGABRT, an abort",
-            libc::SIGBUS => "SIGBUS",
-            libc::SIGFPE => "SIGFPE",
-            libc::SIGILL => "SIGILL",
-            libc::SIGTERM => "SIGTERM",
-            libc::SIGINT => "SIGINT",
-            _ => "",
-        };
-        return if name.is_empty() {
-            format!("it was killed by signal {sig}")
-        } else {
-            format!("it was killed by signal {sig} ({name})")
-        };
-    }
-    "it ended".to_string()
 }

@@ -180,6 +180,13 @@ async fn a_python_kernel_in_bubblewrap_keeps_its_state_and_meets_the_walls() {
     let (status, text) =
         cell(&kernels, project.path(), Language::Python, "import os; os._exit(3)", &go).await;
     assert_eq!(status, CellStatus::Crashed, "{text}");
+    assert!(text.contains("it exited with status 3"), "{text}");
+    // bubblewrap's init reports a death by signal as 128+N: it is read as the signal.
+    let (status, text) =
+        cell(&kernels, project.path(), Language::Python, "import ctypes\nctypes.string_at(0)", &go)
+            .await;
+    assert_eq!(status, CellStatus::Crashed, "{text}");
+    assert!(text.contains("killed by signal 11 (SIGSEGV"), "{text}");
     let (status, text) =
         cell(&kernels, project.path(), Language::Python, "import os; os.getpid()", &go).await;
     assert_eq!(status, CellStatus::Ok, "{text}");

@@ -4,9 +4,11 @@
 
 use std::{marker::PhantomData, path::Path, sync::Arc, time::Duration};
 
+use agent_tools_support::capsule::WorkerLogin;
 use agent_tools_vibe::{
-    CommandBackend, DEFAULT_WAIT_SECONDS, KillArgs, ListArgs, MAX_WAIT_SECONDS, Nesting, Roster,
-    RosterError, RosterSettings, SendArgs, SpawnArgs, WaitArgs, WorkerBackend, family,
+    CommandBackend, CommandLine, DEFAULT_WAIT_SECONDS, KillArgs, ListArgs, MAX_WAIT_SECONDS,
+    Nesting, Roster, RosterError, RosterSettings, SendArgs, SpawnArgs, WaitArgs, WorkerBackend,
+    family,
 };
 use async_trait::async_trait;
 use serde::de::DeserializeOwned;
@@ -93,11 +95,50 @@ fn for_run(run: &RunParts<'_>) -> Option<Box<dyn AttachFamily>> {
         return None;
     }
     let config = &run.config.vibe;
-    let backend = CommandBackend::new(run.root, config.clone()).in_capsule(run.capsule.clone());
+    let backend = CommandBackend::new(run.root, config.clone()).in_capsule(workers_in(
+        run.root,
+        run.config,
+        run.capsule,
+    ));
     // A worker's own agent-tools learns its depth among nested workers from its environment.
     let settings =
         RosterSettings { nesting: Nesting::from_env(config.max_depth), ..config.roster_settings() };
     Some(Box::new(VibeFamily::new(Roster::new(Arc::new(backend), settings))))
+}
+
+/// The capsule workers start in, beside the run's `capsule` (see [`crate::capsule::for_workers`]).
+fn workers_in(
+    root: &Path,
+    config: &Config,
+    capsule: &std::sync::Arc<dyn agent_tools_support::capsule::Capsule>,
+) -> std::sync::Arc<dyn agent_tools_support::capsule::Capsule> {
+    let programs = crate::capsule::configured_programs(root, config);
+    let clis = worker_clis(&config.vibe);
+    crate::capsule::for_workers(root, &config.capsule, &programs, &clis, capsule)
+}
+
+/// The workers' capsule of a run that has not made its own (for `status`).
+fn workers(
+    root: &Path,
+    config: &Config,
+) -> std::sync::Arc<dyn agent_tools_support::capsule::Capsule> {
+    let programs = crate::capsule::configured_programs(root, config);
+    workers_in(root, config, &crate::capsule::make_or_refuse(root, &config.capsule, &programs))
+}
+
+/// The agent CLIs the configured worker commands name (their logins are shown to workers).
+fn worker_clis(vibe: &agent_tools_vibe::VibeConfig) -> Vec<&'static WorkerLogin> {
+    let commands = [&vibe.fast, &vibe.good]
+        .into_iter()
+        .flat_map(|tier| [&tier.command, &tier.read_only_command])
+        .flatten();
+    let words: Vec<String> = commands
+        .flat_map(|command| match command {
+            CommandLine::Shell(line) => line.split_whitespace().map(str::to_string).collect(),
+            CommandLine::Argv(argv) => argv.clone(),
+        })
+        .collect();
+    WorkerLogin::in_command(words.iter().map(String::as_str))
 }
 
 /// One vibe tool: its arguments' type says what it does to the roster.
@@ -241,7 +282,9 @@ fn status_details(root: &Path, config: &Config) -> Vec<String> {
          [vibe] enabled = true"
             .to_string(),
     ];
-    details.extend(CommandBackend::new(root, vibe.clone()).describe());
+    details.extend(
+        CommandBackend::new(root, vibe.clone()).in_capsule(workers(root, config)).describe(),
+    );
     details.push(limits_line(&vibe.roster_settings()));
     details
 }

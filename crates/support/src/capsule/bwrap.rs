@@ -203,6 +203,11 @@ impl Capsule for Bwrap {
         super::pids::host_pid_of(inside, under)
     }
 
+    fn exit_statuses(&self) -> super::ExitStatuses {
+        // bubblewrap's init reaps the program and exits with 128+N when signal N killed it.
+        super::ExitStatuses::Wrapped
+    }
+
     fn explain(&self, output: &str) -> Option<String> {
         let found = self.walls.explain(
             output,

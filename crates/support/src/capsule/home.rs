@@ -49,6 +49,8 @@ pub struct HomeNeeds<'a> {
     pub programs: &'a [PathBuf],
     /// Paths the user's configuration exposes.
     pub expose: &'a [PathBuf],
+    /// Paths shown for a worker CLI's login, each with why.
+    pub logins: &'a [(PathBuf, String)],
 }
 
 impl HomeView {
@@ -62,6 +64,9 @@ impl HomeView {
         let mut view = HomeView { home: Some(home.clone()), ..HomeView::default() };
         for path in needs.expose {
             view.show(path, "exposed by the configuration");
+        }
+        for (path, why) in needs.logins {
+            view.show(path, why);
         }
         if needs.project.starts_with(&home) {
             view.show(needs.project, "the project");
@@ -245,7 +250,7 @@ mod tests {
         let programs = [venv.join("python"), local.join("tool")];
         let view = HomeView::resolve(
             Some(home.path()),
-            &HomeNeeds { project: &project, programs: &programs, expose: &[] },
+            &HomeNeeds { project: &project, programs: &programs, expose: &[], logins: &[] },
         );
         let home = std::fs::canonicalize(home.path()).unwrap();
         let shown: Vec<&Path> = view.shown().collect();

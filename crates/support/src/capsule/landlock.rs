@@ -36,7 +36,7 @@ use landlock::{
 };
 
 use super::{
-    Capsule,
+    Capsule, LoopbackTcp,
     seccomp::{self, Instruction, IpSockets},
     walls::{CapsuleOptions, Network, Walls, capsule_error},
 };
@@ -136,13 +136,7 @@ impl Landlock {
             )));
         }
         let walls = Walls::new(&options)?;
-        let ruleset = ruleset(&walls, abi)
-            .map_err(|e| capsule_error(format!("cannot build its Landlock rules: {e}")))?;
-        let ip = match walls.network {
-            Network::None => IpSockets::TcpOnly,
-            Network::Host => IpSockets::All,
-        };
-        let confinement = Arc::new(Confinement { ruleset, filter: seccomp::program(ip) });
+        let confinement = Arc::new(confinement(&walls, abi, &[])?);
         Ok(Landlock { walls, abi, confinement })
     }
 
@@ -150,6 +144,18 @@ impl Landlock {
     pub fn tmp_on_host(&self) -> PathBuf {
         self.walls.tmp_on_host()
     }
+}
+
+/// The ruleset and filter of a process that may also connect to and listen on `ports` of the
+/// loopback (without network).
+fn confinement(walls: &Walls, abi: i32, ports: &[u16]) -> Result<Confinement, Error> {
+    let ruleset = ruleset(walls, abi, ports)
+        .map_err(|e| capsule_error(format!("cannot build its Landlock rules: {e}")))?;
+    let ip = match walls.network {
+        Network::None => IpSockets::TcpOnly,
+        Network::Host => IpSockets::All,
+    };
+    Ok(Confinement { ruleset, filter: seccomp::program(ip) })
 }
 
 /// The rights that read a file or folder and run programs.
@@ -162,8 +168,8 @@ fn all(abi: ABI) -> landlock::BitFlags<AccessFs> {
     AccessFs::from_all(abi)
 }
 
-fn ruleset(walls: &Walls, abi_number: i32) -> Result<OwnedFd, String> {
-    build_ruleset(walls, abi_number)
+fn ruleset(walls: &Walls, abi_number: i32, ports: &[u16]) -> Result<OwnedFd, String> {
+    build_ruleset(walls, abi_number, ports)
         .map_err(|e| e.to_string())?
         .ok_or_else(|| "the kernel gave no ruleset".to_string())
 }
@@ -171,6 +177,7 @@ fn ruleset(walls: &Walls, abi_number: i32) -> Result<OwnedFd, String> {
 fn build_ruleset(
     walls: &Walls,
     abi_number: i32,
+    ports: &[u16],
 ) -> Result<Option<OwnedFd>, landlock::RulesetError> {
     let abi = ABI::from(abi_number);
     let mut rules: Vec<(PathBuf, landlock::BitFlags<AccessFs>)> = Vec::new();
@@ -205,6 +212,10 @@ fn build_ruleset(
     if walls.network == Network::None {
         // An ephemeral port to listen on (a debug adapter's), reached from the host only.
         created = created.add_rule(NetPort::new(0, AccessNet::BindTcp))?;
+        for port in ports {
+            created = created
+                .add_rule(NetPort::new(*port, AccessNet::BindTcp | AccessNet::ConnectTcp))?;
+        }
     }
     Ok(created.into())
 }
@@ -253,8 +264,14 @@ fn allow_except(
     }
 }
 
-impl Capsule for Landlock {
-    fn command(&self, program: &OsStr, args: &[OsString]) -> Command {
+impl Landlock {
+    /// `program args…` confined by `confinement`.
+    fn confined(
+        &self,
+        program: &OsStr,
+        args: &[OsString],
+        confinement: Arc<Confinement>,
+    ) -> Command {
         use std::os::unix::process::CommandExt;
         let tmp = self.walls.tmp_on_host();
         let mut command = Command::new(program);
@@ -264,10 +281,9 @@ impl Capsule for Landlock {
         if let Ok(mut pending) = PENDING.lock() {
             pending
                 .get_or_insert_with(HashMap::new)
-                .insert(id, (self.confinement.clone(), skip.clone()));
+                .insert(id, (confinement.clone(), skip.clone()));
         }
         command.env(MARKER, id.to_string());
-        let confinement = self.confinement.clone();
         // SAFETY: `apply` only makes system calls on memory prepared before the fork.
         unsafe {
             command.pre_exec(move || {
@@ -275,6 +291,27 @@ impl Capsule for Landlock {
             });
         }
         command
+    }
+}
+
+impl Capsule for Landlock {
+    fn command(&self, program: &OsStr, args: &[OsString]) -> Command {
+        self.confined(program, args, self.confinement.clone())
+    }
+
+    fn loopback_tcp(&self) -> LoopbackTcp {
+        match self.walls.network {
+            Network::None => LoopbackTcp::GivenPorts,
+            Network::Host => LoopbackTcp::Open,
+        }
+    }
+
+    fn command_with_ports(&self, program: &OsStr, args: &[OsString], ports: &[u16]) -> Command {
+        match confinement(&self.walls, self.abi, ports) {
+            Ok(confinement) => self.confined(program, args, Arc::new(confinement)),
+            // Rules that cannot be built: without the ports, which the process then misses.
+            Err(_) => self.command(program, args),
+        }
     }
 
     fn describe(&self) -> String {

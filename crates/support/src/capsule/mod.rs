@@ -20,6 +20,7 @@ mod bwrap;
 mod environment;
 mod home;
 mod landlock;
+mod logins;
 mod netns;
 mod pids;
 mod seccomp;
@@ -31,7 +32,7 @@ use std::{
     ffi::{OsStr, OsString},
     fmt, io,
     net::TcpStream,
-    process::Command,
+    process::{Command, ExitStatus},
     time::Duration,
 };
 
@@ -40,6 +41,7 @@ pub use self::{
     environment::PASSED_ENV,
     home::{HomeNeeds, HomeView},
     landlock::{Landlock, kernel_abi as landlock_abi},
+    logins::{WORKER_LOGINS, WorkerLogin},
     walls::{BwrapOptions, CapsuleOptions, HIDDEN_IN_HOME, Network, PROTECTED_IN_PROJECT},
 };
 
@@ -91,6 +93,123 @@ pub trait Capsule: Send + Sync + fmt::Debug {
     fn explain(&self, output: &str) -> Option<String> {
         let _ = output;
         None
+    }
+
+    /// Whether processes inside reach each other over TCP on 127.0.0.1 (a debug adapter and
+    /// its debuggee), or only on ports given to [`Capsule::command_with_ports`].
+    fn loopback_tcp(&self) -> LoopbackTcp {
+        LoopbackTcp::Open
+    }
+
+    /// [`Capsule::command`] whose process (and its descendants) may also listen on and connect
+    /// to `ports` of the loopback, where [`Capsule::loopback_tcp`] is
+    /// [`LoopbackTcp::GivenPorts`] (pick them with [`free_loopback_ports`]).
+    fn command_with_ports(&self, program: &OsStr, args: &[OsString], ports: &[u16]) -> Command {
+        let _ = ports;
+        self.command(program, args)
+    }
+
+    /// How the exit statuses of processes started through [`Capsule::command`] read: a
+    /// wrapper that reaps the program (bubblewrap's init) passes a death by signal N on as exit
+    /// code 128+N.
+    fn exit_statuses(&self) -> ExitStatuses {
+        ExitStatuses::Direct
+    }
+
+    /// How a process started through [`Capsule::command`] ended, from its spawned pid's status.
+    fn ended(&self, status: ExitStatus) -> ProcessEnd {
+        self.exit_statuses().read(status)
+    }
+}
+
+/// TCP between the processes of a capsule on 127.0.0.1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LoopbackTcp {
+    /// Any port (the host's network, or a network namespace of its own).
+    Open,
+    /// Only ports given to [`Capsule::command_with_ports`] (Landlock without network).
+    GivenPorts,
+}
+
+/// `count` loopback ports free now (bound at once, then released), for
+/// [`Capsule::command_with_ports`].
+pub fn free_loopback_ports(count: usize) -> io::Result<Vec<u16>> {
+    let listeners = (0..count)
+        .map(|_| std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0)))
+        .collect::<io::Result<Vec<_>>>()?;
+    listeners.iter().map(|l| l.local_addr().map(|a| a.port())).collect()
+}
+
+/// Whose exit status the spawned pid reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExitStatuses {
+    /// The program's own: a death by signal is one.
+    Direct,
+    /// A wrapper's that reaps the program: exit code 128+N is a death by signal N.
+    Wrapped,
+}
+
+impl ExitStatuses {
+    /// How the process whose status is `status` ended.
+    pub fn read(self, status: ExitStatus) -> ProcessEnd {
+        match self {
+            ExitStatuses::Direct => ProcessEnd::of(status),
+            ExitStatuses::Wrapped => ProcessEnd::of_wrapped(status),
+        }
+    }
+}
+
+/// How a process ended: its exit code, or the signal that killed it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProcessEnd {
+    /// It exited with this code.
+    Code(i32),
+    /// It was killed by this signal.
+    Signal(i32),
+}
+
+impl ProcessEnd {
+    /// The end `status` reports, as the kernel gave it.
+    pub fn of(status: ExitStatus) -> ProcessEnd {
+        use std::os::unix::process::ExitStatusExt;
+        match (status.code(), status.signal()) {
+            (Some(code), _) => ProcessEnd::Code(code),
+            (None, Some(signal)) => ProcessEnd::Signal(signal),
+            // Stopped or continued statuses are not ends; read them as the raw value.
+            (None, None) => ProcessEnd::Code(status.into_raw()),
+        }
+    }
+
+    /// The end `status` reports when a wrapper stands between: a code of 128+N (N a signal
+    /// number) is a death by signal N, as shells and bubblewrap report it.
+    pub fn of_wrapped(status: ExitStatus) -> ProcessEnd {
+        match ProcessEnd::of(status) {
+            ProcessEnd::Code(code) if (129..=128 + 64).contains(&code) => {
+                ProcessEnd::Signal(code - 128)
+            }
+            end => end,
+        }
+    }
+
+    /// Whether it exited with code 0.
+    pub fn success(self) -> bool {
+        self == ProcessEnd::Code(0)
+    }
+
+    /// The exit code, if it exited.
+    pub fn code(self) -> Option<i32> {
+        match self {
+            ProcessEnd::Code(code) => Some(code),
+            ProcessEnd::Signal(_) => None,
+        }
+    }
+
+    /// The signal, if one killed it.
+    pub fn signal(self) -> Option<i32> {
+        match self {
+            ProcessEnd::Signal(signal) => Some(signal),
+            ProcessEnd::Code(_) => None,
+        }
     }
 }
 
@@ -151,5 +270,10 @@ impl Capsule for Prefix {
 
     fn sees_host_files(&self) -> bool {
         false
+    }
+
+    fn exit_statuses(&self) -> ExitStatuses {
+        // A wrapper (a shell, `docker exec`) passes a death by signal N on as 128+N.
+        ExitStatuses::Wrapped
     }
 }

@@ -78,6 +78,9 @@ pub struct CapsuleOptions {
     /// Paths of the home the capsule shows besides what the run resolves, secret locations of
     /// [`HIDDEN_IN_HOME`] included (an agent CLI's own credentials for a worker: `~/.claude`).
     pub expose: Vec<PathBuf>,
+    /// Paths of the home shown read-only, each with why (a worker CLI's login), secret
+    /// locations included.
+    pub logins: Vec<(PathBuf, String)>,
     /// Programs the run resolves (an interpreter, `node`): their prefixes under the home are
     /// shown.
     pub programs: Vec<PathBuf>,
@@ -111,6 +114,28 @@ pub(super) struct Walls {
     pub(super) run_dir: RunDir,
 }
 
+/// A worker CLI reads its login from `$HOME`, the private home inside: each login path of the
+/// real `home` gets a link there to its real path (shown read-only).
+fn link_logins(
+    private: &Path,
+    home: Option<&Path>,
+    logins: &[(PathBuf, String)],
+) -> Result<(), Error> {
+    let Some(home) = home else { return Ok(()) };
+    for (path, _) in logins {
+        let Ok(relative) = path.strip_prefix(home) else { continue };
+        let link = private.join(relative);
+        let made = link
+            .parent()
+            .map_or(Ok(()), std::fs::create_dir_all)
+            .and_then(|()| std::os::unix::fs::symlink(path, &link));
+        made.map_err(|e| {
+            capsule_error(format!("cannot link {} into its private home: {e}", path.display()))
+        })?;
+    }
+    Ok(())
+}
+
 /// Where a capsule's private temp folder (and the home in it) lives on the host.
 #[derive(Debug)]
 pub(super) struct RunDir(pub(super) PathBuf);
@@ -138,7 +163,12 @@ impl Walls {
             options.home.clone().or_else(|| std::env::var_os("HOME").map(PathBuf::from));
         let home = HomeView::resolve(
             home_path.as_deref(),
-            &HomeNeeds { project: &project, programs: &options.programs, expose: &options.expose },
+            &HomeNeeds {
+                project: &project,
+                programs: &options.programs,
+                expose: &options.expose,
+                logins: &options.logins,
+            },
         );
         let secrets =
             home_path.iter().flat_map(|home| HIDDEN_IN_HOME.iter().map(move |p| home.join(p)));
@@ -146,6 +176,7 @@ impl Walls {
             .chain(options.hide.iter().cloned())
             .filter(|p| p.symlink_metadata().is_ok())
             .filter(|p| !options.expose.iter().any(|shown| p.starts_with(shown)))
+            .filter(|p| !options.logins.iter().any(|(shown, _)| p.starts_with(shown)))
             .collect();
         hidden.sort();
         hidden.dedup();
@@ -158,6 +189,7 @@ impl Walls {
             .filter(|p| p.symlink_metadata().is_ok())
             .collect();
         let toolchain_env = home_path.as_deref().map(toolchain_homes).unwrap_or_default();
+        link_logins(&run_dir.0.join("tmp").join("home"), home_path.as_deref(), &options.logins)?;
         Ok(Walls {
             project,
             network: options.network,

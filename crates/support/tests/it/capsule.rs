@@ -15,7 +15,10 @@ use std::{
 };
 
 use agent_tools_support::{
-    capsule::{Bwrap, Capsule, CapsuleOptions, Landlock, Network, landlock_abi},
+    capsule::{
+        Bwrap, Capsule, CapsuleOptions, Landlock, Network, ProcessEnd, WorkerLogin,
+        free_loopback_ports, landlock_abi,
+    },
     process,
 };
 
@@ -202,6 +205,46 @@ fn what_the_run_needs_from_the_home_is_shown_read_only() {
 }
 
 #[test]
+fn a_workers_capsule_shows_its_clis_login_at_home_and_nothing_else() {
+    for backend in backends() {
+        let project = tempfile::tempdir().unwrap();
+        let home = tempfile::tempdir_in(scratch()).unwrap();
+        std::fs::create_dir(home.path().join(".claude")).unwrap();
+        std::fs::write(home.path().join(".claude/.credentials.json"), "claude-login").unwrap();
+        std::fs::write(home.path().join(".claude.json"), "{\"theme\": \"dark\"}").unwrap();
+        std::fs::create_dir(home.path().join(".ssh")).unwrap();
+        std::fs::write(home.path().join(".ssh/id_ed25519"), "PRIVATE KEY").unwrap();
+        std::fs::write(home.path().join(".pgpass"), "db:5432:*:me:pgsecret").unwrap();
+        let claude = WorkerLogin::named("claude").unwrap();
+        let capsule = start(
+            backend,
+            CapsuleOptions {
+                project: project.path().to_path_buf(),
+                home: Some(home.path().to_path_buf()),
+                logins: claude.paths(home.path()),
+                ..CapsuleOptions::default()
+            },
+        );
+        // The CLI reads its login through $HOME, the private home inside.
+        let out = run_inside(
+            &*capsule,
+            project.path(),
+            "cat $HOME/.claude/.credentials.json; echo; cat $HOME/.claude.json; echo; \
+             echo x > $HOME/.claude/planted || echo login-read-only; \
+             cat ~/.pgpass $HOME/.pgpass || echo pgpass-hidden",
+        );
+        assert!(out.contains("claude-login") && out.contains("dark"), "{backend:?}: {out}");
+        assert!(out.contains("login-read-only"), "{backend:?}: {out}");
+        assert!(out.contains("pgpass-hidden") && !out.contains("pgsecret"), "{backend:?}: {out}");
+        let h = home.path().display();
+        let out = run_inside(&*capsule, project.path(), &format!("cat {h}/.pgpass {h}/.ssh/*"));
+        assert!(!out.contains("pgsecret") && !out.contains("PRIVATE"), "{backend:?}: {out}");
+        let status = capsule.describe();
+        assert!(status.contains("~/.claude (the login of the worker CLI `claude`)"), "{status}");
+    }
+}
+
+#[test]
 fn no_network_and_the_host_processes_are_out_of_reach() {
     for backend in backends() {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -231,6 +274,42 @@ fn no_network_and_the_host_processes_are_out_of_reach() {
         assert!(why.contains("no network"), "{why}");
         listener.set_nonblocking(true).unwrap();
         assert!(listener.accept().is_err(), "{backend:?}: nothing came through");
+    }
+}
+
+#[test]
+fn processes_inside_talk_on_the_loopback_ports_given_and_on_no_other() {
+    for backend in backends() {
+        let f = fixture(backend, Network::None);
+        let ports = free_loopback_ports(2).unwrap();
+        let (given, other) = (ports[0], ports[1]);
+        // One process listens on a given port, another connects to it; the other port is
+        // refused under Landlock (it is not given) and in bubblewrap (its own loopback).
+        let script = format!(
+            "import socket, subprocess, sys\n\
+             server = socket.create_server(('127.0.0.1', {given}))\n\
+             child = subprocess.run([sys.executable, '-c', \"import socket; \
+             socket.create_connection(('127.0.0.1', {given}), 5).sendall(b'hello')\"])\n\
+             print('talked:', server.accept()[0].recv(5).decode())\n\
+             try:\n    socket.create_connection(('127.0.0.1', {other}), 2)\n\
+             except OSError as e:\n    print('other refused:', e)\n"
+        );
+        let mut command = f.capsule.command_with_ports(
+            OsStr::new("python3"),
+            &["-c".into(), script.into()],
+            &[given],
+        );
+        command.current_dir(f.project.path()).stdin(Stdio::null());
+        command.stdout(Stdio::piped()).stderr(Stdio::piped());
+        let spawned = process::spawn_std(command).unwrap();
+        let output = spawned.child.wait_with_output().unwrap();
+        let out = format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert!(out.contains("talked: hello"), "{backend:?}: {out}");
+        assert!(out.contains("other refused"), "{backend:?}: {out}");
     }
 }
 
@@ -280,6 +359,25 @@ fn nothing_is_left_once_the_run_ends() {
         }
         drop(f);
         assert!(!tmp.exists(), "{backend:?}: the capsule's private temp folder outlived it");
+    }
+}
+
+#[test]
+fn a_death_by_signal_reads_as_one_and_an_exit_code_as_one() {
+    for backend in backends() {
+        let f = fixture(backend, Network::None);
+        for (script, expected) in [
+            ("kill -ABRT $$", ProcessEnd::Signal(libc::SIGABRT)),
+            ("kill -SEGV $$", ProcessEnd::Signal(libc::SIGSEGV)),
+            ("exit 3", ProcessEnd::Code(3)),
+            ("true", ProcessEnd::Code(0)),
+        ] {
+            let mut command = f.capsule.command(OsStr::new("sh"), &["-c".into(), script.into()]);
+            command.current_dir(f.project.path()).stdin(Stdio::null());
+            let mut spawned = process::spawn_std(command).unwrap();
+            let status = spawned.child.wait().unwrap();
+            assert_eq!(f.capsule.ended(status), expected, "{backend:?}: `{script}` ({status})");
+        }
     }
 }
 

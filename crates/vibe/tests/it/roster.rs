@@ -215,6 +215,54 @@ async fn a_spawned_worker_completes_with_its_output_as_the_result() {
     f.end().await;
 }
 
+/// In bubblewrap, whose init passes a death by signal N on as exit code 128+N, a worker that a
+/// signal kills is reported killed by it; its own exit code stays a code.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_in_bubblewrap_killed_by_a_signal_is_reported_as_such() {
+    use agent_tools_support::capsule::{Bwrap, CapsuleOptions};
+    if !std::path::Path::new("/usr/bin/bwrap").exists() {
+        assert!(std::env::var_os("CI").is_none(), "bubblewrap is missing: run `cargo xtask setup`");
+        #[allow(clippy::print_stderr, reason = "a skipped test says so loudly")]
+        {
+            eprintln!(
+                "\n!!! SKIPPED: bubblewrap is missing; `cargo xtask setup` installs it !!!\n"
+            );
+        }
+        return;
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let capsule = Bwrap::start(CapsuleOptions {
+        project: dir.path().to_path_buf(),
+        ..CapsuleOptions::default()
+    })
+    .expect("a bubblewrap capsule");
+    let shell = |line: &str| Some(CommandLine::Shell(line.to_string()));
+    let config = VibeConfig {
+        fast: TierCommands {
+            command: shell("cat > /dev/null; kill -SEGV $$"),
+            read_only_command: None,
+        },
+        good: TierCommands { command: shell("cat > /dev/null; exit 3"), read_only_command: None },
+        ..VibeConfig::default()
+    };
+    let backend = CommandBackend::new(dir.path(), config).in_capsule(Arc::new(capsule));
+    let roster = Roster::new(Arc::new(backend), settings());
+    let killed = roster.spawn("Crash.", "crash", WorkerTier::Fast, Tier::Exec).expect("spawn");
+    let exited = roster.spawn("Fail.", "fail", WorkerTier::Good, Tier::Exec).expect("spawn");
+    let wait = |id: String| {
+        let roster = roster.clone();
+        async move {
+            let done = roster.wait(&id, Duration::from_secs(60), &CancellationToken::new()).await;
+            render_wait(&done.expect("wait"))
+        }
+    };
+    let text = wait(killed.worker.id).await;
+    assert!(text.contains("killed by signal 11") && !text.contains("139"), "{text}");
+    let text = wait(exited.worker.id).await;
+    assert!(text.contains("exit code 3"), "{text}");
+    roster.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failing_worker_is_failed_with_its_exit_code_and_stderr() {
     let f = Fixture::with("fail.sh");
