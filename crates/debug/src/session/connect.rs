@@ -91,16 +91,24 @@ impl Session {
                     &opts.target,
                     Target::Launch(spec) if spec.stdin == adapters::StdinSource::Inherited
                 );
-                let (stream, process) =
-                    spawn_delve(&argv, &module_dir, &shared, &mut tasks, opts, inherit_stdin)
-                        .await?;
+                let (stream, process) = spawn_delve(
+                    &argv,
+                    &module_dir,
+                    temp.path(),
+                    &shared,
+                    &mut tasks,
+                    opts,
+                    inherit_stdin,
+                )
+                .await?;
                 let (r, w) = stream.into_split();
                 notes.push(format!("dlv runs in {}", module_dir.display()));
                 (Box::new(r), Box::new(w), Some(process), argv)
             }
             _ => {
                 let argv = opts.command.argv.clone();
-                let (r, w, process) = spawn_stdio(&argv, &cwd, &shared, &mut tasks).await?;
+                let (r, w, process) =
+                    spawn_stdio(&argv, &cwd, temp.path(), &shared, &mut tasks).await?;
                 (r, w, Some(process), argv)
             }
         };
@@ -175,9 +183,19 @@ pub(super) async fn start_adapter(
     Ok(AdapterProcess { child, pid, group })
 }
 
+/// The adapter's (and so its debuggee's) `TMPDIR`, `TMP` and `TEMP`: the session's own temp
+/// folder, removed with the session, so that what a killed adapter could not remove (lldb-dap's
+/// `symbolizer-*` files when it aborts) is not left behind.
+fn private_temp(command: &mut tokio::process::Command, temp: &Path) {
+    for name in ["TMPDIR", "TMP", "TEMP"] {
+        command.env(name, temp);
+    }
+}
+
 pub(super) async fn spawn_stdio(
     argv: &[String],
     cwd: &Path,
+    temp: &Path,
     shared: &Arc<Shared>,
     tasks: &mut Vec<JoinHandle<()>>,
 ) -> Result<(BoxRead, BoxWrite, AdapterProcess), DebugError> {
@@ -185,6 +203,7 @@ pub(super) async fn spawn_stdio(
     let mut process =
         start_adapter(&*capsule, argv, cwd, std::process::Stdio::piped(), |command| {
             command.env("PYDEVD_DISABLE_FILE_VALIDATION", "1");
+            private_temp(command, temp);
         })
         .await?;
     let (Some(stdin), Some(stdout)) = (process.child.stdin.take(), process.child.stdout.take())
@@ -201,6 +220,7 @@ pub(super) async fn spawn_stdio(
 pub(super) async fn spawn_delve(
     argv: &[String],
     cwd: &Path,
+    temp: &Path,
     shared: &Arc<Shared>,
     tasks: &mut Vec<JoinHandle<()>>,
     opts: &StartOptions<'_>,
@@ -216,7 +236,8 @@ pub(super) async fn spawn_delve(
         std::process::Stdio::null()
     };
     let capsule = shared.capsule.clone();
-    let mut process = start_adapter(&*capsule, argv, cwd, stdin, |_| {}).await?;
+    let mut process =
+        start_adapter(&*capsule, argv, cwd, stdin, |command| private_temp(command, temp)).await?;
     let (Some(stdout), Some(stderr)) = (process.child.stdout.take(), process.child.stderr.take())
     else {
         return Err(DebugError::adapter("dlv has no stdio pipes"));
