@@ -22,6 +22,26 @@ const DEADLINE: Duration = Duration::from_secs(120);
 /// Calls of a family that may fail after its process was killed before it must have recovered.
 const RECOVERY_CALLS: u32 = 5;
 
+/// What an answer says about the family's recovery.
+#[derive(PartialEq, Eq, Clone, Copy)]
+enum Verdict {
+    Answered,
+    Failed,
+    /// A server that crashed too often in a minute is not restarted for a while, by design,
+    /// and the error says so and for how long: not counted against its recovery.
+    Paused,
+}
+
+impl Verdict {
+    fn of_error(text: &str) -> Verdict {
+        if text.contains("not restarting it for another") {
+            Verdict::Paused
+        } else {
+            Verdict::Failed
+        }
+    }
+}
+
 pub(super) enum Kind {
     Stdio,
     /// A session on the HTTP host at this URL.
@@ -216,23 +236,23 @@ impl Session<'_> {
         match outcome {
             Outcome::Answer(answer) => {
                 let result = &answer["result"];
-                let failed = if let Some(error) = answer.get("error") {
+                let verdict = if let Some(error) = answer.get("error") {
                     let message = error["message"].as_str().unwrap_or_default();
                     let kind = error_kind(call.tool, &format!("JSON-RPC {message}"));
                     soak.report.error(&kind, &format!("{what}: {error}{cause}"));
-                    true
+                    Verdict::Failed
                 } else if result["isError"] == true {
                     let text = result["content"][0]["text"].as_str().unwrap_or_default();
                     let line = format!("{what}: {text:.400}{cause}");
                     soak.report.error(&error_kind(call.tool, text), &line);
-                    true
+                    Verdict::of_error(text)
                 } else {
-                    false
+                    Verdict::Answered
                 };
-                if failed && call.tool == "edit" {
+                if verdict != Verdict::Answered && call.tool == "edit" {
                     self.workload.forget_counter();
                 }
-                self.recovery(family, started, failed, &what);
+                self.recovery(family, started, verdict, &what);
                 Some(answer)
             }
             Outcome::Hung => {
@@ -268,13 +288,16 @@ impl Session<'_> {
 
     /// After a fault on the family's process: the family must answer without an error within
     /// [`RECOVERY_CALLS`] calls started after it.
-    fn recovery(&self, family: Family, started: f64, failed: bool, what: &str) {
+    fn recovery(&self, family: Family, started: f64, verdict: Verdict, what: &str) {
         let mut state = state(self.soak, self.index);
         let Some((at, fault, failures)) = state.pending.get_mut(&family) else { return };
         if started < *at {
             return;
         }
-        if !failed {
+        if verdict == Verdict::Paused {
+            return;
+        }
+        if verdict == Verdict::Answered {
             let line = format!("{family:?} recovered after {fault} ({failures} calls failed)");
             state.pending.remove(&family);
             drop(state);
