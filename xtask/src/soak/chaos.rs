@@ -263,23 +263,34 @@ pub(super) fn fds_bounded(fds: &[(f64, usize)]) -> Result<usize, String> {
 /// How long a host warms up (starts its servers and kernels) before its memory is judged.
 const WARM_UP_SECONDS: f64 = 120.0;
 
-/// Judges a host's memory on its trend after warm-up: the mean of the last quarter of its
-/// samples against the mean of the first quarter. Growth of more than half the first mean and
-/// more than 64 MB is a broken invariant (a leak); hosts that lived under 5 minutes after
-/// warm-up are not judged. Records the start and end figures.
-pub(super) fn judge_memory(report: &Report, rss: &[(f64, u64)], whose: &str, kind: &str) {
-    let Some(first) = rss.first().map(|(t, _)| *t) else { return };
+/// A host's memory after warm-up and at its end, in kB: the means of the first and the last
+/// quarter of its samples after [`WARM_UP_SECONDS`], and the seconds they span; `None` for a
+/// host that lived under 5 minutes after warm-up.
+fn memory_trend(rss: &[(f64, u64)]) -> Option<(u64, u64, f64)> {
+    let first = rss.first()?.0;
     let settled: Vec<u64> =
         rss.iter().filter(|(t, _)| *t >= first + WARM_UP_SECONDS).map(|(_, kb)| *kb).collect();
-    let peak = rss.iter().map(|(_, kb)| *kb).max().unwrap_or(0);
-    report.peak(&format!("peak memory of a {kind} (MB)"), peak / 1024);
     let span = rss.last().map_or(0.0, |(t, _)| *t) - first - WARM_UP_SECONDS;
     if span < 300.0 || settled.len() < 8 {
-        return;
+        return None;
     }
     let quarter = settled.len() / 4;
     let mean = |kbs: &[u64]| kbs.iter().sum::<u64>() / kbs.len().max(1) as u64;
-    let (start, end) = (mean(&settled[..quarter]), mean(&settled[settled.len() - quarter..]));
+    Some((mean(&settled[..quarter]), mean(&settled[settled.len() - quarter..]), span))
+}
+
+/// A leak: growth of more than half the start and more than 64 MB.
+fn memory_grew(start_kb: u64, end_kb: u64) -> bool {
+    let growth = end_kb.saturating_sub(start_kb);
+    growth > start_kb / 2 && growth > 64 * 1024
+}
+
+/// Judges a host's memory on its trend after warm-up ([`memory_trend`], [`memory_grew`]), not
+/// on a threshold of time; records its peak and its start and end figures.
+pub(super) fn judge_memory(report: &Report, rss: &[(f64, u64)], whose: &str, kind: &str) {
+    let peak = rss.iter().map(|(_, kb)| *kb).max().unwrap_or(0);
+    report.peak(&format!("peak memory of a {kind} (MB)"), peak / 1024);
+    let Some((start, end, span)) = memory_trend(rss) else { return };
     report.note(&format!(
         "{whose}: memory after warm-up {} MB, at the end {} MB (means of the first and last quarter, {span:.0} s)",
         start / 1024,
@@ -287,12 +298,44 @@ pub(super) fn judge_memory(report: &Report, rss: &[(f64, u64)], whose: &str, kin
     ));
     report.gauge(&format!("memory of a {kind}, after warm-up (MB)"), start / 1024);
     report.gauge(&format!("memory of a {kind}, at the end (MB)"), end / 1024);
-    let growth = end.saturating_sub(start);
-    if growth > start / 2 && growth > 64 * 1024 {
+    if memory_grew(start, end) {
         report.broken(&format!(
             "{whose}: memory grew from {} MB to {} MB after warm-up",
             start / 1024,
             end / 1024
         ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Samples every 2 s for `seconds`, of `kb(t)`.
+    fn samples(seconds: u64, kb: impl Fn(f64) -> u64) -> Vec<(f64, u64)> {
+        (0..seconds / 2).map(|i| (i as f64 * 2.0, kb(i as f64 * 2.0))).collect()
+    }
+
+    #[test]
+    fn a_host_whose_memory_only_warms_up_is_flat() {
+        // Climbs from 40 to 200 MB in its first two minutes, then holds with noise.
+        let rss = samples(3600, |t| {
+            if t < 120.0 { 40_000 + (t as u64) * 1_300 } else { 200_000 + (t as u64 % 7) * 900 }
+        });
+        let (start, end, _) = memory_trend(&rss).expect("judged");
+        assert!(!memory_grew(start, end), "{start} -> {end}");
+    }
+
+    #[test]
+    fn a_host_that_keeps_growing_after_warm_up_leaks() {
+        // 40 MB, then 60 kB more every second: about 250 MB more over the hour.
+        let rss = samples(3600, |t| 40_000 + (t as u64) * 60);
+        let (start, end, _) = memory_trend(&rss).expect("judged");
+        assert!(memory_grew(start, end), "{start} -> {end}");
+    }
+
+    #[test]
+    fn a_short_lived_host_is_not_judged() {
+        assert_eq!(memory_trend(&samples(300, |t| 40_000 + (t as u64) * 1_000)), None);
     }
 }

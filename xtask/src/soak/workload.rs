@@ -387,3 +387,25 @@ impl Workload {
         self.slow()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_half_applied_rename_and_a_torn_file_are_caught() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        write_project(dir.path(), Path::new("/usr/bin/python3")).expect("the soak's project");
+        assert_eq!(check_files(dir.path()), Ok(()));
+        assert_eq!(renamed_name(dir.path()), Ok("factor"));
+        let uses_b = dir.path().join("pkg/uses_b.py");
+        std::fs::write(&uses_b, "from pkg.scale import ratio\n\nB = ratio(2.0) + ratio(3.0)\n")
+            .expect("write");
+        let half = check_files(dir.path()).expect_err("a rename in one file of three");
+        assert!(half.contains("half applied"), "{half}");
+        std::fs::write(&uses_b, RENAME_FILES[2].1.replace("{}", "factor")).expect("write");
+        std::fs::write(dir.path().join("pkg/main.py"), &MAIN_PY[..20]).expect("write");
+        let torn = check_files(dir.path()).expect_err("a torn file");
+        assert!(torn.starts_with("pkg/main.py is neither old nor new"), "{torn}");
+    }
+}
