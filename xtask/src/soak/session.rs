@@ -71,6 +71,9 @@ struct Session<'a> {
     generation: u32,
     next_id: u64,
     workload: Workload,
+    /// The last bad state of the project's files that was reported: the same state seen by
+    /// later checks is the same broken invariant, not a new one.
+    reported_files: Option<String>,
 }
 
 fn state<'a>(soak: &'a Soak, index: usize) -> std::sync::MutexGuard<'a, SessionState> {
@@ -87,6 +90,7 @@ pub(super) fn run(soak: &Soak, index: usize, kind: Kind, project: &Path) {
         generation: 0,
         next_id: 1,
         workload: Workload::new(seed),
+        reported_files: None,
     };
     let Some(mut connection) = session.connect() else { return };
     while Instant::now() < soak.end {
@@ -276,13 +280,18 @@ impl Session<'_> {
     }
 
     /// After a call that may write: every file of the project is all old or all new.
-    fn files_whole(&self, call: &Call) {
+    fn files_whole(&mut self, call: &Call) {
         let writes = ["write", "edit", "ast_edit", "resolve", "lsp_rename", "eval"];
         if !writes.contains(&call.tool) {
             return;
         }
-        if let Err(why) = workload::check_files(self.project) {
-            self.soak.report.broken(&format!("session {}: {why}", self.index));
+        match workload::check_files(self.project) {
+            Ok(()) => self.reported_files = None,
+            Err(why) if self.reported_files.as_ref() != Some(&why) => {
+                self.soak.report.broken(&format!("session {}: {why}", self.index));
+                self.reported_files = Some(why);
+            }
+            Err(_) => {}
         }
     }
 
