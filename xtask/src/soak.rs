@@ -1,6 +1,7 @@
 //! `cargo xtask soak`: concurrent MCP sessions (stdio, and one over Streamable HTTP on loopback)
 //! drive a seeded mixed workload on real-shaped projects while a chaos thread kills or stops the
-//! hosts' children and drops connections; invariants are checked throughout and at the end.
+//! hosts' children, drops connections and fills a small disk (a tmpfs under the first project and
+//! the journal, when the soak may mount one); invariants are checked throughout and at the end.
 //!
 //! Options: `--seconds N` (default 180), `--seed S` (default 38), `--sessions K` stdio sessions
 //! (default 3; one HTTP session besides). Exits non-zero on any broken invariant.
@@ -64,6 +65,8 @@ struct Soak {
     /// The state folder (journal) and temp folder the hosts use.
     state_dir: PathBuf,
     tmp_dir: PathBuf,
+    /// The small disk the chaos thread fills, if one could be mounted.
+    disk: Option<PathBuf>,
     end: Instant,
     seed: u64,
 }
@@ -95,21 +98,21 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
         .unwrap_or_else(|| crate::project_root().join("target"));
     let binary = target.join("debug").join("agent-tools");
     let work = tempfile::Builder::new().prefix("agent-tools-soak-").tempdir()?;
-    let python = crate::setup::venv().join("bin").join("python");
     let total = options.sessions + 1;
-    let mut projects = Vec::new();
-    for index in 0..total {
-        let root = work.path().join(format!("project-{index}"));
-        workload::write_project(&root, &python)?;
-        projects.push(std::fs::canonicalize(&root)?);
-    }
-    let (state_dir, tmp_dir) = (work.path().join("state"), work.path().join("tmp"));
-    std::fs::create_dir_all(&state_dir)?;
-    std::fs::create_dir_all(&tmp_dir)?;
+    let Layout { disk, projects, state_dir, tmp_dir } = Layout::make(work.path(), total)?;
     let prefix = format!("soak-{}-", std::process::id());
-    let log = std::env::temp_dir().join(format!("agent-tools-soak-{}.log", options.seed));
+    let report =
+        Report::new(std::env::temp_dir().join(format!("agent-tools-soak-{}.log", options.seed)));
+    match &disk {
+        Some(disk) => report.note(&format!(
+            "a {} MB tmpfs at {} holds project 0 and the journal",
+            SmallDisk::MB,
+            disk.path.display()
+        )),
+        None => report.note("no small disk (mounting a tmpfs needs root): no full-disk faults"),
+    }
     let soak = Arc::new(Soak {
-        report: Report::new(log),
+        report,
         states: (0..total)
             .map(|_| {
                 Mutex::new(SessionState {
@@ -118,7 +121,8 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
                     pending: Default::default(),
                     drop_requested: false,
                     fds: Vec::new(),
-                    peak_rss_kb: 0,
+                    rss: Vec::new(),
+                    disk_full_since: None,
                 })
             })
             .collect(),
@@ -126,6 +130,7 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
         prefix: prefix.clone(),
         state_dir,
         tmp_dir,
+        disk: disk.as_ref().map(|d| d.path.clone()),
         end: Instant::now() + Duration::from_secs(options.seconds),
         seed: options.seed,
     });
@@ -135,7 +140,8 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
     let chaos = {
         let (soak, stop, prefix) = (soak.clone(), stop.clone(), prefix.clone());
         std::thread::spawn(move || {
-            chaos::run(&soak.report, &soak.states, &prefix, soak.seed, &stop)
+            let disk = soak.disk.clone();
+            chaos::run(&soak.report, &soak.states, &prefix, soak.seed, disk.as_deref(), &stop)
         })
     };
     let sampler = {
@@ -165,10 +171,45 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
     let _ = sampler.join();
     http.stop(&soak);
     end_checks(&soak, &projects);
+    drop(disk);
     if !soak.report.summary(options.seed) {
         bail!("the soak broke invariants (seed {})", options.seed);
     }
     Ok(())
+}
+
+/// Where a soak's projects, journal and temp folder are: project 0 and the journal on the
+/// small disk when there is one.
+struct Layout {
+    disk: Option<SmallDisk>,
+    projects: Vec<PathBuf>,
+    state_dir: PathBuf,
+    tmp_dir: PathBuf,
+}
+
+impl Layout {
+    fn make(work: &Path, total: usize) -> Result<Layout> {
+        let python = crate::setup::venv().join("bin").join("python");
+        let disk = SmallDisk::mount(&work.join("disk"));
+        let on_disk = |name: &str| match &disk {
+            Some(disk) => disk.path.join(name),
+            None => work.join(name),
+        };
+        let mut projects = Vec::new();
+        for index in 0..total {
+            let root = if index == 0 {
+                on_disk("project-0")
+            } else {
+                work.join(format!("project-{index}"))
+            };
+            workload::write_project(&root, &python)?;
+            projects.push(std::fs::canonicalize(&root)?);
+        }
+        let (state_dir, tmp_dir) = (on_disk("state"), work.join("tmp"));
+        std::fs::create_dir_all(&state_dir)?;
+        std::fs::create_dir_all(&tmp_dir)?;
+        Ok(Layout { disk, projects, state_dir, tmp_dir })
+    }
 }
 
 /// The shared Streamable HTTP host (its sessions are the soak's last).
@@ -209,13 +250,13 @@ impl HttpHost {
 
     /// SIGTERM, then the same checks as a stdio host's end.
     fn stop(mut self, soak: &Soak) {
-        let (fds, rss_kb) = {
+        let (fds, rss) = {
             let mut state = soak.states[self.index].lock().unwrap_or_else(|e| e.into_inner());
-            (std::mem::take(&mut state.fds), state.peak_rss_kb)
+            (std::mem::take(&mut state.fds), std::mem::take(&mut state.rss))
         };
-        soak.report.peak("memory of the HTTP host (MB)", rss_kb / 1024);
+        chaos::judge_memory(&soak.report, &rss, "the HTTP host", "HTTP host");
         match chaos::fds_bounded(&fds) {
-            Ok(peak) => soak.report.peak("descriptors of the HTTP host", peak as u64),
+            Ok(peak) => soak.report.peak("peak descriptors of the HTTP host", peak as u64),
             Err(why) => soak.report.broken(&format!("the HTTP host's descriptors grew: {why}")),
         }
         chaos::signal(self.child.id(), libc::SIGTERM);
@@ -229,6 +270,7 @@ impl HttpHost {
             let _ = self.child.wait();
         }
         session::no_survivors(soak, &self.marker, "the HTTP host");
+        session::no_capsule_folder(soak, self.child.id(), "the HTTP host");
     }
 }
 
@@ -256,15 +298,47 @@ fn end_checks(soak: &Soak, projects: &[PathBuf]) {
     if !left.is_empty() {
         soak.report.broken(&format!("files left behind: {left:?}"));
     }
-    // A language server killed with SIGKILL cannot remove its own temp files (clangd's
-    // preambles): those are noted; only ours break the invariant.
-    let mut temp = Vec::new();
-    walk(&soak.tmp_dir, &mut |path| {
-        temp.push(path.strip_prefix(&soak.tmp_dir).unwrap_or(path).display().to_string());
-    });
-    soak.report.note(&format!("files left in the hosts' TMPDIR: {}: {temp:.2000?}", temp.len()));
-    if temp.iter().any(|p| p.contains("agent-tools")) {
-        soak.report.broken(&format!("agent-tools files left in TMPDIR: {temp:.2000?}"));
+    // The hosts' TMPDIR must be empty: no capsule folder, no server's temp file (a killed
+    // clangd's preambles go with its pool's folder).
+    let temp: Vec<String> = std::fs::read_dir(&soak.tmp_dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    let capsules = temp.iter().filter(|n| n.starts_with("agent-tools-capsule-")).count();
+    if capsules > 0 {
+        soak.report.broken(&format!("{capsules} capsule folder(s) remain after the sessions"));
+    }
+    if !temp.is_empty() {
+        soak.report.broken(&format!("left in the hosts' TMPDIR: {}: {temp:.2000?}", temp.len()));
+    }
+}
+
+/// A small tmpfs the chaos thread fills (a full disk under a project and the journal),
+/// unmounted when dropped. Mounting needs root (CI runs as root); `None` otherwise.
+struct SmallDisk {
+    path: PathBuf,
+}
+
+impl SmallDisk {
+    const MB: u64 = 32;
+
+    fn mount(path: &Path) -> Option<SmallDisk> {
+        std::fs::create_dir_all(path).ok()?;
+        let mounted = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={}m", Self::MB), "soak-disk"])
+            .arg(path)
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        mounted.then(|| SmallDisk { path: path.to_path_buf() })
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.path).status();
     }
 }
 

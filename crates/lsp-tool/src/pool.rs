@@ -165,6 +165,19 @@ impl ServerPool {
         self.inner.private_dir.as_ref().map(|d| d.path())
     }
 
+    /// `TMPDIR`, `TMP` and `TEMP` for the pool's servers: a folder inside the pool's private
+    /// one, so that what a killed server could not remove (clangd's `preamble-*.pch`) goes with
+    /// the pool. Empty when the private folder could not be made.
+    pub(crate) fn server_temp_env(&self) -> Vec<(String, String)> {
+        let Some(dir) = self.private_dir().map(|d| d.join("tmp")) else { return Vec::new() };
+        #[allow(clippy::disallowed_methods, reason = "a private folder outside the project")]
+        if std::fs::create_dir_all(&dir).is_err() {
+            return Vec::new();
+        }
+        let dir = dir.display().to_string();
+        ["TMPDIR", "TMP", "TEMP"].into_iter().map(|k| (k.to_string(), dir.clone())).collect()
+    }
+
     /// The program's version (`Ok(None)` when it prints none), or why it does not run;
     /// probed once per pool.
     pub(crate) fn probe(&self, program: &Path, args: &[String]) -> Result<Option<String>, String> {

@@ -1,9 +1,11 @@
-//! The soak's chaos thread: seeded faults on the hosts' children (SIGKILL, SIGSTOP then SIGCONT)
-//! and dropped connections, each logged with its time, pid and command; and the sampler of the
-//! hosts' descriptors and memory.
+//! The soak's chaos thread: seeded faults on the hosts' children (SIGKILL, SIGSTOP then SIGCONT),
+//! dropped connections and a full disk under a project and the journal, each logged with its
+//! time, pid and command; and the sampler of the hosts' descriptors and memory.
 
 use std::{
     collections::BTreeMap,
+    io::Write,
+    path::Path,
     sync::{
         Mutex,
         atomic::{AtomicBool, Ordering},
@@ -55,7 +57,9 @@ pub(super) fn family_of(command: &str) -> Option<Family> {
     let has = |s: &str| command.contains(s);
     if has("langserver") || has("pyright") || has("clangd") {
         Some(Family::Lsp)
-    } else if has("debugpy") || has("loop.py") || has("lldb") {
+    } else if has("soak_worker") {
+        Some(Family::Workers)
+    } else if has("debugpy") || has("loop.py") || has("lldb") || has("native/loop") {
         Some(Family::Debug)
     } else if has("kernel") || has("python") || has("node") {
         Some(Family::Eval)
@@ -79,7 +83,10 @@ pub(super) struct SessionState {
     pub(super) drop_requested: bool,
     /// Descriptor counts of the current host: (seconds since the start, count).
     pub(super) fds: Vec<(f64, usize)>,
-    pub(super) peak_rss_kb: u64,
+    /// Resident memory of the current host: (seconds since the start, kB).
+    pub(super) rss: Vec<(f64, u64)>,
+    /// Since when the small disk is full (seconds since the start), while it is.
+    pub(super) disk_full_since: Option<f64>,
 }
 
 fn lock(state: &Mutex<SessionState>) -> std::sync::MutexGuard<'_, SessionState> {
@@ -87,12 +94,14 @@ fn lock(state: &Mutex<SessionState>) -> std::sync::MutexGuard<'_, SessionState> 
 }
 
 /// Injects faults until `stop`: every 1.5 to 6 s, a SIGKILL (55%), a SIGSTOP held for 0.2 to
-/// 3 s then SIGCONT (30%), or a dropped connection (15%).
+/// 3 s then SIGCONT (30%), a full `disk` for 1 to 6 s (5%, when there is one), or a dropped
+/// connection (10%, 15% without a disk).
 pub(super) fn run(
     report: &Report,
     sessions: &[Mutex<SessionState>],
     prefix: &str,
     seed: u64,
+    disk: Option<&Path>,
     stop: &AtomicBool,
 ) {
     let mut rng = Rng::new(seed ^ 0xC4A0_5EED);
@@ -101,6 +110,11 @@ pub(super) fn run(
             return;
         }
         let roll = rng.below(100);
+        if let (Some(disk), 85..90) = (disk, roll) {
+            let held = rng.millis(1000, 6000);
+            fill_disk(report, sessions, disk, held);
+            continue;
+        }
         if roll >= 85 {
             let index = rng.below(sessions.len() as u64) as usize;
             lock(&sessions[index]).drop_requested = true;
@@ -135,22 +149,53 @@ pub(super) fn run(
             },
             target.command
         );
-        let kind = if roll < 55 {
-            report.fault("SIGKILL", &format!("SIGKILL {what}"));
-            signal(target.pid, libc::SIGKILL);
-            "SIGKILL"
+        // The family's errors from now on are put down to this fault until it recovers.
+        let at = report.elapsed().as_secs_f64();
+        let held = rng.millis(200, 3000);
+        let line = if roll < 55 {
+            format!("SIGKILL {what}")
         } else {
-            let held = rng.millis(200, 3000);
-            report.fault("SIGSTOP+SIGCONT", &format!("SIGSTOP {what} for {held:?}"));
+            format!("SIGSTOP {what} for {held:?}")
+        };
+        if let (Some(family), Some(session)) = (family, session) {
+            lock(&sessions[session]).pending.entry(family).or_insert((at, line.clone(), 0));
+        }
+        if roll < 55 {
+            report.fault("SIGKILL", &line);
+            signal(target.pid, libc::SIGKILL);
+        } else {
+            report.fault("SIGSTOP+SIGCONT", &line);
             signal(target.pid, libc::SIGSTOP);
             std::thread::sleep(held);
             signal(target.pid, libc::SIGCONT);
-            "SIGSTOP"
-        };
-        if let (Some(family), Some(session), "SIGKILL") = (family, session, kind) {
-            let at = report.elapsed().as_secs_f64();
-            lock(&sessions[session]).pending.entry(family).or_insert((at, what, 0));
         }
+    }
+}
+
+/// Fills the small disk with a file for `held`, then removes it: the families writing there
+/// (files, the journal) must answer with clear errors meanwhile and recover after.
+fn fill_disk(report: &Report, sessions: &[Mutex<SessionState>], disk: &Path, held: Duration) {
+    let filler = disk.join("soak-filler");
+    let at = report.elapsed().as_secs_f64();
+    report.fault("full disk", &format!("fill {} for {held:?}", disk.display()));
+    if let Ok(mut file) = std::fs::File::create(&filler) {
+        let (big, small) = (vec![0u8; 1 << 20], vec![0u8; 4096]);
+        while file.write_all(&big).is_ok() {}
+        while file.write_all(&small).is_ok() {}
+        let _ = file.flush();
+    }
+    for state in sessions {
+        lock(state).disk_full_since = Some(at);
+    }
+    std::thread::sleep(held);
+    let _ = std::fs::remove_file(&filler);
+    let freed = report.elapsed().as_secs_f64();
+    report.note(&format!("the disk has room again (full since {at:.3})"));
+    for state in sessions {
+        let mut state = lock(state);
+        state.disk_full_since = None;
+        let fault = format!("the full disk at {at:.3}");
+        state.pending.entry(Family::Files).or_insert((freed, fault, 0));
     }
 }
 
@@ -180,7 +225,10 @@ pub(super) fn sample(report: &Report, sessions: &[Mutex<SessionState>], stop: &A
             let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else { continue };
             let at = report.elapsed().as_secs_f64();
             state.fds.push((at, fds.count()));
-            state.peak_rss_kb = state.peak_rss_kb.max(rss_kb(pid));
+            let rss = rss_kb(pid);
+            if rss > 0 {
+                state.rss.push((at, rss));
+            }
         }
     }
 }
@@ -209,5 +257,85 @@ pub(super) fn fds_bounded(fds: &[(f64, usize)]) -> Result<usize, String> {
             Err(format!("{n} descriptors at {t:.0} s, over {bound} (3 x {base} + 100)"))
         }
         None => Ok(peak),
+    }
+}
+
+/// How long a host warms up (starts its servers and kernels) before its memory is judged.
+const WARM_UP_SECONDS: f64 = 120.0;
+
+/// A host's memory after warm-up and at its end, in kB: the means of the first and the last
+/// quarter of its samples after [`WARM_UP_SECONDS`], and the seconds they span; `None` for a
+/// host that lived under 5 minutes after warm-up.
+fn memory_trend(rss: &[(f64, u64)]) -> Option<(u64, u64, f64)> {
+    let first = rss.first()?.0;
+    let settled: Vec<u64> =
+        rss.iter().filter(|(t, _)| *t >= first + WARM_UP_SECONDS).map(|(_, kb)| *kb).collect();
+    let span = rss.last().map_or(0.0, |(t, _)| *t) - first - WARM_UP_SECONDS;
+    if span < 300.0 || settled.len() < 8 {
+        return None;
+    }
+    let quarter = settled.len() / 4;
+    let mean = |kbs: &[u64]| kbs.iter().sum::<u64>() / kbs.len().max(1) as u64;
+    Some((mean(&settled[..quarter]), mean(&settled[settled.len() - quarter..]), span))
+}
+
+/// A leak: growth of more than half the start and more than 64 MB.
+fn memory_grew(start_kb: u64, end_kb: u64) -> bool {
+    let growth = end_kb.saturating_sub(start_kb);
+    growth > start_kb / 2 && growth > 64 * 1024
+}
+
+/// Judges a host's memory on its trend after warm-up ([`memory_trend`], [`memory_grew`]), not
+/// on a threshold of time; records its peak and its start and end figures.
+pub(super) fn judge_memory(report: &Report, rss: &[(f64, u64)], whose: &str, kind: &str) {
+    let peak = rss.iter().map(|(_, kb)| *kb).max().unwrap_or(0);
+    report.peak(&format!("peak memory of a {kind} (MB)"), peak / 1024);
+    let Some((start, end, span)) = memory_trend(rss) else { return };
+    report.note(&format!(
+        "{whose}: memory after warm-up {} MB, at the end {} MB (means of the first and last quarter, {span:.0} s)",
+        start / 1024,
+        end / 1024
+    ));
+    report.gauge(&format!("memory of a {kind}, after warm-up (MB)"), start / 1024);
+    report.gauge(&format!("memory of a {kind}, at the end (MB)"), end / 1024);
+    if memory_grew(start, end) {
+        report.broken(&format!(
+            "{whose}: memory grew from {} MB to {} MB after warm-up",
+            start / 1024,
+            end / 1024
+        ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Samples every 2 s for `seconds`, of `kb(t)`.
+    fn samples(seconds: u64, kb: impl Fn(f64) -> u64) -> Vec<(f64, u64)> {
+        (0..seconds / 2).map(|i| (i as f64 * 2.0, kb(i as f64 * 2.0))).collect()
+    }
+
+    #[test]
+    fn a_host_whose_memory_only_warms_up_is_flat() {
+        // Climbs from 40 to 200 MB in its first two minutes, then holds with noise.
+        let rss = samples(3600, |t| {
+            if t < 120.0 { 40_000 + (t as u64) * 1_300 } else { 200_000 + (t as u64 % 7) * 900 }
+        });
+        let (start, end, _) = memory_trend(&rss).expect("judged");
+        assert!(!memory_grew(start, end), "{start} -> {end}");
+    }
+
+    #[test]
+    fn a_host_that_keeps_growing_after_warm_up_leaks() {
+        // 40 MB, then 60 kB more every second: about 250 MB more over the hour.
+        let rss = samples(3600, |t| 40_000 + (t as u64) * 60);
+        let (start, end, _) = memory_trend(&rss).expect("judged");
+        assert!(memory_grew(start, end), "{start} -> {end}");
+    }
+
+    #[test]
+    fn a_short_lived_host_is_not_judged() {
+        assert_eq!(memory_trend(&samples(300, |t| 40_000 + (t as u64) * 1_000)), None);
     }
 }

@@ -26,7 +26,7 @@ struct Tallies {
     errors: BTreeMap<String, u64>,
     /// Broken invariants, each with the index of its line in `lines`.
     broken: Vec<(usize, String)>,
-    /// The largest value seen of each gauge (descriptors, memory).
+    /// Gauges: the largest value seen (descriptors, memory), or the last one set.
     peaks: BTreeMap<String, u64>,
 }
 
@@ -99,6 +99,13 @@ impl Report {
         });
     }
 
+    /// Sets the gauge `name` to `value` (the last one set is shown).
+    pub(super) fn gauge(&self, name: &str, value: u64) {
+        self.with(|t| {
+            t.peaks.insert(name.to_string(), value);
+        });
+    }
+
     pub(super) fn broken(&self, line: &str) {
         self.with(|t| {
             let at = self.write(t, &format!("BROKEN {line}"), Loud::Shown);
@@ -125,7 +132,7 @@ impl Report {
                 println!("  {n:4} {kind}");
             }
             for (name, value) in &t.peaks {
-                println!("peak {name}: {value}");
+                println!("{name}: {value}");
             }
             println!("broken invariants: {}", t.broken.len());
             for (at, what) in &t.broken {

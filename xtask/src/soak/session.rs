@@ -14,13 +14,33 @@ use super::{
     chaos::{self, SessionState},
     client::{Client, HttpClient, Interrupt, Outcome, StdioClient},
     report::error_kind,
-    workload::{Call, Family, Step, Workload},
+    workload::{self, Call, Family, RENAMED, Step, Workload},
 };
 
 /// A request without an answer this long is a hung request: a broken invariant.
 const DEADLINE: Duration = Duration::from_secs(120);
 /// Calls of a family that may fail after its process was killed before it must have recovered.
 const RECOVERY_CALLS: u32 = 5;
+
+/// What an answer says about the family's recovery.
+#[derive(PartialEq, Eq, Clone, Copy)]
+enum Verdict {
+    Answered,
+    Failed,
+    /// A server that crashed too often in a minute is not restarted for a while, by design,
+    /// and the error says so and for how long: not counted against its recovery.
+    Paused,
+}
+
+impl Verdict {
+    fn of_error(text: &str) -> Verdict {
+        if text.contains("not restarting it for another") {
+            Verdict::Paused
+        } else {
+            Verdict::Failed
+        }
+    }
+}
 
 pub(super) enum Kind {
     Stdio,
@@ -51,6 +71,9 @@ struct Session<'a> {
     generation: u32,
     next_id: u64,
     workload: Workload,
+    /// The last bad state of the project's files that was reported: the same state seen by
+    /// later checks is the same broken invariant, not a new one.
+    reported_files: Option<String>,
 }
 
 fn state<'a>(soak: &'a Soak, index: usize) -> std::sync::MutexGuard<'a, SessionState> {
@@ -67,6 +90,7 @@ pub(super) fn run(soak: &Soak, index: usize, kind: Kind, project: &Path) {
         generation: 0,
         next_id: 1,
         workload: Workload::new(seed),
+        reported_files: None,
     };
     let Some(mut connection) = session.connect() else { return };
     while Instant::now() < soak.end {
@@ -145,6 +169,30 @@ impl Session<'_> {
                 };
                 self.call(connection, &resolve, Interrupt::None).is_some()
             }
+            Step::Rename => {
+                let Ok(name) = workload::renamed_name(self.project) else { return true };
+                let new_name = RENAMED.iter().find(|n| **n != name).copied().unwrap_or(name);
+                let rename = Call {
+                    tool: "lsp_rename",
+                    args: serde_json::json!({
+                        "file": "pkg/scale.py", "line": 1, "symbol": name, "new_name": new_name
+                    }),
+                };
+                self.call(connection, &rename, Interrupt::None).is_some()
+            }
+            Step::Worker { spawn, kill } => {
+                let Some(spawned) = self.call(connection, &spawn, Interrupt::None) else {
+                    return false;
+                };
+                let Some(worker_id) = worker_id(&spawned) else { return true };
+                let next = if kill {
+                    Call { tool: "vibe_kill", args: serde_json::json!({"worker_id": worker_id}) }
+                } else {
+                    let args = serde_json::json!({"worker_id": worker_id, "timeout_seconds": 30});
+                    Call { tool: "vibe_wait", args }
+                };
+                self.call(connection, &next, Interrupt::None).is_some()
+            }
         }
     }
 
@@ -173,31 +221,42 @@ impl Session<'_> {
         };
         soak.report.call(call.tool, &format!("call {what} ({took:.2} s): {said:.160}"));
         let family = Family::of(call.tool);
-        // The log says which fault an error follows: the family's last one not yet recovered.
-        let cause =
-            state(soak, index).pending.get(&family).map_or(String::new(), |(at, fault, _)| {
+        self.files_whole(call);
+        // The log says which fault an error follows: the family's last one not yet recovered,
+        // and a full disk under the run.
+        let cause = {
+            let state = state(soak, index);
+            let fault = state.pending.get(&family).map_or(String::new(), |(at, fault, _)| {
                 format!(" [after the fault at {at:.3}: {fault:.120}]")
             });
+            let disk = state
+                .disk_full_since
+                .map_or(String::new(), |at| format!(" [during the full disk since {at:.3}]"));
+            match (fault.is_empty(), disk.is_empty()) {
+                (true, true) => " [no fault pending on this family]".to_string(),
+                _ => fault + &disk,
+            }
+        };
         match outcome {
             Outcome::Answer(answer) => {
                 let result = &answer["result"];
-                let failed = if let Some(error) = answer.get("error") {
+                let verdict = if let Some(error) = answer.get("error") {
                     let message = error["message"].as_str().unwrap_or_default();
                     let kind = error_kind(call.tool, &format!("JSON-RPC {message}"));
                     soak.report.error(&kind, &format!("{what}: {error}{cause}"));
-                    true
+                    Verdict::Failed
                 } else if result["isError"] == true {
                     let text = result["content"][0]["text"].as_str().unwrap_or_default();
                     let line = format!("{what}: {text:.400}{cause}");
                     soak.report.error(&error_kind(call.tool, text), &line);
-                    true
+                    Verdict::of_error(text)
                 } else {
-                    false
+                    Verdict::Answered
                 };
-                if failed && call.tool == "edit" {
+                if verdict != Verdict::Answered && call.tool == "edit" {
                     self.workload.forget_counter();
                 }
-                self.recovery(family, started, failed, &what);
+                self.recovery(family, started, verdict, &what);
                 Some(answer)
             }
             Outcome::Hung => {
@@ -220,15 +279,34 @@ impl Session<'_> {
         }
     }
 
+    /// After a call that may write: every file of the project is all old or all new.
+    fn files_whole(&mut self, call: &Call) {
+        let writes = ["write", "edit", "ast_edit", "resolve", "lsp_rename", "eval"];
+        if !writes.contains(&call.tool) {
+            return;
+        }
+        match workload::check_files(self.project) {
+            Ok(()) => self.reported_files = None,
+            Err(why) if self.reported_files.as_ref() != Some(&why) => {
+                self.soak.report.broken(&format!("session {}: {why}", self.index));
+                self.reported_files = Some(why);
+            }
+            Err(_) => {}
+        }
+    }
+
     /// After a fault on the family's process: the family must answer without an error within
     /// [`RECOVERY_CALLS`] calls started after it.
-    fn recovery(&self, family: Family, started: f64, failed: bool, what: &str) {
+    fn recovery(&self, family: Family, started: f64, verdict: Verdict, what: &str) {
         let mut state = state(self.soak, self.index);
         let Some((at, fault, failures)) = state.pending.get_mut(&family) else { return };
         if started < *at {
             return;
         }
-        if !failed {
+        if verdict == Verdict::Paused {
+            return;
+        }
+        if verdict == Verdict::Answered {
             let line = format!("{family:?} recovered after {fault} ({failures} calls failed)");
             state.pending.remove(&family);
             drop(state);
@@ -267,14 +345,16 @@ impl Session<'_> {
                     let _ = client.child.wait();
                 }
                 let _ = client.child.wait();
-                let (fds, rss_kb) = {
+                let (fds, rss, pid) = {
                     let mut state = state(soak, self.index);
-                    (std::mem::take(&mut state.fds), std::mem::take(&mut state.peak_rss_kb))
+                    let rss = std::mem::take(&mut state.rss);
+                    (std::mem::take(&mut state.fds), rss, state.host_pid)
                 };
-                soak.report.peak("memory of a stdio host (MB)", rss_kb / 1024);
+                chaos::judge_memory(&soak.report, &rss, &marker, "stdio host");
+                no_capsule_folder(soak, pid, &marker);
                 match chaos::fds_bounded(&fds) {
                     Ok(peak) => {
-                        soak.report.peak("descriptors of a stdio host", peak as u64);
+                        soak.report.peak("peak descriptors of a stdio host", peak as u64);
                         soak.report.note(&format!("{marker}: peak {peak} descriptors"));
                     }
                     Err(why) => soak.report.broken(&format!("{marker}: descriptors grew: {why}")),
@@ -284,6 +364,33 @@ impl Session<'_> {
         }
         state(soak, self.index).pending.clear();
     }
+}
+
+/// A host that exited must have removed its capsule folders (`agent-tools-capsule-<pid>-…`).
+pub(super) fn no_capsule_folder(soak: &Soak, pid: u32, whose: &str) {
+    let prefix = format!("agent-tools-capsule-{pid}-");
+    let left: Vec<String> = std::fs::read_dir(&soak.tmp_dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str().map(String::from))
+        .filter(|name| name.starts_with(&prefix))
+        .collect();
+    if !left.is_empty() {
+        soak.report.broken(&format!("{whose} exited and left its capsule folders: {left:?}"));
+    }
+}
+
+/// The worker id `vibe_spawn` names (`wN`), from its structured content or its text.
+fn worker_id(answer: &Value) -> Option<String> {
+    let result = &answer["result"];
+    if let Some(id) = result["structuredContent"]["worker"]["id"].as_str() {
+        return Some(id.to_string());
+    }
+    let text = result["content"][0]["text"].as_str()?;
+    text.split(|c: char| !c.is_ascii_alphanumeric())
+        .find(|w| w.len() > 1 && w.starts_with('w') && w[1..].chars().all(|c| c.is_ascii_digit()))
+        .map(String::from)
 }
 
 /// The edit id a staged `ast_edit` names (`edit_N`), from its structured content or its text.

@@ -1,5 +1,6 @@
-//! The soak's projects (a Python package with callers and a small C project with a header) and
-//! its seeded random mix of calls over them.
+//! The soak's projects (a Python package with callers, a small C project with a header and a
+//! program to debug, a worker command) and its seeded random mix of calls over them; and what
+//! every file of a project may hold, for the all-old-or-all-new check.
 
 use std::path::Path;
 
@@ -45,6 +46,7 @@ pub(super) enum Family {
     AstGrep,
     Eval,
     Debug,
+    Workers,
 }
 
 impl Family {
@@ -54,6 +56,7 @@ impl Family {
             "ast_grep" | "ast_edit" | "resolve" => Family::AstGrep,
             "eval" => Family::Eval,
             "debug" => Family::Debug,
+            t if t.starts_with("vibe_") => Family::Workers,
             _ => Family::Files,
         }
     }
@@ -71,6 +74,23 @@ const MAIN_C_BROKEN: &str =
 const LOOP_PY: &str = "def run() -> int:\n    total = 0\n    for i in range(5):\n        \
 total += i\n    return total\n\n\nprint(run())\n";
 const REPORT_PY: &str = "print(\"area\")\nprint(\"perimeter\", 2)\n";
+/// `report.py` once a staged `print` → `log` edit was accepted.
+const REPORT_PY_LOGGED: &str = "log(\"area\")\nlog(\"perimeter\", 2)\n";
+/// The C program the debug calls stop in (line 5 is in the loop).
+const LOOP_C: &str = "int main(void) {\n    int total = 0;\n    for (int i = 0; i < 5; i++) {\n        \
+int step = i * 2;\n        total += step;\n    }\n    return total - 20;\n}\n";
+/// The two names `lsp_rename` swaps `factor` between, in three files at once.
+pub(super) const RENAMED: [&str; 2] = ["factor", "ratio"];
+/// The files that name it, with `{}` where the name goes.
+const RENAME_FILES: &[(&str, &str)] = &[
+    ("pkg/scale.py", "def {}(x: float) -> float:\n    return x * 2.0\n"),
+    ("pkg/uses_a.py", "from pkg.scale import {}\n\nA = {}(1.0)\n"),
+    ("pkg/uses_b.py", "from pkg.scale import {}\n\nB = {}(2.0) + {}(3.0)\n"),
+];
+/// The worker command of `vibe_spawn`: reads its briefing, works a little, answers.
+const WORKER_SH: &str = "brief=$(cat)\nsleep 1\necho \"done: $brief\"\n";
+const CONFIG_TOML: &str =
+    "[vibe]\nenabled = true\nslots = 2\n\n[vibe.fast]\ncommand = \"sh ./soak_worker.sh\"\n";
 
 /// Writes the soak's project into `root`; `python` runs the project's `.venv/bin/python`.
 pub(super) fn write_project(root: &Path, python: &Path) -> Result<()> {
@@ -91,8 +111,18 @@ pub(super) fn write_project(root: &Path, python: &Path) -> Result<()> {
         ("native/include/geom.h", "#pragma once\n\nint square(int x);\n"),
         ("native/geom.c", "#include \"geom.h\"\n\nint square(int x) { return x * x; }\n"),
         ("native/main.c", MAIN_C),
+        ("native/loop.c", LOOP_C),
+        ("soak_worker.sh", WORKER_SH),
+        ("agent-tools.toml", CONFIG_TOML),
     ];
-    for (path, contents) in files {
+    let renamed: Vec<(&str, String)> =
+        RENAME_FILES.iter().map(|(path, text)| (*path, text.replace("{}", RENAMED[0]))).collect();
+    let files: Vec<(&str, &str)> = files
+        .iter()
+        .copied()
+        .chain(renamed.iter().map(|(path, text)| (*path, text.as_str())))
+        .collect();
+    for (path, contents) in &files {
         let path = root.join(path);
         std::fs::create_dir_all(path.parent().unwrap_or(root))?;
         std::fs::write(path, contents)?;
@@ -102,7 +132,55 @@ pub(super) fn write_project(root: &Path, python: &Path) -> Result<()> {
     std::fs::write(&venv_python, format!("#!/bin/sh\nexec {} \"$@\"\n", python.display()))?;
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(venv_python, std::fs::Permissions::from_mode(0o755))?;
+    let compiled = std::process::Command::new("cc")
+        .args(["-g", "-O0", "-o", "loop", "loop.c"])
+        .current_dir(root.join("native"))
+        .status();
+    if !compiled.is_ok_and(|s| s.success()) {
+        anyhow::bail!("cannot compile the soak's C program with cc (apt-get install gcc)");
+    }
     Ok(())
+}
+
+/// Whether every file the soak writes holds one of the contents a whole write could leave
+/// (all old or all new), and the renamed symbol is one name in all its files: `Err` names the
+/// first file that does not.
+pub(super) fn check_files(root: &Path) -> Result<(), String> {
+    let read =
+        |path: &str| std::fs::read_to_string(root.join(path)).map_err(|e| format!("{path}: {e}"));
+    let allowed: &[(&str, &[&str])] = &[
+        ("pkg/main.py", &[MAIN_PY, MAIN_PY_BROKEN]),
+        ("native/main.c", &[MAIN_C, MAIN_C_BROKEN]),
+        ("pkg/report.py", &[REPORT_PY, REPORT_PY_LOGGED]),
+    ];
+    for (path, contents) in allowed {
+        let text = read(path)?;
+        if !contents.contains(&text.as_str()) {
+            return Err(format!("{path} is neither old nor new: {text:?}"));
+        }
+    }
+    let counter = read("pkg/counter.py")?;
+    let number = counter.strip_prefix("COUNT = ").and_then(|r| r.strip_suffix('\n'));
+    if number.is_none_or(|n| n.parse::<u64>().is_err()) {
+        return Err(format!("pkg/counter.py is torn: {counter:?}"));
+    }
+    renamed_name(root).map(|_| ())
+}
+
+/// The name the rename files all use now; `Err` when they disagree (a rename half applied).
+pub(super) fn renamed_name(root: &Path) -> Result<&'static str, String> {
+    let mut texts = Vec::new();
+    for (path, _) in RENAME_FILES {
+        texts.push(std::fs::read_to_string(root.join(path)).map_err(|e| format!("{path}: {e}"))?);
+    }
+    for name in RENAMED {
+        let whole =
+            RENAME_FILES.iter().zip(&texts).all(|((_, t), text)| *text == t.replace("{}", name));
+        if whole {
+            return Ok(name);
+        }
+    }
+    Err(format!("the rename files disagree (a rename half applied): {texts:?}"))
 }
 
 /// One call of a step.
@@ -123,6 +201,10 @@ pub(super) enum Step {
     Cancelled(Call, Option<Call>),
     /// A staged `ast_edit`, accepted or discarded with the edit id its result names.
     StagedEdit { stage: Call, accept: bool },
+    /// `lsp_rename` of the renamed symbol to its other name, in all its files or none.
+    Rename,
+    /// `vibe_spawn`, then `vibe_wait` for it (or `vibe_kill` it when `kill`).
+    Worker { spawn: Call, kill: bool },
 }
 
 /// A session's state that its next steps depend on.
@@ -142,13 +224,15 @@ impl Workload {
     /// The next step, drawn with fixed weights.
     pub(super) fn next_step(&mut self) -> Step {
         match self.rng.below(100) {
-            0..=14 => Step::Calls(vec![self.write()]),
-            15..=22 => Step::Calls(vec![self.edit()]),
-            23..=44 => Step::Calls(vec![self.lsp()]),
-            45..=54 => Step::Calls(vec![self.ast_grep()]),
-            55..=61 => self.staged_edit(),
-            62..=77 => Step::Calls(vec![self.eval()]),
-            78..=85 => Step::Calls(self.debug()),
+            0..=12 => Step::Calls(vec![self.write()]),
+            13..=19 => Step::Calls(vec![self.edit()]),
+            20..=36 => Step::Calls(vec![self.lsp()]),
+            37..=41 => Step::Rename,
+            42..=50 => Step::Calls(vec![self.ast_grep()]),
+            51..=57 => self.staged_edit(),
+            58..=71 => Step::Calls(vec![self.eval()]),
+            72..=79 => Step::Calls(self.debug()),
+            80..=86 => self.worker(),
             _ => {
                 let slow = self.slow();
                 let cleanup = (slow.tool == "debug")
@@ -250,16 +334,28 @@ impl Workload {
         call("eval", json!({"code": code, "description": "a soak cell"}))
     }
 
+    fn worker(&mut self) -> Step {
+        self.note += 1;
+        let spawn = call(
+            "vibe_spawn",
+            json!({"brief": format!("Soak task {}.", self.note), "label": "soak worker"}),
+        );
+        Step::Worker { spawn, kill: self.rng.below(4) == 0 }
+    }
+
+    /// A Python session (debugpy) or a C one (lldb-dap), stopped at a breakpoint in a loop.
     fn debug(&mut self) -> Vec<Call> {
+        let (file, line, program, expression) = if self.rng.below(2) == 0 {
+            ("pkg/loop.py", 4, "pkg/loop.py", "total + i")
+        } else {
+            ("native/loop.c", 5, "native/loop", "total + step")
+        };
         let mut calls = vec![
-            call("debug", json!({"operation": "breakpoints", "file": "pkg/loop.py", "lines": [4]})),
-            call(
-                "debug",
-                json!({"operation": "launch", "program": "pkg/loop.py", "wait_seconds": 60}),
-            ),
+            call("debug", json!({"operation": "breakpoints", "file": file, "lines": [line]})),
+            call("debug", json!({"operation": "launch", "program": program, "wait_seconds": 60})),
         ];
         if self.rng.below(2) == 0 {
-            calls.push(call("debug", json!({"operation": "evaluate", "expression": "total + i"})));
+            calls.push(call("debug", json!({"operation": "evaluate", "expression": expression})));
         }
         if self.rng.below(2) == 0 {
             calls.push(call("debug", json!({"operation": "continue", "wait_seconds": 30})));
@@ -289,5 +385,27 @@ impl Workload {
     /// A call to drop the connection in the middle of.
     pub(super) fn interrupted(&mut self) -> Call {
         self.slow()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_half_applied_rename_and_a_torn_file_are_caught() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        write_project(dir.path(), Path::new("/usr/bin/python3")).expect("the soak's project");
+        assert_eq!(check_files(dir.path()), Ok(()));
+        assert_eq!(renamed_name(dir.path()), Ok("factor"));
+        let uses_b = dir.path().join("pkg/uses_b.py");
+        std::fs::write(&uses_b, "from pkg.scale import ratio\n\nB = ratio(2.0) + ratio(3.0)\n")
+            .expect("write");
+        let half = check_files(dir.path()).expect_err("a rename in one file of three");
+        assert!(half.contains("half applied"), "{half}");
+        std::fs::write(&uses_b, RENAME_FILES[2].1.replace("{}", "factor")).expect("write");
+        std::fs::write(dir.path().join("pkg/main.py"), &MAIN_PY[..20]).expect("write");
+        let torn = check_files(dir.path()).expect_err("a torn file");
+        assert!(torn.starts_with("pkg/main.py is neither old nor new"), "{torn}");
     }
 }

@@ -50,7 +50,7 @@ impl Session {
             .map_err(|e| DebugError::adapter(format!("cannot create a temp folder: {e}")))?;
         let (request, program, cwd) = describe_target(opts);
         let (read, write, process, command) =
-            open_transport(opts, &cwd, &shared, &mut tasks, &mut notes).await?;
+            open_transport(opts, &cwd, temp.path(), &shared, &mut tasks, &mut notes).await?;
         if let Some(process) = &process {
             shared.adapter_pid.store(process.group.pid(), std::sync::atomic::Ordering::SeqCst);
         }
@@ -122,6 +122,7 @@ fn describe_target(opts: &StartOptions<'_>) -> (&'static str, String, PathBuf) {
 async fn open_transport(
     opts: &StartOptions<'_>,
     cwd: &Path,
+    temp: &Path,
     shared: &Arc<Shared>,
     tasks: &mut Vec<JoinHandle<()>>,
     notes: &mut Vec<String>,
@@ -151,7 +152,7 @@ async fn open_transport(
                 Target::Launch(spec) if spec.stdin == adapters::StdinSource::Inherited
             );
             let (stream, process) =
-                spawn_delve(&argv, &module_dir, shared, tasks, opts, inherit_stdin).await?;
+                spawn_delve(&argv, &module_dir, temp, shared, tasks, opts, inherit_stdin).await?;
             let (r, w) = stream.into_split();
             notes.push(format!("dlv runs in {}", module_dir.display()));
             (Box::new(r), Box::new(w), Some(process), argv)
@@ -165,7 +166,7 @@ async fn open_transport(
                     ports.iter().map(u16::to_string).collect::<Vec<_>>().join(", ")
                 ));
             }
-            let (r, w, process) = spawn_stdio(&argv, &ports, cwd, shared, tasks).await?;
+            let (r, w, process) = spawn_stdio(&argv, &ports, cwd, temp, shared, tasks).await?;
             (r, w, Some(process), argv)
         }
     })
@@ -265,10 +266,20 @@ pub(super) async fn start_adapter(
     Ok(AdapterProcess { child, pid, group })
 }
 
+/// The adapter's (and so its debuggee's) `TMPDIR`, `TMP` and `TEMP`: the session's own temp
+/// folder, removed with the session, so that what a killed adapter could not remove (lldb-dap's
+/// `symbolizer-*` files when it aborts) is not left behind.
+fn private_temp(command: &mut tokio::process::Command, temp: &Path) {
+    for name in ["TMPDIR", "TMP", "TEMP"] {
+        command.env(name, temp);
+    }
+}
+
 pub(super) async fn spawn_stdio(
     argv: &[String],
     ports: &[u16],
     cwd: &Path,
+    temp: &Path,
     shared: &Arc<Shared>,
     tasks: &mut Vec<JoinHandle<()>>,
 ) -> Result<(BoxRead, BoxWrite, AdapterProcess), DebugError> {
@@ -276,6 +287,7 @@ pub(super) async fn spawn_stdio(
     let mut process =
         start_adapter(&*capsule, argv, ports, cwd, std::process::Stdio::piped(), |command| {
             command.env("PYDEVD_DISABLE_FILE_VALIDATION", "1");
+            private_temp(command, temp);
             if !ports.is_empty() {
                 let list: Vec<String> = ports.iter().map(u16::to_string).collect();
                 command.env(DEBUGPY_PORTS, list.join(","));
@@ -296,6 +308,7 @@ pub(super) async fn spawn_stdio(
 pub(super) async fn spawn_delve(
     argv: &[String],
     cwd: &Path,
+    temp: &Path,
     shared: &Arc<Shared>,
     tasks: &mut Vec<JoinHandle<()>>,
     opts: &StartOptions<'_>,
@@ -311,7 +324,9 @@ pub(super) async fn spawn_delve(
         std::process::Stdio::null()
     };
     let capsule = shared.capsule.clone();
-    let mut process = start_adapter(&*capsule, argv, &[], cwd, stdin, |_| {}).await?;
+    let mut process =
+        start_adapter(&*capsule, argv, &[], cwd, stdin, |command| private_temp(command, temp))
+            .await?;
     let (Some(stdout), Some(stderr)) = (process.child.stdout.take(), process.child.stderr.take())
     else {
         return Err(DebugError::adapter("dlv has no stdio pipes"));

@@ -18,6 +18,15 @@ const MAIN_DART: &str = "void main() {\n  var total = 0;\n  for (var v in [2, 4,
 /// A Dart project whose `dart` is the fake adapter running `script` (merged over a default
 /// program), with `config` changes applied.
 fn check(extra: Value, config: DebugConfig) -> (Project, Harness, PathBuf) {
+    check_wrapped(extra, config, |argv| argv)
+}
+
+/// [`check`], with the adapter's command line passed through `wrap`.
+fn check_wrapped(
+    extra: Value,
+    config: DebugConfig,
+    wrap: impl FnOnce(Vec<String>) -> Vec<String>,
+) -> (Project, Harness, PathBuf) {
     let project = Project::empty();
     project.write("pubspec.yaml", "name: buggy\n");
     project.write("bin/main.dart", MAIN_DART);
@@ -41,7 +50,7 @@ fn check(extra: Value, config: DebugConfig) -> (Project, Harness, PathBuf) {
     let fake = env!("CARGO_BIN_EXE_agent-tools-fake-dap").to_string();
     let config = DebugConfig {
         commands: AdapterCommands {
-            dart: Some(vec![fake, "debug_adapter".into(), script_path.display().to_string()]),
+            dart: Some(wrap(vec![fake, "debug_adapter".into(), script_path.display().to_string()])),
             ..Default::default()
         },
         ..config
@@ -150,6 +159,44 @@ async fn an_adapter_that_crashes_mid_session_is_reported_and_cleaned_up() {
     let (_p2, h2, _) = check(json!({}), config());
     h2.ok(json!({"operation": "launch", "program": "bin/main.dart"})).await;
     h2.ok(json!({"operation": "terminate"})).await;
+}
+
+/// `cargo xtask soak` found it: lldb-dap, aborting at its exit, left `symbolizer-*` files in
+/// the host's temp folder when it was killed. An adapter's TMPDIR is now its session's own
+/// folder, removed with the session: a file an adapter leaves there before it crashes is gone
+/// after `terminate`, and nothing lands in the host's temp folder.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_a_crashed_adapter_leaves_in_its_temp_folder_goes_with_the_session() {
+    let name = format!("left-by-the-adapter-{}", std::process::id());
+    let left = format!("echo left > \"${{TMPDIR:-/tmp}}/{name}\"; exec \"$0\" \"$@\"");
+    let wrap = |argv: Vec<String>| [vec!["sh".to_string(), "-c".into(), left], argv].concat();
+    let (_p, h, _) = check_wrapped(json!({"quirks": {"crash_on": "next"}}), config(), wrap);
+    h.ok(json!({"operation": "breakpoints", "file": "bin/main.dart", "lines": [6]})).await;
+    let launched = h.ok(json!({"operation": "launch", "program": "bin/main.dart"})).await;
+    stopped(&launched);
+    let step = h.ok(json!({"operation": "step_over"})).await;
+    assert!(matches!(run_state(&step), RunState::AdapterGone { .. }), "{step:?}");
+    h.ok(json!({"operation": "terminate"})).await;
+    let in_host_temp = std::env::temp_dir().join(&name);
+    assert!(!in_host_temp.exists(), "the adapter wrote into the host's temp folder");
+    let anywhere = walk_names(&std::env::temp_dir(), &name);
+    assert!(anywhere.is_empty(), "left after the session: {anywhere:?}");
+}
+
+/// Every path under `dir` (two levels deep) whose file name is `name`.
+fn walk_names(dir: &std::path::Path, name: &str) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        if entry.file_name() == name {
+            found.push(entry.path());
+        }
+        for inner in std::fs::read_dir(entry.path()).into_iter().flatten().flatten() {
+            if inner.file_name() == name {
+                found.push(inner.path());
+            }
+        }
+    }
+    found
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -107,13 +107,14 @@ impl Supervisor {
         slot.record.lock().starting = true;
         let activity = self.inner.pool.activity().clone();
         activity.send_modify(|n| *n += 1);
-        let (def, command) = crate::trust::prepare(
+        let (def, mut command) = crate::trust::prepare(
             &target.def,
             &target.root.root,
             &target.command,
             self.allow_project_code(),
             self.inner.pool.private_dir(),
         );
+        command.env.extend(self.inner.pool.server_temp_env());
         let command = self.with_version_flags(&def, command).await;
         let started = tokio::select! {
             s = Server::start(Arc::new(def), target.root.root.clone(), command, self.timeouts(), activity.clone(), cancel) => s,

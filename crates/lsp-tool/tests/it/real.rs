@@ -449,3 +449,63 @@ async fn the_project_check_parses_the_checkers_output() {
         real.finish().await;
     }
 }
+
+/// Every `preamble-*.pch` under `dir`, at any depth.
+fn preambles(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            found.extend(preambles(&path));
+        } else if path.extension().is_some_and(|e| e == "pch") {
+            found.push(path);
+        }
+    }
+    found
+}
+
+/// `cargo xtask soak` found it (23 files in 15 minutes): a SIGKILLed clangd cannot remove its
+/// preamble (`preamble-*.pch`) from the temp folder. The pool's servers now get a temp folder
+/// of their own, removed with the pool: after the run no preamble is left.
+///
+/// A plain test that sets `TMPDIR` before any thread starts (nextest runs each test in its own
+/// process).
+#[test]
+fn a_killed_clangd_leaves_no_preamble_in_the_temp_folder() {
+    let temp = tempfile::tempdir().expect("temp dir");
+    // SAFETY: no other thread runs yet in this test's process.
+    unsafe { std::env::set_var("TMPDIR", temp.path()) };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async {
+        let Some(real) = check("c") else { return };
+        let args = json!({"action": "diagnostics", "file": "main.c"});
+        assert!(real.ok(args.clone()).await.contains("missing_value"));
+        let mut written = Vec::new();
+        for _ in 0..600 {
+            written = preambles(temp.path());
+            if !written.is_empty() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert!(!written.is_empty(), "clangd wrote its preamble under TMPDIR");
+        let pid = real.sup.server_pids()[0];
+        // SAFETY: sending a signal has no memory-safety preconditions.
+        unsafe { libc::killpg(pid as libc::pid_t, libc::SIGKILL) };
+        for _ in 0..200 {
+            if !process_group_alive(pid) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        assert!(real.ok(args).await.contains("missing_value"), "the restarted clangd answers");
+        real.finish().await;
+    });
+    drop(runtime);
+    let left = preambles(temp.path());
+    assert!(left.is_empty(), "preambles left in TMPDIR after the run: {left:?}");
+}
