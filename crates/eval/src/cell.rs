@@ -1,4 +1,9 @@
 //! Running one cell on any kernel: events, the inactivity budget, bridged calls and output caps.
+//!
+//! One loop drives Python, Node.js and QuickJS alike: output and displays restart the
+//! inactivity budget, pending `tool()` calls suspend it, its expiry or the call's cancellation
+//! interrupts the cell (once more halfway through the grace period), and a cell still running
+//! when the grace period ends is killed.
 
 use std::{collections::VecDeque, sync::Arc, time::Duration};
 

@@ -144,145 +144,165 @@ pub fn parse(
     root: &Path,
     run_root: &Path,
 ) -> Vec<Diagnostic> {
-    let mut out = Vec::new();
     match format {
-        "pyright-json" => {
-            let Ok(json) = serde_json::from_str::<Value>(stdout) else { return out };
-            for d in json.get("generalDiagnostics").and_then(Value::as_array).into_iter().flatten()
-            {
-                let s = |k: &str| d.get(k).and_then(Value::as_str).unwrap_or("").to_string();
-                let pos = |k: &str| {
-                    d.pointer(&format!("/range/start/{k}")).and_then(Value::as_u64).unwrap_or(0)
-                        as u32
-                };
-                let rule = d.get("rule").and_then(Value::as_str).map(str::to_string);
-                out.push(make(
-                    root,
-                    run_root,
-                    &s("file"),
-                    pos("line") + 1,
-                    pos("character") + 1,
-                    ColumnUnit::Utf16,
-                    severity_word(&s("severity")),
-                    rule,
-                    s("message"),
-                ));
+        "pyright-json" => from_pyright_json(stdout, stderr, root, run_root),
+        "tsc" => from_tsc(stdout, stderr, root, run_root),
+        "go" => from_go(stdout, stderr, root, run_root),
+        "cargo-json" => from_cargo_json(stdout, stderr, root, run_root),
+        "dart-machine" => from_dart_machine(stdout, stderr, root, run_root),
+        _ => Vec::new(),
+    }
+}
+
+/// Diagnostics of basedpyright's or pyright's `--outputjson`.
+fn from_pyright_json(stdout: &str, _stderr: &str, root: &Path, run_root: &Path) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    let Ok(json) = serde_json::from_str::<Value>(stdout) else { return out };
+    for d in json.get("generalDiagnostics").and_then(Value::as_array).into_iter().flatten() {
+        let s = |k: &str| d.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+        let pos = |k: &str| {
+            d.pointer(&format!("/range/start/{k}")).and_then(Value::as_u64).unwrap_or(0) as u32
+        };
+        let rule = d.get("rule").and_then(Value::as_str).map(str::to_string);
+        out.push(make(
+            root,
+            run_root,
+            &s("file"),
+            pos("line") + 1,
+            pos("character") + 1,
+            ColumnUnit::Utf16,
+            severity_word(&s("severity")),
+            rule,
+            s("message"),
+        ));
+    }
+    out
+}
+
+/// Diagnostics of tsc's `file(line,col): error TSxxxx: message` lines.
+fn from_tsc(stdout: &str, stderr: &str, root: &Path, run_root: &Path) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    // src/a.ts(3,5): error TS2322: Type 'number' is not assignable to type 'string'.
+    for line in stdout.lines().chain(stderr.lines()) {
+        if line.starts_with(' ') {
+            if let Some(last) = out.last_mut() {
+                let last: &mut Diagnostic = last;
+                last.message.push('\n');
+                last.message.push_str(line.trim());
             }
+            continue;
         }
-        "tsc" => {
-            // src/a.ts(3,5): error TS2322: Type 'number' is not assignable to type 'string'.
-            for line in stdout.lines().chain(stderr.lines()) {
-                if line.starts_with(' ') {
-                    if let Some(last) = out.last_mut() {
-                        let last: &mut Diagnostic = last;
-                        last.message.push('\n');
-                        last.message.push_str(line.trim());
-                    }
-                    continue;
-                }
-                let Some((loc, rest)) = line.split_once("): ") else { continue };
-                let Some((file, pos)) = loc.rsplit_once('(') else { continue };
-                let mut nums = pos.split(',').filter_map(|n| n.trim().parse::<u32>().ok());
-                let (Some(l), Some(c)) = (nums.next(), nums.next()) else { continue };
-                let Some((head, message)) = rest.split_once(": ") else { continue };
-                let mut words = head.split_whitespace();
-                let severity = severity_word(words.next().unwrap_or("error"));
-                let code = words.next().map(str::to_string);
-                out.push(make(
-                    root,
-                    run_root,
-                    file,
-                    l,
-                    c,
-                    ColumnUnit::Utf16,
-                    severity,
-                    code,
-                    message.to_string(),
-                ));
-            }
+        let Some((loc, rest)) = line.split_once("): ") else { continue };
+        let Some((file, pos)) = loc.rsplit_once('(') else { continue };
+        let mut nums = pos.split(',').filter_map(|n| n.trim().parse::<u32>().ok());
+        let (Some(l), Some(c)) = (nums.next(), nums.next()) else { continue };
+        let Some((head, message)) = rest.split_once(": ") else { continue };
+        let mut words = head.split_whitespace();
+        let severity = severity_word(words.next().unwrap_or("error"));
+        let code = words.next().map(str::to_string);
+        out.push(make(
+            root,
+            run_root,
+            file,
+            l,
+            c,
+            ColumnUnit::Utf16,
+            severity,
+            code,
+            message.to_string(),
+        ));
+    }
+    out
+}
+
+/// Diagnostics of `go build`/`go vet`'s `file:line:col: message` lines.
+fn from_go(stdout: &str, stderr: &str, root: &Path, run_root: &Path) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    // ./main.go:5:2: undefined: foo   (also prefixed with `vet: `)
+    for line in stderr.lines().chain(stdout.lines()) {
+        let line = line.trim_start_matches("vet: ").trim();
+        let mut parts = line.splitn(4, ':');
+        let (Some(file), Some(l), Some(c), Some(message)) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            continue;
+        };
+        let (Ok(l), Ok(c)) = (l.parse::<u32>(), c.parse::<u32>()) else { continue };
+        if !file.ends_with(".go") {
+            continue;
         }
-        "go" => {
-            // ./main.go:5:2: undefined: foo   (also prefixed with `vet: `)
-            for line in stderr.lines().chain(stdout.lines()) {
-                let line = line.trim_start_matches("vet: ").trim();
-                let mut parts = line.splitn(4, ':');
-                let (Some(file), Some(l), Some(c), Some(message)) =
-                    (parts.next(), parts.next(), parts.next(), parts.next())
-                else {
-                    continue;
-                };
-                let (Ok(l), Ok(c)) = (l.parse::<u32>(), c.parse::<u32>()) else { continue };
-                if !file.ends_with(".go") {
-                    continue;
-                }
-                out.push(make(
-                    root,
-                    run_root,
-                    file,
-                    l,
-                    c,
-                    ColumnUnit::Utf8,
-                    Severity::Error,
-                    None,
-                    message.trim().to_string(),
-                ));
-            }
+        out.push(make(
+            root,
+            run_root,
+            file,
+            l,
+            c,
+            ColumnUnit::Utf8,
+            Severity::Error,
+            None,
+            message.trim().to_string(),
+        ));
+    }
+    out
+}
+
+/// Diagnostics of cargo's `--message-format=json` compiler messages.
+fn from_cargo_json(stdout: &str, _stderr: &str, root: &Path, run_root: &Path) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    for line in stdout.lines() {
+        let Ok(json) = serde_json::from_str::<Value>(line) else { continue };
+        if json.get("reason").and_then(Value::as_str) != Some("compiler-message") {
+            continue;
         }
-        "cargo-json" => {
-            for line in stdout.lines() {
-                let Ok(json) = serde_json::from_str::<Value>(line) else { continue };
-                if json.get("reason").and_then(Value::as_str) != Some("compiler-message") {
-                    continue;
-                }
-                let Some(m) = json.get("message") else { continue };
-                let level = m.get("level").and_then(Value::as_str).unwrap_or("error");
-                if level.starts_with("failure") {
-                    continue;
-                }
-                let spans = m.get("spans").and_then(Value::as_array).cloned().unwrap_or_default();
-                let Some(span) =
-                    spans.iter().find(|s| s.get("is_primary") == Some(&Value::Bool(true)))
-                else {
-                    continue;
-                };
-                let n = |k: &str| span.get(k).and_then(Value::as_u64).unwrap_or(1) as u32;
-                out.push(make(
-                    root,
-                    run_root,
-                    span.get("file_name").and_then(Value::as_str).unwrap_or(""),
-                    n("line_start"),
-                    n("column_start"),
-                    ColumnUnit::Char,
-                    severity_word(level),
-                    m.pointer("/code/code").and_then(Value::as_str).map(str::to_string),
-                    m.get("message").and_then(Value::as_str).unwrap_or("").to_string(),
-                ));
-            }
+        let Some(m) = json.get("message") else { continue };
+        let level = m.get("level").and_then(Value::as_str).unwrap_or("error");
+        if level.starts_with("failure") {
+            continue;
         }
-        "dart-machine" => {
-            // ERROR|COMPILE_TIME_ERROR|UNDEFINED_IDENTIFIER|/abs/file.dart|3|5|3|Undefined name 'x'.
-            for line in stdout.lines().chain(stderr.lines()) {
-                let parts: Vec<&str> = line.splitn(8, '|').collect();
-                if parts.len() != 8 {
-                    continue;
-                }
-                let (Ok(l), Ok(c)) = (parts[4].parse::<u32>(), parts[5].parse::<u32>()) else {
-                    continue;
-                };
-                out.push(make(
-                    root,
-                    run_root,
-                    parts[3],
-                    l,
-                    c,
-                    ColumnUnit::Utf16,
-                    severity_word(parts[0]),
-                    Some(parts[2].to_ascii_lowercase()),
-                    parts[7].to_string(),
-                ));
-            }
+        let spans = m.get("spans").and_then(Value::as_array).cloned().unwrap_or_default();
+        let Some(span) = spans.iter().find(|s| s.get("is_primary") == Some(&Value::Bool(true)))
+        else {
+            continue;
+        };
+        let n = |k: &str| span.get(k).and_then(Value::as_u64).unwrap_or(1) as u32;
+        out.push(make(
+            root,
+            run_root,
+            span.get("file_name").and_then(Value::as_str).unwrap_or(""),
+            n("line_start"),
+            n("column_start"),
+            ColumnUnit::Char,
+            severity_word(level),
+            m.pointer("/code/code").and_then(Value::as_str).map(str::to_string),
+            m.get("message").and_then(Value::as_str).unwrap_or("").to_string(),
+        ));
+    }
+    out
+}
+
+/// Diagnostics of `dart analyze --format=machine`'s `|`-separated lines.
+fn from_dart_machine(stdout: &str, stderr: &str, root: &Path, run_root: &Path) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    // ERROR|COMPILE_TIME_ERROR|UNDEFINED_IDENTIFIER|/abs/file.dart|3|5|3|Undefined name 'x'.
+    for line in stdout.lines().chain(stderr.lines()) {
+        let parts: Vec<&str> = line.splitn(8, '|').collect();
+        if parts.len() != 8 {
+            continue;
         }
-        _ => {}
+        let (Ok(l), Ok(c)) = (parts[4].parse::<u32>(), parts[5].parse::<u32>()) else {
+            continue;
+        };
+        out.push(make(
+            root,
+            run_root,
+            parts[3],
+            l,
+            c,
+            ColumnUnit::Utf16,
+            severity_word(parts[0]),
+            Some(parts[2].to_ascii_lowercase()),
+            parts[7].to_string(),
+        ));
     }
     out
 }

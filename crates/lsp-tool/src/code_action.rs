@@ -115,7 +115,7 @@ pub(crate) async fn apply_code_action(
             "`{title}` is disabled: {reason}; nothing was changed"
         )));
     }
-    let Some(edit) = action.edit.as_ref().and_then(|e| serde_json::to_value(e).ok()) else {
+    let Some(edit) = action.edit.as_ref() else {
         return Err(LspError::Invalid(format!(
             "`{title}` has no edit (it runs a server command, which this tool does not apply); nothing was changed"
         )));
@@ -124,7 +124,7 @@ pub(crate) async fn apply_code_action(
         crate::paths::resolve_in_root(sup.root(), &args.file, "file").map_err(LspError::Invalid)?;
     let target = sup.target_for(&path)?;
     let server = sup.server(&target, cancel).await?;
-    let ops = parse_workspace_edit(&edit).map_err(|e| {
+    let ops = parse_workspace_edit(edit).map_err(|e| {
         LspError::Failed(format!("`{title}`: the edit has {e}; nothing was changed"))
     })?;
     let mut open = std::collections::BTreeMap::new();

@@ -1,4 +1,9 @@
 //! The pattern compiler: metavariable lint, expando, the context ladder and the compiled tree.
+//!
+//! A pattern's metavariables are spelled so the grammar parses them (`expando.rs`), then the
+//! pattern is parsed in each context of the language's ladder (`crate::lang`: statement,
+//! expression, class member, declaration scaffolds); [`Pattern::compile`] says which parse
+//! wins, and the node or nodes exactly filling the hole become the pattern (`tree.rs`).
 
 mod expando;
 mod tree;

@@ -1,5 +1,10 @@
 //! ast-grep's rule language: a rule object (or a whole rule config with `rule`, `constraints`,
 //! `utils`, `transform`, `fix`) compiled for one language, and its evaluation on a tree.
+//!
+//! What ast-grep refuses is refused when the rule is read, not when it runs: a transform cycle
+//! (`transform.rs`) and a utility that reaches itself at the same node (`config.rs`). Fix and
+//! rewrite templates live beside the rules in `fixer.rs`: the edit stager (`crate::edit`)
+//! depends on them, and nothing here depends on the stager.
 
 mod config;
 mod eval;

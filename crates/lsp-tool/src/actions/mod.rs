@@ -1,4 +1,4 @@
-//! The `lsp` tool: its arguments, the ten actions, line + symbol addressing, and the rendering
+//! The `lsp` tool: its arguments, the twelve actions, line + symbol addressing, and the rendering
 //! of every answer as `path:line:col` with the source line.
 
 mod calls;

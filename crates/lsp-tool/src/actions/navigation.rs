@@ -290,10 +290,7 @@ async fn code_actions(
             action = resolved;
         }
         let changes = match &action.edit {
-            Some(edit) => match serde_json::to_value(edit)
-                .map_err(|e| e.to_string())
-                .and_then(|v| crate::workspace_edit::parse_workspace_edit(&v))
-            {
+            Some(edit) => match crate::workspace_edit::parse_workspace_edit(edit) {
                 Ok(ops) => crate::workspace_edit::describe_ops(sup.root(), &ops, server.encoding),
                 Err(e) => vec![format!("(an edit this tool cannot apply: {e})")],
             },

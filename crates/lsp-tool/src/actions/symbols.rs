@@ -10,6 +10,7 @@ use lsp_types::{
 
 use super::{result::*, *};
 
+/// The symbols a workspace answers for `query`, or with `file` that file's outline.
 pub(crate) async fn symbols_action(
     sup: &Supervisor,
     args: &LspArgs,
@@ -24,6 +25,31 @@ pub(crate) async fn symbols_action(
                 .into(),
         ));
     };
+    let mut notes = Vec::new();
+    let servers = symbol_servers(sup, &mut notes, cancel).await?;
+    let mut found: Found = Vec::new();
+    let mut cache = SourceCache::new();
+    ask_every_server(sup, &servers, query, &mut found, &mut notes, &mut cache, cancel).await;
+    if found.is_empty() && !query.trim().is_empty() {
+        ask_again_after_opening_mentions(
+            sup, &servers, query, &mut found, &mut notes, &mut cache, cancel,
+        )
+        .await;
+    }
+    let answer = workspace_answer(found, query, args.offset, &notes);
+    Ok(LspOutput::from_result(LspResult::Symbols(SymbolsAnswer::Workspace(answer))))
+}
+
+/// Symbols found so far: where, name, kind, container.
+type Found = Vec<(ShownLocation, String, String, Option<String>)>;
+
+/// The servers a workspace symbol search asks: one per present target (started if need be;
+/// why one could not start goes to `notes`) and every one already running.
+async fn symbol_servers(
+    sup: &Supervisor,
+    notes: &mut Vec<String>,
+    cancel: &CancellationToken,
+) -> Result<Vec<Arc<Server>>, LspError> {
     let mut targets: Vec<Target> = sup.present_targets()?;
     // Servers already started for roots the scan did not reach count too.
     let running = sup.running();
@@ -37,7 +63,6 @@ pub(crate) async fn symbols_action(
     }
     targets.sort_by(|a, b| (&a.def.id, &a.root.root).cmp(&(&b.def.id, &b.root.root)));
     let mut servers: Vec<Arc<Server>> = Vec::new();
-    let mut notes = Vec::new();
     for target in &targets {
         match sup.server(target, cancel).await {
             Ok(s) => servers.push(s),
@@ -49,27 +74,43 @@ pub(crate) async fn symbols_action(
             servers.push(s);
         }
     }
-    let mut found: Vec<(ShownLocation, String, String, Option<String>)> = Vec::new();
-    let mut cache = SourceCache::new();
-    for server in &servers {
+    Ok(servers)
+}
+
+/// Opens one of the server's files when it has none open: a server with no file open may not
+/// have loaded its project at all (tsserver loads it on the first open; clangd indexes after
+/// it read the compilation database).
+async fn open_one_file(sup: &Supervisor, server: &Server) {
+    if !server.has_open_documents().await
+        && let Some(example) = discover::scan(&server.root, &[(*server.def).clone()])
+            .get(&server.def.id)
+            .and_then(|p| p.example.clone())
+    {
+        let ext = example.extension().and_then(|e| e.to_str()).unwrap_or("");
+        let language = server.def.language_of(ext).unwrap_or("plaintext").to_string();
+        let _ = server.sync(&example, &language, Save::Skip, sup.run_id()).await;
+    }
+}
+
+/// Asks every server for `query`, after it is synced and ready.
+async fn ask_every_server(
+    sup: &Supervisor,
+    servers: &[Arc<Server>],
+    query: &str,
+    found: &mut Found,
+    notes: &mut Vec<String>,
+    cache: &mut SourceCache,
+    cancel: &CancellationToken,
+) {
+    for server in servers {
         // What changed on disk since reaches the server before it is asked.
         server.resync_open().await;
         if !server.supports("workspaceSymbolProvider") {
             notes.push(format!("{} offers no workspace symbol search", server_label(server)));
             continue;
         }
-        // A server that has no file open may not have loaded its project at all (tsserver
-        // loads it on the first open; clangd indexes after it read the compilation
-        // database): open one of its files first, then wait for the load.
-        if !server.has_open_documents().await
-            && let Some(example) = discover::scan(&server.root, &[(*server.def).clone()])
-                .get(&server.def.id)
-                .and_then(|p| p.example.clone())
-        {
-            let ext = example.extension().and_then(|e| e.to_str()).unwrap_or("");
-            let language = server.def.language_of(ext).unwrap_or("plaintext").to_string();
-            let _ = server.sync(&example, &language, Save::Skip, sup.run_id()).await;
-        }
+        // Open one of its files first, then wait for its project to load.
+        open_one_file(sup, server).await;
         if let Err(e) = wait_ready(sup, server, Scope::Project, "symbols", cancel).await {
             notes.push(e.to_string());
             continue;
@@ -80,48 +121,65 @@ pub(crate) async fn symbols_action(
                 server_label(server)
             ));
         }
-        query_symbols(sup, server, query, &mut found, &mut notes, &mut cache, cancel).await;
+        query_symbols(sup, server, query, found, notes, cache, cancel).await;
     }
-    // A server that loads projects lazily (tsserver, one tsconfig at a time) knows only the
-    // projects of the files open: open a few files that mention the name, and ask again.
-    if found.is_empty() && !query.trim().is_empty() {
-        for server in &servers {
-            if !server.supports("workspaceSymbolProvider") {
-                continue;
-            }
-            let (root, def, name) =
-                (server.root.clone(), server.def.clone(), vec![query.to_string()]);
-            let mentions = tokio::task::spawn_blocking(move || {
-                crate::scan::mentions(&root, &def, &name, Path::new(""))
-            })
-            .await
-            .unwrap_or_default();
-            let mut opened = Vec::new();
-            for (file, _) in mentions.into_iter().take(MENTIONING_FILES_OPENED) {
-                let ext = file.extension().and_then(|e| e.to_str()).unwrap_or("");
-                let language = server.def.language_of(ext).unwrap_or("plaintext").to_string();
-                if server.sync(&file, &language, Save::Skip, sup.run_id()).await.is_ok() {
-                    opened.push(display_relative(sup.root(), &file));
-                }
-            }
-            if opened.is_empty() {
-                continue;
-            }
-            let _ = wait_ready(sup, server, Scope::Project, "symbols", cancel).await;
-            query_symbols(sup, server, query, &mut found, &mut notes, &mut cache, cancel).await;
-            notes.push(format!(
-                "{} answered nothing at first; asked again after opening {} (files that mention `{query}`)",
-                server_label(server),
-                opened.join(", ")
-            ));
+}
+
+/// A server that loads projects lazily (tsserver, one tsconfig at a time) knows only the
+/// projects of the files open: opens a few files that mention the name, and asks again.
+async fn ask_again_after_opening_mentions(
+    sup: &Supervisor,
+    servers: &[Arc<Server>],
+    query: &str,
+    found: &mut Found,
+    notes: &mut Vec<String>,
+    cache: &mut SourceCache,
+    cancel: &CancellationToken,
+) {
+    for server in servers {
+        if !server.supports("workspaceSymbolProvider") {
+            continue;
         }
+        let (root, def, name) = (server.root.clone(), server.def.clone(), vec![query.to_string()]);
+        let mentions = tokio::task::spawn_blocking(move || {
+            crate::scan::mentions(&root, &def, &name, Path::new(""))
+        })
+        .await
+        .unwrap_or_default();
+        let mut opened = Vec::new();
+        for (file, _) in mentions.into_iter().take(MENTIONING_FILES_OPENED) {
+            let ext = file.extension().and_then(|e| e.to_str()).unwrap_or("");
+            let language = server.def.language_of(ext).unwrap_or("plaintext").to_string();
+            if server.sync(&file, &language, Save::Skip, sup.run_id()).await.is_ok() {
+                opened.push(display_relative(sup.root(), &file));
+            }
+        }
+        if opened.is_empty() {
+            continue;
+        }
+        let _ = wait_ready(sup, server, Scope::Project, "symbols", cancel).await;
+        query_symbols(sup, server, query, found, notes, cache, cancel).await;
+        notes.push(format!(
+            "{} answered nothing at first; asked again after opening {} (files that mention `{query}`)",
+            server_label(server),
+            opened.join(", ")
+        ));
     }
+}
+
+/// The page of `found` the call shows, workspace symbols before library ones.
+fn workspace_answer(
+    mut found: Found,
+    query: &str,
+    offset: Option<u32>,
+    notes: &[String],
+) -> WorkspaceSymbols {
     // Inside the workspace first, then library symbols.
     found.sort_by_key(|(loc, name, _, _)| {
         (loc.path.starts_with('/'), name != query, loc.path.clone(), loc.line)
     });
     found.dedup_by(|a, b| a.0 == b.0 && a.1 == b.1);
-    let offset = args.offset.unwrap_or(0) as usize;
+    let offset = offset.unwrap_or(0) as usize;
     let symbols = found
         .iter()
         .skip(offset)
@@ -135,14 +193,13 @@ pub(crate) async fn symbols_action(
             column: loc.column,
         })
         .collect();
-    let answer = WorkspaceSymbols {
+    WorkspaceSymbols {
         query: query.to_string(),
         total: found.len(),
         offset,
         symbols,
         notes: notes.iter().map(|n| n.lines().next().unwrap_or("").to_string()).collect(),
-    };
-    Ok(LspOutput::from_result(LspResult::Symbols(SymbolsAnswer::Workspace(answer))))
+    }
 }
 
 pub(crate) async fn document_symbols(

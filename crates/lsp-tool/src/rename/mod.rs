@@ -332,7 +332,7 @@ impl Renaming<'_> {
                     other => self.fail("rename", other),
                 },
             )?;
-        let Some(edit) = edit.and_then(|e| serde_json::to_value(e).ok()) else {
+        let Some(edit) = edit else {
             return Err(LspError::Invalid(format!(
                 "{}: {} returned no edit; nothing was changed",
                 self.at, self.label

@@ -158,6 +158,7 @@ impl Supervisor {
     }
 
     /// How many runs hold `path` open on its running server (`None`: not open there).
+    #[cfg(any(test, feature = "testing"))]
     pub(crate) async fn holders_of(&self, path: &Path) -> Option<usize> {
         let target = self.target_for(path).ok()?;
         let slot =

@@ -17,10 +17,9 @@ pub(crate) use self::{
 
 #[cfg(test)]
 mod tests {
-    use serde_json::{Value, json};
 
     /// A range as a server sends it.
-    pub(super) fn range(l1: u32, c1: u32, l2: u32, c2: u32) -> Value {
-        json!({"start": {"line": l1, "character": c1}, "end": {"line": l2, "character": c2}})
+    pub(super) fn range(l1: u32, c1: u32, l2: u32, c2: u32) -> lsp_types::Range {
+        lsp_types::Range::new(lsp_types::Position::new(l1, c1), lsp_types::Position::new(l2, c2))
     }
 }

@@ -36,129 +36,173 @@ pub(crate) fn plan_edit(
     encoding: ColumnUnit,
     server_doc: &dyn Fn(&Path) -> Option<(i32, String)>,
 ) -> Result<EditPlan, String> {
-    let mut plan = EditPlan::default();
-    let current = |plan: &EditPlan, path: &Path| -> Result<Option<String>, String> {
-        if let Some(state) = plan.files.get(path) {
+    let mut planner = Planner { root, encoding, server_doc, plan: EditPlan::default() };
+    for op in ops {
+        match op {
+            EditOp::Text { path, version, edits } => planner.text(path, *version, edits)?,
+            EditOp::Create { path, overwrite, ignore_if_exists } => {
+                planner.create(path, *overwrite, *ignore_if_exists)?;
+            }
+            EditOp::Rename { from, to, overwrite, ignore_if_exists } => {
+                planner.rename(from, to, *overwrite, *ignore_if_exists)?;
+            }
+            EditOp::Delete { path, ignore_if_not_exists } => {
+                planner.delete(path, *ignore_if_not_exists)?;
+            }
+        }
+    }
+    Ok(planner.without_unchanged_files())
+}
+
+/// The plan as the operations so far leave it, and what checks the next one.
+struct Planner<'a> {
+    root: &'a Path,
+    encoding: ColumnUnit,
+    server_doc: &'a dyn Fn(&Path) -> Option<(i32, String)>,
+    plan: EditPlan,
+}
+
+impl Planner<'_> {
+    /// The file's content as the plan leaves it so far (`None`: absent).
+    fn current(&self, path: &Path) -> Result<Option<String>, String> {
+        if let Some(state) = self.plan.files.get(path) {
             return Ok(state.clone());
         }
         match agent_tools_support::fs::read_regular(path, "file") {
             Ok(bytes) => String::from_utf8(bytes)
                 .map(Some)
-                .map_err(|_| format!("{} is not UTF-8 text", display_relative(root, path))),
+                .map_err(|_| format!("{} is not UTF-8 text", self.shown(path))),
             Err(_) if std::fs::symlink_metadata(path).is_err() => Ok(None),
-            Err(e) => Err(format!("cannot edit {}: {e}", display_relative(root, path))),
+            Err(e) => Err(format!("cannot edit {}: {e}", self.shown(path))),
         }
-    };
-    let check_inside = |path: &Path| {
-        if is_inside(root, path) {
+    }
+
+    fn shown(&self, path: &Path) -> String {
+        display_relative(self.root, path)
+    }
+
+    fn check_inside(&self, path: &Path) -> Result<(), String> {
+        if is_inside(self.root, path) {
             Ok(())
         } else {
             Err(format!("the edit touches {}, outside the workspace root", path.display()))
         }
-    };
-    for op in ops {
-        match op {
-            EditOp::Text { path, version, edits } => {
-                check_inside(path)?;
-                let shown = display_relative(root, path);
-                let Some(text) = current(&plan, path)? else {
-                    return Err(format!("the edit changes {shown}, which does not exist"));
-                };
-                if !plan.files.contains_key(path)
-                    && let Some((open_version, open_text)) = server_doc(path)
-                {
-                    if let Some(v) = version
-                        && *v != open_version
-                    {
-                        return Err(format!(
-                            "{shown} is at version {open_version} but the edit was computed for version {v}"
-                        ));
-                    }
-                    if open_text != text {
-                        return Err(format!(
-                            "{shown} changed on disk while the rename was computed"
-                        ));
-                    }
-                }
-                let new_text = apply_text_edits(&text, edits, encoding)
-                    .map_err(|e| format!("{shown}: {e}"))?;
-                *plan.edits_per_file.entry(path.clone()).or_default() += edits.len();
-                plan.files.insert(path.clone(), Some(new_text));
+    }
+
+    /// Text edits of an existing file, computed for the content the server has (its version,
+    /// and the disk's text when the server has the file open).
+    fn text(
+        &mut self,
+        path: &Path,
+        version: Option<i32>,
+        edits: &[super::parse::TextChange],
+    ) -> Result<(), String> {
+        self.check_inside(path)?;
+        let shown = self.shown(path);
+        let Some(text) = self.current(path)? else {
+            return Err(format!("the edit changes {shown}, which does not exist"));
+        };
+        if !self.plan.files.contains_key(path)
+            && let Some((open_version, open_text)) = (self.server_doc)(path)
+        {
+            if let Some(v) = version
+                && v != open_version
+            {
+                return Err(format!(
+                    "{shown} is at version {open_version} but the edit was computed for version {v}"
+                ));
             }
-            EditOp::Create { path, overwrite, ignore_if_exists } => {
-                check_inside(path)?;
-                if current(&plan, path)?.is_some() {
-                    if *overwrite {
-                        plan.files.insert(path.clone(), Some(String::new()));
-                    } else if !*ignore_if_exists {
-                        return Err(format!(
-                            "the edit creates {}, which exists",
-                            display_relative(root, path)
-                        ));
-                    }
-                    continue;
-                }
-                plan.files.insert(path.clone(), Some(String::new()));
-                plan.created.push(path.clone());
-            }
-            EditOp::Rename { from, to, overwrite, ignore_if_exists } => {
-                check_inside(from)?;
-                check_inside(to)?;
-                let Some(text) = current(&plan, from)? else {
-                    return Err(format!(
-                        "the edit renames {}, which does not exist",
-                        display_relative(root, from)
-                    ));
-                };
-                if current(&plan, to)?.is_some() && !*overwrite {
-                    if *ignore_if_exists {
-                        continue;
-                    }
-                    return Err(format!(
-                        "the edit renames onto {}, which exists",
-                        display_relative(root, to)
-                    ));
-                }
-                plan.files.insert(from.clone(), None);
-                plan.files.insert(to.clone(), Some(text));
-                if let Some(n) = plan.edits_per_file.remove(from) {
-                    plan.edits_per_file.insert(to.clone(), n);
-                }
-                plan.renamed.push((from.clone(), to.clone()));
-            }
-            EditOp::Delete { path, ignore_if_not_exists } => {
-                check_inside(path)?;
-                if path.is_dir() {
-                    return Err(format!(
-                        "the edit deletes the folder {}, which this tool does not do",
-                        display_relative(root, path)
-                    ));
-                }
-                if current(&plan, path)?.is_none() {
-                    if *ignore_if_not_exists {
-                        continue;
-                    }
-                    return Err(format!(
-                        "the edit deletes {}, which does not exist",
-                        display_relative(root, path)
-                    ));
-                }
-                plan.files.insert(path.clone(), None);
-                plan.deleted.push(path.clone());
+            if open_text != text {
+                return Err(format!("{shown} changed on disk while the rename was computed"));
             }
         }
+        let new_text =
+            apply_text_edits(&text, edits, self.encoding).map_err(|e| format!("{shown}: {e}"))?;
+        *self.plan.edits_per_file.entry(path.to_path_buf()).or_default() += edits.len();
+        self.plan.files.insert(path.to_path_buf(), Some(new_text));
+        Ok(())
     }
-    // Drop files whose final content equals what is on disk.
-    let unchanged: Vec<PathBuf> = plan
-        .files
-        .iter()
-        .filter(|(p, state)| crate::paths::read_text(p) == **state)
-        .map(|(p, _)| p.clone())
-        .collect();
-    for p in unchanged {
-        plan.files.remove(&p);
+
+    fn create(
+        &mut self,
+        path: &Path,
+        overwrite: bool,
+        ignore_if_exists: bool,
+    ) -> Result<(), String> {
+        self.check_inside(path)?;
+        if self.current(path)?.is_some() {
+            if overwrite {
+                self.plan.files.insert(path.to_path_buf(), Some(String::new()));
+            } else if !ignore_if_exists {
+                return Err(format!("the edit creates {}, which exists", self.shown(path)));
+            }
+            return Ok(());
+        }
+        self.plan.files.insert(path.to_path_buf(), Some(String::new()));
+        self.plan.created.push(path.to_path_buf());
+        Ok(())
     }
-    Ok(plan)
+
+    fn rename(
+        &mut self,
+        from: &Path,
+        to: &Path,
+        overwrite: bool,
+        ignore_if_exists: bool,
+    ) -> Result<(), String> {
+        self.check_inside(from)?;
+        self.check_inside(to)?;
+        let Some(text) = self.current(from)? else {
+            return Err(format!("the edit renames {}, which does not exist", self.shown(from)));
+        };
+        if self.current(to)?.is_some() && !overwrite {
+            if ignore_if_exists {
+                return Ok(());
+            }
+            return Err(format!("the edit renames onto {}, which exists", self.shown(to)));
+        }
+        self.plan.files.insert(from.to_path_buf(), None);
+        self.plan.files.insert(to.to_path_buf(), Some(text));
+        if let Some(n) = self.plan.edits_per_file.remove(from) {
+            self.plan.edits_per_file.insert(to.to_path_buf(), n);
+        }
+        self.plan.renamed.push((from.to_path_buf(), to.to_path_buf()));
+        Ok(())
+    }
+
+    fn delete(&mut self, path: &Path, ignore_if_not_exists: bool) -> Result<(), String> {
+        self.check_inside(path)?;
+        if path.is_dir() {
+            return Err(format!(
+                "the edit deletes the folder {}, which this tool does not do",
+                self.shown(path)
+            ));
+        }
+        if self.current(path)?.is_none() {
+            if ignore_if_not_exists {
+                return Ok(());
+            }
+            return Err(format!("the edit deletes {}, which does not exist", self.shown(path)));
+        }
+        self.plan.files.insert(path.to_path_buf(), None);
+        self.plan.deleted.push(path.to_path_buf());
+        Ok(())
+    }
+
+    /// The plan without the files whose final content equals what is on disk.
+    fn without_unchanged_files(mut self) -> EditPlan {
+        let unchanged: Vec<PathBuf> = self
+            .plan
+            .files
+            .iter()
+            .filter(|(p, state)| crate::paths::read_text(p) == **state)
+            .map(|(p, _)| p.clone())
+            .collect();
+        for p in unchanged {
+            self.plan.files.remove(&p);
+        }
+        self.plan
+    }
 }
 
 /// Writes the plan as one crash-atomic group through support's journal: every path is
@@ -198,6 +242,15 @@ mod tests {
     use serde_json::json;
 
     #[test]
+    fn an_edit_whose_range_lacks_a_line_is_refused_instead_of_landing_on_the_first_line() {
+        let edit = json!({"changes": {"file:///p/a.py": [
+            {"range": {"start": {"character": 0}, "end": {"line": 0, "character": 1}}, "newText": "y"}
+        ]}});
+        let err = serde_json::from_value::<lsp_types::WorkspaceEdit>(edit).unwrap_err();
+        assert!(err.to_string().contains("missing field `line`"), "{err}");
+    }
+
+    #[test]
     fn a_stale_version_rejects_the_whole_edit_and_nothing_is_written() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().canonicalize().unwrap();
@@ -207,7 +260,7 @@ mod tests {
             {"textDocument": {"uri": uri_from_path(&root.join("a.py")).unwrap().as_str(), "version": 1}, "edits": [{"range": range(0,0,0,1), "newText": "y"}]},
             {"textDocument": {"uri": uri_from_path(&root.join("b.py")).unwrap().as_str(), "version": 3}, "edits": [{"range": range(0,6,0,7), "newText": "y"}]},
         ]});
-        let ops = parse_workspace_edit(&edit).unwrap();
+        let ops = parse_workspace_edit(&serde_json::from_value(edit).unwrap()).unwrap();
         let b = root.join("b.py");
         let err = plan_edit(&root, &ops, ColumnUnit::Utf16, &|p| {
             (p == b).then(|| (4, "print(x)\n".to_string()))
@@ -233,9 +286,13 @@ mod tests {
             {"kind": "create", "uri": u("made.ts")},
             {"kind": "delete", "uri": u("gone.ts")},
         ]});
-        let plan =
-            plan_edit(&root, &parse_workspace_edit(&edit).unwrap(), ColumnUnit::Utf16, &|_| None)
-                .unwrap();
+        let plan = plan_edit(
+            &root,
+            &parse_workspace_edit(&serde_json::from_value(edit.clone()).unwrap()).unwrap(),
+            ColumnUnit::Utf16,
+            &|_| None,
+        )
+        .unwrap();
         write_plan(&root, &plan).unwrap();
         assert!(!root.join("old.ts").exists() && !root.join("gone.ts").exists());
         assert_eq!(std::fs::read_to_string(root.join("new.ts")).unwrap(), "export const b = 1;\n");

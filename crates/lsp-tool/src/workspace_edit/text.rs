@@ -3,18 +3,19 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
-
-use super::EditOp;
+use super::{EditOp, parse::TextChange};
 use crate::{
     encoding::{ColumnUnit, byte_offset},
     paths::display_relative,
 };
 
-fn offset_of(text: &str, line_starts: &[usize], pos: &Value, encoding: ColumnUnit) -> usize {
-    let line = pos.get("line").and_then(Value::as_u64).unwrap_or(0) as usize;
-    let character =
-        pos.get("character").and_then(Value::as_u64).unwrap_or(0).min(u32::MAX as u64) as u32;
+fn offset_of(
+    text: &str,
+    line_starts: &[usize],
+    pos: lsp_types::Position,
+    encoding: ColumnUnit,
+) -> usize {
+    let (line, character) = (pos.line as usize, pos.character);
     let Some(&start) = line_starts.get(line) else { return text.len() };
     let end = line_starts.get(line + 1).copied().unwrap_or(text.len());
     let line_text = text[start..end].trim_end_matches('\n').trim_end_matches('\r');
@@ -24,7 +25,7 @@ fn offset_of(text: &str, line_starts: &[usize], pos: &Value, encoding: ColumnUni
 /// Applies text edits (ranges in `encoding`) to `text`; overlapping edits are an error.
 pub(crate) fn apply_text_edits(
     text: &str,
-    edits: &[(Value, String)],
+    edits: &[TextChange],
     encoding: ColumnUnit,
 ) -> Result<String, String> {
     let mut line_starts = vec![0];
@@ -33,10 +34,8 @@ pub(crate) fn apply_text_edits(
         .iter()
         .enumerate()
         .map(|(i, (range, new_text))| {
-            let start =
-                offset_of(text, &line_starts, range.get("start").unwrap_or(&Value::Null), encoding);
-            let end =
-                offset_of(text, &line_starts, range.get("end").unwrap_or(&Value::Null), encoding);
+            let start = offset_of(text, &line_starts, range.start, encoding);
+            let end = offset_of(text, &line_starts, range.end, encoding);
             (start, end.max(start), i, new_text.as_str())
         })
         .collect();
@@ -71,11 +70,9 @@ pub(crate) fn stale_files(
         let Some(text) = crate::paths::read_text(path) else { continue };
         let mut line_starts = vec![0];
         line_starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
-        let covers = |(range, _): &(Value, String)| {
-            let at = |k: &str| {
-                offset_of(&text, &line_starts, range.get(k).unwrap_or(&Value::Null), encoding)
-            };
-            let (start, end) = (at("start"), at("end"));
+        let covers = |(range, _): &TextChange| {
+            let start = offset_of(&text, &line_starts, range.start, encoding);
+            let end = offset_of(&text, &line_starts, range.end, encoding);
             text.get(start..end.max(start)).is_some_and(|slice| slice.contains(old_name))
         };
         if !edits.iter().all(covers) {
@@ -105,18 +102,10 @@ pub(crate) fn describe_ops(root: &Path, ops: &[EditOp], encoding: ColumnUnit) ->
                 let mut line_starts = vec![0];
                 line_starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
                 for (range, new_text) in edits {
-                    let at = |k: &str| {
-                        offset_of(
-                            &text,
-                            &line_starts,
-                            range.get(k).unwrap_or(&Value::Null),
-                            encoding,
-                        )
-                    };
-                    let (start, end) = (at("start"), at("end"));
+                    let start = offset_of(&text, &line_starts, range.start, encoding);
+                    let end = offset_of(&text, &line_starts, range.end, encoding);
                     let old = text.get(start..end.max(start)).unwrap_or("");
-                    let line =
-                        range.pointer("/start/line").and_then(Value::as_u64).unwrap_or(0) + 1;
+                    let line = u64::from(range.start.line) + 1;
                     let col = text[line_starts.get(line as usize - 1).copied().unwrap_or(0)
                         ..start.min(text.len())]
                         .chars()

@@ -15,6 +15,18 @@
 //! namespace) and [`Landlock`] (the same walls from Landlock rules and a seccomp filter applied
 //! between fork and exec, where bubblewrap cannot make namespaces; no PID namespace, no
 //! loopback of its own).
+//!
+//! Past one machine: a container per run (`podman exec -i NAME`) or a Kubernetes pod per run
+//! (`kubectl exec -i POD --`) fits the same contract as another implementation: the constructor
+//! creates the container or pod and waits for it to run, [`Capsule::command`] prefixes the exec,
+//! [`Capsule::connect_loopback`] becomes a port-forward, [`Capsule::host_pid`] answers None
+//! (teardown is the pod's deletion), and [`Capsule::signals_reach_the_program`] is false, so
+//! interrupts travel by the program's own protocol (the kernel's interrupt frame, DAP `pause`).
+//! A host fleet behind a load balancer places runs by session affinity on `Mcp-Session-Id` (one
+//! session is one run), each run with its pod; the host's per-run state (kernels' slots, debug
+//! sessions, the request-state key, the journal of the root) stays on the host that owns the
+//! session, and a session whose host died is gone (its client starts a new one). Of the
+//! confining backends, only bubblewrap and Landlock are built and tested here.
 
 mod bwrap;
 mod environment;
