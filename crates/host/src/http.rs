@@ -179,7 +179,13 @@ pub async fn serve_http(
         total: limits::within_descriptors(options.max_connections),
         per_peer: options.max_connections_per_peer,
     }));
-    let header_timeout = options.header_timeout;
+    let serving = Serving {
+        service,
+        gate: gate.clone(),
+        stop: stop.clone(),
+        connections: connections.clone(),
+        header_timeout: options.header_timeout,
+    };
     let mut exhausted: u32 = 0;
     loop {
         tokio::select! {
@@ -217,39 +223,7 @@ pub async fn serve_http(
                         continue;
                     }
                 };
-                let (service, gate, stop) = (service.clone(), gate.clone(), stop.clone());
-                let connections = connections.clone();
-                tokio::spawn(async move {
-                    let seen = connections.clone();
-                    let handler = hyper::service::service_fn(move |req| {
-                        // Its headers came whole: it is no longer shed, and counts against its
-                        // peer's bound (or is refused at it).
-                        let admitted = seen.talked(id);
-                        let (service, gate) = (service.clone(), gate.clone());
-                        async move {
-                            Ok::<_, Infallible>(match admitted {
-                                Ok(()) => gate.handle(req, service).await,
-                                Err(refused) => closing(busy(refused.message())),
-                            })
-                        }
-                    });
-                    let io = hyper_util::rt::TokioIo::new(stream);
-                    let conn = hyper::server::conn::http1::Builder::new()
-                        .timer(hyper_util::rt::TokioTimer::new())
-                        .header_read_timeout(header_timeout)
-                        .serve_connection(io, handler);
-                    tokio::pin!(conn);
-                    tokio::select! {
-                        result = conn.as_mut() => {
-                            if let Err(e) = result {
-                                tracing::debug!("connection ended: {e}");
-                            }
-                        }
-                        () = stop.cancelled() => conn.as_mut().graceful_shutdown(),
-                        () = shed.cancelled() => tracing::debug!("closed a connection that sent no request"),
-                    }
-                    connections.ended(id);
-                });
+                tokio::spawn(serve_connection(serving.clone(), stream, id, shed));
             }
         }
     }
@@ -262,6 +236,56 @@ pub async fn serve_http(
     #[cfg(feature = "lsp")]
     lsp_pool.shutdown().await;
     Ok(())
+}
+
+/// What every connection is served with.
+#[derive(Clone)]
+struct Serving {
+    service: McpService,
+    gate: Arc<Gate>,
+    stop: CancellationToken,
+    connections: Arc<limits::Connections>,
+    header_timeout: Duration,
+}
+
+/// Serves one admitted connection until it ends, the host stops, or it is shed for having
+/// sent no request.
+async fn serve_connection(
+    serving: Serving,
+    stream: tokio::net::TcpStream,
+    id: u64,
+    shed: CancellationToken,
+) {
+    let Serving { service, gate, stop, connections, header_timeout } = serving;
+    let seen = connections.clone();
+    let handler = hyper::service::service_fn(move |req| {
+        // Its headers came whole: it is no longer shed, and counts against its
+        // peer's bound (or is refused at it).
+        let admitted = seen.talked(id);
+        let (service, gate) = (service.clone(), gate.clone());
+        async move {
+            Ok::<_, Infallible>(match admitted {
+                Ok(()) => gate.handle(req, service).await,
+                Err(refused) => closing(busy(refused.message())),
+            })
+        }
+    });
+    let io = hyper_util::rt::TokioIo::new(stream);
+    let conn = hyper::server::conn::http1::Builder::new()
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(header_timeout)
+        .serve_connection(io, handler);
+    tokio::pin!(conn);
+    tokio::select! {
+        result = conn.as_mut() => {
+            if let Err(e) = result {
+                tracing::debug!("connection ended: {e}");
+            }
+        }
+        () = stop.cancelled() => conn.as_mut().graceful_shutdown(),
+        () = shed.cancelled() => tracing::debug!("closed a connection that sent no request"),
+    }
+    connections.ended(id);
 }
 
 type McpService = StreamableHttpService<super::mcp::McpHost, LocalSessionManager>;
@@ -339,23 +363,25 @@ impl Gate {
         super::order::Arrival(*count)
     }
 
-    async fn handle(&self, req: Request<Incoming>, service: McpService) -> Response<Body> {
+    /// The refusal a request gets before its body is read: a path other than MCP's, a
+    /// browser origin other than loopback, a missing or wrong bearer token.
+    fn refusal_of(&self, req: &Request<Incoming>) -> Option<Response<Body>> {
         if req.uri().path() != MCP_PATH {
-            return refusal(
+            return Some(refusal(
                 StatusCode::NOT_FOUND,
                 format!("not found: agent-tools serves MCP at {MCP_PATH}"),
-            );
+            ));
         }
         if let Some(origin) = req.headers().get(header::ORIGIN) {
             let origin = String::from_utf8_lossy(origin.as_bytes()).into_owned();
             if !is_loopback_origin(&origin) {
-                return refusal(
+                return Some(refusal(
                     StatusCode::FORBIDDEN,
                     format!(
                         "Origin {origin} is not allowed: agent-tools accepts browser requests only \
                          from loopback origins (a guard against DNS rebinding)"
                     ),
-                );
+                ));
             }
         }
         if let Some(token) = &self.token {
@@ -372,9 +398,18 @@ impl Gate {
                     .insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Bearer"));
                 // A client without the token keeps no connection: it counts against no bound
                 // of those that may talk.
-                return closing(response);
+                return Some(closing(response));
             }
         }
+        None
+    }
+
+    /// The request's parts and its whole body, or the refusal of a body over the limit or too
+    /// slow to arrive.
+    async fn read_body(
+        &self,
+        req: Request<Incoming>,
+    ) -> Result<(hyper::http::request::Parts, Bytes), Response<Body>> {
         let too_large = || {
             refusal(
                 StatusCode::PAYLOAD_TOO_LARGE,
@@ -391,30 +426,41 @@ impl Gate {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.parse::<u64>().ok());
         if declared.is_some_and(|n| n > self.max_body_bytes as u64) {
-            return too_large();
+            return Err(too_large());
         }
         let (parts, body) = req.into_parts();
         let read = Limited::new(body, self.max_body_bytes).collect();
         let Ok(read) = tokio::time::timeout(self.body_timeout, read).await else {
             // The rest of the body is not read: the connection is closed after this answer.
-            return closing(refusal(
+            return Err(closing(refusal(
                 StatusCode::REQUEST_TIMEOUT,
                 format!(
                     "the request body did not arrive within {} s ([mcp] body_timeout_seconds); \
                      send it whole",
                     self.body_timeout.as_secs()
                 ),
-            ));
+            )));
         };
         let bytes = match read {
             Ok(collected) => collected.to_bytes(),
-            Err(e) if e.is::<http_body_util::LengthLimitError>() => return too_large(),
+            Err(e) if e.is::<http_body_util::LengthLimitError>() => return Err(too_large()),
             Err(e) => {
-                return refusal(
+                return Err(refusal(
                     StatusCode::BAD_REQUEST,
                     format!("cannot read the request body: {e}"),
-                );
+                ));
             }
+        };
+        Ok((parts, bytes))
+    }
+
+    async fn handle(&self, req: Request<Incoming>, service: McpService) -> Response<Body> {
+        if let Some(refused) = self.refusal_of(&req) {
+            return refused;
+        }
+        let (parts, bytes) = match self.read_body(req).await {
+            Ok(read) => read,
+            Err(refused) => return refused,
         };
         let asked = parts.headers.get(SESSION_HEADER).cloned();
         if parts.method == hyper::Method::POST {
