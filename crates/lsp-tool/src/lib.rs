@@ -10,16 +10,17 @@ mod config;
 pub mod diagnostics;
 pub mod discover;
 mod encoding;
+mod entries;
 mod error;
 pub mod family;
 pub mod names;
 mod on_write;
 mod paths;
 mod pool;
-mod project_check;
 mod rename;
 mod scan;
 mod server;
+mod settled;
 mod supervisor;
 /// Helpers for tests that run real servers (the `testing` feature).
 #[cfg(any(test, feature = "testing"))]
@@ -36,10 +37,11 @@ pub use crate::{
     code_action::{CODE_ACTION_DESCRIPTION, CodeActionArgs, CodeActionReport},
     config::{LspConfig, OnWriteConfig, ServerDef, ServerOverride, builtin_servers},
     error::LspError,
-    on_write::{ProposedFile, WrittenFile, report::WriteDiagnostics, settle::SettledReport},
+    on_write::{ProposedFile, WrittenFile, report::WriteDiagnostics},
     pool::ServerPool,
     rename::{RenameArgs, RenameReport},
     server::Save,
+    settled::SettledReport,
     supervisor::{DocHandle, Supervisor, SyncOutcome},
 };
 pub use agent_tools_support::{

@@ -4,7 +4,6 @@
 //! for diagnostics on write in `documents.rs`.
 
 mod documents;
-mod entries;
 mod lifecycle;
 mod status;
 mod target;
@@ -29,9 +28,9 @@ use crate::{
     config::{LspConfig, ServerDef},
     diagnostics::Ledger,
     error::LspError,
-    on_write::settle::SettledReport,
     pool::{ServerPool, Slot},
     server::{RunId, Server, Timeouts},
+    settled::SettledReport,
 };
 
 struct Inner {

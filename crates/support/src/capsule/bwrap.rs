@@ -106,6 +106,9 @@ fn mounts(walls: &Walls, empty: &Path) -> Vec<OsString> {
     add(&["--bind".as_ref(), tmp.as_os_str(), "/tmp".as_ref()]);
     // Also at its host path, so a scratch file the host puts there has one name for both.
     add(&["--bind".as_ref(), tmp.as_os_str(), tmp.as_os_str()]);
+    for prefix in &walls.programs_in_temp {
+        add(&["--ro-bind".as_ref(), prefix.as_os_str(), prefix.as_os_str()]);
+    }
     // The home: an empty folder in its place, then what the run needs from it, read-only.
     if let Some(home) = walls.home.home() {
         add(&["--tmpfs".as_ref(), home.as_os_str()]);

@@ -220,6 +220,52 @@ fn prefix_of_folder(folder: &Path) -> Vec<PathBuf> {
     }
 }
 
+/// The prefixes of the run's programs that lie in a temp folder (a virtual environment made
+/// under `/tmp`), which a capsule's private temp folder would otherwise hide: shown read-only
+/// at their paths, outermost only.
+pub(super) fn programs_in_temp(programs: &[PathBuf]) -> Vec<PathBuf> {
+    let temps: Vec<PathBuf> =
+        [PathBuf::from("/tmp"), PathBuf::from("/var/tmp"), std::env::temp_dir()]
+            .into_iter()
+            .map(|t| std::fs::canonicalize(&t).unwrap_or(t))
+            .collect();
+    let mut found: Vec<PathBuf> = Vec::new();
+    for program in programs {
+        let resolved =
+            if program.components().count() > 1 { Some(program.clone()) } else { which(program) };
+        let Some(program) = resolved else { continue };
+        let real = std::fs::canonicalize(&program).ok();
+        for file in [Some(program.as_path()), real.as_deref()].into_iter().flatten() {
+            for prefix in file.parent().map(prefix_of_folder).unwrap_or_default() {
+                let prefix = std::fs::canonicalize(&prefix).unwrap_or(prefix);
+                if prefix.is_dir() && temps.iter().any(|t| prefix.starts_with(t) && prefix != *t) {
+                    found.push(prefix);
+                }
+            }
+        }
+    }
+    // A folder of the host's PATH in a temp folder (an activated environment there).
+    for folder in std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .unwrap_or_default()
+    {
+        for prefix in prefix_of_folder(&folder) {
+            let prefix = std::fs::canonicalize(&prefix).unwrap_or(prefix);
+            if prefix.is_dir() && temps.iter().any(|t| prefix.starts_with(t) && prefix != *t) {
+                found.push(prefix);
+            }
+        }
+    }
+    found.sort();
+    found.dedup();
+    let outermost: Vec<PathBuf> = found
+        .iter()
+        .filter(|p| !found.iter().any(|q| q != *p && p.starts_with(q)))
+        .cloned()
+        .collect();
+    outermost
+}
+
 /// `name` on the host's PATH.
 fn which(name: &Path) -> Option<PathBuf> {
     std::env::var_os("PATH")
@@ -230,6 +276,18 @@ fn which(name: &Path) -> Option<PathBuf> {
 #[allow(clippy::disallowed_methods, reason = "the test lays out a home of its own")]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_virtual_environment_in_a_temp_folder_is_shown_by_its_prefix() {
+        let temp = tempfile::tempdir().unwrap();
+        let bin = temp.path().join("venv/bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        std::fs::write(bin.join("python3"), "").unwrap();
+        let shown = programs_in_temp(&[bin.join("python3"), PathBuf::from("/usr/bin/env")]);
+        let venv = std::fs::canonicalize(temp.path().join("venv")).unwrap();
+        assert!(shown.contains(&venv), "{shown:?}");
+        assert!(!shown.iter().any(|p| p.starts_with("/usr")), "{shown:?}");
+    }
 
     #[test]
     fn a_venv_interpreter_shows_its_prefix_and_the_one_it_links_to() {

@@ -190,6 +190,9 @@ fn build_ruleset(
     for device in ["null", "zero", "full", "random", "urandom", "tty", "ptmx", "pts"] {
         rules.push((Path::new("/dev").join(device), all(abi)));
     }
+    for prefix in &walls.programs_in_temp {
+        rules.push((prefix.clone(), read(abi)));
+    }
     // The home's shown paths, without the secrets inside them.
     for shown in walls.home.shown() {
         allow_except(shown, &walls.hidden, read(abi), &mut rules);

@@ -107,6 +107,9 @@ pub(super) struct Walls {
     /// Existing protected project paths, read-only.
     pub(super) protected: Vec<PathBuf>,
     pub(super) home: HomeView,
+    /// Prefixes of the run's programs inside a temp folder (a virtual environment under
+    /// `/tmp`), shown read-only although the capsule's temp folder is private.
+    pub(super) programs_in_temp: Vec<PathBuf>,
     pass_env: Vec<String>,
     /// Toolchain homes that default to the home folder, pinned to the host's (read-only
     /// inside), since the home inside is a private one.
@@ -190,8 +193,10 @@ impl Walls {
             .collect();
         let toolchain_env = home_path.as_deref().map(toolchain_homes).unwrap_or_default();
         link_logins(&run_dir.0.join("tmp").join("home"), home_path.as_deref(), &options.logins)?;
+        let programs_in_temp = super::home::programs_in_temp(&options.programs);
         Ok(Walls {
             project,
+            programs_in_temp,
             network: options.network,
             read_write: options.read_write.clone(),
             hidden,

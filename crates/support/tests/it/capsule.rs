@@ -204,6 +204,44 @@ fn what_the_run_needs_from_the_home_is_shown_read_only() {
     }
 }
 
+/// A virtual environment made under /tmp (a CI job's, a wheel's test venv): its interpreter
+/// runs inside although the capsule's /tmp is private, and stays read-only; the rest of /tmp
+/// stays out of sight.
+#[test]
+fn a_program_in_a_temp_folder_runs_inside_and_the_rest_of_tmp_stays_hidden() {
+    for backend in backends() {
+        let project = tempfile::tempdir().unwrap();
+        let venv = tempfile::tempdir().unwrap(); // under /tmp
+        let bin = venv.path().join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        std::fs::write(bin.join("greet"), "#!/bin/sh\necho hello from the temp venv\n").unwrap();
+        std::process::Command::new("chmod").arg("+x").arg(bin.join("greet")).status().unwrap();
+        let other = tempfile::tempdir().unwrap();
+        std::fs::write(other.path().join("note"), "another job's file").unwrap();
+        let capsule = start(
+            backend,
+            CapsuleOptions {
+                project: project.path().to_path_buf(),
+                programs: vec![bin.join("greet")],
+                ..CapsuleOptions::default()
+            },
+        );
+        let out = run_inside(
+            &*capsule,
+            project.path(),
+            &format!(
+                "{}; cat {} || echo other-hidden; echo x > {}/planted || echo shown-read-only",
+                bin.join("greet").display(),
+                other.path().join("note").display(),
+                bin.display()
+            ),
+        );
+        assert!(out.contains("hello from the temp venv"), "{backend:?}: {out}");
+        assert!(out.contains("other-hidden") && !out.contains("another job's"), "{out}");
+        assert!(out.contains("shown-read-only"), "{backend:?}: {out}");
+    }
+}
+
 #[test]
 fn a_workers_capsule_shows_its_clis_login_at_home_and_nothing_else() {
     for backend in backends() {

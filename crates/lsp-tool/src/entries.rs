@@ -5,13 +5,13 @@
 
 use agent_tools_support::progress::CallScope;
 
-use super::Supervisor;
 use crate::{
     actions::{self, LspArgs, LspOutput},
     code_action::{self, CodeActionArgs},
     error::LspError,
     on_write::{self, ProposedFile, WrittenFile, report::WriteDiagnostics},
     rename::{self, RenameArgs},
+    supervisor::Supervisor,
 };
 
 impl Supervisor {
