@@ -13,7 +13,6 @@ use std::{
 };
 
 use agent_tools_support::{
-    Tier,
     capsule::{Capsule, OnHost},
     duration::human as human_duration,
     process::WeakProcessGroup,
@@ -24,14 +23,14 @@ use tokio::sync::mpsc;
 use crate::{
     bridge::ToolBridge,
     cell::Collector,
-    child::ChildKernel,
-    js::{ENGINE, JsKernel},
+    js::ENGINE,
     launcher, node, python,
     running::CellRecord,
+    slot::{Job, Slot, SlotHandle},
     types::{
         CellReport, EvalConfig, EvalRequest, InterruptReason, JsEngine, Language, MAX_WAIT_SECONDS,
     },
-    worker::{Core, Job, serve},
+    worker::{Core, serve},
 };
 
 /// Ended cells kept for a later `cell: N` (a result lost with a cut connection), per run.
@@ -44,50 +43,6 @@ pub enum EvalError {
     Argument(String),
     #[error("eval: the kernels of this run were shut down; start a new run")]
     Closed,
-}
-
-pub(crate) enum Kernel {
-    Child(Box<ChildKernel>),
-    Js(JsKernel),
-}
-
-impl Kernel {
-    pub(crate) async fn shutdown(self) {
-        match self {
-            Kernel::Child(k) => k.shutdown().await,
-            Kernel::Js(k) => k.shutdown().await,
-        }
-    }
-}
-
-#[derive(Default)]
-pub(crate) struct Slot {
-    pub(crate) kernel: Option<Kernel>,
-    /// Why the previous kernel's state is gone, reported when the next one starts.
-    pub(crate) lost: Option<String>,
-    pub(crate) interpreter: String,
-    pub(crate) version: String,
-    pub(crate) cwd: Option<String>,
-    /// What the next result should say about how the previous cell ended (a cancelled cell
-    /// that was interrupted: the client never saw that result).
-    pub(crate) carry: Option<String>,
-    /// The tier the kernel's `tool()` calls may reach, fixed when the kernel started: the lower
-    /// of the configured `bridge_tier` and the starting caller's ceiling.
-    pub(crate) ceiling: Tier,
-}
-
-/// One kernel's place: its slot (held by its worker while a cell runs), its worker's queue, and
-/// what can be reached without the slot's lock (to kill a busy kernel at shutdown).
-pub(crate) struct SlotHandle {
-    pub(crate) slot: tokio::sync::Mutex<Slot>,
-    /// The kernel's tree while one runs (weak: the kernel owns it).
-    pub(crate) group: parking_lot::Mutex<WeakProcessGroup>,
-    pub(crate) js_interrupt: parking_lot::Mutex<Option<Arc<AtomicBool>>>,
-    /// The worker's queue, in arrival order; dropped at shutdown.
-    jobs: parking_lot::Mutex<Option<mpsc::UnboundedSender<Job>>>,
-    /// The last cell sent here, to say what a new one waits behind.
-    last_sent: parking_lot::Mutex<Option<Arc<CellRecord>>>,
-    worker: parking_lot::Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
 /// Every kernel of one run, keyed by conversation and language.

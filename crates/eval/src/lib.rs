@@ -14,6 +14,7 @@ mod payload;
 mod python;
 mod render;
 mod running;
+mod slot;
 mod svg;
 mod types;
 mod worker;

@@ -1,10 +1,7 @@
 //! A kernel's worker: one task per conversation and language that takes the cells sent to it in
 //! arrival order and runs each to its end, whether or not a call still waits for it.
 
-use std::{
-    path::PathBuf,
-    sync::{Arc, Weak, atomic::Ordering},
-};
+use std::sync::{Arc, Weak, atomic::Ordering};
 
 use agent_tools_support::{
     capsule::Capsule, duration::human as human_duration, process::WeakProcessGroup,
@@ -12,12 +9,12 @@ use agent_tools_support::{
 use tokio::sync::mpsc;
 
 use crate::{
-    bridge::{KernelBridge, ToolBridge},
+    bridge::KernelBridge,
     cell::{Budget, Fate, drive},
     js::{ENGINE, JsKernel},
-    kernels::{Kernel, Slot, SlotHandle},
     node, python,
     running::CellRecord,
+    slot::{Job, Kernel, Slot, SlotHandle},
     types::{
         CellReport, CellStatus, EvalConfig, InterruptReason, JsEngine, KernelNote, Language, Output,
     },
@@ -28,15 +25,6 @@ pub(crate) struct Core {
     pub(crate) config: EvalConfig,
     pub(crate) capsule: Arc<dyn Capsule>,
     pub(crate) closed: std::sync::atomic::AtomicBool,
-}
-
-/// A cell sent to a kernel.
-pub(crate) struct Job {
-    pub(crate) record: Arc<CellRecord>,
-    pub(crate) code: String,
-    pub(crate) reset: bool,
-    pub(crate) root: PathBuf,
-    pub(crate) bridge: Arc<dyn ToolBridge>,
 }
 
 /// Runs the cells sent to one kernel, one at a time, until the run's kernels shut down or are

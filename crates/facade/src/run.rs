@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
+pub use crate::attach::Attach;
 use crate::{
     Config, Registry, RegistryBuilder, RunInfo, SurfaceKind,
     families::{FamilyEntry, RunParts},
@@ -20,45 +21,6 @@ pub struct HostRun {
 impl HostRun {
     pub fn surface(&self) -> crate::Surface {
         self.registry.surface(self.surface_kind).with_max_output_chars(self.config.output.max_chars)
-    }
-}
-
-/// What a run attaches beyond its configuration, known only once the client is known.
-#[derive(Clone, Default)]
-pub struct Attach {
-    /// `--vibe`: vibe mode for this run (`[vibe] enabled = true` turns it on as well).
-    pub vibe: bool,
-    /// Where question and approval cards go, when someone can answer them.
-    #[cfg(feature = "ask")]
-    pub questions:
-        Option<(std::sync::Arc<dyn agent_tools_ask::QuestionPort>, agent_tools_ask::Target)>,
-    /// Language servers shared with the other runs of this host (HTTP); `None`: the run's own.
-    #[cfg(feature = "lsp")]
-    pub lsp_pool: Option<agent_tools_lsp::ServerPool>,
-}
-
-impl Attach {
-    pub fn with_vibe(mut self, vibe: bool) -> Self {
-        self.vibe = vibe;
-        self
-    }
-
-    /// The run's language servers come from `pool`, shared with the other runs given it.
-    #[cfg(feature = "lsp")]
-    pub fn with_lsp_pool(mut self, pool: agent_tools_lsp::ServerPool) -> Self {
-        self.lsp_pool = Some(pool);
-        self
-    }
-
-    /// Cards go to `target` through `port`: `ask_user` is registered and approvals can be asked.
-    #[cfg(feature = "ask")]
-    pub fn with_questions(
-        mut self,
-        port: std::sync::Arc<dyn agent_tools_ask::QuestionPort>,
-        target: agent_tools_ask::Target,
-    ) -> Self {
-        self.questions = Some((port, target));
-        self
     }
 }
 

@@ -11,7 +11,7 @@
 //! sends, or one local run without a token), kept across requests so that kernels and multi
 //! round-trip cards carry over, and ended after the same idle time.
 
-use std::{convert::Infallible, net::SocketAddr, path::Path, sync::Arc, time::Duration};
+use std::{convert::Infallible, sync::Arc, time::Duration};
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited, combinators::BoxBody};
@@ -27,113 +27,16 @@ use agent_tools::run::{Attach, RunSetup};
 mod expiry;
 mod jsonrpc;
 mod limits;
+mod options;
+
+pub use options::HttpOptions;
 
 /// The path the MCP endpoint is served at.
 pub(super) const MCP_PATH: &str = "/mcp";
-/// A session idle this long ends (`[mcp] session_idle_seconds`).
-pub(super) const DEFAULT_SESSION_IDLE: Duration = Duration::from_secs(30 * 60);
-/// A session whose client left without deleting it ends this long after
-/// (`[mcp] session_detached_seconds`).
-pub(super) const DEFAULT_SESSION_DETACHED: Duration = Duration::from_secs(120);
-/// The largest request body accepted (`[mcp] max_body_bytes`).
-pub(super) const DEFAULT_MAX_BODY_BYTES: usize = super::MAX_MESSAGE_BYTES;
-
 type Body = BoxBody<Bytes, Infallible>;
 
 /// The header naming a Streamable HTTP session.
 const SESSION_HEADER: &str = "mcp-session-id";
-
-/// What `agent-tools mcp --http` was asked to serve.
-#[derive(Debug, Clone)]
-pub struct HttpOptions {
-    pub addr: SocketAddr,
-    /// The bearer token every request must carry, if any.
-    pub token: Option<String>,
-    pub session_idle: Duration,
-    /// A session whose client dropped its connection without deleting it ends this long after.
-    pub session_detached: Duration,
-    pub max_body_bytes: usize,
-    /// A connection must send a request's headers within this.
-    pub header_timeout: Duration,
-    /// A request must send its whole body within this.
-    pub body_timeout: Duration,
-    /// Connections held at once, all peers together.
-    pub max_connections: usize,
-    /// Connections that have sent a request held at once for one peer address.
-    pub max_connections_per_peer: usize,
-}
-
-impl HttpOptions {
-    /// Options for `addr` from the command line and `[mcp]`: the token from `token_file`, else
-    /// from `[mcp] http_token_file`. A non-loopback address without a token is refused.
-    pub fn resolve(
-        addr: &str,
-        token_file: Option<&Path>,
-        config: &agent_tools::McpConfig,
-    ) -> Result<HttpOptions, String> {
-        let addr = listen_address(addr)?;
-        let token_file = token_file.or(config.http_token_file.as_deref());
-        let token = match token_file {
-            Some(file) => Some(read_token(file)?),
-            None => None,
-        };
-        if !addr.ip().is_loopback() && token.is_none() {
-            return Err(format!(
-                "--http {addr} is not a loopback address, so anyone who can reach it could run \
-                 tools: give a bearer token with --token-file FILE (or [mcp] http_token_file), \
-                 or serve on 127.0.0.1"
-            ));
-        }
-        if config.session_idle_seconds == Some(0)
-            || config.session_detached_seconds == Some(0)
-            || config.max_body_bytes == Some(0)
-            || config.header_timeout_seconds == Some(0)
-            || config.body_timeout_seconds == Some(0)
-            || config.max_connections == Some(0)
-            || config.max_connections_per_peer == Some(0)
-        {
-            return Err("[mcp] session_idle_seconds, session_detached_seconds, max_body_bytes, \
-                        header_timeout_seconds, body_timeout_seconds, max_connections and \
-                        max_connections_per_peer must be at least 1"
-                .into());
-        }
-        Ok(HttpOptions {
-            addr,
-            token,
-            session_idle: config
-                .session_idle_seconds
-                .map_or(DEFAULT_SESSION_IDLE, Duration::from_secs),
-            session_detached: config
-                .session_detached_seconds
-                .map_or(DEFAULT_SESSION_DETACHED, Duration::from_secs),
-            max_body_bytes: config.max_body_bytes.unwrap_or(DEFAULT_MAX_BODY_BYTES),
-            header_timeout: config
-                .header_timeout_seconds
-                .map_or(limits::DEFAULT_HEADER_TIMEOUT, Duration::from_secs),
-            body_timeout: config
-                .body_timeout_seconds
-                .map_or(limits::DEFAULT_BODY_TIMEOUT, Duration::from_secs),
-            max_connections: config.max_connections.unwrap_or(limits::DEFAULT_MAX_CONNECTIONS),
-            max_connections_per_peer: config
-                .max_connections_per_peer
-                .unwrap_or(limits::DEFAULT_MAX_PER_PEER),
-        })
-    }
-}
-
-fn read_token(file: &Path) -> Result<String, String> {
-    let home =
-        file.strip_prefix("~").ok().zip(dirs::home_dir()).map(|(rest, home)| home.join(rest));
-    let file = home.as_deref().unwrap_or(file);
-    let text = std::fs::read_to_string(file).map_err(|e| {
-        format!("token file {}: {e}; give a readable file holding the token", file.display())
-    })?;
-    let token = text.trim().to_string();
-    if token.is_empty() {
-        return Err(format!("token file {} is empty; write the token in it", file.display()));
-    }
-    Ok(token)
-}
 
 /// Serves MCP over Streamable HTTP at `http://ADDR/mcp` until SIGINT or SIGTERM, then ends
 /// every session's run (calls cancelled and awaited, processes gone) and returns.
@@ -323,24 +226,6 @@ fn mcp_service(
         manager.clone(),
         config,
     )
-}
-
-/// `addr` as an address to listen on: an IP address and port, or a host name and port
-/// (`localhost:8765`), whose first address is taken (IPv4 first, as `localhost` means there).
-fn listen_address(addr: &str) -> Result<SocketAddr, String> {
-    if let Ok(parsed) = addr.parse::<SocketAddr>() {
-        return Ok(parsed);
-    }
-    let usage = "give an address and port such as 127.0.0.1:8765 or localhost:8765";
-    let found: Vec<SocketAddr> = std::net::ToSocketAddrs::to_socket_addrs(addr)
-        .map_err(|e| format!("--http {addr}: {e}; {usage}"))?
-        .collect();
-    found
-        .iter()
-        .find(|a| a.is_ipv4())
-        .or(found.first())
-        .copied()
-        .ok_or_else(|| format!("--http {addr}: the name has no address; {usage}"))
 }
 
 /// The checks made before rmcp sees a request, and the sessions' activity after.
@@ -658,7 +543,7 @@ async fn shutdown_signal() {
 
 #[cfg(test)]
 mod tests {
-    use super::{is_loopback_origin, listen_address, same_token};
+    use super::{is_loopback_origin, options::listen_address, same_token};
 
     #[test]
     fn a_host_name_and_port_is_an_address_to_listen_on() {

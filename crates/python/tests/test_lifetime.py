@@ -117,8 +117,9 @@ def test_pending_async_calls_leave_the_loops_default_executor_free(
 
 
 SIGTERM_DEAF_CHILD = {
-    # A process in the kernel's group that ignores SIGTERM (ready once it does): teardown waits
-    # out its grace period before it kills it, so ending the run takes half a second or more.
+    # A process in the kernel's group that ignores SIGTERM (ready once it does): without a
+    # capsule, teardown waits out its grace period before it kills it (half a second or more);
+    # in bubblewrap's PID namespace it dies with the kernel, and teardown takes milliseconds.
     "code": "import subprocess, sys\n"
             "child = subprocess.Popen([sys.executable, '-c', 'import signal, time; "
             "signal.signal(signal.SIGTERM, signal.SIG_IGN); print(1, flush=True); time.sleep(120)'], "
@@ -160,9 +161,10 @@ def _ticks_during(end_the_run: Callable[[], None]) -> int:
 def test_close_lets_other_python_threads_run_while_it_tears_down(project: Path, no_survivors: str) -> None:
     run = agent_tools.Run(project)
     assert "started" in run.call("eval", SIGTERM_DEAF_CHILD).text
-    # Holding the GIL through the teardown would leave the ticker at most one tick.
+    # Holding the GIL through the teardown would leave the ticker at most one tick; a teardown
+    # that lets go of it gives one a millisecond (in a capsule, where it is short, about ten).
     ticks = _ticks_during(run.close)
-    assert ticks >= 10, f"another thread ran {ticks} time(s) while the run closed"
+    assert ticks >= 3, f"another thread ran {ticks} time(s) while the run closed"
 
 
 def test_garbage_collection_lets_other_python_threads_run_while_it_tears_down(
@@ -177,4 +179,4 @@ def test_garbage_collection_lets_other_python_threads_run_while_it_tears_down(
         gc.collect()
 
     ticks = _ticks_during(collect)
-    assert ticks >= 10, f"another thread ran {ticks} time(s) while the run was collected"
+    assert ticks >= 3, f"another thread ran {ticks} time(s) while the run was collected"

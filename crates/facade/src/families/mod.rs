@@ -13,7 +13,7 @@ use std::{path::Path, sync::Arc};
 
 use agent_tools_support::capsule::Capsule;
 
-use crate::{AttachFamily, Config, FamilyDescriptor, files, run::Attach};
+use crate::{AttachFamily, Config, FamilyDescriptor, attach::Attach, files};
 
 #[cfg(feature = "ask")]
 pub(crate) mod ask;

@@ -11,8 +11,8 @@ use lsp_types::{
 };
 
 use super::{
+    addressed::Addressed,
     name_path::{Named, enclosing, named_symbols},
-    navigation::Addressed,
     result::{CallRow, Calls},
     *,
 };

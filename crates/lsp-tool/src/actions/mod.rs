@@ -1,6 +1,7 @@
 //! The `lsp` tool: its arguments, the twelve actions, line + symbol addressing, and the rendering
 //! of every answer as `path:line:col` with the source line.
 
+mod addressed;
 mod args;
 mod calls;
 mod cut;

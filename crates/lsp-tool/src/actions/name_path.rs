@@ -9,7 +9,7 @@ use lsp_types::{
     TextDocumentIdentifier, Uri, request::DocumentSymbolRequest,
 };
 
-use super::{navigation::Addressed, symbols::symbol_kind, *};
+use super::{addressed::Addressed, symbols::symbol_kind, *};
 
 /// A document symbol with its name path.
 pub(super) struct Named {

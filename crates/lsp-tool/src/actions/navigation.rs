@@ -4,30 +4,16 @@
 
 use lsp_types::{
     CodeActionOrCommand, GotoDefinitionParams, GotoDefinitionResponse, HoverContents, MarkedString,
-    Position, TextDocumentIdentifier, TextDocumentPositionParams,
+    Position, TextDocumentIdentifier,
     request::{
         CodeActionRequest, CodeActionResolveRequest, GotoDefinition, GotoImplementation,
         GotoTypeDefinition, HoverRequest, References, Request,
     },
 };
 
+use super::addressed::Addressed;
 use super::name_path::address_by_name_path;
 use super::{result::*, *};
-
-/// Where the addressed symbol is, as every request of the action needs it.
-pub(super) struct Addressed {
-    pub document: TextDocumentIdentifier,
-    pub position: Position,
-    pub end: Position,
-    pub symbol: String,
-    pub at: String,
-}
-
-impl Addressed {
-    pub(super) fn position_params(&self) -> TextDocumentPositionParams {
-        TextDocumentPositionParams { text_document: self.document.clone(), position: self.position }
-    }
-}
 
 pub(crate) async fn navigation_action(
     sup: &Supervisor,
