@@ -211,12 +211,43 @@ pub fn make_or_refuse(
 pub fn configured_programs(root: &Path, config: &crate::Config) -> Vec<PathBuf> {
     let _ = config;
     let venvs = [".venv/bin/python", "venv/bin/python"].map(|p| root.join(p));
+    #[allow(unused_mut, reason = "each family built in adds its programs")]
+    let mut configured: Vec<PathBuf> = Vec::new();
     #[cfg(feature = "eval")]
-    let configured: Vec<PathBuf> =
-        config.eval.python.iter().chain(&config.eval.node).cloned().collect();
-    #[cfg(not(feature = "eval"))]
-    let configured: Vec<PathBuf> = Vec::new();
+    configured.extend(config.eval.python.iter().chain(&config.eval.node).cloned());
+    #[cfg(feature = "debug")]
+    {
+        let adapters = &config.debug.commands;
+        configured.extend(
+            [&adapters.dart, &adapters.debugpy, &adapters.lldb, &adapters.delve]
+                .into_iter()
+                .flatten()
+                .filter_map(|argv| argv.first().map(PathBuf::from)),
+        );
+    }
+    #[cfg(feature = "vibe")]
+    configured.extend(worker_programs(&config.vibe));
     configured.into_iter().chain(venvs.into_iter().filter(|p| p.exists())).collect()
+}
+
+/// The programs the workers' commands name by path: an argv's first word, and every word of
+/// a shell line that is the path of a file.
+#[cfg(feature = "vibe")]
+fn worker_programs(vibe: &agent_tools_vibe::VibeConfig) -> Vec<PathBuf> {
+    use agent_tools_vibe::CommandLine;
+    [&vibe.fast, &vibe.good]
+        .into_iter()
+        .flat_map(|tier| [&tier.command, &tier.read_only_command])
+        .flatten()
+        .flat_map(|command| match command {
+            CommandLine::Argv(argv) => argv.first().map(PathBuf::from).into_iter().collect(),
+            CommandLine::Shell(line) => line
+                .split_whitespace()
+                .map(PathBuf::from)
+                .filter(|word| word.is_absolute() && word.is_file())
+                .collect::<Vec<_>>(),
+        })
+        .collect()
 }
 
 fn expand_home(path: &Path, home: Option<&Path>) -> PathBuf {
