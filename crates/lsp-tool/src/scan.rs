@@ -89,9 +89,16 @@ const MAX_INCLUDE_DEPTH: usize = 4;
 /// module, an `import … from "./x"` or `require("./x")`, a Go import of its package, a Rust
 /// `mod`/`use` of it. An upper bound: same-named modules elsewhere count too.
 pub(crate) fn importers(root: &Path, def: &ServerDef, path: &Path) -> Vec<(PathBuf, usize)> {
-    let files: Vec<(PathBuf, Vec<u8>)> = source_files(root, def, path).collect();
+    importers_of_any(root, def, std::slice::from_ref(&path.to_path_buf()))
+}
+
+/// [`importers`] of any of `paths`, none of `paths` among them.
+fn importers_of_any(root: &Path, def: &ServerDef, paths: &[PathBuf]) -> Vec<(PathBuf, usize)> {
+    let Some(first) = paths.first() else { return Vec::new() };
+    let files: Vec<(PathBuf, Vec<u8>)> =
+        source_files(root, def, first).filter(|(f, _)| !paths.contains(f)).collect();
     let mut found: Vec<(PathBuf, usize)> = Vec::new();
-    let mut frontier: Vec<PathBuf> = vec![path.to_path_buf()];
+    let mut frontier: Vec<PathBuf> = paths.to_vec();
     for depth in 1..=MAX_INCLUDE_DEPTH {
         let targets: Vec<ModuleName> = frontier.iter().filter_map(|p| ModuleName::of(p)).collect();
         let mut next = Vec::new();
@@ -115,6 +122,22 @@ pub(crate) fn importers(root: &Path, def: &ServerDef, path: &Path) -> Vec<(PathB
         frontier = next;
     }
     found
+}
+
+/// The files that import one of `edited` (at any depth) and mention `name` as a word, but are
+/// not among `edited`: where a rename's edit may have left the old name behind (a server that
+/// had not read them yet).
+pub(crate) fn unedited_importers(
+    root: &Path,
+    def: &ServerDef,
+    edited: &[PathBuf],
+    name: &str,
+) -> Vec<PathBuf> {
+    importers_of_any(root, def, edited)
+        .into_iter()
+        .map(|(path, _)| path)
+        .filter(|path| std::fs::read(path).is_ok_and(|text| has_word(&text, name)))
+        .collect()
 }
 
 /// Whether `path` is a C or C++ header (its users are the files that include it).

@@ -125,13 +125,20 @@ pub(crate) async fn rename(
         cancel,
     )
     .await?;
-    let (ops, open) = fresh_rename_edit(sup, &renaming).await?;
+    let FreshEdit { ops, open, unedited } = fresh_rename_edit(sup, &renaming).await?;
     let at = &renaming.at;
     let plan = plan_edit(sup.root(), &ops, renaming.server.encoding, &|p| open.get(p).cloned())
         .map_err(|e| {
             LspError::Failed(format!("rename of {at} rejected: {e}; nothing was changed"))
         })?;
     let mut report = rename_report(sup, &plan, at, &args.new_name);
+    report.unedited = unedited
+        .iter()
+        .filter(|p| !plan.files.contains_key(*p))
+        .map(|p| display_relative(sup.root(), p))
+        .collect();
+    report.old_name = renaming.old_name.clone();
+    report.server = renaming.label.clone();
     if plan.files.is_empty() {
         let text = report.render();
         return Ok(LspOutput::new(text, serde_json::to_value(&report).unwrap_or_default()));
@@ -211,15 +218,25 @@ async fn start_rename<'a>(
     })
 }
 
-/// The server's edit for the rename, asked again once when it was computed from a stale
-/// view: the server may have read a file before something outside the tools changed it,
-/// and an edit whose ranges no longer cover the old name comes from that view. Those files
-/// are opened (the server then has exactly what is on disk); still stale, it is refused.
-/// Also returns what the server has for every document the edit touches.
-async fn fresh_rename_edit(
-    sup: &Supervisor,
-    r: &Renaming<'_>,
-) -> Result<(Vec<EditOp>, BTreeMap<PathBuf, (i32, String)>), LspError> {
+/// The server's edit for a rename, what the server has for every document it touches, and
+/// the files it may have missed.
+struct FreshEdit {
+    ops: Vec<EditOp>,
+    open: BTreeMap<PathBuf, (i32, String)>,
+    /// Files that import an edited file and still say the old name after the server was asked
+    /// again with them open.
+    unedited: Vec<PathBuf>,
+}
+
+/// The server's edit for the rename, asked again once when it may come from a partial view:
+/// - a stale view: the server read a file before something outside the tools changed it, and
+///   the edit's ranges no longer cover the old name there;
+/// - a view without some importers: files that import an edited file and say the old name are
+///   not in the edit (a server that restarted, or was stopped, before it read them).
+///
+/// Those files are opened (the server then has exactly what is on disk) and the edit asked
+/// again. Still stale, it is refused; importers still left out are named in the report.
+async fn fresh_rename_edit(sup: &Supervisor, r: &Renaming<'_>) -> Result<FreshEdit, LspError> {
     let mut attempt = 0;
     loop {
         attempt += 1;
@@ -233,8 +250,10 @@ async fn fresh_rename_edit(
             }
         }
         let stale = stale_files(&ops, &r.old_name, r.server.encoding, &|p| open.contains_key(p));
-        if stale.is_empty() {
-            return Ok((ops, open));
+        let unedited =
+            if stale.is_empty() { unedited_importers(r, &ops).await } else { Vec::new() };
+        if stale.is_empty() && (unedited.is_empty() || attempt >= 2) {
+            return Ok(FreshEdit { ops, open, unedited });
         }
         if attempt >= 2 {
             let names: Vec<String> =
@@ -249,7 +268,7 @@ async fn fresh_rename_edit(
         let events: Vec<(PathBuf, lsp_types::FileChangeType)> =
             stale.iter().map(|p| (p.clone(), lsp_types::FileChangeType::CHANGED)).collect();
         r.server.files_changed(&events).await;
-        for p in &stale {
+        for p in stale.iter().chain(&unedited) {
             let ext = p.extension().and_then(|e| e.to_str()).unwrap_or("");
             let language = r.server.def.language_of(ext).unwrap_or(&r.language).to_string();
             r.server
@@ -260,6 +279,38 @@ async fn fresh_rename_edit(
         let _ = r.server.wait_ready(Scope::Project, Instant::now() + r.budget, r.cancel).await;
     }
 }
+
+/// The importers of the edit's files (and of the renamed symbol's file) that say the old name
+/// but are not in the edit, found off the async threads; at most [`MAX_UNEDITED`].
+async fn unedited_importers(r: &Renaming<'_>, ops: &[EditOp]) -> Vec<PathBuf> {
+    let mut edited: Vec<PathBuf> = ops
+        .iter()
+        .filter_map(|op| match op {
+            EditOp::Text { path, .. } => Some(path.clone()),
+            _ => None,
+        })
+        .collect();
+    if edited.is_empty() {
+        return Vec::new();
+    }
+    if let Some(path) = crate::paths::path_from_uri(&r.position.text_document.uri)
+        && !edited.contains(&path)
+    {
+        edited.push(path);
+    }
+    let (root, def, name) = (r.server.root.clone(), r.server.def.clone(), r.old_name.clone());
+    let mut found = tokio::task::spawn_blocking(move || {
+        crate::scan::unedited_importers(&root, &def, &edited, &name)
+    })
+    .await
+    .unwrap_or_default();
+    found.truncate(MAX_UNEDITED);
+    found
+}
+
+/// How many left-out importers a rename opens and asks again about (a common name in a module
+/// many files import must not open the whole project).
+const MAX_UNEDITED: usize = 64;
 
 /// What the rename changes, per file, before it is written.
 fn rename_report(sup: &Supervisor, plan: &EditPlan, at: &str, new_name: &str) -> RenameReport {
@@ -276,6 +327,9 @@ fn rename_report(sup: &Supervisor, plan: &EditPlan, at: &str, new_name: &str) ->
         moved: plan.renamed.iter().map(|(a, b)| format!("{} → {}", shown(a), shown(b))).collect(),
         created: plan.created.iter().map(|p| shown(p)).collect(),
         deleted: plan.deleted.iter().map(|p| shown(p)).collect(),
+        unedited: Vec::new(),
+        old_name: String::new(),
+        server: String::new(),
         diagnostics: None,
     }
 }

@@ -25,6 +25,16 @@ pub struct RenameReport {
     pub moved: Vec<String>,
     pub created: Vec<String>,
     pub deleted: Vec<String>,
+    /// Files that import an edited file and still say the old name, which the server's edit
+    /// left out although it was asked again with them open.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unedited: Vec<String>,
+    /// The symbol's name before the rename.
+    #[serde(skip)]
+    pub old_name: String,
+    /// The server that answered, for the text.
+    #[serde(skip)]
+    pub server: String,
     /// What the rename did to the project's diagnostics.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub diagnostics: Option<WriteDiagnostics>,
@@ -49,6 +59,17 @@ impl RenameReport {
         lines.extend(self.moved.iter().map(|m| format!("  renamed file {m}")));
         lines.extend(self.created.iter().map(|p| format!("  created {p}")));
         lines.extend(self.deleted.iter().map(|p| format!("  deleted {p}")));
+        if !self.unedited.is_empty() {
+            let (import, say) =
+                if self.unedited.len() == 1 { ("imports", "says") } else { ("import", "say") };
+            lines.push(format!(
+                "  not changed: {} ({import} a renamed file and still {say} `{}`): {} left it out of its edit, also when asked again with the file open; check whether each means another `{}`",
+                self.unedited.join(", "),
+                self.old_name,
+                self.server,
+                self.old_name
+            ));
+        }
         if let Some(d) = &self.diagnostics {
             lines.push(String::new());
             lines.push(d.render());

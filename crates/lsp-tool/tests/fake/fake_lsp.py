@@ -26,6 +26,9 @@ Script keys (all optional):
                              an unknown request after initialized; replies go to the log
   log: path                  append one JSON line per message received
   name: str                  serverInfo.name
+  rename_open_docs: bool     a rename edits every open document, and only those (a server that
+                             has read no other file: restarted, or not done reading)
+  rename_never: [suffix]     a rename never edits documents whose URI ends so
 """
 
 import json
@@ -251,8 +254,14 @@ def handle(msg):
     elif method == "textDocument/rename":
         uri = params["textDocument"]["uri"]
         word, _ = word_at(uri, params["position"])
-        edits = [{"range": o["range"], "newText": params["newName"]} for o in occurrences(uri, word)]
-        send({"jsonrpc": "2.0", "id": mid, "result": {"changes": {uri: edits}}})
+        uris = list(docs) if script.get("rename_open_docs") else [uri]
+        uris = [u for u in uris if not any(u.endswith(s) for s in script.get("rename_never", []))]
+        changes = {}
+        for u in uris:
+            edits = [{"range": o["range"], "newText": params["newName"]} for o in occurrences(u, word)]
+            if edits:
+                changes[u] = edits
+        send({"jsonrpc": "2.0", "id": mid, "result": {"changes": changes}})
     elif method == "textDocument/documentSymbol":
         uri = params["textDocument"]["uri"]
         _, text = docs.get(uri, (0, ""))

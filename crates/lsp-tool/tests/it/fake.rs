@@ -52,6 +52,17 @@ impl Project {
 /// A project with `files`, a fake server for `*.fk` files (marker `fake.toml`) driven by
 /// `script`, and `config` merged into the `[lsp]` section.
 fn check(script: Value, files: &[(&str, &str)], config: Value) -> Project {
+    check_serving(script, files, config, json!({"fakelang": ["fk"]}))
+}
+
+/// [`check`] with the fake serving `languages` (`{"python": ["py"]}`); a built-in server of
+/// those languages is disabled.
+fn check_serving(
+    script: Value,
+    files: &[(&str, &str)],
+    config: Value,
+    languages: Value,
+) -> Project {
     let dir = tempfile::tempdir().expect("temp dir");
     let root = dir.path().canonicalize().expect("canonical");
     for (path, text) in files {
@@ -64,13 +75,18 @@ fn check(script: Value, files: &[(&str, &str)], config: Value) -> Project {
     let mut section = json!({
         "request_timeout_ms": 10000,
         "servers": {"fake": {
-            "languages": {"fakelang": ["fk"]},
+            "languages": languages.clone(),
             "root_markers": ["fake.toml"],
             "commands": [["python3", FAKE, "--script", script_path.display().to_string()]],
             "install_hint": "it is a test fake",
             "settings": {"fake": {"answer": 42}},
         }}
     });
+    for language in languages.as_object().into_iter().flat_map(|l| l.keys()) {
+        if language != "fakelang" {
+            section["servers"][language] = json!({"disabled": true});
+        }
+    }
     if let (Value::Object(base), Value::Object(extra)) = (&mut section, config) {
         for (k, v) in extra {
             base.insert(k, v);
@@ -542,5 +558,45 @@ async fn a_cancelled_call_returns_at_once_and_the_server_answers_the_next_call()
     let hover =
         p.ok(json!({"action": "hover", "file": "a.fk", "line": 3, "symbol": "greet"})).await;
     assert!(hover.contains("fake hover: `greet`"), "{hover}");
+    p.finish().await;
+}
+
+/// A server that has read only its open files (restarted, or stopped before it read the rest)
+/// leaves the renamed module's importers out of its edit. The rename opens the importers that
+/// say the old name and asks again, so every file is renamed; an importer the server still
+/// leaves out is named in the answer, never passed over in silence.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rename_by_a_server_that_has_not_read_the_importers_still_renames_them() {
+    let p = check_serving(
+        json!({"rename_open_docs": true, "rename_never": ["pkg/legacy.py"]}),
+        &[
+            ("fake.toml", ""),
+            ("pkg/__init__.py", ""),
+            ("pkg/scale.py", "ratio = 2\n\ndef scaled(x):\n    return x * ratio\n"),
+            ("pkg/uses_a.py", "from pkg.scale import ratio\n\nprint(ratio)\n"),
+            ("pkg/uses_b.py", "import pkg.scale\n\nprint(pkg.scale.ratio)\n"),
+            ("pkg/legacy.py", "from pkg import scale\n\nratio = scale.ratio\n"),
+            ("pkg/other.py", "ratio = 3\n"),
+        ],
+        json!({}),
+        json!({"python": ["py"]}),
+    );
+    let args = RenameArgs::new("pkg/scale.py", 1, "ratio", "factor");
+    let renamed = p.sup.rename(args, &agent_tools_lsp::CallScope::default()).await.expect("rename");
+    let read = |f: &str| std::fs::read_to_string(p.root.join(f)).expect("read");
+    assert_eq!(read("pkg/scale.py"), "factor = 2\n\ndef scaled(x):\n    return x * factor\n");
+    assert_eq!(read("pkg/uses_a.py"), "from pkg.scale import factor\n\nprint(factor)\n");
+    assert_eq!(read("pkg/uses_b.py"), "import pkg.scale\n\nprint(pkg.scale.factor)\n");
+    // Not an importer of pkg/scale.py: never opened, never edited.
+    assert_eq!(read("pkg/other.py"), "ratio = 3\n");
+    assert_eq!(read("pkg/legacy.py"), "from pkg import scale\n\nratio = scale.ratio\n");
+    let text = &renamed.text;
+    assert!(text.contains("5 edit(s) in 3 file(s)"), "{text}");
+    assert!(
+        text.contains(
+            "not changed: pkg/legacy.py (imports a renamed file and still says `ratio`): fake-lsp left it out of its edit, also when asked again with the file open"
+        ),
+        "{text}"
+    );
     p.finish().await;
 }
