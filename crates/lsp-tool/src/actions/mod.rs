@@ -43,7 +43,7 @@ use crate::{
     encoding::{ColumnUnit, convert_column},
     error::LspError,
     paths::{display_relative, path_from_uri, resolve_in_root, uri_from_path},
-    server::{DiagnosticMode, DiagnosticsWait, Save, Scope, Server, SyncedDoc},
+    server::{DiagnosticMode, DiagnosticsWait, Feature, Save, Scope, Server, SyncedDoc},
     supervisor::{Supervisor, Target, server_label},
     transport::RequestError,
 };
@@ -122,17 +122,17 @@ impl Action {
         }
     }
 
-    fn navigation(self) -> Option<(&'static str, &'static str)> {
-        // (capability, what)
+    fn navigation(self) -> Option<(Feature, &'static str)> {
+        // (feature, what)
         match self {
-            Action::Definition => Some(("definitionProvider", "definition")),
-            Action::TypeDefinition => Some(("typeDefinitionProvider", "type definition")),
-            Action::Implementation => Some(("implementationProvider", "implementation")),
-            Action::References => Some(("referencesProvider", "references")),
-            Action::Hover => Some(("hoverProvider", "hover")),
-            Action::CodeActions => Some(("codeActionProvider", "code actions")),
-            Action::IncomingCalls => Some(("callHierarchyProvider", "incoming calls")),
-            Action::OutgoingCalls => Some(("callHierarchyProvider", "outgoing calls")),
+            Action::Definition => Some((Feature::Definition, "definition")),
+            Action::TypeDefinition => Some((Feature::TypeDefinition, "type definition")),
+            Action::Implementation => Some((Feature::Implementation, "implementation")),
+            Action::References => Some((Feature::References, "references")),
+            Action::Hover => Some((Feature::Hover, "hover")),
+            Action::CodeActions => Some((Feature::CodeActions, "code actions")),
+            Action::IncomingCalls => Some((Feature::CallHierarchy, "incoming calls")),
+            Action::OutgoingCalls => Some((Feature::CallHierarchy, "outgoing calls")),
             _ => None,
         }
     }

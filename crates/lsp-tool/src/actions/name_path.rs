@@ -148,7 +148,7 @@ pub(crate) async fn address_by_name_path(
 ) -> Result<(Arc<Server>, SyncedDoc, Addressed), LspError> {
     let shown = display_relative(sup.root(), path);
     let (_target, server, doc) = ready_doc(sup, path, cancel).await?;
-    if !server.supports("documentSymbolProvider") {
+    if !server.offers(Feature::DocumentSymbols) {
         return Err(LspError::Failed(format!(
             "`symbol` without `line` is a name path, looked up in the server's document \
              symbols, and {} offers none; give `line` and the text of `symbol` on it",

@@ -21,7 +21,7 @@ pub(crate) async fn navigation_action(
     cancel: &CancellationToken,
 ) -> Result<LspOutput, LspError> {
     let action = args.action;
-    let Some((capability, what)) = action.navigation() else {
+    let Some((feature, what)) = action.navigation() else {
         return Err(LspError::Invalid(format!(
             "action `{}` is not a navigation action",
             action.as_str()
@@ -29,11 +29,12 @@ pub(crate) async fn navigation_action(
     };
     let path = file_arg(sup, args)?;
     let (server, doc, addressed) = address(sup, args, &path, cancel).await?;
-    if !server.supports(capability) {
+    if !server.offers(feature) {
         return Err(LspError::Failed(format!(
-            "{what}: the {} server ({}) does not offer this ({capability} is not in its capabilities)",
+            "{what}: the {} server ({}) does not offer this ({} is not in its capabilities)",
             server.def.display_languages(),
-            server_label(&server)
+            server_label(&server),
+            feature.capability()
         )));
     }
     // Answers from a half-loaded project are wrong, not just short (tsserver's definition
@@ -198,7 +199,7 @@ pub(crate) async fn offered_code_actions(
 ) -> Result<Vec<OfferedAction>, LspError> {
     let path = file_arg(sup, args)?;
     let (server, doc, addressed) = address(sup, args, &path, cancel).await?;
-    if !server.supports("codeActionProvider") {
+    if !server.offers(Feature::CodeActions) {
         return Err(LspError::Failed(format!(
             "code actions: {} does not offer them",
             server_label(&server)
@@ -242,9 +243,7 @@ async fn code_actions(
         .await
         .map_err(|e| request_failed(server, what, e))?
         .unwrap_or_default();
-    let resolvable =
-        server.capabilities.pointer("/codeActionProvider/resolveProvider").and_then(Value::as_bool)
-            == Some(true);
+    let resolvable = server.capabilities.resolves_code_actions();
     let mut out = Vec::new();
     for (i, offer) in offered.into_iter().enumerate() {
         let index = i + 1;

@@ -105,7 +105,7 @@ async fn ask_every_server(
     for server in servers {
         // What changed on disk since reaches the server before it is asked.
         server.resync_open().await;
-        if !server.supports("workspaceSymbolProvider") {
+        if !server.offers(Feature::WorkspaceSymbols) {
             notes.push(format!("{} offers no workspace symbol search", server_label(server)));
             continue;
         }
@@ -137,7 +137,7 @@ async fn ask_again_after_opening_mentions(
     cancel: &CancellationToken,
 ) {
     for server in servers {
-        if !server.supports("workspaceSymbolProvider") {
+        if !server.offers(Feature::WorkspaceSymbols) {
             continue;
         }
         let (root, def, name) = (server.root.clone(), server.def.clone(), vec![query.to_string()]);
@@ -210,7 +210,7 @@ pub(crate) async fn document_symbols(
     let path = file_arg(sup, args)?;
     let shown = display_relative(sup.root(), &path);
     let (_t, server, doc) = ready_doc(sup, &path, cancel).await?;
-    if !server.supports("documentSymbolProvider") {
+    if !server.offers(Feature::DocumentSymbols) {
         return Err(LspError::Failed(format!(
             "{} offers no document symbols",
             server_label(&server)

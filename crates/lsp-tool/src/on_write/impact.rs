@@ -25,7 +25,7 @@ use super::declarations::{
 };
 use crate::{
     paths::{path_from_uri, uri_from_path},
-    server::Server,
+    server::{Feature, Server},
 };
 
 /// What the old text's references, the scan and the include graph say about the files a
@@ -180,7 +180,7 @@ async fn ask_outline(
     impact: &mut Impact,
 ) -> Vec<Declaration> {
     let Some(uri) = uri_from_path(path) else { return Vec::new() };
-    if !server.supports("documentSymbolProvider") {
+    if !server.offers(Feature::DocumentSymbols) {
         impact.scanned_because = Some("the server has no outline".into());
         return Vec::new();
     }
@@ -216,7 +216,7 @@ async fn ask_references(
     if declarations.is_empty() {
         return referenced;
     }
-    if !server.supports("referencesProvider") {
+    if !server.offers(Feature::References) {
         impact.server_answered = false;
         impact.scanned_because = Some("the server offers no references".into());
         return referenced;

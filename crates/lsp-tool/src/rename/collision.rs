@@ -7,7 +7,7 @@ use tokio_util::sync::CancellationToken;
 use crate::{
     error::LspError,
     paths::{display_relative, is_inside, path_from_uri},
-    server::{Save, Server},
+    server::{Feature, Save, Server},
     supervisor::Supervisor,
 };
 
@@ -72,7 +72,7 @@ pub(crate) async fn check_collision(
 ) -> Result<(), LspError> {
     let mut decl_uri = Some(position.text_document.uri.as_str().to_string());
     let mut decl_pos = (position.position.line, position.position.character);
-    if server.supports("definitionProvider") {
+    if server.offers(Feature::Definition) {
         let params = lsp_types::GotoDefinitionParams {
             text_document_position_params: position.clone(),
             work_done_progress_params: Default::default(),
@@ -98,7 +98,7 @@ pub(crate) async fn check_collision(
     else {
         return Ok(());
     };
-    if !is_inside(sup.root(), &decl_path) || !server.supports("documentSymbolProvider") {
+    if !is_inside(sup.root(), &decl_path) || !server.offers(Feature::DocumentSymbols) {
         return Ok(());
     }
     let ext = decl_path.extension().and_then(|e| e.to_str()).unwrap_or("");

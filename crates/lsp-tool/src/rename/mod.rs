@@ -17,7 +17,6 @@ use std::{
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 pub use self::report::{RenameReport, RenamedFile};
@@ -26,7 +25,7 @@ use crate::{
     error::LspError,
     names::check_new_name,
     paths::{display_relative, resolve_in_root, uri_from_path},
-    server::{Save, Scope, Server},
+    server::{Feature, Save, Scope, Server},
     supervisor::{Supervisor, server_label},
     transport::RequestError,
     workspace_edit::{EditOp, EditPlan, commit_edit, parse_workspace_edit, plan_edit, stale_files},
@@ -187,7 +186,7 @@ async fn start_rename<'a>(
         )));
     }
     let label = server_label(&server);
-    if !server.supports("renameProvider") {
+    if !server.offers(Feature::Rename) {
         return Err(LspError::Failed(format!("{label} does not offer rename")));
     }
     let budget = Duration::from_millis(sup.config().ready_timeout_ms);
@@ -342,13 +341,7 @@ impl Renaming<'_> {
     /// `textDocument/prepareRename` where the server offers it: no renameable symbol there is
     /// refused before anything else is asked.
     async fn prepare(&self) -> Result<(), LspError> {
-        let prepare = self
-            .server
-            .capabilities
-            .pointer("/renameProvider/prepareProvider")
-            .and_then(Value::as_bool)
-            == Some(true);
-        if !prepare {
+        if !self.server.capabilities.prepares_rename() {
             return Ok(());
         }
         let answer = self

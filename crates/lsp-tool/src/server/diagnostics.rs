@@ -32,10 +32,7 @@ impl Server {
     /// suggestions), so a push cannot be tied to a version; its `typescript.tsserverRequest`
     /// command runs tsserver's synchronous diagnostics for the content it has.
     fn tsserver_pull(&self) -> bool {
-        self.capabilities
-            .pointer("/executeCommandProvider/commands")
-            .and_then(Value::as_array)
-            .is_some_and(|c| c.iter().any(|c| c == "typescript.tsserverRequest"))
+        self.capabilities.runs_command("typescript.tsserverRequest")
     }
 
     async fn tsserver_diagnostics(
@@ -101,11 +98,8 @@ impl Server {
 
     fn pull_identifiers(&self) -> Vec<Option<String>> {
         let mut ids = Vec::new();
-        if let Some(provider) = self.capabilities.get("diagnosticProvider")
-            && !provider.is_null()
-            && provider != &Value::Bool(false)
-        {
-            ids.push(provider.get("identifier").and_then(Value::as_str).map(str::to_string));
+        if let Some(identifier) = self.capabilities.pull_diagnostics() {
+            ids.push(identifier);
         }
         for (_, identifier) in &self.shared.state.lock().pull_registrations {
             if !ids.contains(identifier) {

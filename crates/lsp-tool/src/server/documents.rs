@@ -15,7 +15,6 @@ use lsp_types::{
         DidSaveTextDocument,
     },
 };
-use serde_json::Value;
 
 use super::{Doc, Server, SyncedDoc};
 use crate::paths::uri_from_path;
@@ -46,8 +45,7 @@ fn disk_stamp(path: &Path) -> (Option<std::time::SystemTime>, u64) {
 
 impl Server {
     fn save_includes_text(&self) -> bool {
-        self.capabilities.pointer("/textDocumentSync/save/includeText").and_then(Value::as_bool)
-            == Some(true)
+        self.capabilities.save_includes_text()
     }
 
     /// Makes the server's copy of `path` equal to the file on disk: `didOpen` on first use,

@@ -7,6 +7,7 @@
 //! with the host, a watchdog for its descendants; its stderr is drained into tracing and a
 //! small ring kept for crash reports.
 
+mod capabilities;
 mod diagnostics;
 mod documents;
 mod handler;
@@ -35,6 +36,7 @@ use serde::Serialize;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+pub(crate) use self::capabilities::{Capabilities, Feature};
 use self::handler::Shared;
 use crate::{
     config::ServerDef,
@@ -151,7 +153,7 @@ pub(crate) struct Server {
     pub command: ResolvedCommand,
     pub pid: u32,
     pub encoding: ColumnUnit,
-    pub capabilities: Value,
+    pub capabilities: Capabilities,
     pub server_name: Option<String>,
     pub server_version: Option<String>,
     /// When the process was started.
@@ -199,12 +201,9 @@ impl Server {
         lines[lines.len().saturating_sub(8)..].join("\n")
     }
 
-    /// Whether the server offers a capability (`definitionProvider`, …).
-    pub(crate) fn supports(&self, capability: &str) -> bool {
-        match self.capabilities.get(capability) {
-            None | Some(Value::Null) | Some(Value::Bool(false)) => false,
-            Some(_) => true,
-        }
+    /// Whether the server offers `feature`.
+    pub(crate) fn offers(&self, feature: Feature) -> bool {
+        self.capabilities.offers(feature)
     }
 
     /// A request with the configured timeout; `ContentModified`/`ServerCancelled` are retried

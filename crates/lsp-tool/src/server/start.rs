@@ -150,9 +150,16 @@ impl Server {
                 return Err(spawn_error(&def, &command, &what));
             }
         };
-        let capabilities = init.get("capabilities").cloned().unwrap_or(Value::Null);
-        let encoding =
-            ColumnUnit::from_lsp(capabilities.get("positionEncoding").and_then(Value::as_str));
+        let capabilities =
+            super::Capabilities::read(init.get("capabilities").unwrap_or(&Value::Null));
+        if !capabilities.unreadable.is_empty() {
+            tracing::warn!(
+                server = %def.id,
+                entries = ?capabilities.unreadable,
+                "capabilities left out: lsp-types cannot read them"
+            );
+        }
+        let encoding = ColumnUnit::from_lsp(capabilities.position_encoding());
         let server_name =
             init.pointer("/serverInfo/name").and_then(Value::as_str).map(str::to_string);
         let server_version =
