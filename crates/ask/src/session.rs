@@ -28,24 +28,15 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(15 * 60);
 pub const MAX_REJECTIONS: usize = 3;
 
 /// Why a request produced no outcome.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AskError {
     /// The request cannot become a card; the text says what to change.
+    #[error("{0}")]
     Invalid(String),
     /// The call was abandoned (the client cancelled or the run ended) before an outcome.
+    #[error("the question was cancelled before it was answered")]
     Cancelled,
 }
-
-impl std::fmt::Display for AskError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            AskError::Invalid(message) => f.write_str(message),
-            AskError::Cancelled => f.write_str("the question was cancelled before it was answered"),
-        }
-    }
-}
-
-impl std::error::Error for AskError {}
 
 /// Labels of an approval card's options.
 pub const ALLOW: &str = "Allow";
