@@ -8,7 +8,7 @@
 use std::{
     collections::VecDeque,
     ffi::OsString,
-    os::fd::AsRawFd,
+    os::fd::{AsRawFd, OwnedFd},
     path::{Path, PathBuf},
     process::Stdio,
     time::Duration,
@@ -144,6 +144,53 @@ fn new_token() -> String {
     format!("\u{1}agent-tools-end-{hex}\u{1}")
 }
 
+/// Spawns the interpreter of `program` in `capsule` with the protocol's two pipes as fds 3
+/// and 4; returns the child and the host's ends (commands to write, events to read).
+async fn spawn_interpreter(
+    capsule: &dyn agent_tools_support::capsule::Capsule,
+    program: &KernelProgram,
+    cwd: &Path,
+) -> Result<(Spawned, OwnedFd, OwnedFd), String> {
+    let (cmd_read, cmd_write) =
+        cloexec_pipe().map_err(|e| format!("cannot create the kernel's pipes: {e}"))?;
+    let (evt_read, evt_write) =
+        cloexec_pipe().map_err(|e| format!("cannot create the kernel's pipes: {e}"))?;
+    let python = &program.program;
+    let signal_directly = capsule.signals_reach_the_program();
+    let mut std_cmd = capsule.command(python.as_os_str(), &program.args);
+    std_cmd
+        .current_dir(cwd)
+        .env("AGENT_TOOLS_KERNEL_CMD_FD", "3")
+        .env("AGENT_TOOLS_KERNEL_EVT_FD", "4")
+        .envs(program.env.iter().map(|(k, v)| (k, v)))
+        // The runner knows whether a SIGINT can come (the Node runner needs its reader thread
+        // before the first cell only when none can).
+        .env("AGENT_TOOLS_INTERRUPT_SIGNAL", if signal_directly { "1" } else { "0" })
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    map_protocol_fds(&mut std_cmd, [cmd_read.as_raw_fd(), evt_write.as_raw_fd()]);
+    // The support crate's spawn: an own process group, death with the host (even by
+    // SIGKILL), and a teardown that also finds what a cell started and detached.
+    // A runner started directly starts nothing before its first command, so it may join
+    // its cgroup while it boots (the join waits for the kernel); a wrapper forks at once.
+    let join = if signal_directly { CgroupJoin::AfterStart } else { CgroupJoin::BeforeExec };
+    let spawned = SpawnOptions::new()
+        .cgroup_join(join)
+        .spawn(tokio::process::Command::from(std_cmd))
+        .await
+        .map_err(|e| {
+            // Under a wrapper, say which capsule: one that could not be made says why here.
+            let place = if signal_directly {
+                String::new()
+            } else {
+                format!(" in the run's capsule ({})", capsule.describe())
+            };
+            format!("cannot start {}{place}: {e}", python.display())
+        })?;
+    Ok((spawned, cmd_write, evt_read))
+}
+
 impl ChildKernel {
     /// Starts `program` in `capsule` in `cwd` and waits for the runner's hello.
     pub(crate) async fn start(
@@ -151,45 +198,10 @@ impl ChildKernel {
         program: &KernelProgram,
         cwd: &Path,
     ) -> Result<ChildKernel, String> {
-        let (cmd_read, cmd_write) =
-            cloexec_pipe().map_err(|e| format!("cannot create the kernel's pipes: {e}"))?;
-        let (evt_read, evt_write) =
-            cloexec_pipe().map_err(|e| format!("cannot create the kernel's pipes: {e}"))?;
         let python = &program.program;
         let signal_directly = capsule.signals_reach_the_program();
-        let mut std_cmd = capsule.command(python.as_os_str(), &program.args);
-        std_cmd
-            .current_dir(cwd)
-            .env("AGENT_TOOLS_KERNEL_CMD_FD", "3")
-            .env("AGENT_TOOLS_KERNEL_EVT_FD", "4")
-            .envs(program.env.iter().map(|(k, v)| (k, v)))
-            // The runner knows whether a SIGINT can come (the Node runner needs its reader thread
-            // before the first cell only when none can).
-            .env("AGENT_TOOLS_INTERRUPT_SIGNAL", if signal_directly { "1" } else { "0" })
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        map_protocol_fds(&mut std_cmd, [cmd_read.as_raw_fd(), evt_write.as_raw_fd()]);
-        // The support crate's spawn: an own process group, death with the host (even by
-        // SIGKILL), and a teardown that also finds what a cell started and detached.
-        // A runner started directly starts nothing before its first command, so it may join
-        // its cgroup while it boots (the join waits for the kernel); a wrapper forks at once.
-        let join = if signal_directly { CgroupJoin::AfterStart } else { CgroupJoin::BeforeExec };
-        let Spawned { mut child, group } = SpawnOptions::new()
-            .cgroup_join(join)
-            .spawn(tokio::process::Command::from(std_cmd))
-            .await
-            .map_err(|e| {
-                // Under a wrapper, say which capsule: one that could not be made says why here.
-                let place = if capsule.signals_reach_the_program() {
-                    String::new()
-                } else {
-                    format!(" in the run's capsule ({})", capsule.describe())
-                };
-                format!("cannot start {}{place}: {e}", python.display())
-            })?;
-        drop(cmd_read);
-        drop(evt_write);
+        let (Spawned { mut child, group }, cmd_write, evt_read) =
+            spawn_interpreter(capsule, program, cwd).await?;
         let pgid = child.id().map_or(0, |p| p as i32);
         set_nonblocking(&cmd_write).map_err(|e| format!("kernel pipe: {e}"))?;
         set_nonblocking(&evt_read).map_err(|e| format!("kernel pipe: {e}"))?;
