@@ -27,21 +27,28 @@ pub(crate) async fn symbols_action(
     };
     let mut notes = Vec::new();
     let servers = symbol_servers(sup, &mut notes, cancel).await?;
-    let mut found: Found = Vec::new();
-    let mut cache = SourceCache::new();
-    ask_every_server(sup, &servers, query, &mut found, &mut notes, &mut cache, cancel).await;
-    if found.is_empty() && !query.trim().is_empty() {
-        ask_again_after_opening_mentions(
-            sup, &servers, query, &mut found, &mut notes, &mut cache, cancel,
-        )
-        .await;
+    let mut search =
+        SymbolSearch { sup, query, found: Vec::new(), notes, cache: SourceCache::new(), cancel };
+    search.ask_every_server(&servers).await;
+    if search.found.is_empty() && !query.trim().is_empty() {
+        search.ask_again_after_opening_mentions(&servers).await;
     }
-    let answer = workspace_answer(found, query, args.offset, &notes);
+    let answer = workspace_answer(search.found, query, args.offset, &search.notes);
     Ok(LspOutput::from_result(LspResult::Symbols(SymbolsAnswer::Workspace(answer))))
 }
 
 /// Symbols found so far: where, name, kind, container.
 type Found = Vec<(ShownLocation, String, String, Option<String>)>;
+
+/// One workspace symbol search: what it asks, what it found so far, and its notes.
+struct SymbolSearch<'a> {
+    sup: &'a Supervisor,
+    query: &'a str,
+    found: Found,
+    notes: Vec<String>,
+    cache: SourceCache,
+    cancel: &'a CancellationToken,
+}
 
 /// The servers a workspace symbol search asks: one per present target (started if need be;
 /// why one could not start goes to `notes`) and every one already running.
@@ -92,78 +99,91 @@ async fn open_one_file(sup: &Supervisor, server: &Server) {
     }
 }
 
-/// Asks every server for `query`, after it is synced and ready.
-async fn ask_every_server(
-    sup: &Supervisor,
-    servers: &[Arc<Server>],
-    query: &str,
-    found: &mut Found,
-    notes: &mut Vec<String>,
-    cache: &mut SourceCache,
-    cancel: &CancellationToken,
-) {
-    for server in servers {
-        // What changed on disk since reaches the server before it is asked.
-        server.resync_open().await;
-        if !server.offers(Feature::WorkspaceSymbols) {
-            notes.push(format!("{} offers no workspace symbol search", server_label(server)));
-            continue;
-        }
-        // Open one of its files first, then wait for its project to load.
-        open_one_file(sup, server).await;
-        if let Err(e) = wait_ready(sup, server, Scope::Project, "symbols", cancel).await {
-            notes.push(e.to_string());
-            continue;
-        }
-        if server.command.args.iter().any(|a| a == "--background-index=false") {
-            notes.push(format!(
+impl SymbolSearch<'_> {
+    /// Asks every server for the query, after it is synced and ready.
+    async fn ask_every_server(&mut self, servers: &[Arc<Server>]) {
+        let (sup, cancel) = (self.sup, self.cancel);
+        for server in servers {
+            // What changed on disk since reaches the server before it is asked.
+            server.resync_open().await;
+            if !server.offers(Feature::WorkspaceSymbols) {
+                self.notes
+                    .push(format!("{} offers no workspace symbol search", server_label(server)));
+                continue;
+            }
+            // Open one of its files first, then wait for its project to load.
+            open_one_file(sup, server).await;
+            if let Err(e) = wait_ready(sup, server, Scope::Project, "symbols", cancel).await {
+                self.notes.push(e.to_string());
+                continue;
+            }
+            if server.command.args.iter().any(|a| a == "--background-index=false") {
+                self.notes.push(format!(
                 "{}: the background index is off here (it would write into the project), so only open files are searched",
                 server_label(server)
             ));
-        }
-        query_symbols(sup, server, query, found, notes, cache, cancel).await;
-    }
-}
-
-/// A server that loads projects lazily (tsserver, one tsconfig at a time) knows only the
-/// projects of the files open: opens a few files that mention the name, and asks again.
-async fn ask_again_after_opening_mentions(
-    sup: &Supervisor,
-    servers: &[Arc<Server>],
-    query: &str,
-    found: &mut Found,
-    notes: &mut Vec<String>,
-    cache: &mut SourceCache,
-    cancel: &CancellationToken,
-) {
-    for server in servers {
-        if !server.offers(Feature::WorkspaceSymbols) {
-            continue;
-        }
-        let (root, def, name) = (server.root.clone(), server.def.clone(), vec![query.to_string()]);
-        let mentions = tokio::task::spawn_blocking(move || {
-            crate::scan::mentions(&root, &def, &name, Path::new(""))
-        })
-        .await
-        .unwrap_or_default();
-        let mut opened = Vec::new();
-        for (file, _) in mentions.into_iter().take(MENTIONING_FILES_OPENED) {
-            let ext = file.extension().and_then(|e| e.to_str()).unwrap_or("");
-            let language = server.def.language_of(ext).unwrap_or("plaintext").to_string();
-            if server.sync(&file, &language, Save::Skip, sup.run_id()).await.is_ok() {
-                opened.push(display_relative(sup.root(), &file));
             }
+            self.query_symbols(server).await;
         }
-        if opened.is_empty() {
-            continue;
-        }
-        let _ = wait_ready(sup, server, Scope::Project, "symbols", cancel).await;
-        query_symbols(sup, server, query, found, notes, cache, cancel).await;
-        notes.push(format!(
+    }
+
+    /// A server that loads projects lazily (tsserver, one tsconfig at a time) knows only the
+    /// projects of the files open: opens a few files that mention the name, and asks again.
+    async fn ask_again_after_opening_mentions(&mut self, servers: &[Arc<Server>]) {
+        let (sup, query, cancel) = (self.sup, self.query, self.cancel);
+        for server in servers {
+            if !server.offers(Feature::WorkspaceSymbols) {
+                continue;
+            }
+            let (root, def, name) =
+                (server.root.clone(), server.def.clone(), vec![query.to_string()]);
+            let mentions = tokio::task::spawn_blocking(move || {
+                crate::scan::mentions(&root, &def, &name, Path::new(""))
+            })
+            .await
+            .unwrap_or_default();
+            let mut opened = Vec::new();
+            for (file, _) in mentions.into_iter().take(MENTIONING_FILES_OPENED) {
+                let ext = file.extension().and_then(|e| e.to_str()).unwrap_or("");
+                let language = server.def.language_of(ext).unwrap_or("plaintext").to_string();
+                if server.sync(&file, &language, Save::Skip, sup.run_id()).await.is_ok() {
+                    opened.push(display_relative(sup.root(), &file));
+                }
+            }
+            if opened.is_empty() {
+                continue;
+            }
+            let _ = wait_ready(sup, server, Scope::Project, "symbols", cancel).await;
+            self.query_symbols(server).await;
+            self.notes.push(format!(
             "{} answered nothing at first; asked again after opening {} (files that mention `{query}`)",
             server_label(server),
             opened.join(", ")
         ));
+        }
+    }
+
+    /// One server's `workspace/symbol` answer for the query, added to what was found.
+    async fn query_symbols(&mut self, server: &Server) {
+        let params = WorkspaceSymbolParams {
+            query: self.query.to_string(),
+            work_done_progress_params: Default::default(),
+            partial_result_params: Default::default(),
+        };
+        let answer = match server.call::<WorkspaceSymbolRequest>(params, self.cancel).await {
+            Ok(answer) => answer,
+            Err(e) => {
+                self.notes.push(request_failed(server, "symbols", e).to_string());
+                return;
+            }
+        };
+        for (uri, start, name, kind, container) in flat_symbols(answer) {
+            if let Some(loc) =
+                show_location(self.sup.root(), &uri, start, server.encoding, &mut self.cache)
+            {
+                self.found.push((loc, name, symbol_kind(kind).to_string(), container));
+            }
+        }
     }
 }
 
@@ -322,50 +342,26 @@ pub(super) fn symbol_kind(kind: SymbolKind) -> &'static str {
 /// How many files that mention a name are opened when a workspace symbol search found nothing.
 const MENTIONING_FILES_OPENED: usize = 3;
 
-/// One server's `workspace/symbol` answer for `query`, added to `found`.
-async fn query_symbols(
-    sup: &Supervisor,
-    server: &Server,
-    query: &str,
-    found: &mut Vec<(ShownLocation, String, String, Option<String>)>,
-    notes: &mut Vec<String>,
-    cache: &mut SourceCache,
-    cancel: &CancellationToken,
-) {
-    let params = WorkspaceSymbolParams {
-        query: query.to_string(),
-        work_done_progress_params: Default::default(),
-        partial_result_params: Default::default(),
-    };
-    let answer = match server.call::<WorkspaceSymbolRequest>(params, cancel).await {
-        Ok(answer) => answer,
-        Err(e) => {
-            notes.push(request_failed(server, "symbols", e).to_string());
-            return;
-        }
-    };
-    // (uri, start, name, kind, container); a symbol without a range starts its file.
-    let items: Vec<(lsp_types::Uri, lsp_types::Position, String, SymbolKind, Option<String>)> =
-        match answer {
-            Some(WorkspaceSymbolResponse::Flat(items)) => items
-                .into_iter()
-                .map(|s| (s.location.uri, s.location.range.start, s.name, s.kind, s.container_name))
-                .collect(),
-            Some(WorkspaceSymbolResponse::Nested(items)) => items
-                .into_iter()
-                .map(|s| {
-                    let (uri, start) = match s.location {
-                        OneOf::Left(l) => (l.uri, l.range.start),
-                        OneOf::Right(w) => (w.uri, lsp_types::Position::default()),
-                    };
-                    (uri, start, s.name, s.kind, s.container_name)
-                })
-                .collect(),
-            None => Vec::new(),
-        };
-    for (uri, start, name, kind, container) in items {
-        if let Some(loc) = show_location(sup.root(), &uri, start, server.encoding, cache) {
-            found.push((loc, name, symbol_kind(kind).to_string(), container));
-        }
+/// A `workspace/symbol` answer as (uri, start, name, kind, container); a symbol without a
+/// range starts its file.
+fn flat_symbols(
+    answer: Option<WorkspaceSymbolResponse>,
+) -> Vec<(lsp_types::Uri, lsp_types::Position, String, SymbolKind, Option<String>)> {
+    match answer {
+        Some(WorkspaceSymbolResponse::Flat(items)) => items
+            .into_iter()
+            .map(|s| (s.location.uri, s.location.range.start, s.name, s.kind, s.container_name))
+            .collect(),
+        Some(WorkspaceSymbolResponse::Nested(items)) => items
+            .into_iter()
+            .map(|s| {
+                let (uri, start) = match s.location {
+                    OneOf::Left(l) => (l.uri, l.range.start),
+                    OneOf::Right(w) => (w.uri, lsp_types::Position::default()),
+                };
+                (uri, start, s.name, s.kind, s.container_name)
+            })
+            .collect(),
+        None => Vec::new(),
     }
 }
