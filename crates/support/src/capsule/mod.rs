@@ -29,6 +29,8 @@
 //! confining backends, only bubblewrap and Landlock are built and tested here.
 
 mod bwrap;
+mod destination;
+mod egress;
 mod environment;
 mod home;
 mod landlock;
@@ -50,6 +52,7 @@ use std::{
 
 pub use self::{
     bwrap::Bwrap,
+    egress::EgressProxy,
     environment::PASSED_ENV,
     home::{HomeNeeds, HomeView},
     landlock::{Landlock, kernel_abi as landlock_abi},
