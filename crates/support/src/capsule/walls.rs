@@ -124,7 +124,7 @@ pub(super) struct Walls {
     /// inside), since the home inside is a private one.
     toolchain_env: Vec<(&'static str, PathBuf)>,
     /// With [`Network::Internet`]: the only way out. Dropped before the folders go.
-    pub(super) egress: Option<EgressProxy>,
+    pub(super) egress: Option<Egress>,
     pub(super) run_dir: RunDir,
 }
 
@@ -148,6 +148,50 @@ fn link_logins(
         })?;
     }
     Ok(())
+}
+
+/// A capsule's way out with [`Network::Internet`].
+#[derive(Debug)]
+pub(super) enum Egress {
+    /// A proxy of its own.
+    Own(EgressProxy),
+    /// The proxy of the workers' capsule this one is made in (a worker's own agent-tools
+    /// starting workers), whose rules let nothing listen: that proxy's port.
+    Enclosing(u16),
+}
+
+/// The variable that tells processes inside a workers' capsule its proxy's port.
+const EGRESS_PORT: &str = "AGENT_TOOLS_EGRESS_PROXY_PORT";
+
+impl Egress {
+    fn for_network(network: Network) -> Result<Option<Egress>, Error> {
+        if network != Network::Internet {
+            return Ok(None);
+        }
+        let started = EgressProxy::start();
+        let enclosing = || std::env::var(EGRESS_PORT).ok()?.parse::<u16>().ok();
+        match started {
+            Ok(proxy) => Ok(Some(Egress::Own(proxy))),
+            // Refused a port: inside a workers' capsule, whose own proxy is the way out.
+            Err(e) if e.kind() == io::ErrorKind::PermissionDenied && enclosing().is_some() => {
+                Ok(enclosing().map(Egress::Enclosing))
+            }
+            Err(e) => {
+                Err(capsule_error(format!("cannot start its egress proxy on 127.0.0.1: {e}")))
+            }
+        }
+    }
+
+    pub(super) fn port(&self) -> u16 {
+        match self {
+            Egress::Own(proxy) => proxy.port(),
+            Egress::Enclosing(port) => *port,
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port())
+    }
 }
 
 /// Where a capsule's private temp folder (and the home in it) lives on the host.
@@ -205,12 +249,7 @@ impl Walls {
         let toolchain_env = home_path.as_deref().map(toolchain_homes).unwrap_or_default();
         link_logins(&run_dir.0.join("tmp").join("home"), home_path.as_deref(), &options.logins)?;
         let programs_in_temp = super::home::programs_in_temp(&options.programs);
-        let egress = match options.network {
-            Network::Internet => Some(EgressProxy::start().map_err(|e| {
-                capsule_error(format!("cannot start its egress proxy on 127.0.0.1: {e}"))
-            })?),
-            Network::None | Network::Host => None,
-        };
+        let egress = Egress::for_network(options.network)?;
         Ok(Walls {
             project,
             programs_in_temp,
@@ -238,6 +277,7 @@ impl Walls {
         env.push(("HOME".into(), home.into()));
         env.push(("TMPDIR".into(), tmp.into()));
         if let Some(proxy) = &self.egress {
+            env.push((EGRESS_PORT.into(), proxy.port().to_string().into()));
             for name in PROXY_VARIABLES {
                 env.push((name.into(), proxy.url().into()));
                 env.push((name.to_ascii_lowercase().into(), proxy.url().into()));
@@ -252,7 +292,7 @@ impl Walls {
 
     /// The egress proxy's port, with [`Network::Internet`].
     pub(super) fn proxy_port(&self) -> Option<u16> {
-        self.egress.as_ref().map(EgressProxy::port)
+        self.egress.as_ref().map(Egress::port)
     }
 
     /// What the processes inside reach of the network, for `status`; `none` is the backend's
@@ -264,14 +304,18 @@ impl Walls {
             (Network::Internet, port) => {
                 let port = port.map_or_else(|| "?".to_string(), |p| p.to_string());
                 format!(
-                    "public addresses only, through the run's egress proxy at 127.0.0.1:{port} \
+                    "public addresses only, through the run's egress proxy at 127.0.0.1:{port}{} \
                      (HTTPS_PROXY, HTTP_PROXY and ALL_PROXY point there), which refuses the \
                      host's own addresses (127.0.0.1, ::1, its interfaces'), link-local ones \
                      (the cloud metadata service) and multicast; every other TCP connection, \
                      listening port, UDP socket and DNS lookup inside is refused, so a program \
                      that ignores the proxy variables has no network (port {port} of another \
                      address stays reachable directly, other machines of the local network \
-                     through the proxy)"
+                     through the proxy)",
+                    match self.egress {
+                        Some(Egress::Enclosing(_)) => " (the enclosing worker's)",
+                        _ => "",
+                    }
                 )
             }
         }

@@ -425,6 +425,70 @@ fn a_workers_capsule_reaches_public_addresses_only_through_its_proxy() {
     }
 }
 
+/// Set when this test binary runs inside a workers' capsule to make one of its own there.
+const NESTED: &str = "AGENT_TOOLS_TEST_NESTED_WORKER";
+
+/// A worker's own agent-tools makes a workers' capsule inside its own, where nothing may
+/// listen on a port: its processes go out through the enclosing capsule's proxy, which still
+/// refuses the host. Inside bubblewrap, where the nested capsule is Landlock (a Landlock
+/// capsule inside a Landlock capsule cannot start its processes: they are refused their exec).
+#[test]
+fn a_workers_capsule_made_inside_one_goes_out_through_the_enclosing_proxy() {
+    if let Ok(port) = std::env::var(NESTED) {
+        // Inside: Landlock (bubblewrap cannot make namespaces in a capsule).
+        let project = std::env::current_dir().unwrap();
+        let capsule = Landlock::start(CapsuleOptions {
+            project: project.clone(),
+            network: Network::Internet,
+            ..CapsuleOptions::default()
+        })
+        .expect("a workers' capsule inside a workers' capsule");
+        let own = std::env::var("AGENT_TOOLS_TEST_OWN").unwrap();
+        let probe = egress_probe(port.parse().unwrap(), &own);
+        let out = run_inside(&capsule, &project, &format!("python3 -c \"{probe}\""));
+        #[allow(clippy::print_stdout, reason = "the enclosing test reads it")]
+        {
+            println!("{out}\nnested status: {}", capsule.describe());
+        }
+        return;
+    }
+    for backend in backends().into_iter().filter(|b| *b == Backend::Bwrap) {
+        let listener = std::net::TcpListener::bind("0.0.0.0:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let project = tempfile::tempdir().unwrap();
+        let this = std::env::current_exe().unwrap();
+        let capsule = start(
+            backend,
+            CapsuleOptions {
+                project: project.path().to_path_buf(),
+                network: Network::Internet,
+                programs: vec![this.clone()],
+                ..CapsuleOptions::default()
+            },
+        );
+        let out = run_inside(
+            &*capsule,
+            project.path(),
+            &format!(
+                "{NESTED}={port} AGENT_TOOLS_TEST_OWN={} {} --exact --nocapture \
+                 capsule::a_workers_capsule_made_inside_one_goes_out_through_the_enclosing_proxy",
+                own_address(),
+                this.display()
+            ),
+        );
+        assert!(out.contains("test result: ok. 1 passed"), "{backend:?}: {out}");
+        let refused =
+            format!("proxy 127.0.0.1:{port}: HTTP/1.1 403 agent-tools' egress proxy refused");
+        assert!(out.contains(&refused), "{backend:?}: {out}");
+        assert!(out.contains("direct tcp 127.0.0.1: refused (Permission denied)"), "{out}");
+        assert!(out.contains("proxy pypi.org:443: HTTP/1.1 200"), "{backend:?}: {out}");
+        assert!(out.contains("egress proxy at 127.0.0.1:"), "{backend:?}: {out}");
+        assert!(out.contains("(the enclosing worker's)"), "{backend:?}: {out}");
+        listener.set_nonblocking(true).unwrap();
+        assert!(listener.accept().is_err(), "{backend:?}: nothing reached the host's port");
+    }
+}
+
 #[test]
 fn processes_inside_talk_on_the_loopback_ports_given_and_on_no_other() {
     for backend in backends() {
