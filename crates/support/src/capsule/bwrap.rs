@@ -66,6 +66,12 @@ impl Bwrap {
                  kernel has {} (Landlock ABI 4, Linux 6.7, keeps them to an egress proxy)",
                 if abi == 0 { "no Landlock".to_string() } else { format!("Landlock ABI {abi}") }
             ));
+        } else if options.network == Network::Internet && abi < 6 {
+            network_note = Some(
+                "; abstract sockets of the host's services stay reachable (Landlock ABI 6, Linux \
+                 6.12, scopes them)"
+                    .to_string(),
+            );
         }
         let walls = Walls::new(&options)?;
         let network_rules = match walls.proxy_port() {

@@ -415,6 +415,26 @@ fn a_workers_capsule_reaches_public_addresses_only_through_its_proxy() {
         );
         let why = f.capsule.explain(&out).expect("a refused connection is explained");
         assert!(why.contains("only through the run's egress proxy"), "{backend:?}: {why}");
+        // A host service on an abstract socket (shared with the host's network namespace).
+        if landlock_abi() >= 6 {
+            let name = format!("agent-tools-test-{}", std::process::id());
+            let addr = <std::os::unix::net::SocketAddr as std::os::linux::net::SocketAddrExt>::from_abstract_name(name.as_bytes()).unwrap();
+            let service = std::os::unix::net::UnixListener::bind_addr(&addr).unwrap();
+            let out = run_inside(
+                &*f.capsule,
+                f.project.path(),
+                &format!(
+                    "python3 -c \"import socket\ntry:\n socket.socket(socket.AF_UNIX).connect('\\0{name}'); \
+                     print('abstract: CONNECTED')\nexcept OSError as e: print('abstract: refused', e)\""
+                ),
+            );
+            assert!(
+                out.contains("abstract: refused [Errno 1] Operation not permitted"),
+                "{backend:?}: {out}"
+            );
+            service.set_nonblocking(true).unwrap();
+            assert!(service.accept().is_err(), "{backend:?}: nothing reached the host's service");
+        }
         assert_eq!(threads_named("egress-proxy"), 1, "{backend:?}: the proxy runs");
         drop(f);
         for name in ["egress-proxy", "egress-conn", "egress-relay"] {
