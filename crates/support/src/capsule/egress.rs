@@ -156,8 +156,11 @@ fn accept_loop(listener: &TcpListener, wake: &OwnedFd, shared: &Arc<Shared>) {
         if fds[1].revents != 0 || shared.stopping.load(Ordering::SeqCst) {
             return;
         }
-        if let Ok((client, _)) = listener.accept() {
-            shared.admit(client);
+        match listener.accept() {
+            Ok((client, _)) => shared.admit(client),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            // Out of descriptors: the connection stays queued; wait rather than spin on it.
+            Err(_) => std::thread::sleep(Duration::from_millis(100)),
         }
     }
 }
