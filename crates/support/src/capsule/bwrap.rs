@@ -55,24 +55,8 @@ impl Bwrap {
     /// that bubblewrap can make its namespaces here.
     pub fn start(mut options: CapsuleOptions) -> Result<Bwrap, Error> {
         let program = resolve_program(options.program.as_deref(), &options.project)?;
-        let abi = super::landlock_abi();
-        let mut network_note = None;
-        if options.network == Network::Internet && abi < 4 {
-            // Without Landlock's network rules nothing keeps a process sharing the host's
-            // network off its loopback: the host's network, said in `status`.
-            options.network = Network::Host;
-            network_note = Some(format!(
-                "; workers reach the host's loopback and its other local addresses, since this \
-                 kernel has {} (Landlock ABI 4, Linux 6.7, keeps them to an egress proxy)",
-                if abi == 0 { "no Landlock".to_string() } else { format!("Landlock ABI {abi}") }
-            ));
-        } else if options.network == Network::Internet && abi < 6 {
-            network_note = Some(
-                "; abstract sockets of the host's services stay reachable (Landlock ABI 6, Linux \
-                 6.12, scopes them)"
-                    .to_string(),
-            );
-        }
+        let (network, network_note) = network_on(options.network, super::landlock_abi());
+        options.network = network;
         let walls = Walls::new(&options)?;
         let network_rules = match walls.proxy_port() {
             Some(port) => Some(Arc::new(super::landlock::network_only(port).map_err(|e| {
@@ -123,6 +107,31 @@ impl Bwrap {
             output.status,
             String::from_utf8_lossy(&output.stderr).trim()
         )))
+    }
+}
+
+/// The network a capsule that asked for `network` gets on a kernel with Landlock ABI `abi`, and
+/// what `status` adds about it: without Landlock's network rules nothing keeps a process that
+/// shares the host's network namespace off its loopback, so workers get the host's network.
+fn network_on(network: Network, abi: i32) -> (Network, Option<String>) {
+    match network {
+        Network::Internet if abi < 4 => (
+            Network::Host,
+            Some(format!(
+                "; workers reach the host's loopback and its other local addresses, since this \
+                 kernel has {} (Landlock ABI 4, Linux 6.7, keeps them to an egress proxy)",
+                if abi == 0 { "no Landlock".to_string() } else { format!("Landlock ABI {abi}") }
+            )),
+        ),
+        Network::Internet if abi < 6 => (
+            Network::Internet,
+            Some(
+                "; abstract sockets of the host's services stay reachable (Landlock ABI 6, Linux \
+                 6.12, scopes them)"
+                    .to_string(),
+            ),
+        ),
+        network => (network, None),
     }
 }
 
@@ -299,4 +308,25 @@ fn resolve_program(configured: Option<&Path>, project: &Path) -> Result<PathBuf,
                     .to_string(),
             )
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn without_landlock_network_rules_workers_get_the_host_network_and_status_says_so() {
+        for abi in [0, 3] {
+            let (network, note) = network_on(Network::Internet, abi);
+            assert_eq!(network, Network::Host, "ABI {abi}");
+            let note = note.expect("a note");
+            assert!(note.contains("workers reach the host's loopback"), "{note}");
+        }
+        let (network, note) = network_on(Network::Internet, 5);
+        assert_eq!(network, Network::Internet);
+        assert!(note.is_some_and(|n| n.contains("abstract sockets")));
+        assert_eq!(network_on(Network::Internet, 7), (Network::Internet, None));
+        assert_eq!(network_on(Network::None, 0), (Network::None, None));
+        assert_eq!(network_on(Network::Host, 7), (Network::Host, None));
+    }
 }
