@@ -295,14 +295,27 @@ fn allow_except(
         rules.push((root.to_path_buf(), access));
         return;
     }
-    let Ok(entries) = std::fs::read_dir(root) else { return };
-    for entry in entries.flatten() {
+    let entries: Vec<PathBuf> = match std::fs::read_dir(root) {
+        Ok(entries) => entries.flatten().map(|e| e.path()).collect(),
+        // Inside a Landlock capsule (a worker's own agent-tools) `/` cannot be listed: the
+        // usual top-level folders, each still checked against the exceptions (the enclosing
+        // capsule's own rules apply on top).
+        Err(_) if root == Path::new("/") => TOP_LEVEL.iter().map(|n| root.join(n)).collect(),
+        Err(_) => return,
+    };
+    for entry in entries {
         // A symlink is reached through its target's own rule.
-        if entry.file_type().is_ok_and(|t| !t.is_symlink()) {
-            allow_except(&entry.path(), except, access, rules);
+        if entry.symlink_metadata().is_ok_and(|m| !m.file_type().is_symlink()) {
+            allow_except(&entry, except, access, rules);
         }
     }
 }
+
+/// The top-level folders of a Linux system, for a root that cannot be listed.
+const TOP_LEVEL: &[&str] = &[
+    "bin", "boot", "dev", "etc", "gnu", "home", "lib", "lib32", "lib64", "libx32", "media", "mnt",
+    "nix", "opt", "proc", "root", "run", "sbin", "snap", "srv", "sys", "tmp", "usr", "var",
+];
 
 impl Landlock {
     /// `program args…` confined by `confinement`.

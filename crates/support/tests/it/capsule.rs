@@ -450,8 +450,7 @@ const NESTED: &str = "AGENT_TOOLS_TEST_NESTED_WORKER";
 
 /// A worker's own agent-tools makes a workers' capsule inside its own, where nothing may
 /// listen on a port: its processes go out through the enclosing capsule's proxy, which still
-/// refuses the host. Inside bubblewrap, where the nested capsule is Landlock (a Landlock
-/// capsule inside a Landlock capsule cannot start its processes: they are refused their exec).
+/// refuses the host. The capsule inside is Landlock (bubblewrap cannot make namespaces there).
 #[test]
 fn a_workers_capsule_made_inside_one_goes_out_through_the_enclosing_proxy() {
     if let Ok(port) = std::env::var(NESTED) {
@@ -472,7 +471,7 @@ fn a_workers_capsule_made_inside_one_goes_out_through_the_enclosing_proxy() {
         }
         return;
     }
-    for backend in backends().into_iter().filter(|b| *b == Backend::Bwrap) {
+    for backend in backends() {
         let listener = std::net::TcpListener::bind("0.0.0.0:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let project = tempfile::tempdir().unwrap();
