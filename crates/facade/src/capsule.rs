@@ -105,10 +105,11 @@ pub fn make(
     }
 }
 
-/// The capsule workers start in: the run's kind with the host's network (a worker calls its
-/// model's API), and of the home, besides what the run's capsule shows, exactly the login and
-/// configuration paths of the agent CLIs their commands name (read-only) and those CLIs' key
-/// variables. A run without a local capsule (`none`, `prefix`) gives workers its own.
+/// The capsule workers start in: the run's kind with public addresses through an egress proxy
+/// of its own (a worker calls its model's API; the host's own services stay out of reach), or
+/// the host's network where the user gave the run's capsule `network = "host"`; of the home,
+/// besides what the run's capsule shows, exactly the login and configuration paths of the agent
+/// CLIs their commands name (read-only) and those CLIs' key variables. A run without a local capsule (`none`, `prefix`) gives workers its own.
 pub fn for_workers(
     root: &Path,
     config: &CapsuleConfig,
@@ -120,7 +121,10 @@ pub fn for_workers(
         return run_capsule.clone();
     }
     let mut config = config.clone();
-    config.network = Network::Host;
+    config.network = match config.network {
+        Network::Host => Network::Host,
+        Network::None | Network::Internet => Network::Internet,
+    };
     config.env.extend(clis.iter().flat_map(|cli| cli.env.iter().map(|v| (*v).to_string())));
     let home = std::env::var_os("HOME").map(PathBuf::from);
     let logins: Vec<(PathBuf, String)> =
@@ -137,11 +141,11 @@ pub fn for_workers(
     };
     let names: Vec<&str> = clis.iter().map(|cli| cli.program).collect();
     let why = match names.as_slice() {
-        [] => "for workers: the host's network; no known agent CLI named in the worker \
+        [] => "for workers: the network as above; no known agent CLI named in the worker \
                commands, so no login is shown (expose it)"
             .to_string(),
         names => format!(
-            "for workers: the host's network, the logins of {} read-only",
+            "for workers: the network as above, the logins of {} read-only",
             names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
         ),
     };

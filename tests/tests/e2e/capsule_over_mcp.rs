@@ -1,8 +1,9 @@
 //! `agent-tools mcp --capsule bwrap` and `--capsule landlock`: a Python cell, a Node cell, a
 //! debuggee and a worker each try to write outside the project, read `~/.ssh` and a file of the
-//! user's home on no list, reach a port of the host and signal a host process, and all fail,
+//! user's home on no list, reach a port of the host and signal a host process, and all fail
+//! (the worker's `CONNECT` to the host through its egress proxy too, with the proxy's sentence),
 //! while the project's files, the `tool()` bridge, interrupts and crash recovery work; `status`
-//! says what confines the run; nothing is left after it.
+//! says what confines the run; nothing is left after it, the proxy's port included.
 
 use std::{
     net::TcpListener,
@@ -160,28 +161,33 @@ fn node_probe(ssh: &Path, pgpass: &Path, port: u16) -> String {
     )
 }
 
-/// Whether a probe's capsule has the network.
-#[derive(PartialEq)]
-enum Net {
-    /// Cells and debuggees: no connection, 127.0.0.1 included.
-    None,
-    /// Workers: they call a model's API, so they have the host's network.
-    Host,
+/// What a worker tries besides the probe: a `CONNECT` to the host's `port` through the egress
+/// proxy its `HTTPS_PROXY` names; it prints the proxy's port.
+fn proxy_probe(port: u16) -> String {
+    format!(
+        "import os, socket\n\
+         proxy = os.environ['HTTPS_PROXY'].removeprefix('http://').split(':')\n\
+         s = socket.create_connection((proxy[0], int(proxy[1])), 20)\n\
+         s.sendall(b'CONNECT 127.0.0.1:{port} HTTP/1.1\\r\\nHost: 127.0.0.1\\r\\n\\r\\n')\n\
+         line = s.makefile('rb').readline().decode().strip()\n\
+         print(('proxy: refused (%s)' if ' 403 ' in line else 'proxy: CONNECTED (%s)') % line)\n\
+         print('proxy-port:', proxy[1])\n"
+    )
 }
 
 /// Every wall held in `text` (the probes refused, the project written).
-fn assert_walls_held(who: &str, text: &str, net: Net) {
-    let network = match net {
-        Net::None => "network: refused",
-        Net::Host => "network: CONNECTED",
-    };
-    let walls =
-        ["write-outside: refused", "ssh: hidden", "home: hidden", network, "signal: refused"];
+fn assert_walls_held(who: &str, text: &str) {
+    let walls = [
+        "write-outside: refused",
+        "ssh: hidden",
+        "home: hidden",
+        "network: refused",
+        "signal: refused",
+    ];
     for wall in walls {
         assert!(text.contains(wall), "{who}: `{wall}` missing:\n{text}");
     }
-    let connected = if net == Net::Host { "never shown" } else { "CONNECTED" };
-    for breach in ["ALLOWED", "READ ", connected, "DELIVERED", "PRIVATE KEY"] {
+    for breach in ["ALLOWED", "READ ", "CONNECTED", "DELIVERED", "PRIVATE KEY"] {
         assert!(!text.contains(breach), "{who}: the capsule leaked ({breach}):\n{text}");
     }
     assert!(text.contains("project: writable"), "{who}:\n{text}");
@@ -256,7 +262,11 @@ fn walls_hold_over_mcp(kind: &str, named: &str, who: Who) {
         &[
             ("agent-tools.toml", &config),
             ("walls.py", &walls),
-            ("worker.sh", "cat > /dev/null\n.venv/bin/python walls.py\n"),
+            ("proxy.py", &proxy_probe(port)),
+            (
+                "worker.sh",
+                "cat > /dev/null\n.venv/bin/python walls.py\n.venv/bin/python proxy.py\n",
+            ),
             ("data.txt", "alpha\n"),
             ("out/.keep", ""),
         ],
@@ -300,7 +310,7 @@ fn walls_hold_over_mcp(kind: &str, named: &str, who: Who) {
 
     let first = text_of(&results[1]);
     assert_eq!(results[1]["isError"], false, "{first}");
-    assert_walls_held("a Python cell", first, Net::None);
+    assert_walls_held("a Python cell", first);
     assert!(
         first.contains(named) && first.contains("no network"),
         "the note tells the model what confined it: {first}"
@@ -325,14 +335,24 @@ fn walls_hold_over_mcp(kind: &str, named: &str, who: Who) {
     assert!(text_of(&results[6]).contains("'fresh kernel'"), "{}", text_of(&results[6]));
     let node = text_of(&results[7]);
     assert_eq!(results[7]["isError"], false, "{node}");
-    assert_walls_held("a Node cell", node, Net::None);
+    assert_walls_held("a Node cell", node);
     let debugged = text_of(&results[8]);
     assert_eq!(results[8]["isError"], false, "{debugged}");
     assert!(debugged.contains("exited"), "{debugged}");
-    assert_walls_held("a debuggee", debugged, Net::None);
+    assert_walls_held("a debuggee", debugged);
     let worker = text_of(&results[10]);
     assert_eq!(results[10]["isError"], false, "{worker}");
-    assert_walls_held("a worker", worker, Net::Host);
+    assert_walls_held("a worker", worker);
+    let refused = format!(
+        "proxy: refused (HTTP/1.1 403 agent-tools' egress proxy refused 127.0.0.1:{port}: \
+         127.0.0.1 is a loopback address of the host"
+    );
+    assert!(worker.contains(&refused), "the proxy refused the host, saying why: {worker}");
+    let proxy_port: u16 = worker
+        .lines()
+        .find_map(|l| l.strip_prefix("proxy-port: "))
+        .and_then(|p| p.trim().parse().ok())
+        .unwrap_or_else(|| panic!("the worker printed its proxy's port: {worker}"));
     assert_eq!(
         std::fs::read_to_string(project.root.join("out/made-here.txt")).expect("made"),
         "xjxx",
@@ -340,7 +360,9 @@ fn walls_hold_over_mcp(kind: &str, named: &str, who: Who) {
     );
     listener.set_nonblocking(true).expect("nonblocking");
     let reached = std::iter::from_fn(|| listener.accept().ok()).count();
-    assert_eq!(reached, 1, "only the worker, which has the network, reached the host's port");
+    assert_eq!(reached, 0, "nothing reached the host's port, directly or through the proxy");
+    let proxy = std::net::TcpStream::connect(("127.0.0.1", proxy_port));
+    assert!(proxy.is_err(), "the workers' egress proxy outlived the run");
     assert!(!Path::new(&format!("/tmp/{scratch}")).exists(), "the capsule's temp is its own");
     crate::support::assert_no_survivors(&marker, std::time::Duration::from_secs(5));
     let leftovers: Vec<_> = std::fs::read_dir(std::env::temp_dir())

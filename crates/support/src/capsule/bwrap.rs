@@ -4,7 +4,8 @@
 //! `.git` and `agent-tools.toml` read-only), a private `/tmp`, the home folder private (an empty
 //! one in its place, with only what the run needs from it bound read-only at its own paths), the
 //! user's secrets hidden even there (`~/.cargo/credentials.toml`), `/run` empty (no host service
-//! sockets), the environment cut to an allow-list, no network unless the user allows it, an own
+//! sockets), the environment cut to an allow-list, no network unless the user allows it (for
+//! workers: the host's network kept by Landlock's network rules to their egress proxy), an own
 //! PID, IPC and UTS namespace, no capabilities, a new session (no keystrokes pushed into the
 //! host's terminal), and death with the host.
 #![allow(
@@ -16,8 +17,10 @@ use std::{
     ffi::{OsStr, OsString},
     io,
     net::TcpStream,
+    os::fd::OwnedFd,
     path::{Path, PathBuf},
     process::{Command, Stdio},
+    sync::Arc,
     time::Duration,
 };
 
@@ -34,6 +37,11 @@ pub struct Bwrap {
     args: Vec<OsString>,
     walls: Walls,
     filter: Vec<seccomp::Instruction>,
+    /// With [`Network::Internet`]: Landlock's network rules, applied to bubblewrap itself (they
+    /// pass to everything it starts), since the capsule shares the host's network namespace.
+    network_rules: Option<Arc<OwnedFd>>,
+    /// Why the capsule has the host's network although [`Network::Internet`] was asked for.
+    network_note: Option<String>,
 }
 
 /// The descriptor bubblewrap reads the seccomp filter from.
@@ -45,16 +53,28 @@ const HOME_INSIDE: &str = "/tmp/home";
 impl Bwrap {
     /// Makes the run's capsule: resolves `bwrap`, creates the private folders and checks once
     /// that bubblewrap can make its namespaces here.
-    pub fn start(options: CapsuleOptions) -> Result<Bwrap, Error> {
+    pub fn start(mut options: CapsuleOptions) -> Result<Bwrap, Error> {
         let program = resolve_program(options.program.as_deref(), &options.project)?;
+        let (network, network_note) = network_on(options.network, super::landlock_abi());
+        options.network = network;
         let walls = Walls::new(&options)?;
+        let network_rules = match walls.proxy_port() {
+            Some(port) => Some(Arc::new(super::landlock::network_only(port).map_err(|e| {
+                capsule_error(format!("cannot build the workers' Landlock network rules: {e}"))
+            })?)),
+            None => None,
+        };
         // What a hidden file reads as: empty (a bound /dev/null would refuse to open).
         let empty = walls.run_dir.0.join("empty");
         std::fs::write(&empty, "")
             .map_err(|e| capsule_error(format!("cannot create {}: {e}", empty.display())))?;
         let args = mounts(&walls, &empty);
-        let filter = seccomp::program(seccomp::IpSockets::All);
-        let capsule = Bwrap { program, args, walls, filter };
+        let filter = seccomp::program(match walls.network {
+            // Without network UDP stays in its own namespace; a worker resolves through the proxy.
+            Network::Internet => seccomp::IpSockets::TcpOnly,
+            Network::None | Network::Host => seccomp::IpSockets::All,
+        });
+        let capsule = Bwrap { program, args, walls, filter, network_rules, network_note };
         capsule.check()?;
         Ok(capsule)
     }
@@ -87,6 +107,31 @@ impl Bwrap {
             output.status,
             String::from_utf8_lossy(&output.stderr).trim()
         )))
+    }
+}
+
+/// The network a capsule that asked for `network` gets on a kernel with Landlock ABI `abi`, and
+/// what `status` adds about it: without Landlock's network rules nothing keeps a process that
+/// shares the host's network namespace off its loopback, so workers get the host's network.
+fn network_on(network: Network, abi: i32) -> (Network, Option<String>) {
+    match network {
+        Network::Internet if abi < 4 => (
+            Network::Host,
+            Some(format!(
+                "; workers reach the host's loopback and its other local addresses, since this \
+                 kernel has {} (Landlock ABI 4, Linux 6.7, keeps them to an egress proxy)",
+                if abi == 0 { "no Landlock".to_string() } else { format!("Landlock ABI {abi}") }
+            )),
+        ),
+        Network::Internet if abi < 6 => (
+            Network::Internet,
+            Some(
+                "; abstract sockets of the host's services stay reachable (Landlock ABI 6, Linux \
+                 6.12, scopes them)"
+                    .to_string(),
+            ),
+        ),
+        network => (network, None),
     }
 }
 
@@ -166,6 +211,10 @@ impl Capsule for Bwrap {
                 Err(e) => Err(io::Error::new(e.kind(), "no memory file for the seccomp filter")),
             });
         }
+        if let Some(rules) = self.network_rules.clone() {
+            // SAFETY: `restrict_self` only makes system calls.
+            unsafe { command.pre_exec(move || super::landlock::restrict_self(&rules)) };
+        }
         command.arg("--").arg(program).args(args);
         command.env_clear().envs(self.walls.environment(HOME_INSIDE.as_ref(), "/tmp".as_ref()));
         command
@@ -177,10 +226,8 @@ impl Capsule for Bwrap {
              capabilities, gone with the host",
             self.program.display(),
             self.walls.describe_files(),
-            match self.walls.network {
-                Network::None => "no network (127.0.0.1 is the capsule's own)",
-                Network::Host => "the host's network",
-            }
+            self.walls.describe_network("no network (127.0.0.1 is the capsule's own)")
+                + self.network_note.as_deref().unwrap_or_default(),
         )
     }
 
@@ -195,7 +242,7 @@ impl Capsule for Bwrap {
 
     fn connect_loopback(&self, pid: u32, port: u16, within: Duration) -> io::Result<TcpStream> {
         match self.walls.network {
-            Network::Host => {
+            Network::Host | Network::Internet => {
                 TcpStream::connect_timeout(&(std::net::Ipv4Addr::LOCALHOST, port).into(), within)
             }
             Network::None => super::netns::connect_inside(pid, port, within),
@@ -261,4 +308,25 @@ fn resolve_program(configured: Option<&Path>, project: &Path) -> Result<PathBuf,
                     .to_string(),
             )
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn without_landlock_network_rules_workers_get_the_host_network_and_status_says_so() {
+        for abi in [0, 3] {
+            let (network, note) = network_on(Network::Internet, abi);
+            assert_eq!(network, Network::Host, "ABI {abi}");
+            let note = note.expect("a note");
+            assert!(note.contains("workers reach the host's loopback"), "{note}");
+        }
+        let (network, note) = network_on(Network::Internet, 5);
+        assert_eq!(network, Network::Internet);
+        assert!(note.is_some_and(|n| n.contains("abstract sockets")));
+        assert_eq!(network_on(Network::Internet, 7), (Network::Internet, None));
+        assert_eq!(network_on(Network::None, 0), (Network::None, None));
+        assert_eq!(network_on(Network::Host, 7), (Network::Host, None));
+    }
 }

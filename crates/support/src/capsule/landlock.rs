@@ -5,7 +5,8 @@
 //! capabilities (root's bounding set emptied), death with the host, a Landlock domain (the
 //! system read-only, the project read-write with its protected paths read-only, the private
 //! home's shown paths read-only, a private temp folder, no TCP connection and no TCP port but
-//! an ephemeral one without network, no signal and no abstract socket out of the domain), then
+//! an ephemeral one without network, for workers no TCP connection but to their egress proxy,
+//! no signal and no abstract socket out of the domain), then
 //! the [`seccomp`](super::seccomp) filter. The ruleset and the filter are built once in the
 //! host; the child only makes system calls.
 //!
@@ -152,7 +153,7 @@ fn confinement(walls: &Walls, abi: i32, ports: &[u16]) -> Result<Confinement, Er
     let ruleset = ruleset(walls, abi, ports)
         .map_err(|e| capsule_error(format!("cannot build its Landlock rules: {e}")))?;
     let ip = match walls.network {
-        Network::None => IpSockets::TcpOnly,
+        Network::None | Network::Internet => IpSockets::TcpOnly,
         Network::Host => IpSockets::All,
     };
     Ok(Confinement { ruleset, filter: seccomp::program(ip) })
@@ -203,7 +204,7 @@ fn build_ruleset(
     }
     let mut handled = Ruleset::default().set_compatibility(CompatLevel::BestEffort);
     handled = handled.handle_access(AccessFs::from_all(abi))?;
-    if walls.network == Network::None {
+    if walls.network != Network::Host {
         handled = handled.handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)?;
     }
     let mut created = handled.scope(Scope::Signal | Scope::AbstractUnixSocket)?.create()?;
@@ -215,12 +216,48 @@ fn build_ruleset(
     if walls.network == Network::None {
         // An ephemeral port to listen on (a debug adapter's), reached from the host only.
         created = created.add_rule(NetPort::new(0, AccessNet::BindTcp))?;
+    }
+    if walls.network != Network::Host {
         for port in ports {
             created = created
                 .add_rule(NetPort::new(*port, AccessNet::BindTcp | AccessNet::ConnectTcp))?;
         }
     }
+    if let Some(port) = walls.proxy_port() {
+        // The only way out: the egress proxy, on the host's loopback.
+        created = created.add_rule(NetPort::new(port, AccessNet::ConnectTcp))?;
+    }
     Ok(created.into())
+}
+
+/// A ruleset that confines the network only: TCP connections to `port` alone, no TCP port
+/// to listen on, no abstract socket out of the domain. For a bubblewrap capsule's workers,
+/// which share the host's network namespace (and with it its loopback and abstract sockets).
+pub(super) fn network_only(port: u16) -> Result<OwnedFd, String> {
+    let built = || -> Result<Option<OwnedFd>, landlock::RulesetError> {
+        let created = Ruleset::default()
+            .set_compatibility(CompatLevel::BestEffort)
+            .handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)?
+            .scope(Scope::AbstractUnixSocket)?
+            .create()?
+            .add_rule(NetPort::new(port, AccessNet::ConnectTcp))?;
+        Ok(created.into())
+    };
+    built().map_err(|e| e.to_string())?.ok_or_else(|| "the kernel gave no ruleset".to_string())
+}
+
+/// Confines the calling (forked, single-threaded) process by `ruleset`, with `no_new_privs`,
+/// which Landlock requires. Only system calls: no allocation, no lock.
+pub(super) fn restrict_self(ruleset: &OwnedFd) -> io::Result<()> {
+    // SAFETY: plain system calls on integers and a descriptor `ruleset` owns.
+    unsafe {
+        if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0
+            || libc::syscall(libc::SYS_landlock_restrict_self, ruleset.as_raw_fd(), 0u32) != 0
+        {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
 }
 
 /// The project: read-write, but its protected paths read-only; Landlock cannot except a path
@@ -258,14 +295,27 @@ fn allow_except(
         rules.push((root.to_path_buf(), access));
         return;
     }
-    let Ok(entries) = std::fs::read_dir(root) else { return };
-    for entry in entries.flatten() {
+    let entries: Vec<PathBuf> = match std::fs::read_dir(root) {
+        Ok(entries) => entries.flatten().map(|e| e.path()).collect(),
+        // Inside a Landlock capsule (a worker's own agent-tools) `/` cannot be listed: the
+        // usual top-level folders, each still checked against the exceptions (the enclosing
+        // capsule's own rules apply on top).
+        Err(_) if root == Path::new("/") => TOP_LEVEL.iter().map(|n| root.join(n)).collect(),
+        Err(_) => return,
+    };
+    for entry in entries {
         // A symlink is reached through its target's own rule.
-        if entry.file_type().is_ok_and(|t| !t.is_symlink()) {
-            allow_except(&entry.path(), except, access, rules);
+        if entry.symlink_metadata().is_ok_and(|m| !m.file_type().is_symlink()) {
+            allow_except(&entry, except, access, rules);
         }
     }
 }
+
+/// The top-level folders of a Linux system, for a root that cannot be listed.
+const TOP_LEVEL: &[&str] = &[
+    "bin", "boot", "dev", "etc", "gnu", "home", "lib", "lib32", "lib64", "libx32", "media", "mnt",
+    "nix", "opt", "proc", "root", "run", "sbin", "snap", "srv", "sys", "tmp", "usr", "var",
+];
 
 impl Landlock {
     /// `program args…` confined by `confinement`.
@@ -304,7 +354,7 @@ impl Capsule for Landlock {
 
     fn loopback_tcp(&self) -> LoopbackTcp {
         match self.walls.network {
-            Network::None => LoopbackTcp::GivenPorts,
+            Network::None | Network::Internet => LoopbackTcp::GivenPorts,
             Network::Host => LoopbackTcp::Open,
         }
     }
@@ -325,10 +375,8 @@ impl Capsule for Landlock {
              loopback of its own{}",
             self.abi,
             self.walls.describe_files(),
-            match self.walls.network {
-                Network::None => "no network (no TCP connection, not even to 127.0.0.1; no UDP)",
-                Network::Host => "the host's network",
-            },
+            self.walls
+                .describe_network("no network (no TCP connection, not even to 127.0.0.1; no UDP)"),
             if self.abi >= 6 { "" } else { " (NOT on this kernel: Landlock ABI 6 needed)" },
             if self.abi >= 9 {
                 ""

@@ -14,7 +14,8 @@
 //! private `/tmp`, the home private but for what the run needs, no network, its own PID
 //! namespace) and [`Landlock`] (the same walls from Landlock rules and a seccomp filter applied
 //! between fork and exec, where bubblewrap cannot make namespaces; no PID namespace, no
-//! loopback of its own).
+//! loopback of its own). A local capsule with [`Network::Internet`] (the workers') reaches
+//! public addresses only, through an [`EgressProxy`] of its own.
 //!
 //! Past one machine: a container per run (`podman exec -i NAME`) or a Kubernetes pod per run
 //! (`kubectl exec -i POD --`) fits the same contract as another implementation: the constructor
@@ -29,6 +30,8 @@
 //! confining backends, only bubblewrap and Landlock are built and tested here.
 
 mod bwrap;
+mod destination;
+mod egress;
 mod environment;
 mod home;
 mod landlock;
@@ -50,6 +53,7 @@ use std::{
 
 pub use self::{
     bwrap::Bwrap,
+    egress::EgressProxy,
     environment::PASSED_ENV,
     home::{HomeNeeds, HomeView},
     landlock::{Landlock, kernel_abi as landlock_abi},

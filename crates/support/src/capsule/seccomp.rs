@@ -5,7 +5,8 @@
 //! `clone3`, whose flags a filter cannot read, answers `ENOSYS` so libc falls back to `clone`),
 //! the kernel keyring (`keyctl`, `add_key`, `request_key`), `io_uring` (its operations bypass
 //! this filter), `bpf`, `perf_event_open`, pushing keystrokes into a terminal (`TIOCSTI`),
-//! and without network every IP socket but TCP (whose connections Landlock refuses). A
+//! and without network (or for workers) every IP socket but plain TCP (whose connections Landlock
+//! refuses but to the ports it allows). A
 //! hand-built classic BPF program: a handful of comparisons, no dependency.
 
 /// One BPF instruction (`struct sock_filter`).
@@ -107,15 +108,19 @@ pub(super) fn program(ip: IpSockets) -> Vec<Instruction> {
         ret(ALLOW),
     ]);
     if ip == IpSockets::TcpOnly {
-        // socket(AF_INET or AF_INET6, type other than SOCK_STREAM, …): refused.
+        // socket(AF_INET or AF_INET6, …) other than SOCK_STREAM with protocol 0 or TCP:
+        // refused (MPTCP and SCTP streams are not TCP to Landlock's rules).
         p.extend([
-            op(JEQ_K, libc::SYS_socket as u32, 0, 8),
+            op(JEQ_K, libc::SYS_socket as u32, 0, 11),
             load(arg(0)),
             op(JEQ_K, libc::AF_INET as u32, 1, 0),
-            op(JEQ_K, libc::AF_INET6 as u32, 0, 4),
+            op(JEQ_K, libc::AF_INET6 as u32, 0, 7),
             load(arg(1)),
             op(AND_K, 0xf, 0, 0),
-            op(JEQ_K, libc::SOCK_STREAM as u32, 1, 0),
+            op(JEQ_K, libc::SOCK_STREAM as u32, 0, 3),
+            load(arg(2)),
+            op(JEQ_K, 0, 2, 0),
+            op(JEQ_K, libc::IPPROTO_TCP as u32, 1, 0),
             ret(EPERM),
             ret(ALLOW),
         ]);

@@ -13,6 +13,7 @@ use std::{
 };
 
 use super::{
+    egress::EgressProxy,
     environment,
     home::{HomeNeeds, HomeView},
 };
@@ -28,6 +29,11 @@ pub enum Network {
     None,
     /// The host's network.
     Host,
+    /// Public addresses only, through an egress proxy of the capsule's own (its proxy
+    /// variables point there; every other TCP connection and UDP are refused): what workers
+    /// get to reach their model's API. Set by the host, not by a configuration.
+    #[serde(skip)]
+    Internet,
 }
 
 /// Locations under the home folder hidden even where the run shows the folder they are in
@@ -57,6 +63,9 @@ pub const HIDDEN_IN_HOME: &[&str] = &[
     ".claude.json",
     ".codex",
 ];
+
+/// The proxy variables a capsule with [`Network::Internet`] sets (each also in lower case).
+const PROXY_VARIABLES: [&str; 3] = ["HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY"];
 
 /// Project paths kept read-only inside (a cell must not plant a git hook or change the
 /// project's agent-tools settings), unless the user's configuration says otherwise.
@@ -114,6 +123,8 @@ pub(super) struct Walls {
     /// Toolchain homes that default to the home folder, pinned to the host's (read-only
     /// inside), since the home inside is a private one.
     toolchain_env: Vec<(&'static str, PathBuf)>,
+    /// With [`Network::Internet`]: the only way out. Dropped before the folders go.
+    pub(super) egress: Option<Egress>,
     pub(super) run_dir: RunDir,
 }
 
@@ -137,6 +148,50 @@ fn link_logins(
         })?;
     }
     Ok(())
+}
+
+/// A capsule's way out with [`Network::Internet`].
+#[derive(Debug)]
+pub(super) enum Egress {
+    /// A proxy of its own.
+    Own(EgressProxy),
+    /// The proxy of the workers' capsule this one is made in (a worker's own agent-tools
+    /// starting workers), whose rules let nothing listen: that proxy's port.
+    Enclosing(u16),
+}
+
+/// The variable that tells processes inside a workers' capsule its proxy's port.
+const EGRESS_PORT: &str = "AGENT_TOOLS_EGRESS_PROXY_PORT";
+
+impl Egress {
+    fn for_network(network: Network) -> Result<Option<Egress>, Error> {
+        if network != Network::Internet {
+            return Ok(None);
+        }
+        let started = EgressProxy::start();
+        let enclosing = || std::env::var(EGRESS_PORT).ok()?.parse::<u16>().ok();
+        match started {
+            Ok(proxy) => Ok(Some(Egress::Own(proxy))),
+            // Refused a port: inside a workers' capsule, whose own proxy is the way out.
+            Err(e) if e.kind() == io::ErrorKind::PermissionDenied && enclosing().is_some() => {
+                Ok(enclosing().map(Egress::Enclosing))
+            }
+            Err(e) => {
+                Err(capsule_error(format!("cannot start its egress proxy on 127.0.0.1: {e}")))
+            }
+        }
+    }
+
+    pub(super) fn port(&self) -> u16 {
+        match self {
+            Egress::Own(proxy) => proxy.port(),
+            Egress::Enclosing(port) => *port,
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port())
+    }
 }
 
 /// Where a capsule's private temp folder (and the home in it) lives on the host.
@@ -194,6 +249,7 @@ impl Walls {
         let toolchain_env = home_path.as_deref().map(toolchain_homes).unwrap_or_default();
         link_logins(&run_dir.0.join("tmp").join("home"), home_path.as_deref(), &options.logins)?;
         let programs_in_temp = super::home::programs_in_temp(&options.programs);
+        let egress = Egress::for_network(options.network)?;
         Ok(Walls {
             project,
             programs_in_temp,
@@ -204,6 +260,7 @@ impl Walls {
             home,
             pass_env: options.pass_env.clone(),
             toolchain_env,
+            egress,
             run_dir,
         })
     }
@@ -219,7 +276,49 @@ impl Walls {
         env.extend(self.toolchain_env.iter().map(|(n, p)| (n.into(), p.clone().into())));
         env.push(("HOME".into(), home.into()));
         env.push(("TMPDIR".into(), tmp.into()));
+        if let Some(proxy) = &self.egress {
+            env.push((EGRESS_PORT.into(), proxy.port().to_string().into()));
+            for name in PROXY_VARIABLES {
+                env.push((name.into(), proxy.url().into()));
+                env.push((name.to_ascii_lowercase().into(), proxy.url().into()));
+            }
+            env.push(("NO_PROXY".into(), "".into()));
+            env.push(("no_proxy".into(), "".into()));
+            // Node (22.21, 24) reads the proxy variables in `fetch` and `http` only with it.
+            env.push(("NODE_USE_ENV_PROXY".into(), "1".into()));
+        }
         env
+    }
+
+    /// The egress proxy's port, with [`Network::Internet`].
+    pub(super) fn proxy_port(&self) -> Option<u16> {
+        self.egress.as_ref().map(Egress::port)
+    }
+
+    /// What the processes inside reach of the network, for `status`; `none` is the backend's
+    /// phrase for no network.
+    pub(super) fn describe_network(&self, none: &str) -> String {
+        match (self.network, self.proxy_port()) {
+            (Network::None, _) => none.to_string(),
+            (Network::Host, _) => "the host's network (its 127.0.0.1 services included)".into(),
+            (Network::Internet, port) => {
+                let port = port.map_or_else(|| "?".to_string(), |p| p.to_string());
+                format!(
+                    "public addresses only, through the run's egress proxy at 127.0.0.1:{port}{} \
+                     (HTTPS_PROXY, HTTP_PROXY and ALL_PROXY point there), which refuses the \
+                     host's own addresses (127.0.0.1, ::1, its interfaces'), link-local ones \
+                     (the cloud metadata service) and multicast; every other TCP connection, \
+                     listening port, UDP socket and DNS lookup inside is refused, so a program \
+                     that ignores the proxy variables has no network (port {port} of another \
+                     address stays reachable directly, other machines of the local network \
+                     through the proxy)",
+                    match self.egress {
+                        Some(Egress::Enclosing(_)) => " (the enclosing worker's)",
+                        _ => "",
+                    }
+                )
+            }
+        }
     }
 
     /// `~/.ssh, ~/.netrc` for a list of paths.
@@ -283,8 +382,17 @@ impl Walls {
             "EACCES",
             "EPERM",
         ];
-        if self.network == Network::None && network_words.iter().any(|w| output.contains(w)) {
-            found.push(no_network.to_string());
+        if network_words.iter().any(|w| output.contains(w)) {
+            match self.network {
+                Network::None => found.push(no_network.to_string()),
+                Network::Internet => found.push(
+                    "a worker reaches the internet only through the run's egress proxy (its \
+                     HTTPS_PROXY): a direct connection, DNS lookups, and any connection to the \
+                     host's own addresses (127.0.0.1 included) are refused"
+                        .into(),
+                ),
+                Network::Host => {}
+            }
         }
         let hidden: Vec<PathBuf> = self
             .hidden

@@ -315,6 +315,199 @@ fn no_network_and_the_host_processes_are_out_of_reach() {
     }
 }
 
+/// What a worker tries in its capsule: direct connections to the host (127.0.0.1, ::1, its
+/// interface address `own`; plain TCP and MPTCP), a UDP socket, and `CONNECT`s through the
+/// proxy its `HTTPS_PROXY` names, to the host and to a package registry on the internet.
+fn egress_probe(port: u16, own: &str) -> String {
+    format!(
+        "import os, socket\n\
+         out = []\n\
+         def direct(host, family=socket.AF_INET, proto=0, name='tcp'):\n\
+         \x20   try:\n\
+         \x20       s = socket.socket(family, socket.SOCK_STREAM, proto); s.settimeout(5)\n\
+         \x20       s.connect((host, {port})); out.append('direct %s %s: CONNECTED' % (name, host))\n\
+         \x20   except OSError as e: out.append('direct %s %s: refused (%s)' % (name, host, e.strerror))\n\
+         direct('127.0.0.1'); direct('{own}'); direct('::1', socket.AF_INET6)\n\
+         direct('127.0.0.1', proto=262, name='mptcp')\n\
+         try:\n\
+         \x20   socket.socket(socket.AF_INET, socket.SOCK_DGRAM); out.append('udp: ALLOWED')\n\
+         except OSError as e: out.append('udp: refused (%s)' % e.strerror)\n\
+         proxy = os.environ['HTTPS_PROXY'].removeprefix('http://').split(':')\n\
+         def through(target):\n\
+         \x20   s = socket.create_connection((proxy[0], int(proxy[1])), 20)\n\
+         \x20   s.sendall(('CONNECT %s HTTP/1.1\\r\\nHost: %s\\r\\n\\r\\n' % (target, target)).encode())\n\
+         \x20   out.append('proxy %s: %s' % (target, s.makefile('rb').readline().decode().strip()))\n\
+         for target in ['127.0.0.1:{port}', 'localhost:{port}', '{own}:{port}',\n\
+         \x20              '[::ffff:127.0.0.1]:{port}', '169.254.169.254:80', 'pypi.org:443']:\n\
+         \x20   through(target)\n\
+         print('\\n'.join(out))\n"
+    )
+}
+
+/// The host's address on its default route (an address of one of its interfaces).
+fn own_address() -> String {
+    let socket = std::net::UdpSocket::bind("0.0.0.0:0").unwrap();
+    socket.connect("203.0.113.1:9").expect("a default route");
+    socket.local_addr().unwrap().ip().to_string()
+}
+
+/// Threads of this test process whose name starts with `prefix`.
+fn threads_named(prefix: &str) -> usize {
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .flatten()
+        .filter(|t| {
+            std::fs::read_to_string(t.path().join("comm")).is_ok_and(|c| c.starts_with(prefix))
+        })
+        .count()
+}
+
+#[test]
+fn a_workers_capsule_reaches_public_addresses_only_through_its_proxy() {
+    for backend in backends() {
+        // Listening on every address of the host, as a service bound to 0.0.0.0 does.
+        let listener = std::net::TcpListener::bind("0.0.0.0:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let own = own_address();
+        let f = fixture(backend, Network::Internet);
+        let out = run_inside(&*f.capsule, f.project.path(), "env | grep -i _proxy");
+        let proxy = out
+            .lines()
+            .find_map(|l| l.strip_prefix("HTTPS_PROXY=http://127.0.0.1:"))
+            .and_then(|p| p.parse::<u16>().ok())
+            .unwrap_or_else(|| panic!("{backend:?}: no HTTPS_PROXY: {out}"));
+        for variable in ["https_proxy=", "HTTP_PROXY=", "all_proxy=", "NO_PROXY=\n"] {
+            assert!(out.contains(variable), "{backend:?}: {variable} missing: {out}");
+        }
+        let probe = egress_probe(port, &own);
+        let out = run_inside(&*f.capsule, f.project.path(), &format!("python3 -c \"{probe}\""));
+        for host in ["tcp 127.0.0.1", &format!("tcp {own}"), "tcp ::1"] {
+            let refused = format!("direct {host}: refused (Permission denied)");
+            assert!(out.contains(&refused), "{backend:?}: `{refused}` missing:\n{out}");
+        }
+        let mptcp = "direct mptcp 127.0.0.1: refused (Operation not permitted)";
+        assert!(out.contains(mptcp), "{backend:?}: {out}");
+        assert!(out.contains("udp: refused (Operation not permitted)"), "{backend:?}: {out}");
+        for target in [
+            format!("127.0.0.1:{port}"),
+            format!("localhost:{port}"),
+            format!("{own}:{port}"),
+            format!("[::ffff:127.0.0.1]:{port}"),
+            "169.254.169.254:80".into(),
+        ] {
+            let refused = format!("proxy {target}: HTTP/1.1 403 agent-tools' egress proxy refused");
+            assert!(out.contains(&refused), "{backend:?}: `{refused}` missing:\n{out}");
+        }
+        assert!(out.contains("a loopback address of the host"), "{backend:?}: {out}");
+        assert!(out.contains("an address of one of the host's own network interfaces"), "{out}");
+        let reached = "proxy pypi.org:443: HTTP/1.1 200 Connection established";
+        assert!(out.contains(reached), "{backend:?}: the internet through the proxy:\n{out}");
+        assert!(!out.contains("CONNECTED") && !out.contains("ALLOWED"), "{backend:?}: {out}");
+        listener.set_nonblocking(true).unwrap();
+        assert!(listener.accept().is_err(), "{backend:?}: nothing reached the host's port");
+        let status = f.capsule.describe();
+        assert!(
+            status.contains(&format!(
+                "public addresses only, through the run's egress proxy at \
+                                      127.0.0.1:{proxy}"
+            )),
+            "{status}"
+        );
+        let why = f.capsule.explain(&out).expect("a refused connection is explained");
+        assert!(why.contains("only through the run's egress proxy"), "{backend:?}: {why}");
+        // A host service on an abstract socket (shared with the host's network namespace).
+        if landlock_abi() >= 6 {
+            let name = format!("agent-tools-test-{}", std::process::id());
+            let addr = <std::os::unix::net::SocketAddr as std::os::linux::net::SocketAddrExt>::from_abstract_name(name.as_bytes()).unwrap();
+            let service = std::os::unix::net::UnixListener::bind_addr(&addr).unwrap();
+            let out = run_inside(
+                &*f.capsule,
+                f.project.path(),
+                &format!(
+                    "python3 -c \"import socket\ntry:\n socket.socket(socket.AF_UNIX).connect('\\0{name}'); \
+                     print('abstract: CONNECTED')\nexcept OSError as e: print('abstract: refused', e)\""
+                ),
+            );
+            assert!(
+                out.contains("abstract: refused [Errno 1] Operation not permitted"),
+                "{backend:?}: {out}"
+            );
+            service.set_nonblocking(true).unwrap();
+            assert!(service.accept().is_err(), "{backend:?}: nothing reached the host's service");
+        }
+        assert_eq!(threads_named("egress-proxy"), 1, "{backend:?}: the proxy runs");
+        drop(f);
+        for name in ["egress-proxy", "egress-conn", "egress-relay"] {
+            assert_eq!(threads_named(name), 0, "{backend:?}: {name} outlived the capsule");
+        }
+        let gone = std::net::TcpStream::connect(("127.0.0.1", proxy));
+        assert!(gone.is_err(), "{backend:?}: the proxy's port outlived the capsule");
+    }
+}
+
+/// Set when this test binary runs inside a workers' capsule to make one of its own there.
+const NESTED: &str = "AGENT_TOOLS_TEST_NESTED_WORKER";
+
+/// A worker's own agent-tools makes a workers' capsule inside its own, where nothing may
+/// listen on a port: its processes go out through the enclosing capsule's proxy, which still
+/// refuses the host. The capsule inside is Landlock (bubblewrap cannot make namespaces there).
+#[test]
+fn a_workers_capsule_made_inside_one_goes_out_through_the_enclosing_proxy() {
+    if let Ok(port) = std::env::var(NESTED) {
+        // Inside: Landlock (bubblewrap cannot make namespaces in a capsule).
+        let project = std::env::current_dir().unwrap();
+        let capsule = Landlock::start(CapsuleOptions {
+            project: project.clone(),
+            network: Network::Internet,
+            ..CapsuleOptions::default()
+        })
+        .expect("a workers' capsule inside a workers' capsule");
+        let own = std::env::var("AGENT_TOOLS_TEST_OWN").unwrap();
+        let probe = egress_probe(port.parse().unwrap(), &own);
+        let out = run_inside(&capsule, &project, &format!("python3 -c \"{probe}\""));
+        #[allow(clippy::print_stdout, reason = "the enclosing test reads it")]
+        {
+            println!("{out}\nnested status: {}", capsule.describe());
+        }
+        return;
+    }
+    for backend in backends() {
+        let listener = std::net::TcpListener::bind("0.0.0.0:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let project = tempfile::tempdir().unwrap();
+        let this = std::env::current_exe().unwrap();
+        let capsule = start(
+            backend,
+            CapsuleOptions {
+                project: project.path().to_path_buf(),
+                network: Network::Internet,
+                programs: vec![this.clone()],
+                ..CapsuleOptions::default()
+            },
+        );
+        let out = run_inside(
+            &*capsule,
+            project.path(),
+            &format!(
+                "{NESTED}={port} AGENT_TOOLS_TEST_OWN={} {} --exact --nocapture \
+                 capsule::a_workers_capsule_made_inside_one_goes_out_through_the_enclosing_proxy",
+                own_address(),
+                this.display()
+            ),
+        );
+        assert!(out.contains("test result: ok. 1 passed"), "{backend:?}: {out}");
+        let refused =
+            format!("proxy 127.0.0.1:{port}: HTTP/1.1 403 agent-tools' egress proxy refused");
+        assert!(out.contains(&refused), "{backend:?}: {out}");
+        assert!(out.contains("direct tcp 127.0.0.1: refused (Permission denied)"), "{out}");
+        assert!(out.contains("proxy pypi.org:443: HTTP/1.1 200"), "{backend:?}: {out}");
+        assert!(out.contains("egress proxy at 127.0.0.1:"), "{backend:?}: {out}");
+        assert!(out.contains("(the enclosing worker's)"), "{backend:?}: {out}");
+        listener.set_nonblocking(true).unwrap();
+        assert!(listener.accept().is_err(), "{backend:?}: nothing reached the host's port");
+    }
+}
+
 #[test]
 fn processes_inside_talk_on_the_loopback_ports_given_and_on_no_other() {
     for backend in backends() {
