@@ -17,7 +17,9 @@
 //! ours ÷ that. Last, one match rewritten to 100,000 lines (issue 27): ours stages and accepts it
 //! through the example (`--rewrite-file`), ast-grep runs `scan --rule` with that `fix` and `-U`;
 //! both must leave the same file. Extra arguments: `--runs N`, `--only LANG` (one language's
-//! patterns).
+//! patterns), `--realtime` (each search of either tool runs under `chrt -f 10`, real-time
+//! scheduling: on a machine loaded by other work it gets the CPUs as on a quiet one, and that
+//! other work waits while it runs).
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
@@ -314,6 +316,18 @@ mod serde_like {
     }
 }
 
+/// A command running `program`, under `chrt -f 10` with `realtime` (`chrt` becomes the program,
+/// so its CPU time is the program's).
+fn launcher(program: &Path, realtime: bool) -> Command {
+    if realtime {
+        let mut c = Command::new("chrt");
+        c.args(["-f", "10"]).arg(program);
+        c
+    } else {
+        Command::new(program)
+    }
+}
+
 /// `a ÷ b`.
 fn ratio(a: Duration, b: Duration) -> f64 {
     a.as_secs_f64() / b.as_secs_f64().max(1e-9)
@@ -352,6 +366,10 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
         String::from_utf8_lossy(&version.stdout).trim()
     );
     let only = args.iter().position(|a| a == "--only").and_then(|i| args.get(i + 1));
+    let realtime = args.iter().any(|a| a == "--realtime");
+    if realtime {
+        println!("each search runs under `chrt -f 10` (real-time scheduling)");
+    }
     let patterns: Vec<&(&str, &str, &str)> =
         PATTERNS.iter().filter(|(lang, _, _)| only.is_none_or(|o| o.as_str() == *lang)).collect();
     let copies = tempfile::tempdir()?;
@@ -394,13 +412,13 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
     for (lang, corpus_name, pattern) in patterns {
         let dir = corpus(corpus_name, copies.path())?;
         let ours_cmd = || {
-            let mut c = Command::new(&ours);
+            let mut c = launcher(&ours, realtime);
             c.args([*pattern, *lang]).arg(&dir).args(["--max-results", "500"]);
             c
         };
         let is_rule = pattern.starts_with('{');
         let sg_cmd = || {
-            let mut c = Command::new(&sg);
+            let mut c = launcher(&sg, realtime);
             if is_rule {
                 c.args(["scan", "--inline-rules", RULE_YAML, "--json=stream"]).arg(&dir);
             } else {
