@@ -62,6 +62,17 @@ impl Session {
         super::tracker::remember_family(&self.shared, self.process.as_ref().map(|p| p.pid));
     }
 
+    /// [`remember_descendants`](Self::remember_descendants) on the blocking pool.
+    fn remember_descendants_soon(&self) -> Option<tokio::task::JoinHandle<()>> {
+        if !self.owns_debuggee {
+            return None;
+        }
+        let (shared, adapter) = (self.shared.clone(), self.process.as_ref().map(|p| p.pid));
+        Some(tokio::task::spawn_blocking(move || {
+            super::tracker::remember_family(&shared, adapter);
+        }))
+    }
+
     pub(super) async fn wait_for(
         &self,
         after: u64,
@@ -335,8 +346,14 @@ impl Session {
     }
 
     pub(super) async fn stopped(&mut self, notes: Vec<String>) -> RunState {
-        self.remember_descendants();
+        tracing::trace!("stop: seen");
+        // The `/proc` walk runs while the snapshot's requests are out, not before them.
+        let remembering = self.remember_descendants_soon();
         let mut snapshot = self.snapshot().await;
+        if let Some(remembering) = remembering {
+            let _ = remembering.await;
+        }
+        tracing::trace!("stop: snapshot taken");
         self.finish_watch(&mut snapshot).await;
         snapshot.notes.splice(0..0, notes);
         RunState::Stopped(Box::new(snapshot))

@@ -40,6 +40,11 @@ impl Session {
     ) -> Result<StartedView, DebugError> {
         let deadline = Instant::now() + opts.config.launch_timeout();
         self.initialize(deadline, &opts.cancel).await?;
+        // The adapter starts the program on `launch`: by then it is in its cgroup.
+        if let Some(process) = &self.process {
+            process.group.joined_cgroup().await;
+            tracing::trace!("start: the adapter is in its cgroup");
+        }
         let (breakpoints, filters) = match self.start_request(opts)? {
             StartRequest::Launch(arguments) => {
                 self.start_program::<Launch>(opts, arguments, deadline).await?
