@@ -63,14 +63,15 @@ impl Session {
     }
 
     /// [`remember_descendants`](Self::remember_descendants) on the blocking pool.
-    fn remember_descendants_soon(&self) -> Option<tokio::task::JoinHandle<()>> {
+    async fn remember_descendants_off_thread(&self) {
         if !self.owns_debuggee {
-            return None;
+            return;
         }
         let (shared, adapter) = (self.shared.clone(), self.process.as_ref().map(|p| p.pid));
-        Some(tokio::task::spawn_blocking(move || {
+        let _ = tokio::task::spawn_blocking(move || {
             super::tracker::remember_family(&shared, adapter);
-        }))
+        })
+        .await;
     }
 
     pub(super) async fn wait_for(
@@ -347,12 +348,11 @@ impl Session {
 
     pub(super) async fn stopped(&mut self, notes: Vec<String>) -> RunState {
         tracing::trace!("stop: seen");
-        // The `/proc` walk runs while the snapshot's requests are out, not before them.
-        let remembering = self.remember_descendants_soon();
         let mut snapshot = self.snapshot().await;
-        if let Some(remembering) = remembering {
-            let _ = remembering.await;
-        }
+        // After the snapshot's requests, not beside them: the `/proc` walk takes CPU the
+        // adapter needs to answer them (on two cores with 500 processes, a 0.5 ms `stackTrace`
+        // took 3–4 ms beside it).
+        self.remember_descendants_off_thread().await;
         tracing::trace!("stop: snapshot taken");
         self.finish_watch(&mut snapshot).await;
         snapshot.notes.splice(0..0, notes);

@@ -349,7 +349,13 @@ impl Session {
                 response.error_text()
             )));
         }
-        self.remember_descendants();
+        // A `/proc` walk takes CPU the program needs on its way to the first stop: only a
+        // program fed on stdin is looked for now (a wait for input is told by its processes).
+        // The tracker looks every 200 ms, the stop and teardown look too, and the adapter's
+        // group, lineage mark and cgroup hold the program meanwhile.
+        if self.shared.read(|s| s.stdin.is_some() || s.pending_stdin.is_some()) {
+            self.remember_descendants();
+        }
         if self.owns_debuggee {
             let adapter = self.process.as_ref().map(|p| p.pid);
             self.tasks.push(super::tracker::track(self.shared.clone(), adapter));
