@@ -69,7 +69,7 @@ use self::{
 };
 pub use self::{
     group::{ProcessGroup, WeakProcessGroup},
-    known::{KnownProcess, descendants, family, group_members, group_of, kill_group},
+    known::{KnownProcess, children, descendants, family, group_members, group_of, kill_group},
     teardown::Teardown,
 };
 
