@@ -2,6 +2,9 @@
 //! client driving the same adapter in the same run. Run by `cargo xtask bench debug`.
 //!
 //! Usage: `bench_launch [--iterations N] [--adapters debugpy,lldb,delve] [--python PATH]`.
+//! With `BENCH_TRACE` set (an `EnvFilter`, say `agent_tools_debug=trace,agent_tools_support=trace`)
+//! every DAP message and spawn step is logged to stderr with its time since the start, to see
+//! where a launch spends its time.
 //! For each adapter it builds the fixture in a temp folder, warms up once, then alternates
 //! ours / raw N times and prints medians:
 //! - ours: `launch` with one breakpoint until the snapshot (stop, stack, locals, source, output)
@@ -51,6 +54,13 @@ fn main() {
         .map(|v| v.split(',').map(str::to_string).collect())
         .unwrap_or_else(|| CASES.iter().map(|c| c.adapter.to_string()).collect());
     let python = value("--python").map(PathBuf::from);
+    if let Ok(filter) = std::env::var("BENCH_TRACE") {
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+            .with_timer(tracing_subscriber::fmt::time::uptime())
+            .with_writer(std::io::stderr)
+            .init();
+    }
     let runtime =
         tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
     println!(
@@ -187,9 +197,11 @@ fn ours(
         let mut launch = DebugArgs::op(Operation::Launch);
         launch.program = Some(case.program.into());
         let started = Instant::now();
+        tracing::trace!(adapter = case.adapter, "ours: launch");
         let outcome =
             debug.call("bench", root, launch, &cancel).await.map_err(|e| e.to_string())?;
         let took = started.elapsed();
+        tracing::trace!(adapter = case.adapter, "ours: snapshot returned");
         let stopped =
             matches!(&outcome, DebugOutcome::Started(s) if matches!(s.state, RunState::Stopped(_)));
         debug
@@ -214,6 +226,7 @@ fn raw(
     let program = root.join(case.program);
     let program = program.canonicalize().unwrap_or(program);
     let started = Instant::now();
+    tracing::trace!(adapter = case.adapter, "raw: start");
     let delve = case.adapter == "delve";
     let mut cmd = Command::new(&command[0]);
     cmd.args(&command[1..]).current_dir(root).stderr(Stdio::null()).process_group(0);
@@ -307,6 +320,7 @@ impl Raw<'_> {
         write!(self.writer, "Content-Length: {}\r\n\r\n{body}", body.len())
             .map_err(|e| e.to_string())?;
         self.writer.flush().map_err(|e| e.to_string())?;
+        tracing::trace!(seq = self.seq, command, "raw ->");
         Ok(self.seq)
     }
 
@@ -327,7 +341,9 @@ impl Raw<'_> {
         }
         let mut body = vec![0; length];
         self.reader.read_exact(&mut body).map_err(|e| e.to_string())?;
-        serde_json::from_slice(&body).map_err(|e| e.to_string())
+        let message: Value = serde_json::from_slice(&body).map_err(|e| e.to_string())?;
+        tracing::trace!(kind = %message["type"], command = %message["command"], event = %message["event"], "raw <-");
+        Ok(message)
     }
 
     fn until(&mut self, want: impl Fn(&Value) -> bool) -> Result<Value, String> {

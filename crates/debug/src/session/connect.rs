@@ -40,6 +40,7 @@ pub(crate) struct AdapterProcess {
 impl Session {
     /// Spawns the adapter (or connects to a debug server) and starts the client and event pump.
     pub(super) async fn connect(opts: &StartOptions<'_>) -> Result<Session, DebugError> {
+        tracing::trace!("start: connecting");
         let kind = opts.command.kind;
         let shared = Shared::in_capsule(opts.capsule.clone());
         let mut tasks = Vec::new();
@@ -250,10 +251,11 @@ pub(super) async fn start_adapter(
     configure(&mut command);
     // Own process group, death with the host, a lineage mark its descendants inherit. An
     // adapter started directly starts nothing before its `launch`, so it joins its cgroup
-    // while it boots instead of before its exec (the join waits for the kernel: 1–15 ms off
-    // the start); a wrapper forks at once, so it joins first.
+    // while it boots and answers `initialize` (the join waits for the kernel: 1–15 ms), and
+    // the handshake waits for the join before `launch`; a wrapper forks at once, so it joins
+    // before its exec.
     let join = if capsule.signals_reach_the_program() {
-        CgroupJoin::AfterStart
+        CgroupJoin::WhileStarting
     } else {
         CgroupJoin::BeforeExec
     };
@@ -336,6 +338,7 @@ pub(super) async fn spawn_delve(
     let mut reader = BufReader::new(stdout);
     let mut seen = Vec::new();
     let deadline = Instant::now() + Duration::from_secs(20);
+    tracing::trace!("dlv: waiting for its address");
     let address = loop {
         let mut line = String::new();
         let read = tokio::select! {
@@ -372,6 +375,7 @@ pub(super) async fn spawn_delve(
     let port: u16 = address.rsplit(':').next().and_then(|p| p.parse().ok()).ok_or_else(|| {
         DebugError::adapter(format!("cannot read a port in dlv's address `{address}`"))
     })?;
+    tracing::trace!(port, "dlv: listening");
     // Through the capsule: without network, dlv's 127.0.0.1 is the capsule's own loopback.
     let pid = process.group.pid();
     let stream = tokio::task::spawn_blocking(move || {
@@ -383,6 +387,7 @@ pub(super) async fn spawn_delve(
     .await
     .map_err(|e| DebugError::adapter(format!("connecting to dlv failed: {e}")))?
     .map_err(|e| DebugError::adapter(format!("cannot connect to dlv at {address}: {e}")))?;
+    tracing::trace!("dlv: connected");
     Ok((stream, process))
 }
 

@@ -40,6 +40,11 @@ impl Session {
     ) -> Result<StartedView, DebugError> {
         let deadline = Instant::now() + opts.config.launch_timeout();
         self.initialize(deadline, &opts.cancel).await?;
+        // The adapter starts the program on `launch`: by then it is in its cgroup.
+        if let Some(process) = &self.process {
+            process.group.joined_cgroup().await;
+            tracing::trace!("start: the adapter is in its cgroup");
+        }
         let (breakpoints, filters) = match self.start_request(opts)? {
             StartRequest::Launch(arguments) => {
                 self.start_program::<Launch>(opts, arguments, deadline).await?
@@ -344,7 +349,13 @@ impl Session {
                 response.error_text()
             )));
         }
-        self.remember_descendants();
+        // A `/proc` walk takes CPU the program needs on its way to the first stop: only a
+        // program fed on stdin is looked for now (a wait for input is told by its processes).
+        // The tracker looks every 200 ms, the stop and teardown look too, and the adapter's
+        // group, lineage mark and cgroup hold the program meanwhile.
+        if self.shared.read(|s| s.stdin.is_some() || s.pending_stdin.is_some()) {
+            self.remember_descendants();
+        }
         if self.owns_debuggee {
             let adapter = self.process.as_ref().map(|p| p.pid);
             self.tasks.push(super::tracker::track(self.shared.clone(), adapter));

@@ -151,6 +151,7 @@ impl Session {
         opts: StartOptions<'_>,
     ) -> Result<(Session, StartedView), DebugError> {
         let mut session = Session::connect(&opts).await?;
+        tracing::trace!("start: connected");
         match session.handshake(&opts).await {
             Ok(view) => Ok((session, view)),
             Err(e) => {

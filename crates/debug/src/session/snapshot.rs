@@ -8,7 +8,7 @@ use crate::{
     adapters::AdapterKind,
     dap_types::{
         Evaluate, EvaluateArguments, ExceptionInfo, ExceptionInfoBody, NoArguments, Scopes,
-        ScopesArguments, StackFrame, StackTrace, StackTraceArguments, StackTraceBody,
+        ScopesArguments, StackFrame, StackTrace, StackTraceArguments, StackTraceBody, Thread,
         ThreadArguments, Threads, ThreadsBody, Variable, Variables, VariablesArguments,
     },
     error::DebugError,
@@ -103,6 +103,14 @@ impl Session {
         };
         let early_threads = self.early_threads.take();
         match thread_id {
+            Some(thread) if self.kind == AdapterKind::Delve => {
+                // delve's thread ids are goroutine ids, and its `threads` lists every goroutine
+                // with its place (milliseconds, more with many goroutines): not asked for a name.
+                let name = Some(format!("goroutine {thread}"));
+                let threads = ThreadsBody { threads: vec![Thread { id: thread, name }] };
+                let stack = client.request::<StackTrace>(stack_args(thread), timeout).await;
+                (Some(threads), Some((thread, stack)))
+            }
             Some(thread) => {
                 let threads_request = async {
                     if let Some(pending) = early_threads

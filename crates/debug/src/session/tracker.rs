@@ -8,7 +8,7 @@ use std::{sync::Arc, time::Duration};
 use tokio::task::JoinHandle;
 
 use super::state::Shared;
-use agent_tools_support::process::{KnownProcess, family, group_of};
+use agent_tools_support::process::{KnownProcess, children, family, group_of};
 
 /// How often the processes are looked at.
 const EVERY: Duration = Duration::from_millis(200);
@@ -30,12 +30,21 @@ pub(super) fn track(shared: Arc<Shared>, adapter_pid: Option<i32>) -> JoinHandle
 
 /// Remembers the adapter's and the program's descendants and process-group members.
 pub(super) fn remember_family(shared: &Shared, adapter_pid: Option<i32>) {
-    let (mut roots, mut groups) = shared.read(|s| {
+    let (mut roots, groups) = shared.read(|s| {
         let roots: Vec<i32> = s.debuggees.iter().filter(|p| p.alive()).map(|p| p.pid).collect();
         (roots, s.groups.clone())
     });
     roots.extend(adapter_pid);
-    let found = family(&roots, &groups);
+    remember(shared, family(&roots, &groups), adapter_pid);
+}
+
+/// Remembers the adapter's own children (the program it started) without a scan of `/proc`.
+pub(super) fn remember_children(shared: &Shared, adapter_pid: i32) {
+    remember(shared, children(adapter_pid), Some(adapter_pid));
+}
+
+fn remember(shared: &Shared, found: Vec<KnownProcess>, adapter_pid: Option<i32>) {
+    let mut groups = shared.read(|s| s.groups.clone());
     for proc in &found {
         // A process group of the program's (delve starts it in one of its own) is watched
         // from now on; the adapter's own group is swept by teardown anyway.

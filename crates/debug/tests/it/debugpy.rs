@@ -57,6 +57,10 @@ async fn breakpoint_launch_inspect_step_and_run_to_the_exit_code() {
     assert!(children.iter().any(|v| v.value == "6"), "{children:?}");
 
     assert_eq!(h.evaluate("total / count").await, "6.0");
+    // pydevd's socket to the adapter sends at once (TCP_NODELAY), so no request waits ~40 ms
+    // for a delayed acknowledgement.
+    let nodelay = "__import__('pydevd').get_global_debugger().writer.sock.getsockopt(6, 1)";
+    assert_eq!(h.evaluate(nodelay).await, "1");
     let long = h.ok(json!({"operation": "evaluate", "expression": "'x' * 10000"})).await;
     let DebugOutcome::Evaluate(long) = &long else { panic!() };
     assert_eq!(long.result.value.chars().count(), 400);

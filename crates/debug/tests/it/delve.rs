@@ -37,6 +37,9 @@ async fn go_breakpoint_launch_inspect_step_and_run_to_the_exit_code() {
     let stop = stopped_at_breakpoint(&launched, "main.average", "main.go", 15);
     assert_eq!(local(stop, "total").as_deref(), Some("12"));
     assert_eq!(local(stop, "count").as_deref(), Some("2"));
+    // delve's thread ids are goroutine ids: the stop names its goroutine.
+    let thread = stop.thread.as_ref().expect("the stopped thread");
+    assert_eq!(thread.name, format!("goroutine {}", thread.id));
     // The program's output arrives through dlv's own stdout.
     assert!(stop.output.text().contains("computing the average of numbers"), "{:?}", stop.output);
 

@@ -7,7 +7,7 @@
 use std::{
     ffi::CString,
     path::{Path, PathBuf},
-    sync::OnceLock,
+    sync::{Arc, OnceLock},
     time::Duration,
 };
 
@@ -106,6 +106,24 @@ impl Drop for Cgroup {
     fn drop(&mut self) {
         self.remove();
     }
+}
+
+/// Moves process `pid` into `cgroup` on a helper thread (the write waits for the kernel); the
+/// receiver turns true once the move is done or has failed. Where no thread can start, the
+/// move happens here.
+pub(super) fn join_soon(cgroup: Arc<Cgroup>, pid: i32) -> tokio::sync::watch::Receiver<bool> {
+    let (done, joined) = tokio::sync::watch::channel(false);
+    let helper = cgroup.clone();
+    let spawned =
+        std::thread::Builder::new().name("agent-tools-cgroup-join".into()).spawn(move || {
+            helper.add(pid);
+            done.send_replace(true);
+        });
+    if spawned.is_err() {
+        cgroup.add(pid);
+        return tokio::sync::watch::channel(true).1;
+    }
+    joined
 }
 
 /// The host's own cgroup v2 folder, if the hierarchy is mounted (found once).

@@ -29,6 +29,9 @@ struct Inner {
     watchdog: Mutex<Option<Watchdog>>,
     /// The first teardown's report; set once the tree is ended.
     ended: Mutex<Option<Teardown>>,
+    /// Turns true once the leader's move into its cgroup is done
+    /// ([`CgroupJoin::WhileStarting`](super::CgroupJoin::WhileStarting)); None otherwise.
+    joining: Option<tokio::sync::watch::Receiver<bool>>,
 }
 
 /// A reference to a tree that does not keep it alive: what may signal it from outside its
@@ -51,9 +54,21 @@ impl ProcessGroup {
         WeakProcessGroup { inner: Arc::downgrade(&self.inner) }
     }
 
-    pub(super) fn new(id: TreeId, watchdog: Option<Watchdog>) -> Self {
-        ProcessGroup {
-            inner: Arc::new(Inner { id, watchdog: Mutex::new(watchdog), ended: Mutex::new(None) }),
+    pub(super) fn new(
+        id: TreeId,
+        watchdog: Option<Watchdog>,
+        joining: Option<tokio::sync::watch::Receiver<bool>>,
+    ) -> Self {
+        let (watchdog, ended) = (Mutex::new(watchdog), Mutex::new(None));
+        ProcessGroup { inner: Arc::new(Inner { id, watchdog, ended, joining }) }
+    }
+
+    /// Waits until the leader has joined its cgroup (or could not), for a tree spawned with
+    /// [`CgroupJoin::WhileStarting`](super::CgroupJoin::WhileStarting); returns at once for
+    /// any other. What the leader starts after this is born in the cgroup.
+    pub async fn joined_cgroup(&self) {
+        if let Some(joining) = &self.inner.joining {
+            let _ = joining.clone().wait_for(|done| *done).await;
         }
     }
 

@@ -69,7 +69,7 @@ use self::{
 };
 pub use self::{
     group::{ProcessGroup, WeakProcessGroup},
-    known::{KnownProcess, descendants, family, group_members, group_of, kill_group},
+    known::{KnownProcess, children, descendants, family, group_members, group_of, kill_group},
     teardown::Teardown,
 };
 
@@ -119,6 +119,12 @@ pub enum CgroupJoin {
     /// a child forked before the move stays outside (teardown still finds it by its lineage
     /// mark and process group).
     AfterStart,
+    /// Moved by a helper thread right after the exec: the spawn returns at once and the program
+    /// boots while the kernel moves it; [`ProcessGroup::joined_cgroup`] waits until it is in.
+    /// For a program that starts nothing of its own before it is given input, where the caller
+    /// waits for the join before it gives it any (a debug adapter: its boot and its first
+    /// request overlap the wait, which [`AfterStart`](Self::AfterStart) puts before them).
+    WhileStarting,
 }
 
 impl Default for SpawnOptions {
@@ -150,9 +156,12 @@ impl SpawnOptions {
     pub async fn spawn(&self, mut command: tokio::process::Command) -> io::Result<Spawned> {
         let lineage = Lineage::new();
         let cgroup = self.prepare(command.as_std_mut(), &lineage);
+        tracing::trace!("spawn: prepared");
         let child = spawner::spawn_tokio(command).await?;
         let pid = child.id().ok_or_else(|| io::Error::other("the spawned process has no pid"))?;
+        tracing::trace!(pid, "spawn: started");
         let group = self.track(pid, lineage, cgroup);
+        tracing::trace!(pid, "spawn: tracked");
         Ok(Spawned { child, group })
     }
 
@@ -169,14 +178,21 @@ impl SpawnOptions {
         let leader = pid as i32;
         // Read before anyone can reap the leader: a zombie still has its stat.
         let leader_start = tree::stat(leader).map(|info| info.start);
-        // The leader joined before its exec, or joins now, or could not (then the cgroup is of
-        // no use).
-        if self.cgroup_join == CgroupJoin::AfterStart
-            && let Some(cgroup) = &cgroup
-        {
-            cgroup.add(leader);
-        }
-        let cgroup = cgroup.filter(|c| c.contains(leader)).map(std::sync::Arc::new);
+        // The leader joined before its exec, or joins now, or joins on a helper thread, or could
+        // not (then the cgroup is of no use).
+        let (cgroup, joining) = match (self.cgroup_join, cgroup) {
+            (CgroupJoin::WhileStarting, Some(cgroup)) => {
+                let cgroup = std::sync::Arc::new(cgroup);
+                let joining = cgroup::join_soon(cgroup.clone(), leader);
+                (Some(cgroup), Some(joining))
+            }
+            (join, cgroup) => {
+                if let (CgroupJoin::AfterStart, Some(cgroup)) = (join, &cgroup) {
+                    cgroup.add(leader);
+                }
+                (cgroup.filter(|c| c.contains(leader)).map(std::sync::Arc::new), None)
+            }
+        };
         let watchdog = if self.watchdog {
             match Watchdog::start(leader, &lineage, cgroup.as_deref()) {
                 Ok(watchdog) => Some(watchdog),
@@ -191,7 +207,7 @@ impl SpawnOptions {
         } else {
             None
         };
-        ProcessGroup::new(TreeId { leader, leader_start, lineage, cgroup }, watchdog)
+        ProcessGroup::new(TreeId { leader, leader_start, lineage, cgroup }, watchdog, joining)
     }
 }
 

@@ -403,16 +403,30 @@ async fn a_daemon_that_left_the_group_cleared_its_environment_and_lost_its_paren
 async fn a_program_that_joins_its_cgroup_while_it_boots_keeps_what_it_starts_later_in_it() {
     // What the kernels do: the runner joins after its exec and is given input only once the
     // spawn has returned, so the daemon its first command starts is born in the cgroup.
+    daemon_started_after_the_join_is_in_the_cgroup(CgroupJoin::AfterStart).await;
+}
+
+#[tokio::test]
+async fn a_program_that_joins_its_cgroup_on_a_helper_thread_keeps_what_it_starts_after_the_join() {
+    // What the debug adapters do: the spawn returns at once, the adapter boots while it is
+    // moved, and it is given its `launch` only once the join is done.
+    daemon_started_after_the_join_is_in_the_cgroup(CgroupJoin::WhileStarting).await;
+}
+
+/// Spawns with `join` a program that, given input, starts a daemon outside its group and
+/// environment; the daemon is found through the cgroup and ended with the tree.
+async fn daemon_started_after_the_join_is_in_the_cgroup(join: CgroupJoin) {
     let script = "read go; setsid env -i sh -c 'sleep 300 & echo $!'; exec sleep 300";
     let mut command = sh(script);
     command.stdin(Stdio::piped());
     let Spawned { mut child, group } =
-        SpawnOptions::new().cgroup_join(CgroupJoin::AfterStart).spawn(command).await.unwrap();
+        SpawnOptions::new().cgroup_join(join).spawn(command).await.unwrap();
     let Some(cgroup) = cgroup_or_skip(&group) else { return };
+    group.joined_cgroup().await;
     let procs = std::fs::read_to_string(cgroup.join("cgroup.procs")).unwrap();
     assert!(
         procs.lines().any(|l| l.trim() == group.pid().to_string()),
-        "the leader is in its cgroup when the spawn returns: {procs:?}"
+        "the leader is in its cgroup once the join is done ({join:?}): {procs:?}"
     );
 
     child.stdin.take().unwrap().write_all(b"go\n").await.unwrap();
