@@ -145,7 +145,8 @@ fn looks_like_our_path(md_dir: &Path, span: &str) -> bool {
         return false;
     }
     let first = span.split('/').next().unwrap_or("");
-    if NOT_OURS.contains(&first) {
+    // An address block (`169.254.0.0/16`) is not a path.
+    if NOT_OURS.contains(&first) || first.parse::<std::net::IpAddr>().is_ok() {
         return false;
     }
     if span.contains('/') {
@@ -257,7 +258,7 @@ fn every_relative_link_and_file_reference_in_markdown_resolves() {
 fn the_reference_finder_tells_our_paths_from_others() {
     let line = "see `crates/facade/src/tool.rs:59`, `lib.rs`, `.ci/run`, `docs/x.md`, and not \
                 `.venv/bin`, `~/.cache/x`, `/usr/bin/time`, `$/progress`, `.py`, `a b/c`, `go.mod`, \
-                `elicitation/create`, `textDocument/didOpen`";
+                `elicitation/create`, `textDocument/didOpen`, `169.254.0.0/16`, `fe80::/10`";
     assert_eq!(
         file_references(&crate::project_root(), line),
         ["crates/facade/src/tool.rs", "lib.rs", ".ci/run", "docs/x.md"]
