@@ -124,19 +124,37 @@ fn importers_of_any(root: &Path, def: &ServerDef, paths: &[PathBuf]) -> Vec<(Pat
     found
 }
 
+/// How a file that imports a renamed symbol's module mentions the symbol.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mention {
+    /// Through the import: `from pkg.scale import factor`, `import { factor } from "./scale"`,
+    /// `use crate::scale::factor`, `scale.factor`, `scale::factor`. It means that symbol.
+    ThroughImport,
+    /// Only as a word, which may be a name of its own.
+    Word,
+}
+
 /// The files that import one of `edited` (at any depth) and mention `name` as a word, but are
-/// not among `edited`: where a rename's edit may have left the old name behind (a server that
-/// had not read them yet).
+/// not among `edited`, and how they mention it: where a rename's edit may have left the old
+/// name behind (a server that had not read them yet).
 pub(crate) fn unedited_importers(
     root: &Path,
     def: &ServerDef,
     edited: &[PathBuf],
     name: &str,
-) -> Vec<PathBuf> {
+) -> Vec<(PathBuf, Mention)> {
+    let modules: Vec<ModuleName> = edited.iter().filter_map(|p| ModuleName::of(p)).collect();
     importers_of_any(root, def, edited)
         .into_iter()
-        .map(|(path, _)| path)
-        .filter(|path| std::fs::read(path).is_ok_and(|text| has_word(&text, name)))
+        .filter_map(|(path, _)| {
+            let text = std::fs::read(&path).ok()?;
+            if !has_word(&text, name) {
+                return None;
+            }
+            let text = String::from_utf8_lossy(&text);
+            let through = modules.iter().any(|m| m.names_through_import(&text, name));
+            Some((path, if through { Mention::ThroughImport } else { Mention::Word }))
+        })
         .collect()
 }
 
@@ -229,6 +247,22 @@ impl ModuleName {
     }
 }
 
+impl ModuleName {
+    /// Whether `text` names `name` through this module: on a line that imports the module, or
+    /// qualified by the module's name (`scale.factor`, `scale::factor`).
+    fn names_through_import(&self, text: &str, name: &str) -> bool {
+        if self.kind == ModuleKind::Header {
+            return false;
+        }
+        let qualified = [format!("{}.{name}", self.name), format!("{}::{name}", self.name)];
+        text.lines().any(|line| {
+            let words = || line.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$'));
+            (self.imported_by(line) && words().any(|w| w == name))
+                || qualified.iter().any(|q| has_word(line.as_bytes(), q))
+        })
+    }
+}
+
 /// The first quoted string of `line` (`"…"`, `'…'` or `<…>`).
 fn quoted(line: &str) -> Option<&str> {
     let start = line.find(['"', '\'', '<'])?;
@@ -302,5 +336,28 @@ mod tests {
     fn names_are_counted_as_whole_words() {
         assert_eq!(word_count(b"echo(x); echo_all(); re_echo; echo", "echo"), 2);
         assert_eq!(word_count(b"$echo echo$", "echo"), 0);
+    }
+
+    #[test]
+    fn a_symbol_named_through_its_module_is_told_from_a_name_of_its_own() {
+        let scale = ModuleName::of(Path::new("/p/pkg/scale.py")).expect("module");
+        for through in [
+            "from pkg.scale import factor\n",
+            "from .scale import (other, factor)\n",
+            "import pkg.scale\nprint(pkg.scale.factor)\n",
+            "from pkg import scale\nx = scale.factor\n",
+        ] {
+            assert!(scale.names_through_import(through, "factor"), "{through}");
+        }
+        for own in ["from pkg import scale\nfactor = 3\n", "import scale\nmy_factor = scale.x\n"] {
+            assert!(!scale.names_through_import(own, "factor"), "{own}");
+        }
+        let ts = ModuleName::of(Path::new("/p/src/scale.ts")).expect("module");
+        assert!(ts.names_through_import("import { factor } from \"./scale\";\n", "factor"));
+        let rs = ModuleName::of(Path::new("/p/src/scale.rs")).expect("module");
+        assert!(rs.names_through_import("use crate::scale::factor;\n", "factor"));
+        assert!(rs.names_through_import("let x = scale::factor(2);\n", "factor"));
+        let go = ModuleName::of(Path::new("/p/scale/scale.go")).expect("module");
+        assert!(go.names_through_import("x := scale.Factor(2)\n", "Factor"));
     }
 }

@@ -25,6 +25,7 @@ use crate::{
     error::LspError,
     names::check_new_name,
     paths::{display_relative, resolve_in_root, uri_from_path},
+    scan::Mention,
     server::{Feature, Save, Scope, Server},
     supervisor::{Supervisor, server_label},
     transport::RequestError,
@@ -222,8 +223,8 @@ async fn start_rename<'a>(
 struct FreshEdit {
     ops: Vec<EditOp>,
     open: BTreeMap<PathBuf, (i32, String)>,
-    /// Files that import an edited file and still say the old name after the server was asked
-    /// again with them open.
+    /// Files that import an edited file and still say the old name, but only as a word (it
+    /// may be a name of their own), after the server was asked again with them open.
     unedited: Vec<PathBuf>,
 }
 
@@ -234,7 +235,9 @@ struct FreshEdit {
 ///   not in the edit (a server that restarted, or was stopped, before it read them).
 ///
 /// Those files are opened (the server then has exactly what is on disk) and the edit asked
-/// again. Still stale, it is refused; importers still left out are named in the report.
+/// again. Still stale, it is refused; so is an edit that still leaves out an importer naming
+/// the symbol through its import (`from pkg.scale import factor`), which would break it.
+/// Importers that only say the name as a word are named in the report.
 async fn fresh_rename_edit(sup: &Supervisor, r: &Renaming<'_>) -> Result<FreshEdit, LspError> {
     let mut attempt = 0;
     loop {
@@ -252,7 +255,11 @@ async fn fresh_rename_edit(sup: &Supervisor, r: &Renaming<'_>) -> Result<FreshEd
         let unedited =
             if stale.is_empty() { unedited_importers(r, &ops).await } else { Vec::new() };
         if stale.is_empty() && (unedited.is_empty() || attempt >= 2) {
-            return Ok(FreshEdit { ops, open, unedited });
+            return through_import_refused(sup, r, unedited).map(|unedited| FreshEdit {
+                ops,
+                open,
+                unedited,
+            });
         }
         if attempt >= 2 {
             let names: Vec<String> =
@@ -267,7 +274,7 @@ async fn fresh_rename_edit(sup: &Supervisor, r: &Renaming<'_>) -> Result<FreshEd
         let events: Vec<(PathBuf, lsp_types::FileChangeType)> =
             stale.iter().map(|p| (p.clone(), lsp_types::FileChangeType::CHANGED)).collect();
         r.server.files_changed(&events).await;
-        for p in stale.iter().chain(&unedited) {
+        for p in stale.iter().chain(unedited.iter().map(|(p, _)| p)) {
             let ext = p.extension().and_then(|e| e.to_str()).unwrap_or("");
             let language = r.server.def.language_of(ext).unwrap_or(&r.language).to_string();
             r.server
@@ -279,9 +286,33 @@ async fn fresh_rename_edit(sup: &Supervisor, r: &Renaming<'_>) -> Result<FreshEd
     }
 }
 
+/// Refuses an edit that leaves out an importer naming the symbol through its import; returns
+/// the importers that only say the name as a word.
+fn through_import_refused(
+    sup: &Supervisor,
+    r: &Renaming<'_>,
+    unedited: Vec<(PathBuf, Mention)>,
+) -> Result<Vec<PathBuf>, LspError> {
+    let (through, word): (Vec<_>, Vec<_>) =
+        unedited.into_iter().partition(|(_, how)| *how == Mention::ThroughImport);
+    if !through.is_empty() {
+        let names: Vec<String> =
+            through.iter().map(|(p, _)| display_relative(sup.root(), p)).collect();
+        return Err(LspError::Failed(format!(
+            "rename of {} refused: {} import `{}` from a renamed file, but {}'s edit leaves them out, also when asked again with them open (a server whose view of the project is stale); nothing was changed. `reload` the server and try again",
+            r.at,
+            names.join(", "),
+            r.old_name,
+            r.label
+        )));
+    }
+    Ok(word.into_iter().map(|(p, _)| p).collect())
+}
+
 /// The importers of the edit's files (and of the renamed symbol's file) that say the old name
-/// but are not in the edit, found off the async threads; at most [`MAX_UNEDITED`].
-async fn unedited_importers(r: &Renaming<'_>, ops: &[EditOp]) -> Vec<PathBuf> {
+/// but are not in the edit, and how they say it, found off the async threads; at most
+/// [`MAX_UNEDITED`].
+async fn unedited_importers(r: &Renaming<'_>, ops: &[EditOp]) -> Vec<(PathBuf, Mention)> {
     let mut edited: Vec<PathBuf> = ops
         .iter()
         .filter_map(|op| match op {

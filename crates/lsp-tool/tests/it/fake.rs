@@ -561,23 +561,27 @@ async fn a_cancelled_call_returns_at_once_and_the_server_answers_the_next_call()
     p.finish().await;
 }
 
+/// The soak project's rename files: `ratio` in pkg/scale.py, two importers naming it through
+/// their imports, an importer with a `ratio` of its own, and a file that imports nothing.
+const RENAME_FILES: &[(&str, &str)] = &[
+    ("fake.toml", ""),
+    ("pkg/__init__.py", ""),
+    ("pkg/scale.py", "ratio = 2\n\ndef scaled(x):\n    return x * ratio\n"),
+    ("pkg/uses_a.py", "from pkg.scale import ratio\n\nprint(ratio)\n"),
+    ("pkg/uses_b.py", "import pkg.scale\n\nprint(pkg.scale.ratio)\n"),
+    ("pkg/own.py", "from pkg import scale\n\nratio = 3\nprint(scale, ratio)\n"),
+    ("pkg/other.py", "ratio = 3\n"),
+];
+
 /// A server that has read only its open files (restarted, or stopped before it read the rest)
 /// leaves the renamed module's importers out of its edit. The rename opens the importers that
-/// say the old name and asks again, so every file is renamed; an importer the server still
-/// leaves out is named in the answer, never passed over in silence.
+/// say the old name and asks again, so every file is renamed; an importer with a `ratio` of its
+/// own that the server still leaves out is named in the answer, never passed over in silence.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rename_by_a_server_that_has_not_read_the_importers_still_renames_them() {
     let p = check_serving(
-        json!({"rename_open_docs": true, "rename_never": ["pkg/legacy.py"]}),
-        &[
-            ("fake.toml", ""),
-            ("pkg/__init__.py", ""),
-            ("pkg/scale.py", "ratio = 2\n\ndef scaled(x):\n    return x * ratio\n"),
-            ("pkg/uses_a.py", "from pkg.scale import ratio\n\nprint(ratio)\n"),
-            ("pkg/uses_b.py", "import pkg.scale\n\nprint(pkg.scale.ratio)\n"),
-            ("pkg/legacy.py", "from pkg import scale\n\nratio = scale.ratio\n"),
-            ("pkg/other.py", "ratio = 3\n"),
-        ],
+        json!({"rename_open_docs": true, "rename_never": ["pkg/own.py"]}),
+        RENAME_FILES,
         json!({}),
         json!({"python": ["py"]}),
     );
@@ -587,16 +591,46 @@ async fn a_rename_by_a_server_that_has_not_read_the_importers_still_renames_them
     assert_eq!(read("pkg/scale.py"), "factor = 2\n\ndef scaled(x):\n    return x * factor\n");
     assert_eq!(read("pkg/uses_a.py"), "from pkg.scale import factor\n\nprint(factor)\n");
     assert_eq!(read("pkg/uses_b.py"), "import pkg.scale\n\nprint(pkg.scale.factor)\n");
-    // Not an importer of pkg/scale.py: never opened, never edited.
+    assert_eq!(read("pkg/own.py"), "from pkg import scale\n\nratio = 3\nprint(scale, ratio)\n");
     assert_eq!(read("pkg/other.py"), "ratio = 3\n");
-    assert_eq!(read("pkg/legacy.py"), "from pkg import scale\n\nratio = scale.ratio\n");
     let text = &renamed.text;
     assert!(text.contains("5 edit(s) in 3 file(s)"), "{text}");
     assert!(
         text.contains(
-            "not changed: pkg/legacy.py (imports a renamed file and still says `ratio`): fake-lsp left it out of its edit, also when asked again with the file open"
+            "not changed: pkg/own.py (imports a renamed file and still says `ratio`): fake-lsp left it out of its edit, also when asked again with the file open"
         ),
         "{text}"
     );
+    p.finish().await;
+}
+
+/// A server whose view stays stale even with the importers open would break the ones that name
+/// the symbol through their import: the rename is refused, nothing is written, and the answer
+/// names them and says what to do.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rename_that_would_break_an_importer_is_refused_and_changes_nothing() {
+    let p = check_serving(
+        json!({"rename_open_docs": true, "rename_never": ["pkg/uses_b.py", "pkg/own.py"]}),
+        RENAME_FILES,
+        json!({}),
+        json!({"python": ["py"]}),
+    );
+    let args = RenameArgs::new("pkg/scale.py", 1, "ratio", "factor");
+    let refused = p
+        .sup
+        .rename(args, &agent_tools_lsp::CallScope::default())
+        .await
+        .expect_err("the rename leaves out pkg/uses_b.py");
+    let said = refused.to_string();
+    assert!(
+        said.contains(
+            "pkg/uses_b.py import `ratio` from a renamed file, but fake-lsp's edit leaves them out"
+        ) && said.contains("nothing was changed. `reload` the server and try again"),
+        "{said}"
+    );
+    for (path, text) in RENAME_FILES {
+        let now = std::fs::read_to_string(p.root.join(path)).expect("read");
+        assert_eq!(&now, text, "{path} changed although the rename was refused");
+    }
     p.finish().await;
 }
