@@ -77,9 +77,8 @@ pub(super) struct SessionState {
     /// The marker of the session's current host (its processes carry it).
     pub(super) marker: String,
     pub(super) host_pid: u32,
-    /// Families whose process was hit: when (seconds since the start), by what, and how many
-    /// calls of the family failed since.
-    pub(super) pending: BTreeMap<Family, (f64, String, u32)>,
+    /// Families hit by a fault they have not recovered from yet.
+    pub(super) pending: BTreeMap<Family, Pending>,
     pub(super) drop_requested: bool,
     /// Descriptor counts of the current host: (seconds since the start, count).
     pub(super) fds: Vec<(f64, usize)>,
@@ -87,6 +86,52 @@ pub(super) struct SessionState {
     pub(super) rss: Vec<(f64, u64)>,
     /// Since when the small disk is full (seconds since the start), while it is.
     pub(super) disk_full_since: Option<f64>,
+}
+
+/// A fault a family has not recovered from yet.
+#[derive(Debug)]
+pub(super) struct Pending {
+    /// From when calls count against its recovery (seconds since the start).
+    pub(super) since: f64,
+    pub(super) fault: String,
+    pub(super) cause: Cause,
+    /// Calls of the family that failed since.
+    pub(super) failures: u32,
+}
+
+#[derive(Debug, PartialEq, Eq, Clone, Copy)]
+pub(super) enum Cause {
+    /// A process of the family was killed or stopped.
+    Process,
+    /// The small disk was full; counting starts once it has room again.
+    FullDisk,
+}
+
+impl SessionState {
+    /// A process fault: the family's errors from now on are put down to it until it recovers
+    /// (an earlier fault not yet recovered keeps the count).
+    pub(super) fn process_hit(&mut self, family: Family, at: f64, fault: &str) {
+        let pending =
+            Pending { since: at, fault: fault.to_string(), cause: Cause::Process, failures: 0 };
+        self.pending.entry(family).or_insert(pending);
+    }
+
+    /// The disk is full from `at`. A full disk not yet recovered from is superseded: the calls
+    /// this fill refuses are not the earlier fill's failures to recover.
+    pub(super) fn disk_filled(&mut self, at: f64) {
+        self.disk_full_since = Some(at);
+        if self.pending.get(&Family::Files).is_some_and(|p| p.cause == Cause::FullDisk) {
+            self.pending.remove(&Family::Files);
+        }
+    }
+
+    /// The disk filled at `at` has room again at `freed`: files must recover from then on.
+    pub(super) fn disk_freed(&mut self, at: f64, freed: f64) {
+        self.disk_full_since = None;
+        let fault = format!("the full disk at {at:.3}");
+        let pending = Pending { since: freed, fault, cause: Cause::FullDisk, failures: 0 };
+        self.pending.entry(Family::Files).or_insert(pending);
+    }
 }
 
 fn lock(state: &Mutex<SessionState>) -> std::sync::MutexGuard<'_, SessionState> {
@@ -158,7 +203,7 @@ pub(super) fn run(
             format!("SIGSTOP {what} for {held:?}")
         };
         if let (Some(family), Some(session)) = (family, session) {
-            lock(&sessions[session]).pending.entry(family).or_insert((at, line.clone(), 0));
+            lock(&sessions[session]).process_hit(family, at, &line);
         }
         if roll < 55 {
             report.fault("SIGKILL", &line);
@@ -185,17 +230,14 @@ fn fill_disk(report: &Report, sessions: &[Mutex<SessionState>], disk: &Path, hel
         let _ = file.flush();
     }
     for state in sessions {
-        lock(state).disk_full_since = Some(at);
+        lock(state).disk_filled(at);
     }
     std::thread::sleep(held);
     let _ = std::fs::remove_file(&filler);
     let freed = report.elapsed().as_secs_f64();
     report.note(&format!("the disk has room again (full since {at:.3})"));
     for state in sessions {
-        let mut state = lock(state);
-        state.disk_full_since = None;
-        let fault = format!("the full disk at {at:.3}");
-        state.pending.entry(Family::Files).or_insert((freed, fault, 0));
+        lock(state).disk_freed(at, freed);
     }
 }
 

@@ -22,8 +22,46 @@ const DEADLINE: Duration = Duration::from_secs(120);
 /// Calls of a family that may fail after its process was killed before it must have recovered.
 const RECOVERY_CALLS: u32 = 5;
 
+/// What a call settled about a family's recovery from its pending fault.
+#[derive(Debug, PartialEq)]
+enum Recovery {
+    Recovered { fault: String, failures: u32 },
+    DidNot { fault: String },
+}
+
+/// Counts a call of `family` started at `started` against its pending fault. Calls started
+/// before the fault, answered while the server pauses by design, or made while the disk is
+/// full (a fill of its own, counted once it has room) do not count.
+fn judge_recovery(
+    state: &mut SessionState,
+    family: Family,
+    started: f64,
+    verdict: Verdict,
+) -> Option<Recovery> {
+    let disk_full = state.disk_full_since.is_some();
+    let pending = state.pending.get_mut(&family)?;
+    if started < pending.since || verdict == Verdict::Paused {
+        return None;
+    }
+    match verdict {
+        Verdict::Answered => {
+            let pending = state.pending.remove(&family)?;
+            Some(Recovery::Recovered { fault: pending.fault, failures: pending.failures })
+        }
+        _ if disk_full && family == Family::Files => None,
+        _ => {
+            pending.failures += 1;
+            if pending.failures < RECOVERY_CALLS {
+                return None;
+            }
+            let pending = state.pending.remove(&family)?;
+            Some(Recovery::DidNot { fault: pending.fault })
+        }
+    }
+}
+
 /// What an answer says about the family's recovery.
-#[derive(PartialEq, Eq, Clone, Copy)]
+#[derive(Debug, PartialEq, Eq, Clone, Copy)]
 enum Verdict {
     Answered,
     Failed,
@@ -226,8 +264,8 @@ impl Session<'_> {
         // and a full disk under the run.
         let cause = {
             let state = state(soak, index);
-            let fault = state.pending.get(&family).map_or(String::new(), |(at, fault, _)| {
-                format!(" [after the fault at {at:.3}: {fault:.120}]")
+            let fault = state.pending.get(&family).map_or(String::new(), |p| {
+                format!(" [after the fault at {:.3}: {:.120}]", p.since, p.fault)
             });
             let disk = state
                 .disk_full_since
@@ -298,29 +336,16 @@ impl Session<'_> {
     /// After a fault on the family's process: the family must answer without an error within
     /// [`RECOVERY_CALLS`] calls started after it.
     fn recovery(&self, family: Family, started: f64, verdict: Verdict, what: &str) {
-        let mut state = state(self.soak, self.index);
-        let Some((at, fault, failures)) = state.pending.get_mut(&family) else { return };
-        if started < *at {
-            return;
-        }
-        if verdict == Verdict::Paused {
-            return;
-        }
-        if verdict == Verdict::Answered {
-            let line = format!("{family:?} recovered after {fault} ({failures} calls failed)");
-            state.pending.remove(&family);
-            drop(state);
-            self.soak.report.note(&line);
-            return;
-        }
-        *failures += 1;
-        if *failures >= RECOVERY_CALLS {
-            let line = format!(
+        let news = judge_recovery(&mut state(self.soak, self.index), family, started, verdict);
+        match news {
+            Some(Recovery::Recovered { fault, failures }) => self
+                .soak
+                .report
+                .note(&format!("{family:?} recovered after {fault} ({failures} calls failed)")),
+            Some(Recovery::DidNot { fault }) => self.soak.report.broken(&format!(
                 "{family:?} did not recover within {RECOVERY_CALLS} calls after {fault}; last: {what}"
-            );
-            state.pending.remove(&family);
-            drop(state);
-            self.soak.report.broken(&line);
+            )),
+            None => {}
         }
     }
 
@@ -427,5 +452,82 @@ pub(super) fn no_survivors(soak: &Soak, marker: &str, whose: &str) {
             return;
         }
         std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+
+    fn session() -> SessionState {
+        SessionState {
+            marker: "m".into(),
+            host_pid: 1,
+            pending: BTreeMap::new(),
+            drop_requested: false,
+            fds: Vec::new(),
+            rss: Vec::new(),
+            disk_full_since: None,
+        }
+    }
+
+    #[test]
+    fn a_second_full_disk_before_recovery_restarts_the_count() {
+        let mut state = session();
+        state.disk_filled(100.0);
+        state.disk_freed(100.0, 104.0);
+        state.disk_filled(110.0);
+        // The second fill refuses every write, more than the calls allowed to recover.
+        for at in 0..2 * RECOVERY_CALLS {
+            let started = 110.5 + f64::from(at);
+            assert_eq!(judge_recovery(&mut state, Family::Files, started, Verdict::Failed), None);
+        }
+        state.disk_freed(110.0, 125.0);
+        for at in 0..RECOVERY_CALLS - 1 {
+            let started = 126.0 + f64::from(at);
+            assert_eq!(judge_recovery(&mut state, Family::Files, started, Verdict::Failed), None);
+        }
+        let news = judge_recovery(&mut state, Family::Files, 140.0, Verdict::Answered);
+        let fault = "the full disk at 110.000".to_string();
+        assert_eq!(news, Some(Recovery::Recovered { fault, failures: RECOVERY_CALLS - 1 }));
+    }
+
+    #[test]
+    fn files_that_keep_failing_once_the_disk_has_room_did_not_recover() {
+        let mut state = session();
+        state.disk_filled(100.0);
+        state.disk_freed(100.0, 104.0);
+        let mut news = None;
+        for at in 0..RECOVERY_CALLS {
+            news =
+                judge_recovery(&mut state, Family::Files, 105.0 + f64::from(at), Verdict::Failed);
+        }
+        assert_eq!(news, Some(Recovery::DidNot { fault: "the full disk at 100.000".into() }));
+    }
+
+    #[test]
+    fn a_killed_server_is_not_excused_by_a_later_full_disk_of_another_family() {
+        let mut state = session();
+        state.process_hit(Family::Lsp, 50.0, "SIGKILL basedpyright");
+        state.disk_filled(51.0);
+        let mut news = None;
+        for at in 0..RECOVERY_CALLS {
+            news = judge_recovery(&mut state, Family::Lsp, 52.0 + f64::from(at), Verdict::Failed);
+        }
+        assert_eq!(news, Some(Recovery::DidNot { fault: "SIGKILL basedpyright".into() }));
+    }
+
+    #[test]
+    fn calls_begun_before_the_fault_and_pauses_by_design_do_not_count() {
+        let mut state = session();
+        state.process_hit(Family::Lsp, 50.0, "SIGKILL basedpyright");
+        assert_eq!(judge_recovery(&mut state, Family::Lsp, 49.0, Verdict::Failed), None);
+        for at in 0..2 * RECOVERY_CALLS {
+            let started = 51.0 + f64::from(at);
+            assert_eq!(judge_recovery(&mut state, Family::Lsp, started, Verdict::Paused), None);
+        }
+        assert_eq!(state.pending[&Family::Lsp].failures, 0);
     }
 }
