@@ -37,8 +37,6 @@ pub struct LaunchSpec {
     pub env: BTreeMap<String, String>,
     pub stop_on_entry: bool,
     pub debuggee_python: Option<PathBuf>,
-    /// delve: where the built binary goes (our temp folder).
-    pub build_output: Option<PathBuf>,
     /// lldb: commands that load the Rust formatters.
     pub init_commands: Vec<String>,
     /// debugpy: skip library code (`justMyCode`).
@@ -118,14 +116,15 @@ pub fn launch_arguments(kind: AdapterKind, spec: &LaunchSpec) -> Value {
             })
         }
         AdapterKind::Delve => {
-            let mode = if spec.go_test {
-                "test"
-            } else if is_elf(&spec.program) {
+            // A program built beforehand (by us, beside the adapter's start) runs as is.
+            let mode = if is_elf(&spec.program) {
                 "exec"
+            } else if spec.go_test {
+                "test"
             } else {
                 "debug"
             };
-            let mut args = json!({
+            json!({
                 "name": "agent-tools",
                 "mode": mode,
                 "program": program,
@@ -135,11 +134,7 @@ pub fn launch_arguments(kind: AdapterKind, spec: &LaunchSpec) -> Value {
                 // stopOnEntry leaves delve on a thread without frames (vscode-go#1818).
                 "stopOnEntry": false,
                 "hideSystemGoroutines": true,
-            });
-            if let Some(output) = &spec.build_output {
-                args["output"] = json!(output.display().to_string());
-            }
-            args
+            })
         }
         AdapterKind::Dart => json!({
             "name": "agent-tools",

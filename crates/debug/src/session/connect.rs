@@ -50,8 +50,22 @@ impl Session {
             .tempdir_in(opts.capsule.temp_dir())
             .map_err(|e| DebugError::adapter(format!("cannot create a temp folder: {e}")))?;
         let (request, program, cwd) = describe_target(opts);
-        let (read, write, process, command) =
-            open_transport(opts, &cwd, temp.path(), &shared, &mut tasks, &mut notes).await?;
+        // delve's build starts beside dlv: the build is most of a Go launch.
+        let build = async {
+            let (Target::Launch(spec), AdapterKind::Delve) = (&opts.target, kind) else {
+                return Ok(None);
+            };
+            let output = temp.path().join("__debug_bin");
+            let Some(argv) = go_build::build_command(spec, &output) else { return Ok(None) };
+            let dir = delve_dir(opts);
+            go_build::start(shared.capsule.clone(), argv, &dir, temp.path(), spec, output)
+                .await
+                .map(Some)
+        };
+        let transport = open_transport(opts, &cwd, temp.path(), &shared, &mut tasks, &mut notes);
+        let (go_build, transport) = tokio::join!(build, transport);
+        let (read, write, process, command) = transport?;
+        let go_build = go_build?;
         if let Some(process) = &process {
             shared.adapter_pid.store(process.group.pid(), std::sync::atomic::Ordering::SeqCst);
         }
@@ -89,8 +103,19 @@ impl Session {
             just_my_code: false,
             placed: BTreeMap::new(),
             early_threads: None,
+            go_build,
             torn_down: false,
         })
+    }
+}
+
+/// Where dlv (and so its build) runs: the program's Go module.
+fn delve_dir(opts: &StartOptions<'_>) -> PathBuf {
+    match &opts.target {
+        Target::Launch(spec) => {
+            adapters::go_module_dir(&spec.program, opts.root).unwrap_or_else(|| spec.cwd.clone())
+        }
+        Target::Attach { cwd, .. } => cwd.clone(),
     }
 }
 
@@ -141,11 +166,7 @@ async fn open_transport(
             (Box::new(r), Box::new(w), None, vec![format!("tcp 127.0.0.1:{port}")])
         }
         (_, AdapterKind::Delve) => {
-            let module_dir = match &opts.target {
-                Target::Launch(spec) => adapters::go_module_dir(&spec.program, opts.root)
-                    .unwrap_or_else(|| spec.cwd.clone()),
-                Target::Attach { cwd, .. } => cwd.clone(),
-            };
+            let module_dir = delve_dir(opts);
             let mut argv = opts.command.argv.clone();
             argv.extend(["dap", "-l", "127.0.0.1:0"].map(String::from));
             let inherit_stdin = matches!(
@@ -271,7 +292,7 @@ pub(super) async fn start_adapter(
 /// The adapter's (and so its debuggee's) `TMPDIR`, `TMP` and `TEMP`: the session's own temp
 /// folder, removed with the session, so that what a killed adapter could not remove (lldb-dap's
 /// `symbolizer-*` files when it aborts) is not left behind.
-fn private_temp(command: &mut tokio::process::Command, temp: &Path) {
+pub(super) fn private_temp(command: &mut tokio::process::Command, temp: &Path) {
     for name in ["TMPDIR", "TMP", "TEMP"] {
         command.env(name, temp);
     }

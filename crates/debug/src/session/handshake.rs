@@ -1,7 +1,10 @@
 //! The handshake in the order every adapter accepts (launch not awaited; configuration
 //! requests sent together), and setting breakpoints.
 
-use std::{path::Path, time::Duration};
+use std::{
+    path::{Path, PathBuf},
+    time::Duration,
+};
 
 use agent_tools_support::progress::CallScope;
 use serde_json::Value;
@@ -45,7 +48,11 @@ impl Session {
             process.group.joined_cgroup().await;
             tracing::trace!("start: the adapter is in its cgroup");
         }
-        let (breakpoints, filters) = match self.start_request(opts)? {
+        let built = match self.go_build.take() {
+            Some(build) => Some(build.finish(deadline, &opts.cancel).await?),
+            None => None,
+        };
+        let (breakpoints, filters) = match self.start_request(opts, built)? {
             StartRequest::Launch(arguments) => {
                 self.start_program::<Launch>(opts, arguments, deadline).await?
             }
@@ -111,12 +118,17 @@ impl Session {
     }
 
     /// The `launch` or `attach` request and its arguments for this adapter.
-    fn start_request(&mut self, opts: &StartOptions<'_>) -> Result<StartRequest, DebugError> {
+    /// `built`: the Go program's binary, built beside the adapter (delve runs it as is).
+    fn start_request(
+        &mut self,
+        opts: &StartOptions<'_>,
+        built: Option<PathBuf>,
+    ) -> Result<StartRequest, DebugError> {
         Ok(match &opts.target {
             Target::Launch(spec) => {
                 let mut spec = spec.clone();
-                if self.kind == AdapterKind::Delve {
-                    spec.build_output = self.temp.as_ref().map(|t| t.path().join("__debug_bin"));
+                if let Some(binary) = built {
+                    spec.program = binary;
                 }
                 if !spec.init_commands.is_empty() {
                     self.notes.push("loaded rustc's LLDB formatters for Rust values".into());

@@ -3,6 +3,7 @@
 
 mod connect;
 mod control;
+mod go_build;
 mod handles;
 mod handshake;
 mod inspect;
@@ -142,6 +143,8 @@ pub(crate) struct Session {
     /// The thread list asked for as the program starts (debugpy, which answers every request
     /// only after a round trip to the program): the first stop names its thread from it.
     early_threads: Option<PendingResponse<Threads>>,
+    /// delve: the program's build, started beside the adapter, awaited before `launch`.
+    go_build: Option<go_build::GoBuild>,
     torn_down: bool,
 }
 

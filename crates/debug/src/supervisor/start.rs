@@ -187,7 +187,6 @@ impl DebugSupervisor {
             env: args.env.clone().unwrap_or_default(),
             stop_on_entry: args.stop_on_entry.unwrap_or(false),
             debuggee_python: command.debuggee_python.clone(),
-            build_output: None,
             init_commands,
             just_my_code,
             go_test,

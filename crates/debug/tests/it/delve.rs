@@ -341,3 +341,68 @@ async fn a_test_file_as_program_runs_go_test_and_stops_at_each_failure() {
     h.ok(json!({"operation": "terminate"})).await;
     assert_gone(&procs);
 }
+
+/// Processes whose command line names `path` (a build of the project, say).
+fn processes_naming(path: &std::path::Path) -> Vec<String> {
+    let needle = path.display().to_string();
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
+        if pid == std::process::id() {
+            continue;
+        }
+        let line = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        let line = String::from_utf8_lossy(&line).replace('\0', " ");
+        if line.contains(&needle) {
+            found.push(format!("{pid} {line}"));
+        }
+    }
+    found
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_go_program_that_does_not_compile_is_refused_with_go_s_message_and_nothing_left() {
+    let Some((project, h)) = check(config()) else { return };
+    project.write("broken/main.go", "package main\n\nfunc main() {\n\tunused := 1\n}\n");
+    let err = h.err(json!({"operation": "launch", "program": "broken"})).await;
+    assert!(err.contains("did not build"), "{err}");
+    // go's own words, with the file and line to fix.
+    assert!(err.contains("main.go:4"), "{err}");
+    assert!(err.contains("unused"), "{err}");
+    assert!(err.contains("launch again"), "{err}");
+    assert!(processes_naming(&project.root).is_empty(), "{:?}", processes_naming(&project.root));
+    // The session is gone: a fixed program launches.
+    let fixed = "package main\n\nimport \"fmt\"\n\nfunc main() {\n\tunused := 1\n\tfmt.Println(unused)\n}\n";
+    project.write("broken/main.go", fixed);
+    h.ok(json!({"operation": "breakpoints", "file": "broken/main.go", "lines": [7]})).await;
+    let launched = h.ok(json!({"operation": "launch", "program": "broken"})).await;
+    let procs = session_processes(&launched);
+    assert_eq!(local(stopped(&launched), "unused").as_deref(), Some("1"));
+    h.ok(json!({"operation": "terminate"})).await;
+    assert_gone(&procs);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_launch_env_reaches_the_go_build_as_delve_applies_it() {
+    let Some((project, h)) = check(config()) else { return };
+    project.write(
+        "tagged/main.go",
+        "package main\n\nimport \"fmt\"\n\nvar flavour = \"plain\"\n\nfunc main() {\n\tfmt.Println(\"flavour:\", flavour)\n}\n",
+    );
+    project.write(
+        "tagged/special.go",
+        "//go:build special\n\npackage main\n\nfunc init() { flavour = \"special\" }\n",
+    );
+    let launched = h
+        .ok(json!({"operation": "launch", "program": "tagged", "env": {"GOFLAGS": "-tags=special"}}))
+        .await;
+    let procs = session_processes(&launched);
+    if !matches!(run_state(&launched), RunState::Exited { .. }) {
+        assert_eq!(h.continue_to_exit().await, Some(0));
+    }
+    let output = h.all_output().await;
+    assert!(output.contains("flavour: special"), "{output}");
+    h.ok(json!({"operation": "terminate"})).await;
+    assert_gone(&procs);
+}
