@@ -101,16 +101,24 @@ impl GoBuild {
         cancel: &CallScope,
     ) -> Result<PathBuf, DebugError> {
         let command = self.command_line.clone();
-        let status = tokio::select! {
-            status = self.process.child.wait() => status,
-            _ = tokio::time::sleep_until(deadline) => {
-                return Err(DebugError::adapter(format!(
-                    "`{command}` did not finish within the launch time limit; raise \
-                     `launch_timeout_seconds` for a first build of a large program"
-                )));
-            }
-            _ = cancel.cancelled() => {
-                return Err(DebugError::adapter(format!("`{command}` was cancelled")));
+        let started = Instant::now();
+        let mut progress_tick = tokio::time::interval(Duration::from_secs(1));
+        let status = loop {
+            tokio::select! {
+                status = self.process.child.wait() => break status,
+                _ = progress_tick.tick() => cancel.report(
+                    started.elapsed().as_secs_f64(),
+                    &format!("building the program: `{command}`"),
+                ),
+                _ = tokio::time::sleep_until(deadline) => {
+                    return Err(DebugError::adapter(format!(
+                        "`{command}` did not finish within the launch time limit; raise \
+                         `launch_timeout_seconds` for a first build of a large program"
+                    )));
+                }
+                _ = cancel.cancelled() => {
+                    return Err(DebugError::adapter(format!("`{command}` was cancelled")));
+                }
             }
         }
         .map_err(|e| DebugError::adapter(format!("waiting for `{command}` failed: {e}")))?;
