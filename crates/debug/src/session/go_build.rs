@@ -71,7 +71,12 @@ pub(super) async fn start(
             command.envs(&spec.env);
         })
         .await
-        .map_err(|e| DebugError::adapter(format!("cannot build the Go program: {e}")))?;
+        .map_err(|e| {
+            DebugError::adapter(format!(
+                "cannot build the Go program: {e}; delve needs Go's `go` command on PATH \
+                 (`apt-get install golang-go`)"
+            ))
+        })?;
     tracing::trace!(pid = process.pid, "go build: started");
     let (stdout, stderr) = (process.child.stdout.take(), process.child.stderr.take());
     let printed = tokio::spawn(async move {
