@@ -124,6 +124,26 @@ fn importers_of_any(root: &Path, def: &ServerDef, paths: &[PathBuf]) -> Vec<(Pat
     found
 }
 
+/// The files that import `path` (at any depth) and mention any of `names` as a word, with how
+/// many mentions each: the users a server's references leave out when it has not loaded them.
+/// `None` when `path` is not a file others import by name, or there are no names.
+pub(crate) fn importers_naming(
+    root: &Path,
+    def: &ServerDef,
+    path: &Path,
+    names: &[String],
+) -> Option<Vec<(PathBuf, usize)>> {
+    if names.is_empty() || ModuleName::of(path).is_none() {
+        return None;
+    }
+    let found = importers(root, def, path).into_iter().filter_map(|(file, _)| {
+        let text = std::fs::read(&file).ok()?;
+        let count: usize = names.iter().map(|n| word_count(&text, n)).sum();
+        (count > 0).then_some((file, count))
+    });
+    Some(found.collect())
+}
+
 /// How a file that imports a renamed symbol's module mentions the symbol.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Mention {

@@ -139,6 +139,7 @@ impl Rpc {
                         break;
                     }
                 };
+                tracing::trace!(target: "agent_tools::lsp_wire", server = %reader_name, "<- {message}");
                 dispatch(message, &pending, &handler, &writer);
             }
             closed.cancel();
@@ -155,6 +156,7 @@ impl Rpc {
     }
 
     async fn send(&self, message: Value) -> Result<(), RequestError> {
+        tracing::trace!(target: "agent_tools::lsp_wire", "-> {message}");
         if self.closed.is_cancelled() {
             return Err(RequestError::Closed);
         }
@@ -213,6 +215,7 @@ fn dispatch(message: Value, pending: &Pending, handler: &Arc<dyn Handler>, write
                 }
             };
             let writer = writer.clone();
+            tracing::trace!(target: "agent_tools::lsp_wire", "-> {reply}");
             tokio::spawn(async move {
                 let _ = writer.send(&reply).await;
             });

@@ -5,6 +5,7 @@ mod addressed;
 mod args;
 mod calls;
 mod cut;
+mod left_out;
 mod name_path;
 mod navigation;
 mod project_check;

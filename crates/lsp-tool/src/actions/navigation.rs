@@ -7,7 +7,7 @@ use lsp_types::{
     Position, TextDocumentIdentifier,
     request::{
         CodeActionRequest, CodeActionResolveRequest, GotoDefinition, GotoImplementation,
-        GotoTypeDefinition, HoverRequest, References, Request,
+        GotoTypeDefinition, HoverRequest, Request,
     },
 };
 
@@ -86,19 +86,13 @@ async fn locations(
     cancel: &CancellationToken,
 ) -> Result<LspResult, LspError> {
     let action = args.action;
+    let mut left_out = Vec::new();
     let found = match action {
         Action::References => {
-            let params = lsp_types::ReferenceParams {
-                text_document_position: addressed.position_params(),
-                work_done_progress_params: Default::default(),
-                partial_result_params: Default::default(),
-                context: lsp_types::ReferenceContext { include_declaration: true },
-            };
-            let refs = server
-                .call::<References>(params, cancel)
-                .await
-                .map_err(|e| request_failed(server, what, e))?;
-            GotoDefinitionResponse::Array(refs.unwrap_or_default())
+            let refs;
+            (refs, left_out) =
+                super::left_out::complete_references(sup, server, &addressed, what, cancel).await?;
+            GotoDefinitionResponse::Array(refs)
         }
         Action::TypeDefinition => goto::<GotoTypeDefinition>(server, &addressed, cancel).await?,
         Action::Implementation => goto::<GotoImplementation>(server, &addressed, cancel).await?,
@@ -122,6 +116,7 @@ async fn locations(
         offset,
         locations: all.into_iter().skip(offset).take(cap).collect(),
         partial,
+        left_out,
     };
     Ok(match action {
         Action::References => LspResult::References(locations),

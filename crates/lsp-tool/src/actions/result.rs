@@ -41,6 +41,9 @@ pub struct Locations {
     pub locations: Vec<ShownLocation>,
     /// What the server was still busy with when it answered (the answer may be partial).
     pub partial: Option<String>,
+    /// Importers naming the symbol that the server left out, also when asked again.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub left_out: Vec<String>,
 }
 
 /// Calls into or out of a symbol, one page of them.
@@ -253,7 +256,9 @@ impl Locations {
                 }
                 None => "ready".to_string(),
             };
-            return format!("no {what} found for {} ({}, {state})", self.at, self.server);
+            let mut out = format!("no {what} found for {} ({}, {state})", self.at, self.server);
+            out.push_str(&self.left_out_note());
+            return out;
         }
         let mut out = match what {
             "references" => format!("{} reference(s) to {}:", self.total, self.at),
@@ -272,7 +277,20 @@ impl Locations {
                 "\n(may be partial: the server is still {busy}; ask again shortly for the full answer)"
             ));
         }
+        out.push_str(&self.left_out_note());
         out
+    }
+
+    /// The importers the server left out, or nothing.
+    fn left_out_note(&self) -> String {
+        if self.left_out.is_empty() {
+            return String::new();
+        }
+        format!(
+            "\n(incomplete: {} import the symbol's file and name `{}` through that import, but the server left them out, also when asked again with them open; search them by name)",
+            self.left_out.join(", "),
+            self.symbol
+        )
     }
 }
 
@@ -542,5 +560,43 @@ impl ReloadAnswer {
             })
             .collect();
         lines.join("\n")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn locations(total: usize, left_out: &[&str]) -> Locations {
+        let shown = ShownLocation {
+            path: "use1.py".into(),
+            line: 3,
+            column: 7,
+            text: Some("print(area(1))".into()),
+        };
+        Locations {
+            symbol: "area".into(),
+            at: "`area` at lib.py:1:5".into(),
+            server: "basedpyright".into(),
+            total,
+            offset: 0,
+            locations: if total > 0 { vec![shown] } else { Vec::new() },
+            partial: None,
+            left_out: left_out.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn references_the_server_left_out_are_named_after_the_ones_it_gave() {
+        insta::assert_snapshot!(locations(1, &["use2.py", "use3.py"]).render("references"), @r"
+        1 reference(s) to `area` at lib.py:1:5:
+        use1.py:3:7  print(area(1))
+        (incomplete: use2.py, use3.py import the symbol's file and name `area` through that import, but the server left them out, also when asked again with them open; search them by name)
+        ");
+        insta::assert_snapshot!(locations(0, &["use2.py"]).render("references"), @r"
+        no references found for `area` at lib.py:1:5 (basedpyright, ready)
+        (incomplete: use2.py import the symbol's file and name `area` through that import, but the server left them out, also when asked again with them open; search them by name)
+        ");
+        assert!(!locations(1, &[]).render("references").contains("incomplete"));
     }
 }

@@ -222,3 +222,54 @@ async fn a_typescript_helper_used_by_thirty_modules_names_each_broken_module() {
     every_user_named(&report, &settled, |i| format!("src/m{i:02}.ts"));
     p.finish().await;
 }
+
+/// A module used by three others, none of them open.
+fn three_users() -> Option<Project> {
+    let mut files: Vec<(String, String)> = vec![
+        ("pyproject.toml".into(), String::new()),
+        ("lib.py".into(), "def area(side: int) -> int:\n    return side * side\n".into()),
+    ];
+    for i in 1..=3 {
+        files.push((format!("use{i}.py"), format!("from lib import area\n\nprint(area({i}))\n")));
+    }
+    let files: Vec<(&str, &str)> = files.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+    Project::new("basedpyright-langserver", &files, false)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn users_the_server_was_shown_and_closed_are_still_named_when_one_of_them_is_open() {
+    let Some(p) = three_users() else { return };
+    // A first write checks every user, each opened for the check and closed after it.
+    let body = p.read("lib.py").replace("side * side", "side * side * 1");
+    let first = write_file(&p, "lib.py", &body).await;
+    assert!(first.files.is_empty(), "{}", first.render());
+    // The model looks at one user, which stays open; basedpyright's references then name it
+    // alone, the closed ones no longer being loaded.
+    let shown = p.ok(json!({"action": "diagnostics", "file": "use1.py"})).await;
+    assert!(shown.starts_with("no errors or warnings in use1.py"), "{shown}");
+    let broken_signature = p
+        .read("lib.py")
+        .replace("(side: int)", "(side: int, scale: int)")
+        .replace("* 1", "* scale");
+    let report = write_file(&p, "lib.py", &broken_signature).await;
+    let text = report.render();
+    assert_eq!(broken(&report), ["use1.py", "use2.py", "use3.py"], "{text}");
+    assert!(report.complete(), "{text}");
+    p.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn references_name_the_users_the_server_was_shown_and_closed() {
+    let Some(p) = three_users() else { return };
+    let body = p.read("lib.py").replace("side * side", "side * side * 1");
+    write_file(&p, "lib.py", &body).await;
+    p.ok(json!({"action": "diagnostics", "file": "use1.py"})).await;
+    let refs =
+        p.ok(json!({"action": "references", "file": "lib.py", "line": 1, "symbol": "area"})).await;
+    for user in ["use1.py:1:", "use1.py:3:", "use2.py:1:", "use2.py:3:", "use3.py:1:", "use3.py:3:"]
+    {
+        assert!(refs.contains(user), "{user} in {refs}");
+    }
+    assert!(!refs.contains("incomplete"), "{refs}");
+    p.finish().await;
+}
