@@ -4,8 +4,8 @@
 //! Asked of the server while it still has the old text (a renamed or removed declaration has
 //! no references once the new text is in): the outline's declarations that the changed lines
 //! touch, then the references of each. A server's references cover only the files it has
-//! loaded, so the files that import the written one and name what changed are added, read while
-//! the server answers. The changed lines also name what no outline covers
+//! loaded, so the files that import the written one and name what changed are added. The
+//! changed lines also name what no outline covers
 //! (macros, fields, enum members, constants, imports): those, and everything where the server
 //! cannot answer for the whole project (no references, an error, still indexing), are found by
 //! a scan of the project's files for the names (ignore files respected). A header or module
@@ -51,9 +51,6 @@ pub(crate) struct Impact {
     pub undetermined: Option<String>,
 }
 
-/// How a scan of the project for the changed names is said.
-const NAME_SCAN: &str = "a name scan of the project";
-
 /// How many changed declarations are followed per written file.
 const MAX_DECLARATIONS: usize = 12;
 
@@ -97,12 +94,8 @@ pub(crate) async fn impact_of(
     unreferenced.dedup();
     unreferenced.truncate(MAX_NAMES);
     impact.names.extend(unreferenced.iter().cloned());
-    // The importers are read while the server looks for references.
-    let names = impact.names.clone();
-    let (mut referenced, importing) = tokio::join!(
-        ask_references(server, path, &declarations, deadline, cancel, &mut impact),
-        importers_naming(server, path, names),
-    );
+    let mut referenced =
+        ask_references(server, path, &declarations, deadline, cancel, &mut impact).await;
     if !unreferenced.is_empty() && impact.scanned_because.is_none() {
         let shown: Vec<String> = unreferenced.iter().map(|n| format!("`{n}`")).collect();
         impact.scanned_because =
@@ -125,27 +118,18 @@ pub(crate) async fn impact_of(
     let mut files: Vec<(PathBuf, usize)> = std::mem::take(&mut referenced).into_iter().collect();
     files.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
     if impact.scanned_because.is_some() && !impact.names.is_empty() {
-        impact.searched.push(NAME_SCAN.into());
+        impact.searched.push("a name scan of the project".into());
         add(&mut files, scan(server, impact.names.clone(), path).await);
-    }
-    // A server's references cover the files it has loaded: basedpyright leaves out a file the
-    // client closed, a cold index leaves out what it has not read. A file that imports this one
-    // and names what changed is a user whatever the server said.
-    if let Some(importing) = importing {
-        // A scan of the project for the names found these too.
-        if !impact.searched.iter().any(|how| how == NAME_SCAN) {
-            impact.searched.push("the files that import it".into());
-        }
-        let missed: Vec<&PathBuf> = importing
-            .iter()
-            .map(|(f, _)| f)
-            .filter(|f| !files.iter().any(|(g, _)| g == *f))
-            .collect();
-        if !missed.is_empty() && impact.scanned_because.is_none() {
-            impact.scanned_because = Some(format!(
-                "the server's references left out {} file(s) that import it",
-                missed.len()
-            ));
+    } else if let Some(importing) = importers_naming(server, path, impact.names.clone()).await {
+        // A server's references cover the files it has loaded: basedpyright leaves out a file
+        // the client closed, a cold index what it has not read. A file that imports this one
+        // and names what changed is a user whatever the server said (the name scan above
+        // finds these too).
+        impact.searched.push("the files that import it".into());
+        let missed = importing.iter().filter(|(f, _)| !files.iter().any(|(g, _)| g == f)).count();
+        if missed > 0 {
+            impact.scanned_because =
+                Some(format!("the server's references left out {missed} file(s) that import it"));
         }
         add(&mut files, importing);
     }
