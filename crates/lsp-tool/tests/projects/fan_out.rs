@@ -258,12 +258,19 @@ async fn users_the_server_was_shown_and_closed_are_still_named_when_one_of_them_
     p.finish().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn references_name_the_users_the_server_was_shown_and_closed() {
-    let Some(p) = three_users() else { return };
+/// [`three_users`] after a write that checked every user (each opened for the check and closed
+/// after it) and a look at `use1.py`, which stays open.
+async fn three_users_one_open() -> Option<Project> {
+    let p = three_users()?;
     let body = p.read("lib.py").replace("side * side", "side * side * 1");
     write_file(&p, "lib.py", &body).await;
     p.ok(json!({"action": "diagnostics", "file": "use1.py"})).await;
+    Some(p)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn references_name_the_users_the_server_was_shown_and_closed() {
+    let Some(p) = three_users_one_open().await else { return };
     let refs =
         p.ok(json!({"action": "references", "file": "lib.py", "line": 1, "symbol": "area"})).await;
     for user in ["use1.py:1:", "use1.py:3:", "use2.py:1:", "use2.py:3:", "use3.py:1:", "use3.py:3:"]
