@@ -280,3 +280,17 @@ async fn references_name_the_users_the_server_was_shown_and_closed() {
     assert!(!refs.contains("incomplete"), "{refs}");
     p.finish().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rename_edits_the_users_the_server_was_shown_and_closed() {
+    let Some(p) = three_users_one_open().await else { return };
+    p.rename("lib.py", 1, "area", "surface").await.expect("rename");
+    for user in ["use1.py", "use2.py", "use3.py"] {
+        let text = p.read(user);
+        assert!(
+            text.contains("from lib import surface") && !text.contains("area"),
+            "{user}: {text}"
+        );
+    }
+    p.finish().await;
+}
