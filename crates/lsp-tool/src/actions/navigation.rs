@@ -89,9 +89,9 @@ async fn locations(
     let mut left_out = Vec::new();
     let found = match action {
         Action::References => {
-            let refs;
-            (refs, left_out) =
+            let (refs, missing) =
                 super::left_out::complete_references(sup, server, &addressed, what, cancel).await?;
+            left_out = missing;
             GotoDefinitionResponse::Array(refs)
         }
         Action::TypeDefinition => goto::<GotoTypeDefinition>(server, &addressed, cancel).await?,
