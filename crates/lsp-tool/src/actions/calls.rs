@@ -1,17 +1,19 @@
 //! `incoming_calls` and `outgoing_calls`: `textDocument/prepareCallHierarchy` at the addressed
-//! symbol, then `callHierarchy/incomingCalls` (each call site, with the caller's name path) or
-//! `callHierarchy/outgoingCalls` (each callee where it is declared, with its name path).
+//! symbol, then `callHierarchy/incomingCalls` (each call site, with the caller's name path,
+//! asked again with the importers the server left out open) or `callHierarchy/outgoingCalls`
+//! (each callee where it is declared, with its name path).
 
 use std::collections::HashMap;
 
 use lsp_types::{
-    CallHierarchyIncomingCallsParams, CallHierarchyItem, CallHierarchyOutgoingCallsParams,
-    CallHierarchyPrepareParams, Range, Uri,
+    CallHierarchyIncomingCall, CallHierarchyIncomingCallsParams, CallHierarchyItem,
+    CallHierarchyOutgoingCallsParams, CallHierarchyPrepareParams, Range, Uri,
     request::{CallHierarchyIncomingCalls, CallHierarchyOutgoingCalls, CallHierarchyPrepare},
 };
 
 use super::{
     addressed::Addressed,
+    left_out::asked_with_importers_open,
     name_path::{Named, enclosing, named_symbols},
     result::{CallRow, Calls},
     *,
@@ -63,16 +65,22 @@ pub(crate) async fn call_hierarchy(
     // (file, where to show, who: the caller or the callee)
     let mut found: Vec<(Uri, Range, CallHierarchyItem)> = Vec::new();
     if args.action == Action::IncomingCalls {
-        let params = CallHierarchyIncomingCallsParams {
-            item,
-            work_done_progress_params: Default::default(),
-            partial_result_params: Default::default(),
+        let ask = || async {
+            let params = CallHierarchyIncomingCallsParams {
+                item: item.clone(),
+                work_done_progress_params: Default::default(),
+                partial_result_params: Default::default(),
+            };
+            let calls = server.call::<CallHierarchyIncomingCalls>(params, cancel).await;
+            Ok(calls.map_err(failed)?.unwrap_or_default())
         };
-        let calls = server
-            .call::<CallHierarchyIncomingCalls>(params, cancel)
-            .await
-            .map_err(failed)?
-            .unwrap_or_default();
+        let callers = |calls: &Vec<CallHierarchyIncomingCall>| -> Vec<PathBuf> {
+            calls.iter().filter_map(|c| path_from_uri(&c.from.uri)).collect()
+        };
+        // A file naming the function through its import may only pass it on, not call it:
+        // what the server still leaves out is not said for calls.
+        let (calls, _) =
+            asked_with_importers_open(sup, server, &addressed, callers, ask, cancel).await?;
         for call in calls {
             let sites = if call.from_ranges.is_empty() {
                 vec![call.from.selection_range]

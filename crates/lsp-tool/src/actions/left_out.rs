@@ -1,9 +1,10 @@
-//! References a server leaves out. A server answers for the files it has loaded: basedpyright
-//! drops a file the client closed, a cold index has not read every file. The files that import
-//! one of the answer's files and name the symbol are opened and the server is asked once more;
-//! those that name it through their import and are still missing are said.
+//! What a server leaves out of a project-wide answer. A server answers for the files it has
+//! loaded: basedpyright drops a file the client closed, a cold index has not read every file.
+//! The files that import one of the answer's files and name the symbol are opened and the
+//! server is asked once more; those that name it through their import and are still missing
+//! are returned, for the answer to say.
 
-use std::path::PathBuf;
+use std::{future::Future, path::PathBuf};
 
 use lsp_types::{Location, request::References};
 
@@ -19,18 +20,29 @@ use crate::{
 /// a module many files import must not open the whole project).
 const MAX_REOPENED: usize = 64;
 
-/// The references of `addressed`, asked once more with the left-out importers open, and the
-/// importers naming it through their import that the server still left out (shown paths).
-pub(super) async fn complete_references(
+/// How long the server gets to take in the opened files before it is asked again.
+const REOPEN_WAIT: Duration = Duration::from_secs(5);
+
+/// `ask`'s answer, asked again once with the importers it left out open (`files` lists the
+/// files an answer names), and the importers naming the addressed symbol through their
+/// import that it still leaves out (shown paths).
+pub(super) async fn asked_with_importers_open<T, Ask, Fut>(
     sup: &Supervisor,
     server: &Server,
     addressed: &Addressed,
-    what: &str,
+    files: impl Fn(&T) -> Vec<PathBuf>,
+    ask: Ask,
     cancel: &CancellationToken,
-) -> Result<(Vec<Location>, Vec<String>), LspError> {
-    let first = ask(server, addressed, what, cancel).await?;
+) -> Result<(T, Vec<String>), LspError>
+where
+    Ask: Fn() -> Fut,
+    Fut: Future<Output = Result<T, LspError>>,
+{
+    let first = ask().await?;
     let Some(name) = identifier(&addressed.symbol) else { return Ok((first, Vec::new())) };
-    let missing = importers_missing(server, addressed, &first, name).await;
+    let mut named = files(&first);
+    named.extend(path_from_uri(&addressed.document.uri));
+    let missing = importers_missing(server, named, name).await;
     if missing.is_empty() {
         return Ok((first, Vec::new()));
     }
@@ -40,10 +52,9 @@ pub(super) async fn complete_references(
         // A file that cannot be opened stays left out and is said below.
         let _ = server.sync(path, language, Save::Skip, sup.run_id()).await;
     }
-    let budget = Instant::now() + Duration::from_secs(5);
-    let _ = server.wait_ready(Scope::Project, budget, cancel).await;
-    let again = ask(server, addressed, what, cancel).await?;
-    let listed = listed_files(&again);
+    let _ = server.wait_ready(Scope::Project, Instant::now() + REOPEN_WAIT, cancel).await;
+    let again = ask().await?;
+    let listed = files(&again);
     let still: Vec<String> = missing
         .iter()
         .filter(|(path, how)| *how == Mention::ThroughImport && !listed.contains(path))
@@ -52,44 +63,46 @@ pub(super) async fn complete_references(
     Ok((again, still))
 }
 
-async fn ask(
+/// The references of `addressed` (the declaration included), asked again with the importers
+/// the server left out open; and those it still leaves out.
+pub(super) async fn complete_references(
+    sup: &Supervisor,
     server: &Server,
     addressed: &Addressed,
     what: &str,
     cancel: &CancellationToken,
-) -> Result<Vec<Location>, LspError> {
-    let params = lsp_types::ReferenceParams {
-        text_document_position: addressed.position_params(),
-        work_done_progress_params: Default::default(),
-        partial_result_params: Default::default(),
-        context: lsp_types::ReferenceContext { include_declaration: true },
+) -> Result<(Vec<Location>, Vec<String>), LspError> {
+    let ask = || async {
+        let params = lsp_types::ReferenceParams {
+            text_document_position: addressed.position_params(),
+            work_done_progress_params: Default::default(),
+            partial_result_params: Default::default(),
+            context: lsp_types::ReferenceContext { include_declaration: true },
+        };
+        let refs = server
+            .call::<References>(params, cancel)
+            .await
+            .map_err(|e| request_failed(server, what, e))?;
+        Ok(refs.unwrap_or_default())
     };
-    let refs = server
-        .call::<References>(params, cancel)
-        .await
-        .map_err(|e| request_failed(server, what, e))?;
-    Ok(refs.unwrap_or_default())
+    let files = |locations: &Vec<Location>| -> Vec<PathBuf> {
+        locations.iter().filter_map(|l| path_from_uri(&l.uri)).collect()
+    };
+    asked_with_importers_open(sup, server, addressed, files, ask, cancel).await
 }
 
-fn listed_files(locations: &[Location]) -> Vec<PathBuf> {
-    locations.iter().filter_map(|l| path_from_uri(&l.uri)).collect()
-}
-
-/// The importers of the answer's files (and of the addressed one) that name `name` but are
-/// not in the answer, read off the async threads; at most [`MAX_REOPENED`].
+/// The importers of `named` that name `name` but are not among `named`, read off the async
+/// threads; at most [`MAX_REOPENED`].
 async fn importers_missing(
     server: &Server,
-    addressed: &Addressed,
-    answer: &[Location],
+    mut named: Vec<PathBuf>,
     name: &str,
 ) -> Vec<(PathBuf, Mention)> {
-    let mut files = listed_files(answer);
-    files.extend(path_from_uri(&addressed.document.uri));
-    files.sort();
-    files.dedup();
+    named.sort();
+    named.dedup();
     let (root, def, name) = (server.root.clone(), server.def.clone(), name.to_string());
     let mut found = tokio::task::spawn_blocking(move || {
-        crate::scan::unedited_importers(&root, &def, &files, &name)
+        crate::scan::unedited_importers(&root, &def, &named, &name)
     })
     .await
     .unwrap_or_default();

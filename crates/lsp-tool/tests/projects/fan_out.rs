@@ -294,3 +294,17 @@ async fn a_rename_edits_the_users_the_server_was_shown_and_closed() {
     }
     p.finish().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn callers_name_the_users_a_write_just_checked_and_closed() {
+    let Some(p) = three_users() else { return };
+    let body = p.read("lib.py").replace("side * side", "side * side * 1");
+    write_file(&p, "lib.py", &body).await;
+    let callers = p
+        .ok(json!({"action": "incoming_calls", "file": "lib.py", "line": 1, "symbol": "area"}))
+        .await;
+    for user in ["use1.py:3:", "use2.py:3:", "use3.py:3:"] {
+        assert!(callers.contains(user), "{user} in {callers}");
+    }
+    p.finish().await;
+}
