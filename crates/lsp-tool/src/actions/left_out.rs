@@ -1,8 +1,8 @@
 //! What a server leaves out of a project-wide answer. A server answers for the files it has
 //! loaded: basedpyright drops a file the client closed, a cold index has not read every file.
-//! The files that import one of the answer's files and name the symbol are opened and the
-//! server is asked once more; those that name it through their import and are still missing
-//! are returned, for the answer to say.
+//! The files that import one of the answer's files and name the symbol through that import
+//! are opened and the server is asked once more; those still missing are returned, for the
+//! answer to say.
 
 use std::{future::Future, path::PathBuf};
 
@@ -24,8 +24,7 @@ const MAX_REOPENED: usize = 64;
 const REOPEN_WAIT: Duration = Duration::from_secs(5);
 
 /// `ask`'s answer, asked again once with the importers it left out open (`files` lists the
-/// files an answer names), and the importers naming the addressed symbol through their
-/// import that it still leaves out (shown paths).
+/// files an answer names), and those it still leaves out (shown paths).
 pub(super) async fn asked_with_importers_open<T, Ask, Fut>(
     sup: &Supervisor,
     server: &Server,
@@ -46,7 +45,7 @@ where
     if missing.is_empty() {
         return Ok((first, Vec::new()));
     }
-    for (path, _) in &missing {
+    for path in &missing {
         let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
         let language = server.def.language_of(ext).unwrap_or("plaintext");
         // A file that cannot be opened stays left out and is said below.
@@ -57,8 +56,8 @@ where
     let listed = files(&again);
     let still: Vec<String> = missing
         .iter()
-        .filter(|(path, how)| *how == Mention::ThroughImport && !listed.contains(path))
-        .map(|(path, _)| display_relative(sup.root(), path))
+        .filter(|path| !listed.contains(path))
+        .map(|path| display_relative(sup.root(), path))
         .collect();
     Ok((again, still))
 }
@@ -91,13 +90,10 @@ pub(super) async fn complete_references(
     asked_with_importers_open(sup, server, addressed, files, ask, cancel).await
 }
 
-/// The importers of `named` that name `name` but are not among `named`, read off the async
-/// threads; at most [`MAX_REOPENED`].
-async fn importers_missing(
-    server: &Server,
-    mut named: Vec<PathBuf>,
-    name: &str,
-) -> Vec<(PathBuf, Mention)> {
+/// The importers of `named` that name `name` through their import but are not among `named`,
+/// read off the async threads; at most [`MAX_REOPENED`]. One that only says the name as a word
+/// may mean a name of its own, which a server that has it loaded rightly leaves out.
+async fn importers_missing(server: &Server, mut named: Vec<PathBuf>, name: &str) -> Vec<PathBuf> {
     named.sort();
     named.dedup();
     let (root, def, name) = (server.root.clone(), server.def.clone(), name.to_string());
@@ -106,8 +102,9 @@ async fn importers_missing(
     })
     .await
     .unwrap_or_default();
+    found.retain(|(_, how)| *how == Mention::ThroughImport);
     found.truncate(MAX_REOPENED);
-    found
+    found.into_iter().map(|(path, _)| path).collect()
 }
 
 /// The identifier a symbol ends with: `method` of `Class/method`, `area` of `lib.area`.
