@@ -106,15 +106,56 @@ struct Renaming<'a> {
     cancel: &'a CancellationToken,
 }
 
+/// Why a rename could not go on.
+enum Blocked {
+    /// The server's view of the project is stale (its edit misses files or does not match
+    /// them, also when asked again): a restart clears it. The sentence says what was seen.
+    StaleView(String),
+    Failed(LspError),
+}
+
+impl From<LspError> for Blocked {
+    fn from(e: LspError) -> Self {
+        Blocked::Failed(e)
+    }
+}
+
 /// Runs one `lsp_rename` call: the symbol located in what the server has, the server's
 /// checks (prepareRename, a name the scope already declares), its edit as long as it
-/// matches the files, then written all or nothing with the diagnostics it introduced.
+/// matches the files, then written all or nothing with the diagnostics it introduced. A
+/// server whose view of the project is stale is restarted and asked once more.
 pub(crate) async fn rename(
     sup: &Supervisor,
     args: RenameArgs,
     cancel: &CancellationToken,
 ) -> Result<LspOutput, LspError> {
-    let renaming = start_rename(sup, &args, cancel).await?;
+    let stale = match rename_once(sup, &args, None, cancel).await {
+        Ok(out) => return Ok(out),
+        Err(Blocked::Failed(e)) => return Err(e),
+        Err(Blocked::StaleView(why)) => why,
+    };
+    let path = resolve_in_root(sup.root(), &args.file, "file").map_err(LspError::Invalid)?;
+    let target = sup.target_for(&path)?;
+    let (server, _) = sup.reload_target(&target, cancel).await?;
+    let restarted = format!("{} was restarted first: {stale}", server_label(&server));
+    match rename_once(sup, &args, Some(restarted), cancel).await {
+        Ok(out) => Ok(out),
+        Err(Blocked::Failed(e)) => Err(e),
+        Err(Blocked::StaleView(why)) => Err(LspError::Failed(format!(
+            "rename of `{}` at {}:{} refused: {why}, also after the server was restarted; nothing was changed. Check the files named",
+            args.symbol, args.file, args.line
+        ))),
+    }
+}
+
+/// One attempt of [`rename`]; `restarted` says why the server was restarted before it.
+async fn rename_once(
+    sup: &Supervisor,
+    args: &RenameArgs,
+    restarted: Option<String>,
+    cancel: &CancellationToken,
+) -> Result<LspOutput, Blocked> {
+    let renaming = start_rename(sup, args, cancel).await?;
     renaming.prepare().await?;
     check_collision(
         sup,
@@ -139,6 +180,7 @@ pub(crate) async fn rename(
         .collect();
     report.old_name = renaming.old_name.clone();
     report.server = renaming.label.clone();
+    report.restarted = restarted;
     if plan.files.is_empty() {
         let text = report.render();
         return Ok(LspOutput::new(text, serde_json::to_value(&report).unwrap_or_default()));
@@ -238,7 +280,7 @@ struct FreshEdit {
 /// again. Still stale, it is refused; so is an edit that still leaves out an importer naming
 /// the symbol through its import (`from pkg.scale import factor`), which would break it.
 /// Importers that only say the name as a word are named in the report.
-async fn fresh_rename_edit(sup: &Supervisor, r: &Renaming<'_>) -> Result<FreshEdit, LspError> {
+async fn fresh_rename_edit(sup: &Supervisor, r: &Renaming<'_>) -> Result<FreshEdit, Blocked> {
     let mut attempt = 0;
     loop {
         attempt += 1;
@@ -264,10 +306,8 @@ async fn fresh_rename_edit(sup: &Supervisor, r: &Renaming<'_>) -> Result<FreshEd
         if attempt >= 2 {
             let names: Vec<String> =
                 stale.iter().map(|p| display_relative(sup.root(), p)).collect();
-            return Err(LspError::Failed(format!(
-                "rename of {} refused: {}'s edit does not match the current content of {} (changed on disk since the server read it); nothing was changed. Try again, or `reload` the server",
-                r.at,
-                r.label,
+            return Err(Blocked::StaleView(format!(
+                "its edit did not match the current content of {} (changed on disk since it read them)",
                 names.join(", ")
             )));
         }
@@ -292,15 +332,14 @@ fn through_import_refused(
     sup: &Supervisor,
     r: &Renaming<'_>,
     unedited: Vec<(PathBuf, Mention)>,
-) -> Result<Vec<PathBuf>, LspError> {
+) -> Result<Vec<PathBuf>, Blocked> {
     let (through, word): (Vec<_>, Vec<_>) =
         unedited.into_iter().partition(|(_, how)| *how == Mention::ThroughImport);
     if !through.is_empty() {
         let names: Vec<String> =
             through.iter().map(|(p, _)| display_relative(sup.root(), p)).collect();
-        return Err(LspError::Failed(format!(
-            "rename of {} refused: {} import `{}` from a renamed file, but {}'s edit leaves them out, also when asked again with them open (a server whose view of the project is stale); nothing was changed. `reload` the server and try again",
-            r.at,
+        return Err(Blocked::StaleView(format!(
+            "{} import `{}` from a renamed file, but {}'s edit left them out, also when asked again with them open (a stale view of the project)",
             names.join(", "),
             r.old_name,
             r.label
@@ -358,6 +397,7 @@ fn rename_report(sup: &Supervisor, plan: &EditPlan, at: &str, new_name: &str) ->
         created: plan.created.iter().map(|p| shown(p)).collect(),
         deleted: plan.deleted.iter().map(|p| shown(p)).collect(),
         unedited: Vec::new(),
+        restarted: None,
         old_name: String::new(),
         server: String::new(),
         diagnostics: None,

@@ -35,6 +35,9 @@ pub struct RenameReport {
     /// The server that answered, for the text.
     #[serde(skip)]
     pub server: String,
+    /// Why the server was restarted before its edit was taken (its view was stale).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub restarted: Option<String>,
     /// What the rename did to the project's diagnostics.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub diagnostics: Option<WriteDiagnostics>,
@@ -55,6 +58,9 @@ impl RenameReport {
         )];
         for f in &self.files {
             lines.push(format!("  {}: {} edit(s)", f.path, f.edits));
+        }
+        if let Some(why) = &self.restarted {
+            lines.push(format!("  ({why})"));
         }
         lines.extend(self.moved.iter().map(|m| format!("  renamed file {m}")));
         lines.extend(self.created.iter().map(|p| format!("  created {p}")));

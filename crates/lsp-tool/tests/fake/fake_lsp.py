@@ -29,6 +29,9 @@ Script keys (all optional):
   rename_open_docs: bool     a rename edits every open document, and only those (a server that
                              has read no other file: restarted, or not done reading)
   rename_never: [suffix]     a rename never edits documents whose URI ends so
+  stale_until_restart: path  `rename_never` holds only in the first process started with this
+                             script (the file at path records a start): a stale view a restart
+                             clears
 """
 
 import json
@@ -45,6 +48,13 @@ script = {}
 if "--script" in args:
     with open(args[args.index("--script") + 1]) as f:
         script = json.load(f)
+
+if script.get("stale_until_restart"):
+    marker = script["stale_until_restart"]
+    if os.path.exists(marker):
+        script["rename_never"] = []
+    else:
+        open(marker, "w").close()
 
 if script.get("crash_at_start"):
     sys.stderr.write("fake-lsp: configured to crash at start\n")

@@ -604,9 +604,9 @@ async fn a_rename_by_a_server_that_has_not_read_the_importers_still_renames_them
     p.finish().await;
 }
 
-/// A server whose view stays stale even with the importers open would break the ones that name
-/// the symbol through their import: the rename is refused, nothing is written, and the answer
-/// names them and says what to do.
+/// A server whose view stays stale even with the importers open, also after a restart, would
+/// break the ones that name the symbol through their import: the rename is refused, nothing is
+/// written, and the answer names them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rename_that_would_break_an_importer_is_refused_and_changes_nothing() {
     let p = check_serving(
@@ -624,13 +624,47 @@ async fn a_rename_that_would_break_an_importer_is_refused_and_changes_nothing() 
     let said = refused.to_string();
     assert!(
         said.contains(
-            "pkg/uses_b.py import `ratio` from a renamed file, but fake-lsp's edit leaves them out"
-        ) && said.contains("nothing was changed. `reload` the server and try again"),
+            "pkg/uses_b.py import `ratio` from a renamed file, but fake-lsp's edit left them out"
+        ) && said.contains("also after the server was restarted; nothing was changed"),
         "{said}"
     );
     for (path, text) in RENAME_FILES {
         let now = std::fs::read_to_string(p.root.join(path)).expect("read");
         assert_eq!(&now, text, "{path} changed although the rename was refused");
     }
+    p.finish().await;
+}
+
+/// A stale view that a restart clears (basedpyright's, seen under the soak): the server is
+/// restarted, asked again, and the rename goes through, saying so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stale_server_is_restarted_and_the_rename_then_renames_every_importer() {
+    let marker = tempfile::NamedTempFile::new().expect("marker");
+    let marker_path = marker.path().to_path_buf();
+    drop(marker);
+    let p = check_serving(
+        json!({"rename_open_docs": true, "rename_never": ["pkg/uses_b.py"],
+            "stale_until_restart": marker_path}),
+        RENAME_FILES,
+        json!({}),
+        json!({"python": ["py"]}),
+    );
+    let args = RenameArgs::new("pkg/scale.py", 1, "ratio", "factor");
+    let renamed = p.sup.rename(args, &agent_tools_lsp::CallScope::default()).await.expect("rename");
+    let read = |f: &str| std::fs::read_to_string(p.root.join(f)).expect("read");
+    assert_eq!(read("pkg/uses_a.py"), "from pkg.scale import factor\n\nprint(factor)\n");
+    assert_eq!(read("pkg/uses_b.py"), "import pkg.scale\n\nprint(pkg.scale.factor)\n");
+    let text = &renamed.text;
+    assert!(
+        text.contains(
+            "(fake-lsp was restarted first: pkg/uses_b.py import `ratio` from a renamed file, but fake-lsp's edit left them out, also when asked again with them open (a stale view of the project))"
+        ),
+        "{text}"
+    );
+    assert_eq!(
+        renamed.structured["restarted"].as_str().map(|s| s.contains("restarted first")),
+        Some(true)
+    );
+    let _ = std::fs::remove_file(&marker_path);
     p.finish().await;
 }
