@@ -573,20 +573,23 @@ const RENAME_FILES: &[(&str, &str)] = &[
     ("pkg/other.py", "ratio = 3\n"),
 ];
 
+/// [`RENAME_FILES`] served by the fake with `script`, and `ratio` renamed to `factor` there.
+async fn rename_ratio(script: Value) -> (Project, Result<LspOutput, LspError>) {
+    let p = check_serving(script, RENAME_FILES, json!({}), json!({"python": ["py"]}));
+    let args = RenameArgs::new("pkg/scale.py", 1, "ratio", "factor");
+    let out = p.sup.rename(args, &agent_tools_lsp::CallScope::default()).await;
+    (p, out)
+}
+
 /// A server that has read only its open files (restarted, or stopped before it read the rest)
 /// leaves the renamed module's importers out of its edit. The rename opens the importers that
 /// say the old name and asks again, so every file is renamed; an importer with a `ratio` of its
 /// own that the server still leaves out is named in the answer, never passed over in silence.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rename_by_a_server_that_has_not_read_the_importers_still_renames_them() {
-    let p = check_serving(
-        json!({"rename_open_docs": true, "rename_never": ["pkg/own.py"]}),
-        RENAME_FILES,
-        json!({}),
-        json!({"python": ["py"]}),
-    );
-    let args = RenameArgs::new("pkg/scale.py", 1, "ratio", "factor");
-    let renamed = p.sup.rename(args, &agent_tools_lsp::CallScope::default()).await.expect("rename");
+    let (p, renamed) =
+        rename_ratio(json!({"rename_open_docs": true, "rename_never": ["pkg/own.py"]})).await;
+    let renamed = renamed.expect("rename");
     let read = |f: &str| std::fs::read_to_string(p.root.join(f)).expect("read");
     assert_eq!(read("pkg/scale.py"), "factor = 2\n\ndef scaled(x):\n    return x * factor\n");
     assert_eq!(read("pkg/uses_a.py"), "from pkg.scale import factor\n\nprint(factor)\n");
@@ -609,18 +612,11 @@ async fn a_rename_by_a_server_that_has_not_read_the_importers_still_renames_them
 /// written, and the answer names them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rename_that_would_break_an_importer_is_refused_and_changes_nothing() {
-    let p = check_serving(
+    let (p, refused) = rename_ratio(
         json!({"rename_open_docs": true, "rename_never": ["pkg/uses_b.py", "pkg/own.py"]}),
-        RENAME_FILES,
-        json!({}),
-        json!({"python": ["py"]}),
-    );
-    let args = RenameArgs::new("pkg/scale.py", 1, "ratio", "factor");
-    let refused = p
-        .sup
-        .rename(args, &agent_tools_lsp::CallScope::default())
-        .await
-        .expect_err("the rename leaves out pkg/uses_b.py");
+    )
+    .await;
+    let refused = refused.expect_err("the rename leaves out pkg/uses_b.py");
     let said = refused.to_string();
     assert!(
         said.contains(
@@ -642,15 +638,10 @@ async fn a_stale_server_is_restarted_and_the_rename_then_renames_every_importer(
     let marker = tempfile::NamedTempFile::new().expect("marker");
     let marker_path = marker.path().to_path_buf();
     drop(marker);
-    let p = check_serving(
-        json!({"rename_open_docs": true, "rename_never": ["pkg/uses_b.py"],
-            "stale_until_restart": marker_path}),
-        RENAME_FILES,
-        json!({}),
-        json!({"python": ["py"]}),
-    );
-    let args = RenameArgs::new("pkg/scale.py", 1, "ratio", "factor");
-    let renamed = p.sup.rename(args, &agent_tools_lsp::CallScope::default()).await.expect("rename");
+    let (p, renamed) = rename_ratio(json!({"rename_open_docs": true,
+        "rename_never": ["pkg/uses_b.py"], "stale_until_restart": marker_path}))
+    .await;
+    let renamed = renamed.expect("rename");
     let read = |f: &str| std::fs::read_to_string(p.root.join(f)).expect("read");
     assert_eq!(read("pkg/uses_a.py"), "from pkg.scale import factor\n\nprint(factor)\n");
     assert_eq!(read("pkg/uses_b.py"), "import pkg.scale\n\nprint(pkg.scale.factor)\n");
